@@ -1,0 +1,79 @@
+//! Durations in human units with three significant digits, and their parsing for flags like `--min-time 250us`.
+
+use anyhow::{bail, Result};
+
+/// `1.23µs`, `45.6ms`, `789ns`, `2.00s`: three significant digits.
+pub fn format_ns(ns: u64) -> String {
+    format_ns_f64(ns as f64)
+}
+
+/// [`format_ns`] for fractional values (means, medians).
+pub fn format_ns_f64(ns: f64) -> String {
+    const UNITS: [(f64, &str); 4] = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")];
+    let abs = ns.abs();
+    for (scale, unit) in UNITS {
+        if abs >= scale || unit == "ns" {
+            let v = ns / scale;
+            if unit == "ns" && v.fract() == 0.0 {
+                return format!("{v:.0}ns");
+            }
+            let digits = if v.abs() >= 100.0 {
+                0
+            } else if v.abs() >= 10.0 {
+                1
+            } else {
+                2
+            };
+            // Rounding can carry into the next unit (999.7µs -> 1000µs): say 1.00ms instead.
+            let text = format!("{v:.digits$}");
+            if unit != "s" && text.trim_start_matches('-').starts_with("1000") {
+                return format_ns_f64(ns.signum() * scale * 1000.0);
+            }
+            return format!("{text}{unit}");
+        }
+    }
+    unreachable!("the ns unit always matches")
+}
+
+/// Parses `250us`, `1.5ms`, `2s`, `100ns`, `100` (ns) into nanoseconds.
+pub fn parse_duration(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let Ok(value) = num.parse::<f64>() else {
+        bail!("`{text}` is not a duration\n  hint: write a number and a unit, e.g. 250us, 1.5ms, 2s");
+    };
+    let scale = match unit.trim() {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        other => bail!("unknown duration unit `{other}` in `{text}`\n  hint: use ns, us, ms or s"),
+    };
+    Ok((value * scale).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_significant_digits() {
+        assert_eq!(format_ns(0), "0ns");
+        assert_eq!(format_ns(999), "999ns");
+        assert_eq!(format_ns(1234), "1.23µs");
+        assert_eq!(format_ns(45_600_000), "45.6ms");
+        assert_eq!(format_ns(999_700), "1.00ms");
+        assert_eq!(format_ns(2_000_000_000), "2.00s");
+        assert_eq!(format_ns(123_456_789_000), "123s");
+    }
+
+    #[test]
+    fn parses_durations() {
+        assert_eq!(parse_duration("250us").unwrap(), 250_000);
+        assert_eq!(parse_duration("1.5ms").unwrap(), 1_500_000);
+        assert_eq!(parse_duration("7").unwrap(), 7);
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("3h").is_err());
+    }
+}

@@ -1,0 +1,115 @@
+//! Stage 1: workspace discovery with `cargo metadata`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use cargo_metadata::{CargoOpt, Metadata, MetadataCommand, Package};
+
+use crate::cli::CargoArgs;
+
+/// The user's workspace as cargo sees it.
+#[derive(Debug)]
+pub struct Workspace {
+    pub metadata: Metadata,
+    /// The workspace root (the directory holding the root Cargo.toml).
+    pub root: PathBuf,
+    /// The user's target dir (honours `--target-dir`, CARGO_TARGET_DIR and `.cargo/config.toml`).
+    pub target_dir: PathBuf,
+    /// Indices into `metadata.packages` of the packages selected by `-p` (default: every workspace member).
+    pub selected: Vec<usize>,
+}
+
+impl Workspace {
+    /// Runs `cargo metadata` for the manifest named by `--manifest-path`, or the one found from the current
+    /// directory upwards.
+    pub fn load(args: &CargoArgs) -> Result<Workspace> {
+        let mut cmd = MetadataCommand::new();
+        if let Some(path) = &args.manifest_path {
+            cmd.manifest_path(path);
+        }
+        if args.all_features {
+            cmd.features(CargoOpt::AllFeatures);
+        }
+        if args.no_default_features {
+            cmd.features(CargoOpt::NoDefaultFeatures);
+        }
+        let features: Vec<String> = args
+            .features
+            .iter()
+            .flat_map(|f| f.split([',', ' ']))
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if !features.is_empty() {
+            cmd.features(CargoOpt::SomeFeatures(features));
+        }
+        let mut other = Vec::new();
+        if args.offline || args.frozen {
+            other.push("--offline".to_owned());
+        }
+        if args.locked || args.frozen {
+            other.push("--locked".to_owned());
+        }
+        cmd.other_options(other);
+        let metadata = cmd.exec().map_err(|e| metadata_error(e, args))?;
+        let root = metadata.workspace_root.clone().into_std_path_buf();
+        let target_dir = match &args.target_dir {
+            Some(dir) => {
+                std::path::absolute(dir).with_context(|| format!("cannot resolve --target-dir {}", dir.display()))?
+            }
+            None => metadata.target_directory.clone().into_std_path_buf(),
+        };
+        let members: Vec<usize> = metadata
+            .packages
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| metadata.workspace_members.contains(&p.id))
+            .map(|(i, _)| i)
+            .collect();
+        let selected = if args.package.is_empty() {
+            members
+        } else {
+            let mut selected = Vec::new();
+            for spec in &args.package {
+                let found = members.iter().copied().find(|&i| metadata.packages[i].name.as_str() == spec.as_str());
+                match found {
+                    Some(i) => selected.push(i),
+                    None => {
+                        let names: Vec<&str> = members.iter().map(|&i| metadata.packages[i].name.as_str()).collect();
+                        anyhow::bail!(
+                            "package `{spec}` is not a member of the workspace at {}\n  hint: members are: {}",
+                            root.display(),
+                            names.join(", ")
+                        );
+                    }
+                }
+            }
+            selected
+        };
+        Ok(Workspace { metadata, root, target_dir, selected })
+    }
+
+    /// The selected packages.
+    pub fn selected_packages(&self) -> impl Iterator<Item = &Package> {
+        self.selected.iter().map(|&i| &self.metadata.packages[i])
+    }
+
+    /// Where everything cargo-calltime writes lives: `<target>/calltime`.
+    pub fn calltime_dir(&self) -> PathBuf {
+        self.target_dir.join("calltime")
+    }
+}
+
+fn metadata_error(err: cargo_metadata::Error, args: &CargoArgs) -> anyhow::Error {
+    let text = err.to_string();
+    if text.contains("could not find `Cargo.toml`") || text.contains("could not find Cargo.toml") {
+        let place = match &args.manifest_path {
+            Some(p) => p.display().to_string(),
+            None => std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".to_owned()),
+        };
+        return anyhow::anyhow!(
+            "no cargo workspace found at {place}\n  hint: run inside a cargo project or pass --manifest-path path/to/Cargo.toml"
+        );
+    }
+    anyhow::anyhow!("`cargo metadata` failed: {}", text.trim())
+}
