@@ -519,27 +519,31 @@ unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
 }
 
 impl Drop for Guard {
+    /// Small enough to be inlined into every probed function, so an inert guard (whose null pointer the optimizer
+    /// sees from `enter`) costs nothing; the recording exit is one direct call.
     #[inline(always)]
     fn drop(&mut self) {
         let rec = self.rec;
-        if rec as usize <= SKIP as usize {
-            if rec == SKIP {
-                end_skipped_invocation();
-            }
-            return;
+        if rec as usize > SKIP as usize {
+            // SAFETY: guards are dropped in reverse order of creation on their own thread (they are !Send locals
+            // of the probed functions), so the recorder they point to is still the live context of their
+            // invocation.
+            unsafe { leave(rec, self.slot) }
+        } else if rec == SKIP {
+            end_skipped_invocation();
         }
-        let end = now();
-        // SAFETY: guards are dropped in reverse order of creation on their own thread (they are !Send locals of
-        // the probed functions), so the recorder they point to is still the live context of their invocation.
-        unsafe {
-            let r = &mut *rec;
-            if r.pop(self.slot, end) {
-                let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
-                r.close(self.slot, end, flags);
-                if r.depth == 0 && r.kind == OwnerKind::Thread {
-                    complete_thread_invocation(rec);
-                }
-            }
+    }
+}
+
+#[inline(never)]
+unsafe fn leave(rec: *mut Recorder, slot: u32) {
+    let end = now();
+    let r = &mut *rec;
+    if r.pop(slot, end) {
+        let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
+        r.close(slot, end, flags);
+        if r.depth == 0 && r.kind == OwnerKind::Thread {
+            complete_thread_invocation(rec);
         }
     }
 }
@@ -564,7 +568,9 @@ static TASK_IDS: AtomicU64 = AtomicU64::new(1);
 static HOLD_WRITER: AtomicBool = AtomicBool::new(false);
 /// Recorders that may still be allocated beyond one per thread.
 static SPARE: AtomicUsize = AtomicUsize::new(0);
-/// Recorders handed back by the writer, ready for reuse.
+/// Recorders handed back by the writer, ready for reuse. Boxed: a recorder's address is published in `CURRENT` and
+/// must not move when the pool's vector does.
+#[allow(clippy::vec_box)]
 static POOL: Mutex<Vec<Box<Recorder>>> = Mutex::new(Vec::new());
 
 struct Config {
@@ -1045,8 +1051,7 @@ impl Sink {
 
     fn write_queued(&mut self, rt: &Runtime) {
         let mut scale = None;
-        loop {
-            let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) else { break };
+        while let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) {
             let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
             self.write_invocation(rt, &rec, scale);
             give_back(rec);

@@ -113,7 +113,7 @@ fn labelled(stop: bool) -> u32 {
         b();
         2
     };
-    v
+    black_box(v)
 }
 
 #[test]
