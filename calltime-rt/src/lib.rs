@@ -632,12 +632,8 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
         let clock = clock();
         let (sender, receiver) = sync_channel(config.queue);
         SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);
-        {
-            let mut pool = lock(&POOL);
-            pool.reserve(config.queue + SPARE_RECORDERS + 8);
-            let mut sink = lock(&SINK);
-            sink.receiver = Some(receiver);
-        }
+        lock(&POOL).reserve(config.queue + SPARE_RECORDERS + 8);
+        lock(&SINK).receiver = Some(receiver);
         let writer = std::thread::Builder::new()
             .name("calltime-writer".into())
             .spawn(|| loop {
@@ -983,6 +979,7 @@ struct Sink {
     file: Option<File>,
     opened: bool,
     seq: u64,
+    last_stats: Option<Stats>,
     first_child: Vec<u32>,
     next_sibling: Vec<u32>,
     walk: Vec<(u32, u32, u64)>,
@@ -996,6 +993,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     file: None,
     opened: false,
     seq: 0,
+    last_stats: None,
     first_child: Vec::new(),
     next_sibling: Vec::new(),
     walk: Vec::new(),
@@ -1058,17 +1056,18 @@ impl Sink {
         }
     }
 
+    /// Appends a `stats` line unless the last one says the same (a program that catches many panics would
+    /// otherwise add one per panic).
     fn write_stats(&mut self, rt: &Runtime) {
-        let line = format!(
-            "stats {} {} {} {} {}\n",
-            SEEN.load(Relaxed),
-            KEPT.load(Relaxed),
-            SAMPLED_OUT.load(Relaxed),
-            DROPPED.load(Relaxed),
-            TRUNCATED.load(Relaxed)
-        );
+        let now = stats();
+        if self.last_stats == Some(now) {
+            return;
+        }
+        let line = format!("stats {} {} {} {} {}\n", now.seen, now.kept, now.sampled_out, now.dropped, now.truncated);
         if let Some(file) = self.file(rt) {
-            let _ = file.write_all(line.as_bytes());
+            if file.write_all(line.as_bytes()).is_ok() {
+                self.last_stats = Some(now);
+            }
         }
     }
 
