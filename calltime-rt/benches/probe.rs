@@ -76,8 +76,9 @@ fn probe_outside_root() {
     probed_fn();
 }
 
-/// A `tracing` span created and entered under a `tracing_subscriber` registry.
-#[divan::bench]
+/// A `tracing` span created and entered under a `tracing_subscriber` registry. (A fixed sample size: the first,
+/// allocating, iteration would otherwise make divan pick one iteration per sample, below the timer's precision.)
+#[divan::bench(sample_size = 1000)]
 fn tracing_span_registry(bencher: Bencher) {
     let subscriber = tracing_subscriber::registry();
     tracing::subscriber::with_default(subscriber, || {

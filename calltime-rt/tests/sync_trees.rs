@@ -277,13 +277,22 @@ fn min_duration_filters_subtrees() {
     if is_child("min_duration_filters_subtrees") {
         let __calltime_guard = enter_root(0, &PLAN);
         a();
+        let clock = std::time::Instant::now();
         slow();
+        println!("slow_ns={}", clock.elapsed().as_nanos());
         return;
     }
-    let trace = run_ok("min_duration_filters_subtrees", &[("CALLTIME_MIN_NS", "1000000")]);
+    let (output, text) = run_child("min_duration_filters_subtrees", &[("CALLTIME_MIN_NS", "1000000")]);
+    assert!(output.status.success());
+    let trace = parse(&text);
     assert_eq!(trace.shapes(), ["0[7]"]);
     assert_eq!(trace.invocations[0].filtered, 3, "a, its b, and slow's b");
-    assert!(trace.invocations[0].nodes[1].duration >= 3_000_000);
+    // The calibrated clock agrees with Instant measured around the same call (within 2%).
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let instant_ns: u64 = stdout.split("slow_ns=").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    let traced_ns = trace.invocations[0].nodes[1].duration;
+    assert!(traced_ns >= 3_000_000);
+    assert!(traced_ns.abs_diff(instant_ns) * 50 < instant_ns, "traced {traced_ns} ns, Instant {instant_ns} ns");
 }
 
 #[test]
