@@ -49,6 +49,11 @@
 //! the queued trees before the previous hook runs (so `panic = "abort"` keeps them), and an `atexit` handler writes
 //! them and a final `stats` line (so `std::process::exit` and returning from `main` keep them).
 //!
+//! # Building
+//! This file is the whole library: no dependencies, no build script; Rust 1.80 or newer, editions 2015 to 2021
+//! (edition 2024 would need `unsafe extern`, which needs Rust 1.82). `cargo calltime` embeds it and builds it in the
+//! shadow workspace. The TSC clock is used on x86_64 only; other targets time with `Instant`.
+//!
 //! # Limits
 //! - A sync function's node is marked panicked when its guard drops while the thread is panicking, which includes
 //!   a probed function that returns normally from inside a destructor run during unwinding.
@@ -510,7 +515,8 @@ fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
 #[inline(always)]
 unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
     let start = now();
-    let slot = (*rec).push(index, start);
+    // SAFETY: the caller passes the live recorder current on this thread.
+    let slot = unsafe { (*rec).push(index, start) };
     if slot == NO_SLOT {
         Guard::INERT
     } else {
@@ -538,7 +544,8 @@ impl Drop for Guard {
 #[inline(never)]
 unsafe fn leave(rec: *mut Recorder, slot: u32) {
     let end = now();
-    let r = &mut *rec;
+    // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
+    let r = unsafe { &mut *rec };
     if r.pop(slot, end) {
         let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
         r.close(slot, end, flags);
