@@ -12,6 +12,8 @@ const PROBES_PER_INVOCATION: u32 = 10_000;
 
 fn main() {
     std::env::set_var("CALLTIME_OUT", std::env::temp_dir().join("calltime-rt-bench.trace"));
+    // The benchmarks start millions of invocations; past the default maximum (100000) probes would stop recording.
+    std::env::set_var("CALLTIME_MAX_INVOCATIONS", u64::MAX.to_string());
     init_clock();
     // Trees are handed off but not formatted, so the writer thread does not compete for the CPU; once the queue is
     // full, finished invocations are dropped and their buffers reused.
@@ -74,6 +76,17 @@ fn recording_probe_pair(bencher: Bencher) {
 #[divan::bench]
 fn probe_outside_root() {
     probed_fn();
+}
+
+/// A whole root invocation with no other probe: start (sampling and admission counters, buffer reset) and end
+/// (buffer swap under the pool lock and queue hand-off; here, with the writer held, mostly the drop path).
+#[divan::bench(sample_size = 1000)]
+fn empty_root_invocation(bencher: Bencher) {
+    // Past start-up: every buffer the runtime may allocate exists (the first ones cost an allocation each).
+    for _ in 0..300 {
+        drop(enter_root(0, &PLAN));
+    }
+    bencher.bench_local(|| drop(black_box(enter_root(0, &PLAN))));
 }
 
 /// A `tracing` span created and entered under a `tracing_subscriber` registry. (A fixed sample size: the first,
