@@ -167,11 +167,23 @@ fn dropped_task_is_cancelled_and_panicking_task_is_marked() {
     }
 }
 
+/// `<T as AmbiguousIfSend<_>>::some_item` compiles only when `T` is not `Send` (for a `Send` type both impls apply
+/// and the `_` is ambiguous): the usual compile-time "does not implement" check.
+trait AmbiguousIfSend<A> {
+    fn some_item() {}
+}
+impl<T: ?Sized> AmbiguousIfSend<()> for T {}
+struct IsSend;
+impl<T: ?Sized + Send> AmbiguousIfSend<IsSend> for T {}
+
 #[test]
-fn instrumented_is_send_when_the_future_is() {
+fn instrumented_is_send_iff_the_future_is() {
     fn assert_send<T: Send>(_: &T) {}
     let fut = instrument(1, async {});
     assert_send(&fut);
     let fut = instrument_root(1, &PLAN, task_root());
     assert_send(&fut);
+    type NotSendFuture = std::future::Ready<std::rc::Rc<u8>>;
+    <calltime_rt::Instrumented<NotSendFuture> as AmbiguousIfSend<_>>::some_item();
+    <calltime_rt::Guard as AmbiguousIfSend<_>>::some_item();
 }
