@@ -422,3 +422,26 @@ fn default_path_is_per_process_in_current_dir() {
     }
     run_ok("default_path_is_per_process_in_current_dir", &[]);
 }
+
+#[test]
+fn writer_appends_each_tree_as_it_completes() {
+    if is_child("writer_appends_each_tree_as_it_completes") {
+        root();
+        let path = std::env::var("CALLTIME_OUT").unwrap();
+        // No flush, no exit handler: the writer thread alone must put the tree on disk, promptly.
+        let waited = std::time::Instant::now();
+        while !std::fs::read_to_string(&path).unwrap_or_default().contains("end 0\n") {
+            assert!(waited.elapsed() < std::time::Duration::from_secs(5), "the writer did not write the tree");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        println!("written after {} us", waited.elapsed().as_micros());
+        // A crash: no panic hook, no exit handler, no destructors.
+        std::process::abort();
+    }
+    let (output, text) = run_child("writer_appends_each_tree_as_it_completes", &[]);
+    assert!(!output.status.success(), "the child aborts");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("written after"));
+    let trace = parse(&text);
+    assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]"]);
+    assert_eq!(trace.stats, None, "nothing ran after the crash");
+}
