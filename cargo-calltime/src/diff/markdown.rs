@@ -25,13 +25,10 @@ pub fn render(report: &Report, limit: usize) -> String {
     let mut bottom = String::new();
     let _ = writeln!(
         bottom,
-        "<sub>{}. Times are medians of each call path's total time per invocation; a path",
-        sides_line(report)
-    );
-    let _ = writeln!(
-        bottom,
-        "changed when a Mann-Whitney U test gives p < {} and the medians differ by at least {}; the interval is a \
-         {:.0}% bootstrap interval of that change. Calls are per invocation and compared exactly.</sub>",
+        "<sub>{}. Times are medians of each call path's total time per invocation; a path changed when a \
+         Mann-Whitney U test gives p < {} and the medians differ by at least {}; the interval is a {:.0}% bootstrap \
+         interval of that change. Calls are per invocation and compared exactly.</sub>",
+        sides_line(report),
         report.settings.alpha,
         super::format_pct_plain(report.settings.threshold_pct),
         report.settings.confidence * 100.0
@@ -206,7 +203,7 @@ pub(super) fn noise_notes(report: &Report) -> Vec<String> {
     let mut notes = Vec::new();
     let dropped: Vec<_> = report.dropped_runs().collect();
     for (side, run) in dropped.iter().take(MAX_DROPPED_LISTED) {
-        notes.push(format!("{side} run {} dropped: {}", run.file, run.dropped.as_deref().unwrap_or_default()));
+        notes.push(format!("{side}: dropped run {}: {}", run.file, run.dropped.as_deref().unwrap_or_default()));
     }
     if dropped.len() > MAX_DROPPED_LISTED {
         notes.push(format!("{} more runs dropped", dropped.len() - MAX_DROPPED_LISTED));

@@ -122,6 +122,17 @@ struct PathSamples {
     /// Per invocation in which the path ran: its total time, and its self time.
     total_ns: Vec<f64>,
     self_ns: Vec<f64>,
+    /// Where each run's samples start in `total_ns`: the bootstrap resamples runs, then invocations within them.
+    run_starts: Vec<usize>,
+    last_run: Option<usize>,
+}
+
+impl PathSamples {
+    /// Time samples grouped by run.
+    fn total_by_run(&self) -> Vec<&[f64]> {
+        let mut ends = self.run_starts.iter().skip(1).copied().chain([self.total_ns.len()]);
+        self.run_starts.iter().map(|&start| &self.total_ns[start..ends.next().unwrap_or(start)]).collect()
+    }
 }
 
 /// One run (trace file) of a side.
@@ -192,9 +203,9 @@ impl Side {
             warnings,
         };
         let kept: Vec<bool> = side.runs.iter().map(|r| r.dropped.is_none()).collect();
-        for ((_, trace), keep) in traces.iter().zip(kept) {
+        for (run, ((_, trace), keep)) in traces.iter().zip(kept).enumerate() {
             if keep {
-                side.add_trace(trace);
+                side.add_trace(trace, run);
             }
         }
         if side.invocations == 0 {
@@ -219,7 +230,7 @@ impl Side {
         Ok(side)
     }
 
-    fn add_trace(&mut self, trace: &Trace) {
+    fn add_trace(&mut self, trace: &Trace, run: usize) {
         // Index paths repeat across invocations: name each one once.
         let mut names: HashMap<Vec<u32>, PathKey> = HashMap::new();
         for invocation in &trace.invocations {
@@ -242,6 +253,10 @@ impl Side {
                 });
                 samples.calls += stat.calls;
                 samples.self_ns_sum += u128::from(stat.self_ns);
+                if samples.last_run != Some(run) {
+                    samples.run_starts.push(samples.total_ns.len());
+                    samples.last_run = Some(run);
+                }
                 samples.total_ns.push(stat.total_ns as f64);
                 samples.self_ns.push(stat.self_ns as f64);
             }
@@ -470,6 +485,16 @@ pub fn compare(base: &Side, head: &Side, settings: &Settings) -> Report {
         base.paths.keys().chain(head.paths.keys().filter(|k| !base.paths.contains_key(*k))).collect();
     keys.sort();
     let mut paths: Vec<PathDiff> = keys.par_iter().map(|key| compare_path(key, base, head, settings)).collect();
+    // Two call paths that read the same by short names (`a::new` and `b::new`) are shown by full paths instead.
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for p in &paths {
+        *seen.entry(p.display.clone()).or_default() += 1;
+    }
+    for p in &mut paths {
+        if seen[&p.display] > 1 {
+            p.display = p.path.join(PATH_SEPARATOR);
+        }
+    }
     paths.sort_by(|a, b| {
         b.is_reported()
             .cmp(&a.is_reported())
@@ -571,12 +596,14 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
     let test = stats::mann_whitney(&b.total_ns, &h.total_ns);
     let median_pct = (bt.median_total_ns > 0.0).then(|| (ht.median_total_ns / bt.median_total_ns - 1.0) * 100.0);
     let interval = stats::bootstrap_relative_change(
-        &b.total_ns,
-        &h.total_ns,
+        &b.total_by_run(),
+        &h.total_by_run(),
         settings.bootstrap,
         stats::stable_hash(&key.join("\n")),
     );
-    let significant = test.p < settings.alpha;
+    // Both must agree: the rank test on invocations, and the interval, which also carries run-to-run spread.
+    let interval_excludes_zero = interval.map_or(true, |(low, high)| low > 0.0 || high < 0.0);
+    let significant = test.p < settings.alpha && interval_excludes_zero;
     diff.change = Some(Change {
         median_pct,
         ci_low_pct: interval.map(|i| i.0 * 100.0),
