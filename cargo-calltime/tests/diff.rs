@@ -313,7 +313,8 @@ fn huge_diff_stays_under_the_comment_limit() {
     cmd.arg("diff").arg(tmp.path().join("base")).arg(tmp.path().join("head")).args(["--format", "markdown"]);
     let out = util::run(&mut cmd, true);
     let md = String::from_utf8(out.stdout).unwrap();
-    assert!(md.chars().count() < 65_536, "{} characters", md.chars().count());
+    // GitHub's limit is 65,536 characters; the report keeps 1,000 free for what a workflow appends.
+    assert!(md.chars().count() <= 64_536, "{} characters", md.chars().count());
     assert!(md.len() > 50_000, "the budget is used, not wasted: {} bytes", md.len());
     assert!(md.starts_with("<!-- cargo-calltime -->\n"));
     assert!(md.contains("**3001 regressed**"), "{}", &md[..400]);
@@ -356,7 +357,7 @@ fn same_code_is_never_called_changed_over_many_seeds() {
         fail_above_pct: None,
         bootstrap: Bootstrap { resamples: 200, ..Bootstrap::default() },
     };
-    let mut significant_below_threshold = 0;
+    let (mut rank_test_alone, mut significant_below_threshold) = (0, 0);
     for pair in 0..20 {
         let tmp = tempfile::tempdir().unwrap();
         let (base_dir, head_dir) = (tmp.path().join("base"), tmp.path().join("head"));
@@ -368,10 +369,14 @@ fn same_code_is_never_called_changed_over_many_seeds() {
         let s = &report.summary;
         assert_eq!((s.regressed, s.improved, s.calls_changed, s.added, s.removed), (0, 0, 0, 0, 0), "pair {pair}");
         significant_below_threshold += s.below_threshold;
+        rank_test_alone += report.paths.iter().filter(|p| p.change.is_some_and(|c| c.p_value < ALPHA)).count();
     }
-    // Runs differ by up to 3% as a whole, so the pooled test does find small "differences": the threshold is what
-    // keeps them out of the report.
-    eprintln!("significant but below the threshold: {significant_below_threshold} of 100 path comparisons");
+    // Runs differ by up to 3% as a whole, so the rank test on pooled invocations finds small "differences"; the
+    // run-level bootstrap interval removes most and the threshold the rest (figures quoted in docs/ci.md).
+    eprintln!(
+        "of 100 path comparisons of identical code: Mann-Whitney p < {ALPHA} alone: {rank_test_alone}; also with \
+         the bootstrap interval excluding 0: {significant_below_threshold}; reported as changed: 0"
+    );
 }
 
 #[test]

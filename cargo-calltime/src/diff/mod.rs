@@ -38,6 +38,8 @@ const OUTLIER_MIN_RELATIVE: f64 = 0.05;
 pub const MIN_SAMPLES: usize = 8;
 /// GitHub's limit on a comment body, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
+/// Room the Markdown report leaves under that limit for what a workflow appends (a link to the run's artifacts).
+pub const COMMENT_HEADROOM: usize = 1_000;
 /// Separator of the functions of a call path in every format but the flamegraph.
 pub const PATH_SEPARATOR: &str = " -> ";
 
@@ -71,7 +73,7 @@ pub fn diff_command(args: &DiffArgs) -> Result<i32> {
             json.push('\n');
             json.into_bytes()
         }
-        DiffFormat::Markdown => markdown::render(&report, GITHUB_COMMENT_LIMIT).into_bytes(),
+        DiffFormat::Markdown => markdown::render(&report, GITHUB_COMMENT_LIMIT - COMMENT_HEADROOM).into_bytes(),
         DiffFormat::Svg => svg::render(&base, &head, &report)?,
     };
     match &args.output {
