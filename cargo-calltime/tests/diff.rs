@@ -129,8 +129,14 @@ fn write_side(dir: &Path, functions: &FunctionTable, tree: &Call, runs: u64, fir
 }
 
 fn app_functions() -> FunctionTable {
-    let paths =
-        ["app::server::handle", "app::router::route", "app::db::lookup", "app::audit::record", "app::render::page"];
+    let paths = [
+        "app::server::handle",
+        "app::router::route",
+        "app::db::lookup",
+        "app::audit::record",
+        "app::render::page",
+        "app::cache::get",
+    ];
     table(&paths.map(String::from))
 }
 
@@ -139,6 +145,7 @@ const ROUTE: u32 = 1;
 const LOOKUP: u32 = 2;
 const RECORD: u32 = 3;
 const PAGE: u32 = 4;
+const CACHE_GET: u32 = 5;
 
 /// `handle -> route -> lookup`, `handle -> record` (`record_calls` calls sharing 1µs), `handle -> page`.
 fn app_tree(lookup_ns: u64, record_calls: u64) -> Call {
@@ -251,6 +258,38 @@ fn extra_call_is_reported_even_when_time_barely_moves() {
 }
 
 #[test]
+fn paths_that_appear_or_disappear_are_call_count_changes() {
+    // head: `route` asks a cache first (a new path); `page` is no longer rendered (a path gone).
+    let head_tree = call(
+        HANDLE,
+        20_000,
+        vec![
+            call(ROUTE, 5_000, vec![call(CACHE_GET, 2_000, vec![]), call(LOOKUP, 50_000, vec![])]),
+            call(RECORD, 1_000, vec![]),
+        ],
+    );
+    let case = case(head_tree, &[]);
+    let json = diff_json(&case, &[]);
+    let new = path_entry(&json, "handle -> route -> get");
+    assert_eq!(new["status"], "added");
+    assert_eq!((new["calls"]["base"].as_f64(), new["calls"]["head"].as_f64()), (Some(0.0), Some(1.0)));
+    assert!(new["base"].is_null() && new["change"].is_null());
+    let gone = path_entry(&json, "handle -> page");
+    assert_eq!(gone["status"], "removed");
+    assert_eq!((gone["calls"]["base"].as_f64(), gone["calls"]["head"].as_f64()), (Some(1.0), Some(0.0)));
+    let summary = &json["summary"];
+    assert_eq!((summary["added"].as_u64(), summary["removed"].as_u64()), (Some(1), Some(1)));
+    // `page` took 30µs of the root's ~106µs: its disappearance is the biggest change and comes first.
+    assert_eq!(json["paths"][0]["display"], "handle -> page");
+    assert_eq!(json["paths"][0]["impact_ns"].as_f64().map(|ns| (25_000.0..35_000.0).contains(&ns)), Some(true));
+    let out = diff(&case, &["--format", "markdown"], true);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("**2 call-count changes (1 new path, 1 gone)**"), "{md}");
+    assert!(md.contains("| ➖ | `handle -> page` | 30.5µs | - | gone |  | -31.5µs | **1 → 0** |"), "{md}");
+    assert!(md.contains("| ➕ | `handle -> route -> get` | - | 2.01µs | new |  | +2.06µs | **0 → 1** |"), "{md}");
+}
+
+#[test]
 fn dirty_run_is_dropped_and_reported() {
     let case = case(app_tree(50_000, 1), &[3]);
     let json = diff_json(&case, &[]);
@@ -319,7 +358,11 @@ fn huge_diff_stays_under_the_comment_limit() {
     assert!(md.starts_with("<!-- cargo-calltime -->\n"));
     assert!(md.contains("**3001 regressed**"), "{}", &md[..400]);
     assert!(md.contains("more changed call path(s) not shown: GitHub comments are limited"), "no truncation note");
-    assert!(md.trim_end().ends_with("</sub>"), "the method note survives truncation");
+    assert!(md.contains("Calls are per invocation and compared exactly.</sub>"), "the method note survives truncation");
+    assert!(
+        md.trim_end().ends_with("- head: 1 run(s) only: dirty runs are recognised from 3 runs on"),
+        "and the notes"
+    );
 }
 
 #[test]

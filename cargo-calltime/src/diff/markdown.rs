@@ -208,6 +208,15 @@ pub(super) fn noise_notes(report: &Report) -> Vec<String> {
     if dropped.len() > MAX_DROPPED_LISTED {
         notes.push(format!("{} more runs dropped", dropped.len() - MAX_DROPPED_LISTED));
     }
+    for side in [&report.base, &report.head] {
+        if side.runs.len() < 3 {
+            notes.push(format!(
+                "{}: {} run(s) only: dirty runs are recognised from 3 runs on",
+                label(&side.label),
+                side.runs.len()
+            ));
+        }
+    }
     let s = &report.summary;
     let threshold = super::format_pct_plain(report.settings.threshold_pct);
     if s.not_significant > 0 {

@@ -167,17 +167,23 @@ impl Side {
     /// Loads a trace file or every `*.trace` file of a directory, drops dirty runs and gathers per-path samples.
     pub fn load(input: &Path, label: &str) -> Result<Side> {
         let files = trace_files(input)?;
+        // Parsing dominates on big traces: one file per thread.
+        let loaded: Vec<Result<Trace>> = files.par_iter().map(|file| Trace::load(file, None)).collect();
         let mut warnings = Vec::new();
         let mut traces = Vec::with_capacity(files.len());
-        for file in &files {
-            let trace = Trace::load(file, None).map_err(|e| {
+        for (file, trace) in files.iter().zip(loaded) {
+            let trace = trace.map_err(|e| {
                 anyhow!(
                     "{e:#}\n  hint: pass traces written by `cargo calltime --save FILE` (or CALLTIME_OUT), \
                      with their `.functions.json` table beside them"
                 )
             })?;
             let name = run_name(input, file);
-            warnings.extend(trace.warnings.iter().map(|w| format!("{label} {name}: {w}")));
+            // `diff` has no --functions flag: the table travels beside each trace.
+            warnings.extend(trace.warnings.iter().map(|w| {
+                let w = w.replace("(pass --functions FILE)", "(keep `<trace>.functions.json` beside the trace)");
+                format!("{label} {name}: {w}")
+            }));
             traces.push((name, trace));
         }
         let mut runs: Vec<RunInfo> = traces
