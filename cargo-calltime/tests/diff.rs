@@ -303,7 +303,7 @@ fn dirty_run_is_dropped_and_reported() {
     assert_eq!(json["summary"]["improved"], 0, "the slow run must not make head look faster");
     let out = diff(&case, &[], true);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("base: dropped run run-3.trace: median root time"), "{text}");
+    assert!(text.contains("base: run-3.trace dropped: median root time"), "{text}");
 }
 
 #[test]

@@ -26,12 +26,12 @@ pub fn render(report: &Report, limit: usize) -> String {
     let _ = writeln!(
         bottom,
         "<sub>{}. Times are medians of each call path's total time per invocation; a path changed when a \
-         Mann-Whitney U test gives p < {} and the medians differ by at least {}; the interval is a {:.0}% bootstrap \
-         interval of that change. Calls are per invocation and compared exactly.</sub>",
+         Mann-Whitney U test gives p < {}, the {:.0}% bootstrap interval of the change excludes 0 and the medians \
+         differ by at least {}. Calls are per invocation and compared exactly.</sub>",
         sides_line(report),
         report.settings.alpha,
-        super::format_pct_plain(report.settings.threshold_pct),
-        report.settings.confidence * 100.0
+        report.settings.confidence * 100.0,
+        super::format_pct_plain(report.settings.threshold_pct)
     );
     let notes = noise_notes(report);
     if !notes.is_empty() {
@@ -78,7 +78,8 @@ pub fn render(report: &Report, limit: usize) -> String {
         middle.push('\n');
     }
     if !unchanged.is_empty() {
-        let open = format!("<details><summary>{} unchanged call path(s)</summary>\n\n", unchanged.len());
+        let open =
+            format!("<details><summary>{} call path(s) with no change in time or calls</summary>\n\n", unchanged.len());
         let table_head =
             format!("| Call path | {base} | {head} | Change | Calls / inv | Note |\n|:--|--:|--:|--:|--:|:--|\n");
         let close = "\n</details>\n\n";
@@ -107,13 +108,14 @@ pub fn render(report: &Report, limit: usize) -> String {
             if shown < unchanged.len() {
                 let _ = writeln!(
                     middle,
-                    "\n_{} more unchanged call path(s) not shown (comment size limit)._",
+                    "\n_{} more call path(s) with no change not shown (comment size limit)._",
                     unchanged.len() - shown
                 );
             }
             middle.push_str(close);
         } else {
-            let _ = writeln!(middle, "_{} unchanged call path(s) not shown (comment size limit)._\n", unchanged.len());
+            let _ =
+                writeln!(middle, "_{} call path(s) with no change not shown (comment size limit)._\n", unchanged.len());
         }
     }
     let mut out = top;
@@ -203,7 +205,7 @@ pub(super) fn noise_notes(report: &Report) -> Vec<String> {
     let mut notes = Vec::new();
     let dropped: Vec<_> = report.dropped_runs().collect();
     for (side, run) in dropped.iter().take(MAX_DROPPED_LISTED) {
-        notes.push(format!("{side}: dropped run {}: {}", run.file, run.dropped.as_deref().unwrap_or_default()));
+        notes.push(format!("{side}: {} dropped: {}", run.file, run.dropped.as_deref().unwrap_or_default()));
     }
     if dropped.len() > MAX_DROPPED_LISTED {
         notes.push(format!("{} more runs dropped", dropped.len() - MAX_DROPPED_LISTED));

@@ -87,7 +87,10 @@ pub fn render(report: &Report, color: bool) -> String {
     }
     let unchanged = report.paths.len() - reported.len();
     if unchanged > 0 {
-        let _ = writeln!(out, "\n{unchanged} unchanged call path(s) not listed (all paths: --format json)");
+        let _ = writeln!(
+            out,
+            "\n{unchanged} call path(s) with no change in time or calls not listed (all paths: --format json)"
+        );
     }
     let notes = super::markdown::noise_notes(report);
     if !notes.is_empty() {
