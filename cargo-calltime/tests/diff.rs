@@ -373,10 +373,13 @@ fn bad_inputs_are_one_line_errors_with_hints() {
     let junk = tmp.path().join("junk.trace");
     std::fs::write(&junk, "hello\n").unwrap();
     let missing = tmp.path().join("missing");
+    let no_invocations = tmp.path().join("no-invocations.trace");
+    std::fs::write(&no_invocations, "calltime-trace 1\nprocess 7 0 /bin/app\nplan p \nstats 0 0 0 0 0\n").unwrap();
     for (base, expected) in [
         (&missing, "error: cannot read <tmp>/missing:"),
         (&empty, "error: directory <tmp>/empty holds no *.trace files"),
         (&junk, "error: <tmp>/junk.trace is not a calltime trace: the first line is not"),
+        (&no_invocations, "error: <tmp>/no-invocations.trace (base) has no complete root invocations to compare"),
     ] {
         let mut cmd = util::calltime();
         cmd.arg("diff").arg(base).arg(&empty);

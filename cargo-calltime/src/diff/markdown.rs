@@ -228,7 +228,10 @@ pub(super) fn noise_notes(report: &Report) -> Vec<String> {
         ));
     }
     if s.below_threshold > 0 {
-        notes.push(format!("{} path(s) changed significantly but by less than {threshold}", s.below_threshold));
+        notes.push(format!(
+            "{} path(s) differ by less than {threshold}: below --threshold, not reported",
+            s.below_threshold
+        ));
     }
     if s.too_few_samples > 0 {
         notes.push(format!(
