@@ -1,0 +1,709 @@
+//! Stage 10: call-path diffs of two sets of runs (`cargo calltime diff BASE HEAD`).
+//!
+//! Each side is one trace file or a directory of traces from repeated runs of the same command. Calls are matched
+//! by call path from the root, spelled with the function paths of each trace's own function table, so base and head
+//! may come from different plans. Call counts are compared exactly (they have no noise); times go through dirty-run
+//! removal and a statistical test ([`stats`]) before a path is called regressed or improved. docs/ci.md explains
+//! the method, the JSON format and the exit codes.
+
+mod markdown;
+pub mod stats;
+mod svg;
+mod text;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::cli::{DiffArgs, DiffFormat};
+use crate::trace::Trace;
+use crate::ui;
+use stats::Bootstrap;
+
+/// Version of the JSON diff format (docs/ci.md); bumped on any incompatible change.
+pub const DIFF_JSON_VERSION: u32 = 1;
+/// Significance level of the Mann-Whitney test.
+pub const ALPHA: f64 = 0.01;
+/// Exit status when `--fail-above` trips (1 is taken by errors).
+pub const EXIT_REGRESSION: i32 = 2;
+/// A run is dirty when its median root time is farther than this many scaled MADs from the median of the runs...
+const OUTLIER_MADS: f64 = 3.0;
+/// ...and farther than this fraction of it.
+const OUTLIER_MIN_RELATIVE: f64 = 0.05;
+/// Fewer invocations than this on either side and a path's times are not tested.
+pub const MIN_SAMPLES: usize = 8;
+/// GitHub's limit on a comment body, in characters.
+pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
+/// Room the Markdown report leaves under that limit for what a workflow appends (a link to the run's artifacts).
+pub const COMMENT_HEADROOM: usize = 1_000;
+/// Separator of the functions of a call path in every format but the flamegraph.
+pub const PATH_SEPARATOR: &str = " -> ";
+
+/// `cargo calltime diff`: returns 0, or [`EXIT_REGRESSION`] when `--fail-above` trips.
+pub fn diff_command(args: &DiffArgs) -> Result<i32> {
+    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
+        bail!("--threshold {} is not a percentage\n  hint: pass a number such as 10 (meaning 10%)", args.threshold);
+    }
+    if let Some(pct) = args.fail_above {
+        if !(pct.is_finite() && pct >= 0.0) {
+            bail!("--fail-above {pct} is not a percentage\n  hint: pass a number such as 20 (meaning 20%)");
+        }
+    }
+    let base = Side::load(&args.base, &args.base_label)?;
+    let head = Side::load(&args.head, &args.head_label)?;
+    for warning in base.warnings.iter().chain(&head.warnings) {
+        ui::warn(warning);
+    }
+    let settings = Settings {
+        threshold_pct: args.threshold,
+        alpha: ALPHA,
+        fail_above_pct: args.fail_above,
+        bootstrap: Bootstrap::default(),
+    };
+    let report = compare(&base, &head, &settings);
+    let color = args.output.is_none() && ui::color_stdout();
+    let rendered: Vec<u8> = match args.format {
+        DiffFormat::Text => text::render(&report, color).into_bytes(),
+        DiffFormat::Json => {
+            let mut json = serde_json::to_string_pretty(&report).context("cannot serialise the diff")?;
+            json.push('\n');
+            json.into_bytes()
+        }
+        DiffFormat::Markdown => markdown::render(&report, GITHUB_COMMENT_LIMIT - COMMENT_HEADROOM).into_bytes(),
+        DiffFormat::Svg => svg::render(&base, &head, &report)?,
+    };
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, &rendered).with_context(|| {
+                format!("cannot write {}\n  hint: check that the directory exists and is writable", path.display())
+            })?;
+            ui::status("Wrote", &path.display().to_string());
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`| head`) is not an error worth reporting.
+            let _ = stdout.write_all(&rendered).and_then(|()| stdout.flush());
+        }
+    }
+    if report.summary.over_fail_above.is_empty() {
+        return Ok(0);
+    }
+    let limit = args.fail_above.unwrap_or_default();
+    ui::warn(&format!(
+        "{} call path(s) regressed by more than {}: {}",
+        report.summary.over_fail_above.len(),
+        format_pct_plain(limit),
+        report.summary.over_fail_above.join(", ")
+    ));
+    Ok(EXIT_REGRESSION)
+}
+
+/// How the comparison decides.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub threshold_pct: f64,
+    pub alpha: f64,
+    pub fail_above_pct: Option<f64>,
+    pub bootstrap: Bootstrap,
+}
+
+/// Call path as function paths from the root: the key that matches base and head.
+type PathKey = Vec<String>;
+
+/// What one side recorded for one call path, over the invocations of the runs kept.
+#[derive(Debug, Clone, Default)]
+struct PathSamples {
+    /// Display names, root first.
+    display: Vec<String>,
+    calls: u64,
+    self_ns_sum: u128,
+    /// Per invocation in which the path ran: its total time, and its self time.
+    total_ns: Vec<f64>,
+    self_ns: Vec<f64>,
+    /// Where each run's samples start in `total_ns`: the bootstrap resamples runs, then invocations within them.
+    run_starts: Vec<usize>,
+    last_run: Option<usize>,
+}
+
+impl PathSamples {
+    /// Time samples grouped by run.
+    fn total_by_run(&self) -> Vec<&[f64]> {
+        let mut ends = self.run_starts.iter().skip(1).copied().chain([self.total_ns.len()]);
+        self.run_starts.iter().map(|&start| &self.total_ns[start..ends.next().unwrap_or(start)]).collect()
+    }
+}
+
+/// One run (trace file) of a side.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub file: String,
+    pub invocations: usize,
+    /// Median duration of the root over the run's invocations.
+    pub median_root_ns: Option<f64>,
+    /// Why the run was left out (dirty data), if it was.
+    pub dropped: Option<String>,
+}
+
+/// One side of the diff, loaded.
+pub struct Side {
+    pub label: String,
+    pub input: PathBuf,
+    pub runs: Vec<RunInfo>,
+    /// Invocations analysed (kept runs, complete trees).
+    pub invocations: u64,
+    /// Invocations of kept runs left out because their tree hit the node cap (their call counts are not exact).
+    pub truncated_invocations: u64,
+    /// Invocations whose trees lost nodes shorter than CALLTIME_MIN_NS (counts under them are low).
+    pub filtered_invocations: u64,
+    paths: HashMap<PathKey, PathSamples>,
+    pub warnings: Vec<String>,
+}
+
+impl Side {
+    /// Loads a trace file or every `*.trace` file of a directory, drops dirty runs and gathers per-path samples.
+    pub fn load(input: &Path, label: &str) -> Result<Side> {
+        let files = trace_files(input)?;
+        // Parsing dominates on big traces: one file per thread.
+        let loaded: Vec<Result<Trace>> = files.par_iter().map(|file| Trace::load(file, None)).collect();
+        let mut warnings = Vec::new();
+        let mut traces = Vec::with_capacity(files.len());
+        for (file, trace) in files.iter().zip(loaded) {
+            let trace = trace.map_err(|e| {
+                anyhow!(
+                    "{e:#}\n  hint: pass traces written by `cargo calltime --save FILE` (or CALLTIME_OUT), \
+                     with their `.functions.json` table beside them"
+                )
+            })?;
+            let name = run_name(input, file);
+            // `diff` has no --functions flag: the table travels beside each trace.
+            warnings.extend(trace.warnings.iter().map(|w| {
+                let w = w.replace("(pass --functions FILE)", "(keep `<trace>.functions.json` beside the trace)");
+                format!("{label} {name}: {w}")
+            }));
+            traces.push((name, trace));
+        }
+        let mut runs: Vec<RunInfo> = traces
+            .iter()
+            .map(|(name, trace)| {
+                let mut roots: Vec<f64> = trace.invocations.iter().map(|i| i.duration_ns as f64).collect();
+                let median_root_ns = stats::median(&mut roots);
+                RunInfo {
+                    file: name.clone(),
+                    invocations: trace.invocations.len(),
+                    median_root_ns,
+                    dropped: median_root_ns.is_none().then(|| "no complete invocations".to_owned()),
+                }
+            })
+            .collect();
+        mark_dirty_runs(&mut runs);
+        let mut side = Side {
+            label: label.to_owned(),
+            input: input.to_owned(),
+            runs,
+            invocations: 0,
+            truncated_invocations: 0,
+            filtered_invocations: 0,
+            paths: HashMap::new(),
+            warnings,
+        };
+        let kept: Vec<bool> = side.runs.iter().map(|r| r.dropped.is_none()).collect();
+        for (run, ((_, trace), keep)) in traces.iter().zip(kept).enumerate() {
+            if keep {
+                side.add_trace(trace, run);
+            }
+        }
+        if side.invocations == 0 {
+            bail!(
+                "{} ({label}) has no complete root invocations to compare\n  hint: check that the recorded command \
+                 calls the root function and returns normally",
+                input.display()
+            );
+        }
+        if side.truncated_invocations > 0 {
+            side.warnings.push(format!(
+                "{label}: {} invocation(s) hit the node cap and are left out (raise CALLTIME_NODE_CAP)",
+                side.truncated_invocations
+            ));
+        }
+        if side.filtered_invocations > 0 {
+            side.warnings.push(format!(
+                "{label}: {} invocation(s) lost nodes to CALLTIME_MIN_NS: their call counts are low",
+                side.filtered_invocations
+            ));
+        }
+        Ok(side)
+    }
+
+    fn add_trace(&mut self, trace: &Trace, run: usize) {
+        // Index paths repeat across invocations: name each one once.
+        let mut names: HashMap<Vec<u32>, PathKey> = HashMap::new();
+        for invocation in &trace.invocations {
+            if invocation.truncated_calls > 0 {
+                self.truncated_invocations += 1;
+                continue;
+            }
+            if invocation.filtered_nodes > 0 {
+                self.filtered_invocations += 1;
+            }
+            self.invocations += 1;
+            for (indices, stat) in invocation.path_stats() {
+                let key = names
+                    .entry(indices.clone())
+                    .or_insert_with(|| indices.iter().map(|&i| trace.table.path(i)).collect())
+                    .clone();
+                let samples = self.paths.entry(key).or_insert_with(|| PathSamples {
+                    display: indices.iter().map(|&i| trace.table.display(i)).collect(),
+                    ..PathSamples::default()
+                });
+                samples.calls += stat.calls;
+                samples.self_ns_sum += u128::from(stat.self_ns);
+                if samples.last_run != Some(run) {
+                    samples.run_starts.push(samples.total_ns.len());
+                    samples.last_run = Some(run);
+                }
+                samples.total_ns.push(stat.total_ns as f64);
+                samples.self_ns.push(stat.self_ns as f64);
+            }
+        }
+    }
+
+    /// Folded stacks of this side: display names joined by `;` and mean self time per invocation in ns.
+    pub fn folded(&self) -> String {
+        let mut lines: Vec<String> = self
+            .paths
+            .values()
+            .filter_map(|p| {
+                let mean = (p.self_ns_sum / u128::from(self.invocations.max(1))) as u64;
+                (mean > 0).then(|| {
+                    let frames: Vec<String> = p.display.iter().map(|f| f.replace(';', ":")).collect();
+                    format!("{} {mean}", frames.join(";"))
+                })
+            })
+            .collect();
+        lines.sort();
+        let mut out = lines.join("\n");
+        out.push('\n');
+        out
+    }
+}
+
+/// The trace files of a side: the file itself, or the directory's `*.trace` files in name order.
+fn trace_files(input: &Path) -> Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(input).map_err(|e| {
+        anyhow!(
+            "cannot read {}: {e}\n  hint: pass a trace saved with `cargo calltime --save FILE`, or a directory of them",
+            input.display()
+        )
+    })?;
+    if !meta.is_dir() {
+        return Ok(vec![input.to_owned()]);
+    }
+    let entries = std::fs::read_dir(input).with_context(|| format!("cannot list directory {}", input.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "trace"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!(
+            "directory {} holds no *.trace files\n  hint: record runs into it with `cargo calltime ... --save {}/run-1.trace`",
+            input.display(),
+            input.display()
+        );
+    }
+    Ok(files)
+}
+
+/// A run's name in reports: its path relative to the side's directory (never an absolute temp path).
+fn run_name(input: &Path, file: &Path) -> String {
+    let relative = file.strip_prefix(input).ok().filter(|r| !r.as_os_str().is_empty());
+    relative.or_else(|| file.file_name().map(Path::new)).unwrap_or(file).display().to_string()
+}
+
+/// Marks runs whose median root time is clearly unlike the other runs' (see [`stats::outliers`]).
+fn mark_dirty_runs(runs: &mut [RunInfo]) {
+    let candidates: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].dropped.is_none()).collect();
+    let medians: Vec<f64> = candidates.iter().filter_map(|&i| runs[i].median_root_ns).collect();
+    let flags = stats::outliers(&medians, OUTLIER_MADS, OUTLIER_MIN_RELATIVE);
+    let mut kept: Vec<f64> = medians.iter().zip(&flags).filter(|(_, &out)| !out).map(|(&m, _)| m).collect();
+    let typical = stats::median(&mut kept).unwrap_or(0.0);
+    for (&i, &out) in candidates.iter().zip(&flags) {
+        if out {
+            let median = runs[i].median_root_ns.unwrap_or(0.0);
+            runs[i].dropped = Some(format!(
+                "median root time {} is unlike the other runs' {}",
+                crate::units::format_ns_f64(median),
+                crate::units::format_ns_f64(typical)
+            ));
+        }
+    }
+}
+
+/// What happened to a call path's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Significantly slower by at least the threshold.
+    Regressed,
+    /// Significantly faster by at least the threshold.
+    Improved,
+    Unchanged,
+    /// Only in head.
+    Added,
+    /// Only in base.
+    Removed,
+}
+
+/// Why an unchanged path's time difference was set aside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Noise {
+    /// Moved by at least the threshold, but the test did not find it significant.
+    NotSignificant,
+    /// Significant, but smaller than the threshold.
+    BelowThreshold,
+    /// Too few invocations on a side to test.
+    TooFewSamples,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Calls {
+    /// Calls per invocation (mean over the side's invocations).
+    pub base: f64,
+    pub head: f64,
+    /// Exact comparison of the per-invocation rates (total calls × invocations, in integers).
+    pub changed: bool,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TimeStats {
+    /// Invocations in which the path ran (the time samples).
+    pub samples: usize,
+    /// Median over those invocations of the path's total time per invocation.
+    pub median_total_ns: f64,
+    pub median_self_ns: f64,
+    /// Self time per invocation averaged over all of the side's invocations (what the flamegraph shows).
+    pub mean_self_ns_per_invocation: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Change {
+    /// Relative change of the medians of total time, in percent (`None` when the base median is 0).
+    pub median_pct: Option<f64>,
+    /// Bootstrap confidence interval of that change, in percent.
+    pub ci_low_pct: Option<f64>,
+    pub ci_high_pct: Option<f64>,
+    /// Two-sided Mann-Whitney p-value.
+    pub p_value: f64,
+    pub significant: bool,
+}
+
+/// One call path, compared.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathDiff {
+    /// Function paths, root first: the matching key.
+    pub path: Vec<String>,
+    /// Display names joined with ` -> `.
+    pub display: String,
+    pub status: Status,
+    pub noise: Option<Noise>,
+    pub calls: Calls,
+    pub base: Option<TimeStats>,
+    pub head: Option<TimeStats>,
+    pub change: Option<Change>,
+    /// Absolute change of self time per invocation (ns): how rows are ordered.
+    pub impact_ns: f64,
+}
+
+impl PathDiff {
+    /// Whether the path belongs in the table of changes (otherwise it is folded with the unchanged ones).
+    pub fn is_reported(&self) -> bool {
+        self.status != Status::Unchanged || self.calls.changed
+    }
+
+    /// Signed change of self time per invocation (ns).
+    pub fn self_delta_ns(&self) -> f64 {
+        let mean = |t: &Option<TimeStats>| t.map_or(0.0, |t| t.mean_self_ns_per_invocation);
+        mean(&self.head) - mean(&self.base)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SideSummary {
+    pub label: String,
+    pub input: String,
+    pub runs: Vec<RunInfo>,
+    pub invocations: u64,
+    pub truncated_invocations: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SettingsSummary {
+    pub threshold_pct: f64,
+    pub alpha: f64,
+    pub fail_above_pct: Option<f64>,
+    pub bootstrap_resamples: usize,
+    pub confidence: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub regressed: usize,
+    pub improved: usize,
+    pub unchanged: usize,
+    pub added: usize,
+    pub removed: usize,
+    /// Paths on both sides whose calls per invocation changed.
+    pub calls_changed: usize,
+    pub not_significant: usize,
+    pub below_threshold: usize,
+    pub too_few_samples: usize,
+    /// Regressed paths beyond `--fail-above` (display names): non-empty means exit status 2.
+    pub over_fail_above: Vec<String>,
+}
+
+/// The whole comparison: what every format renders. Serialised as the JSON format.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub version: u32,
+    pub base: SideSummary,
+    pub head: SideSummary,
+    pub settings: SettingsSummary,
+    pub summary: Summary,
+    /// Reported paths by impact, then unchanged paths by name.
+    pub paths: Vec<PathDiff>,
+}
+
+impl Report {
+    pub fn dropped_runs(&self) -> impl Iterator<Item = (&str, &RunInfo)> {
+        let base = self.base.runs.iter().map(|r| (self.base.label.as_str(), r));
+        let head = self.head.runs.iter().map(|r| (self.head.label.as_str(), r));
+        base.chain(head).filter(|(_, r)| r.dropped.is_some())
+    }
+}
+
+/// Compares two loaded sides path by path.
+pub fn compare(base: &Side, head: &Side, settings: &Settings) -> Report {
+    let mut keys: Vec<&PathKey> =
+        base.paths.keys().chain(head.paths.keys().filter(|k| !base.paths.contains_key(*k))).collect();
+    keys.sort();
+    let mut paths: Vec<PathDiff> = keys.par_iter().map(|key| compare_path(key, base, head, settings)).collect();
+    // Two call paths that read the same by short names (`a::new` and `b::new`) are shown by full paths instead.
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for p in &paths {
+        *seen.entry(p.display.clone()).or_default() += 1;
+    }
+    for p in &mut paths {
+        if seen[&p.display] > 1 {
+            p.display = p.path.join(PATH_SEPARATOR);
+        }
+    }
+    paths.sort_by(|a, b| {
+        b.is_reported()
+            .cmp(&a.is_reported())
+            .then_with(|| if a.is_reported() { b.impact_ns.total_cmp(&a.impact_ns) } else { std::cmp::Ordering::Equal })
+            .then_with(|| a.display.cmp(&b.display))
+            .then_with(|| a.path.cmp(&b.path))
+    });
+    let mut summary = Summary::default();
+    for p in &paths {
+        match p.status {
+            Status::Regressed => summary.regressed += 1,
+            Status::Improved => summary.improved += 1,
+            Status::Unchanged => summary.unchanged += 1,
+            Status::Added => summary.added += 1,
+            Status::Removed => summary.removed += 1,
+        }
+        if p.calls.changed && !matches!(p.status, Status::Added | Status::Removed) {
+            summary.calls_changed += 1;
+        }
+        match p.noise {
+            Some(Noise::NotSignificant) => summary.not_significant += 1,
+            Some(Noise::BelowThreshold) => summary.below_threshold += 1,
+            Some(Noise::TooFewSamples) => summary.too_few_samples += 1,
+            None => {}
+        }
+        if let (Status::Regressed, Some(limit), Some(pct)) =
+            (p.status, settings.fail_above_pct, p.change.and_then(|c| c.median_pct))
+        {
+            if pct > limit {
+                summary.over_fail_above.push(format!("{} ({})", p.display, format_pct(pct)));
+            }
+        }
+    }
+    let side_summary = |side: &Side| SideSummary {
+        label: side.label.clone(),
+        input: side.input.display().to_string(),
+        runs: side.runs.clone(),
+        invocations: side.invocations,
+        truncated_invocations: side.truncated_invocations,
+    };
+    Report {
+        version: DIFF_JSON_VERSION,
+        base: side_summary(base),
+        head: side_summary(head),
+        settings: SettingsSummary {
+            threshold_pct: settings.threshold_pct,
+            alpha: settings.alpha,
+            fail_above_pct: settings.fail_above_pct,
+            bootstrap_resamples: settings.bootstrap.resamples,
+            confidence: settings.bootstrap.level,
+        },
+        summary,
+        paths,
+    }
+}
+
+fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) -> PathDiff {
+    let in_base = base.paths.get(key);
+    let in_head = head.paths.get(key);
+    let display = in_base.or(in_head).map(|p| p.display.join(PATH_SEPARATOR)).unwrap_or_default();
+    let calls_base = in_base.map_or(0, |p| p.calls);
+    let calls_head = in_head.map_or(0, |p| p.calls);
+    let calls = Calls {
+        base: calls_base as f64 / base.invocations as f64,
+        head: calls_head as f64 / head.invocations as f64,
+        changed: u128::from(calls_base) * u128::from(head.invocations)
+            != u128::from(calls_head) * u128::from(base.invocations),
+    };
+    let time_stats = |samples: Option<&PathSamples>, side: &Side| {
+        samples.map(|p| TimeStats {
+            samples: p.total_ns.len(),
+            median_total_ns: stats::median(&mut p.total_ns.clone()).unwrap_or(0.0),
+            median_self_ns: stats::median(&mut p.self_ns.clone()).unwrap_or(0.0),
+            mean_self_ns_per_invocation: p.self_ns_sum as f64 / side.invocations as f64,
+        })
+    };
+    let base_time = time_stats(in_base, base);
+    let head_time = time_stats(in_head, head);
+    let mut diff = PathDiff {
+        path: key.clone(),
+        display,
+        status: Status::Unchanged,
+        noise: None,
+        calls,
+        base: base_time,
+        head: head_time,
+        change: None,
+        impact_ns: 0.0,
+    };
+    diff.impact_ns = diff.self_delta_ns().abs();
+    let (Some(b), Some(h), Some(bt), Some(ht)) = (in_base, in_head, base_time, head_time) else {
+        diff.status = if in_base.is_some() { Status::Removed } else { Status::Added };
+        return diff;
+    };
+    if b.total_ns.len() < MIN_SAMPLES || h.total_ns.len() < MIN_SAMPLES {
+        diff.noise = Some(Noise::TooFewSamples);
+        return diff;
+    }
+    let test = stats::mann_whitney(&b.total_ns, &h.total_ns);
+    let median_pct = (bt.median_total_ns > 0.0).then(|| (ht.median_total_ns / bt.median_total_ns - 1.0) * 100.0);
+    let interval = stats::bootstrap_relative_change(
+        &b.total_by_run(),
+        &h.total_by_run(),
+        settings.bootstrap,
+        stats::stable_hash(&key.join("\n")),
+    );
+    // Both must agree: the rank test on invocations, and the interval, which also carries run-to-run spread.
+    let interval_excludes_zero = interval.map_or(true, |(low, high)| low > 0.0 || high < 0.0);
+    let significant = test.p < settings.alpha && interval_excludes_zero;
+    diff.change = Some(Change {
+        median_pct,
+        ci_low_pct: interval.map(|i| i.0 * 100.0),
+        ci_high_pct: interval.map(|i| i.1 * 100.0),
+        p_value: test.p,
+        significant,
+    });
+    let Some(pct) = median_pct else { return diff };
+    let big = pct.abs() >= settings.threshold_pct;
+    // The test and the medians must agree on the direction (a shift of the bulk against the median is not a
+    // regression anyone can act on).
+    let same_direction = (pct > 0.0) == (test.z > 0.0);
+    diff.status = match (significant && same_direction, big) {
+        (true, true) if pct > 0.0 => Status::Regressed,
+        (true, true) => Status::Improved,
+        (true, false) => {
+            diff.noise = Some(Noise::BelowThreshold);
+            Status::Unchanged
+        }
+        (false, true) => {
+            diff.noise = Some(Noise::NotSignificant);
+            Status::Unchanged
+        }
+        (false, false) => Status::Unchanged,
+    };
+    diff
+}
+
+/// `+12.3%`, `-4.0%`, `+0.0%`.
+pub fn format_pct(pct: f64) -> String {
+    let rounded = (pct * 10.0).round() / 10.0;
+    if rounded == 0.0 {
+        return "+0.0%".to_owned();
+    }
+    format!("{rounded:+.1}%")
+}
+
+/// `20%`, `12.5%`: a limit given by the user.
+fn format_pct_plain(pct: f64) -> String {
+    let text = format!("{pct:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}%")
+}
+
+/// Calls per invocation: `3`, `2.5`, `0.33`.
+pub fn format_calls(calls: f64) -> String {
+    if (calls - calls.round()).abs() < 1e-9 {
+        return format!("{calls:.0}");
+    }
+    let text = format!("{calls:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// The change column: `+52.1%` or `new` / `gone` / `n/a`.
+pub fn change_text(p: &PathDiff) -> String {
+    match p.status {
+        Status::Added => "new".to_owned(),
+        Status::Removed => "gone".to_owned(),
+        _ => p.change.and_then(|c| c.median_pct).map_or_else(|| "n/a".to_owned(), format_pct),
+    }
+}
+
+/// The interval column: `+48.0%..+55.2%`, empty when there is none.
+pub fn interval_text(p: &PathDiff) -> String {
+    match p.change {
+        Some(Change { ci_low_pct: Some(low), ci_high_pct: Some(high), .. }) => {
+            format!("{}..{}", format_pct(low), format_pct(high))
+        }
+        _ => String::new(),
+    }
+}
+
+/// Median total time per invocation of a side, or `-` when the path did not run there.
+pub fn time_text(t: &Option<TimeStats>) -> String {
+    t.map_or_else(|| "-".to_owned(), |t| crate::units::format_ns_f64(t.median_total_ns))
+}
+
+/// `1 -> 2` for calls per invocation.
+pub fn calls_text(p: &PathDiff) -> String {
+    if p.calls.changed {
+        format!("{} -> {}", format_calls(p.calls.base), format_calls(p.calls.head))
+    } else {
+        format_calls(p.calls.head)
+    }
+}
+
+/// `+1.20ms` for a signed duration.
+pub fn signed_ns(ns: f64) -> String {
+    let text = crate::units::format_ns_f64(ns.abs());
+    if ns < 0.0 {
+        format!("-{text}")
+    } else {
+        format!("+{text}")
+    }
+}

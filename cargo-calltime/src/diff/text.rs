@@ -1,0 +1,103 @@
+//! `--format text`: the terminal view of a diff.
+
+use std::fmt::Write;
+
+use anstyle::{AnsiColor, Style};
+
+use super::{calls_text, change_text, interval_text, signed_ns, time_text, PathDiff, Report, Status};
+
+/// Renders the report; `color` adds ANSI styles.
+pub fn render(report: &Report, color: bool) -> String {
+    let paint = |style: Style, text: &str| {
+        if color {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_owned()
+        }
+    };
+    let bold = Style::new().bold();
+    let red = Style::new().bold().fg_color(Some(AnsiColor::Red.into()));
+    let green = Style::new().bold().fg_color(Some(AnsiColor::Green.into()));
+    let yellow = Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()));
+    let dim = Style::new().dimmed();
+
+    let mut out = String::new();
+    let title = format!("cargo calltime diff: {} -> {}", report.base.label, report.head.label);
+    let _ = writeln!(out, "{}", paint(bold, &title));
+    let _ = writeln!(out, "{}", paint(dim, &super::markdown::sides_line(report)));
+    let s = &report.summary;
+    let mut headline = vec![
+        paint(if s.regressed > 0 { red } else { bold }, &format!("{} regressed", s.regressed)),
+        paint(if s.improved > 0 { green } else { bold }, &format!("{} improved", s.improved)),
+        format!("{} unchanged", s.unchanged),
+    ];
+    let call_changes = s.calls_changed + s.added + s.removed;
+    if call_changes > 0 {
+        headline.push(paint(yellow, &super::markdown::call_changes_text(s)));
+    } else {
+        headline.push("no call-count changes".to_owned());
+    }
+    let _ = writeln!(out, "{}", headline.join(", "));
+
+    let reported: Vec<&PathDiff> = report.paths.iter().filter(|p| p.is_reported()).collect();
+    if !reported.is_empty() {
+        let header = ["change", report.base.label.as_str(), report.head.label.as_str(), "95% CI", "self/inv", "calls"];
+        let rows: Vec<[String; 6]> = reported
+            .iter()
+            .map(|p| {
+                [
+                    change_text(p),
+                    time_text(&p.base),
+                    time_text(&p.head),
+                    interval_text(p),
+                    signed_ns(p.self_delta_ns()),
+                    calls_text(p),
+                ]
+            })
+            .collect();
+        let mut widths = header.map(|h| h.chars().count());
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        out.push('\n');
+        let mut line = String::from("  ");
+        for (h, w) in header.iter().zip(widths) {
+            let _ = write!(line, "{h:<w$}  ");
+        }
+        line.push_str("call path");
+        let _ = writeln!(out, "{}", paint(bold, &line));
+        for (p, row) in reported.iter().zip(&rows) {
+            let mut line = String::from("  ");
+            for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+                let padded = format!("{cell:<w$}");
+                let styled = match (i, p.status) {
+                    (0, Status::Regressed | Status::Added) => paint(red, &padded),
+                    (0, Status::Improved | Status::Removed) => paint(green, &padded),
+                    (5, _) if p.calls.changed => paint(yellow, &padded),
+                    _ => padded,
+                };
+                line.push_str(&styled);
+                line.push_str("  ");
+            }
+            line.push_str(&p.display);
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+    let unchanged = report.paths.len() - reported.len();
+    if unchanged > 0 {
+        let _ = writeln!(
+            out,
+            "\n{unchanged} call path(s) with no change in time or calls not listed (all paths: --format json)"
+        );
+    }
+    let notes = super::markdown::noise_notes(report);
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\n{}", paint(bold, "set aside as noise:"));
+        for note in notes {
+            let _ = writeln!(out, "  {note}");
+        }
+    }
+    out
+}
