@@ -253,7 +253,7 @@ pub struct DiffArgs {
     /// Smallest time change (percent) worth reporting.
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub threshold: f64,
-    /// Exit non-zero when a significant regression exceeds PCT.
+    /// Exit with status 2 when a significant regression exceeds PCT.
     #[arg(long, value_name = "PCT")]
     pub fail_above: Option<f64>,
     /// Name of the base side in reports.
