@@ -201,7 +201,11 @@ fn root_paths(trace: &Trace) -> Vec<String> {
 
 /// `demo::server::handle (depth 5, filter ^demo::)`: what was recorded, for titles.
 fn plan_summary(trace: &Trace) -> String {
-    let roots = root_paths(trace);
+    plan_summary_for(trace, &root_paths(trace))
+}
+
+/// [`plan_summary`] naming only the given roots (a view of one invocation names its own root).
+fn plan_summary_for(trace: &Trace, roots: &[String]) -> String {
     let mut text = if roots.is_empty() { "calltime".to_owned() } else { roots.join(", ") };
     let mut details = Vec::new();
     if trace.table.depth > 0 {

@@ -20,6 +20,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
     let mut out = String::new();
     let selected = select(trace, opts.invocation)?;
     if opts.invocation.is_some() {
+        // Just the one invocation: its header says everything a title would.
         for (k, inv) in selected {
             view.invocation(&mut out, k, inv);
         }
