@@ -513,3 +513,35 @@ fn with_commas(n: u64) -> String {
     }
     out
 }
+
+#[test]
+fn deep_recursion_stays_readable_and_bounded() {
+    // One recursive function, 2000 calls deep: 2ns of self time per level.
+    let depth = 2000u64;
+    let mut text = String::from("calltime-trace 1\nprocess 1 0 /x/deep\nplan p\n");
+    text.push_str(&format!("inv 0 thread 1 0 {} {depth} 0 0 main\n", 2 * depth));
+    for d in 0..depth {
+        text.push_str(&format!("n {d} {} {d} {} 0\n", u64::from(d > 0), 2 * depth - 2 * d));
+    }
+    text.push_str("end 0\nstats 1 1 0 0 0\n");
+    let trace = cargo_calltime::trace::parse(&text).unwrap();
+    let rendered = cargo_calltime::views::with_big_stack(|| {
+        [ViewFormat::Text, ViewFormat::Folded, ViewFormat::Json, ViewFormat::Svg]
+            .map(|format| render(&trace, &opts(format)).unwrap().bytes)
+    });
+    let [text, folded, json, svg] = rendered.map(|b| String::from_utf8(b).unwrap());
+    // Indentation stops at 40 levels; deeper lines say their depth.
+    assert!(text.contains("[depth 41] └─ #1") && text.contains("[depth 1999] └─ #1"), "{}", &text[..2000]);
+    assert!(text.lines().all(|l| l.chars().count() < 200));
+    // Stacks stop at 512 frames; the rest of the time is one "(deeper calls)" frame, so nothing is lost.
+    let deeper = folded.lines().filter(|l| l.contains("(deeper calls)")).count();
+    assert_eq!(deeper, 1);
+    let total: u64 = folded.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+    assert_eq!(total, 2 * depth);
+    assert_eq!(folded.lines().count(), 513);
+    // Deep JSON is written compact (pretty-printing would be quadratic in the depth), every level present.
+    assert_eq!(json.lines().count(), 1);
+    assert!(json.starts_with("{\"version\":1,"));
+    assert_eq!(json.matches("\"children\":[").count() as u64, 2 * depth, "invocation tree + aggregate tree");
+    assert!(svg_frames(&svg).0.iter().any(|f| f.name() == "(deeper calls)"));
+}

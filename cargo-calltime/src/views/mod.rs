@@ -111,7 +111,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
 /// SVG goes to `default_svg_path`, whose path is printed on stderr (never SVG to a terminal).
 pub fn emit(trace: &Trace, args: &ViewArgs, default_svg_path: &Path) -> Result<()> {
     let opts = ViewOptions::from_args(args)?;
-    let rendered = render(trace, &opts)?;
+    let rendered = with_big_stack(|| render(trace, &opts))?;
     let file: Option<PathBuf> = match &args.output {
         Some(path) if path == Path::new("-") => None,
         Some(path) => Some(path.clone()),
@@ -143,6 +143,11 @@ pub fn emit(trace: &Trace, args: &ViewArgs, default_svg_path: &Path) -> Result<(
 /// `cargo calltime report [TRACE]`: renders a saved trace, by default the last run's
 /// (`<target>/calltime/last.trace`), without building anything.
 pub fn report_command(args: &ReportArgs) -> Result<i32> {
+    // Loading, rendering and dropping a deep tree all recurse.
+    with_big_stack(|| report(args))
+}
+
+fn report(args: &ReportArgs) -> Result<i32> {
     let needs_svg_path = args.view.format == ViewFormat::Svg && args.view.output.is_none();
     // The workspace is only needed to find the last trace or the default SVG place; `cargo metadata` is not free.
     let workspace = if args.trace.is_none() || needs_svg_path { Some(Workspace::load(&args.cargo)) } else { None };
@@ -181,6 +186,25 @@ pub fn report_command(args: &ReportArgs) -> Result<i32> {
     };
     emit(&trace, &args.view, &svg_path)?;
     Ok(0)
+}
+
+/// Runs `f` on a thread with a 1 GiB stack (reserved, not committed): trees are walked recursively, and a deeply
+/// recursive program records trees tens of thousands of levels deep. Falls back to the current thread if no
+/// thread can be started.
+pub fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    let mut f = Some(f);
+    let result = std::thread::scope(|scope| {
+        let f = &mut f;
+        let spawned = std::thread::Builder::new()
+            .name("calltime-views".into())
+            .stack_size(1 << 30)
+            .spawn_scoped(scope, move || f.take().map(|f| f()));
+        spawned.ok().map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    match result.flatten() {
+        Some(value) => value,
+        None => (f.take().expect("not run when the thread could not start"))(),
+    }
 }
 
 /// Where the run command leaves the last run's trace (its function table beside it, as
