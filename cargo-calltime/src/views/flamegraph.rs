@@ -60,7 +60,11 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
             }
             None => {
                 options.title = format!("{what}: {count} invocation{}", if count == 1 { "" } else { "s" });
-                options.subtitle = Some("self time by call path, summed over the invocations".to_owned());
+                options.subtitle = Some(if count == 1 {
+                    "self time by call path".to_owned()
+                } else {
+                    "self time by call path, summed over the invocations".to_owned()
+                });
             }
         }
         stacks(trace, opts)?.into_iter().map(|(stack, ns)| format!("{stack} {ns}")).collect()

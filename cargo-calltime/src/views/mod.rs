@@ -223,9 +223,20 @@ fn root_paths(trace: &Trace) -> Vec<String> {
     }
 }
 
-/// `demo::server::handle (depth 5, filter ^demo::)`: what was recorded, for titles.
+/// `demo::server::handle (depth 5, filter ^demo::)`: what was recorded, for titles. Names the roots that were
+/// actually called (a plan with several roots may record only some), else the plan's roots.
 fn plan_summary(trace: &Trace) -> String {
-    plan_summary_for(trace, &root_paths(trace))
+    let mut called: Vec<String> = Vec::new();
+    for inv in &trace.invocations {
+        let path = trace.table.path(inv.root.func);
+        if !called.contains(&path) {
+            called.push(path);
+        }
+    }
+    if called.is_empty() {
+        called = root_paths(trace);
+    }
+    plan_summary_for(trace, &called)
 }
 
 /// [`plan_summary`] naming only the given roots (a view of one invocation names its own root).
