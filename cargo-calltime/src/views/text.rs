@@ -106,7 +106,7 @@ impl TextView<'_> {
             ],
             ..Row::default()
         };
-        self.rows(&tree, &mut rows, String::new(), 0, None, &Columns { spread: true, cells: &cells });
+        self.rows(&tree, &mut rows, String::new(), 0, None, &Columns { spread: true, cells: &cells, invocations: 1 });
         // The "(N more)" line of `--min-time` shows the folded calls' total and share.
         let folded = |total: u64, calls: u64| {
             vec![format_ns(total), String::new(), percent(total, root_total), calls.to_string()]
@@ -135,7 +135,14 @@ impl TextView<'_> {
             ],
             ..Row::default()
         };
-        self.rows(&agg.tree, &mut rows, String::new(), 0, None, &Columns { spread: false, cells: &cells });
+        self.rows(
+            &agg.tree,
+            &mut rows,
+            String::new(),
+            0,
+            None,
+            &Columns { spread: false, cells: &cells, invocations: agg.invocations },
+        );
         let invocations = agg.invocations.max(1) as f64;
         let folded = |total: u64, calls: u64| {
             let mut cells = vec![calls_per_invocation(calls as f64 / invocations), format_ns(total)];
@@ -167,7 +174,7 @@ impl TextView<'_> {
         row.name = self.names.get(node.func);
         row.heat = match self.opts.highlight_ns {
             Some(limit) if node.max_ns > limit => Heat::Hot,
-            Some(limit) if node.total_ns > limit => Heat::Warm,
+            Some(limit) if node.total_ns / columns.invocations.max(1) > limit => Heat::Warm,
             _ => Heat::Normal,
         };
         if node.calls > 1 && columns.spread {
@@ -331,6 +338,8 @@ impl TextView<'_> {
 struct Columns<'c> {
     cells: &'c dyn Fn(&Merged) -> Row,
     spread: bool,
+    /// Invocations the tree sums over: a node is "warm" when its time per invocation adds up past `--highlight`.
+    invocations: u64,
 }
 
 #[derive(Debug, Default)]
@@ -351,7 +360,7 @@ struct Row {
 enum Heat {
     #[default]
     Normal,
-    /// Adds up to more than `--highlight`, though no single call does.
+    /// Adds up to more than `--highlight` per invocation, though no single call is that slow.
     Warm,
     /// At least one call slower than `--highlight`.
     Hot,
