@@ -120,6 +120,14 @@ pub fn emit(trace: &Trace, args: &ViewArgs, default_svg_path: &Path) -> Result<(
     };
     match file {
         None => {
+            use std::io::IsTerminal;
+            if rendered.binary_like && std::io::stdout().is_terminal() {
+                anyhow::bail!(
+                    "not writing an SVG to the terminal\n  hint: pass `-o FILE.svg`, leave out `-o` to get \
+                     {}, or pipe the output",
+                    default_svg_path.display()
+                );
+            }
             let mut out = std::io::stdout().lock();
             match out.write_all(&rendered.bytes).and_then(|()| out.flush()) {
                 // `| head` closing the pipe early is not an error worth reporting.
@@ -148,7 +156,8 @@ pub fn report_command(args: &ReportArgs) -> Result<i32> {
 }
 
 fn report(args: &ReportArgs) -> Result<i32> {
-    let needs_svg_path = args.view.format == ViewFormat::Svg && args.view.output.is_none();
+    // (An SVG needs its default place even with `-o -`: the refusal to write to a terminal names it.)
+    let needs_svg_path = args.view.format == ViewFormat::Svg;
     // The workspace is only needed to find the last trace or the default SVG place; `cargo metadata` is not free.
     let workspace = if args.trace.is_none() || needs_svg_path { Some(Workspace::load(&args.cargo)) } else { None };
     let trace_path = match &args.trace {
