@@ -1,17 +1,381 @@
-//! Stages 6-7: build the shadow copy and run it.
+//! Stages 6-7: analyse, rewrite the shadow copy, build it (see [`crate::build`]), run it, keep the trace, render.
 
-use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-use crate::cli::{BuildArgs, RunArgs};
+use anyhow::{bail, Context, Result};
+
+use crate::build::{self, Target, TargetKind};
+use crate::cli::{BuildArgs, CargoArgs, PlanArgs, RunArgs, TargetArgs};
+use crate::plan::Plan;
+use crate::rewrite::PlanInfo;
+use crate::shadow;
+use crate::trace::{self, Trace};
+use crate::ui;
+use crate::workspace::Workspace;
+
+/// Everything up to a built instrumented executable.
+struct Built {
+    ws: Workspace,
+    plan: Plan,
+    info: PlanInfo,
+    target: Target,
+    executable: PathBuf,
+}
 
 /// `cargo calltime` (the default command).
 pub fn run_command(args: &RunArgs) -> Result<i32> {
-    let _ = args;
-    anyhow::bail!("`cargo calltime` is not implemented yet")
+    let built = analyse_and_build(&args.cargo, &args.target, &args.plan)?;
+    let calltime_dir = built.ws.calltime_dir();
+    let traces = calltime_dir.join("traces");
+    std::fs::create_dir_all(&traces).with_context(|| format!("cannot create {}", traces.display()))?;
+    let trace_path = traces.join(format!("{}-{}.trace", timestamp(), std::process::id()));
+
+    let mut cmd = Command::new(&built.executable);
+    if built.target.kind == TargetKind::Bench {
+        // What `cargo bench` passes, so a harness runs benchmarks rather than tests.
+        cmd.arg("--bench");
+    }
+    cmd.args(&args.program_args);
+    cmd.env("CALLTIME_OUT", &trace_path);
+    set_cargo_run_env(&mut cmd, &built);
+    ui::status("Running", &program_line(&built.executable, &args.program_args, &built.ws.root));
+    let code = run_child(&mut cmd).with_context(|| format!("cannot run {}", built.executable.display()))?;
+
+    let table = PathBuf::from(&built.info.table);
+    if !trace_path.exists() {
+        return root_never_called(&built, code);
+    }
+    let trace = Trace::load(&trace_path, Some(&table))?;
+    keep_trace(&trace_path, &table, &calltime_dir.join("last.trace"))?;
+    if let Some(save) = &args.save {
+        keep_trace(&trace_path, &table, save)?;
+    }
+    for warning in &trace.warnings {
+        ui::warn(warning);
+    }
+    if trace.invocations.is_empty() {
+        return root_never_called(&built, code);
+    }
+    ui::status(
+        "Rendering",
+        &format!(
+            "{} invocation{} of {}",
+            trace.invocations.len(),
+            if trace.invocations.len() == 1 { "" } else { "s" },
+            built.plan.root_args.join(", ")
+        ),
+    );
+    render(&trace, args, &calltime_dir)?;
+    Ok(code)
 }
 
 /// `cargo calltime build`.
 pub fn build_command(args: &BuildArgs) -> Result<i32> {
-    let _ = args;
-    anyhow::bail!("`cargo calltime build` is not implemented yet")
+    let built = analyse_and_build(&args.cargo, &args.target, &args.plan)?;
+    ui::status(
+        "Built",
+        &format!(
+            "{} ({} functions instrumented); running it records a trace to $CALLTIME_OUT, or calltime-<pid>.trace in \
+             its working directory; `cargo calltime report TRACE --functions {}` renders it",
+            built.target.name, built.info.functions, built.info.table
+        ),
+    );
+    println!("{}", built.executable.display());
+    Ok(0)
+}
+
+fn analyse_and_build(cargo: &CargoArgs, target_args: &TargetArgs, plan_args: &PlanArgs) -> Result<Built> {
+    ui::set_quiet(cargo.quiet);
+    check_plan_args(plan_args)?;
+    let ws = Workspace::load(cargo)?;
+    let target = build::select_target(&ws, target_args, cargo)?;
+
+    ui::status("Analysing", &format!("{} from {}", ws.root.display(), plan_args.root.join(", ")));
+    let plan = crate::plan::make_plan(&ws, plan_args)?;
+    for warning in &plan.warnings {
+        ui::warn(warning);
+    }
+    let functions = plan.instrumented().count() as u32;
+    if functions == 0 {
+        bail!(
+            "no function gets a probe ({} reached from {})\n  hint: check --filter; `cargo calltime graph` shows the plan",
+            plan.functions.len(),
+            plan.root_args.join(", ")
+        );
+    }
+    let calltime_dir = ws.calltime_dir();
+    let id = shadow::plan_id(&plan);
+    let plans = calltime_dir.join("plans");
+    std::fs::create_dir_all(&plans).with_context(|| format!("cannot create {}", plans.display()))?;
+    let table_path = plans.join(format!("{id}.functions.json"));
+    plan.function_table(&id).save(&table_path)?;
+    let info = PlanInfo { id, table: table_path.display().to_string(), functions };
+
+    let runtime = shadow::write_runtime(&calltime_dir)?;
+    let shadow_dir = calltime_dir.join("shadow");
+    let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), &runtime)?;
+    ui::status(
+        "Copying",
+        &format!(
+            "{} files to {} ({} changed, {} removed; {} functions probed in {} files)",
+            stats.files,
+            shadow_dir.display(),
+            stats.written,
+            stats.removed,
+            functions,
+            stats.rewritten
+        ),
+    );
+
+    ui::status("Building", &format!("{} `{}` with probes", &target.kind.flag()[2..], target.name));
+    let build_dir = calltime_dir.join("build");
+    let out = build::cargo_build(&shadow_dir, &ws.root, &build_dir, cargo, target_args, Some(&target))?;
+    if !out.success {
+        return Err(explain_build_failure(&ws, &plan, cargo, target_args, &target, &runtime, out));
+    }
+    let Some(executable) = out.executable else {
+        bail!(
+            "cargo built {} `{}` but named no executable for it\n  hint: run with -v to see cargo's output",
+            &target.kind.flag()[2..],
+            target.name
+        );
+    };
+    Ok(Built { ws, plan, info, target, executable })
+}
+
+/// Errors the analysis would also report, checked before the slow steps.
+fn check_plan_args(args: &PlanArgs) -> Result<()> {
+    if args.depth == 0 {
+        bail!("--depth 0 instruments nothing\n  hint: --depth 1 probes only the root, --depth 5 five levels of calls");
+    }
+    if let Some(filter) = &args.filter {
+        if let Err(err) = regex::Regex::new(filter) {
+            let detail = err.to_string().lines().last().unwrap_or("").trim().to_owned();
+            bail!("invalid --filter regex `{filter}`: {detail}\n  hint: the syntax is the regex crate's (https://docs.rs/regex)");
+        }
+    }
+    Ok(())
+}
+
+/// A failed instrumented build: builds the unmodified copy to tell the user whether the probes or their code broke
+/// it, and which function's probe.
+fn explain_build_failure(
+    ws: &Workspace,
+    plan: &Plan,
+    cargo: &CargoArgs,
+    target_args: &TargetArgs,
+    target: &Target,
+    runtime: &Path,
+    failed: build::BuildOutput,
+) -> anyhow::Error {
+    let calltime_dir = ws.calltime_dir();
+    let plain_dir = calltime_dir.join("shadow-plain");
+    ui::status("Checking", "whether the workspace builds without probes");
+    let plain = shadow::prepare(ws, &plain_dir, None, runtime).and_then(|_| {
+        build::cargo_build(&plain_dir, &ws.root, &calltime_dir.join("build-plain"), cargo, target_args, Some(target))
+    });
+    if cargo.verbose == 0 {
+        eprint!("{}", failed.stderr);
+    }
+    match plain {
+        Ok(plain) if !plain.success => anyhow::anyhow!(
+            "the workspace does not build, with or without probes{}\n  hint: fix the errors above (a plain `cargo build` \
+             shows them too), then run cargo calltime again",
+            failed.first_error.as_ref().map(|e| format!(" ({}:{}: {})", e.file.display(), e.line, e.message)).unwrap_or_default()
+        ),
+        Ok(_) => {
+            let culprit = failed
+                .first_error
+                .as_ref()
+                .and_then(|e| build::function_at(plan, &ws.root, &e.file, e.line).map(|f| (e, f)));
+            match culprit {
+                Some((err, function)) => anyhow::anyhow!(
+                    "the probe inserted into `{function}` broke the build ({}:{}: {}); the workspace builds without \
+                     probes\n  hint: leave `{function}` out with a --filter that does not match it, and please report \
+                     this cargo-calltime bug",
+                    err.file.display(),
+                    err.line,
+                    err.message
+                ),
+                None => anyhow::anyhow!(
+                    "the instrumented build failed but the workspace builds without probes\n  hint: this is a \
+                     cargo-calltime bug; run with -v and report it, or narrow --filter/--depth to avoid the failing \
+                     function"
+                ),
+            }
+        }
+        Err(err) => anyhow::anyhow!(
+            "the instrumented build failed (and building the unmodified copy to find out why failed too: {err:#})\n  \
+             hint: run with -v to see cargo's output"
+        ),
+    }
+}
+
+/// The environment `cargo run` gives a program, pointed at the user's package rather than the copy.
+fn set_cargo_run_env(cmd: &mut Command, built: &Built) {
+    let package = built.ws.metadata.packages.iter().find(|p| p.name.as_str() == built.target.package);
+    cmd.env("CARGO_MANIFEST_DIR", &built.target.package_dir);
+    if let Some(p) = package {
+        cmd.env("CARGO_PKG_NAME", p.name.as_str()).env("CARGO_PKG_VERSION", p.version.to_string());
+    }
+    if let Ok(cargo) = std::env::var("CARGO") {
+        cmd.env("CARGO", cargo);
+    }
+    // Tests and benches run from their package's directory, as under `cargo test`.
+    if matches!(built.target.kind, TargetKind::Test | TargetKind::Bench) {
+        cmd.current_dir(&built.target.package_dir);
+    }
+    // Dynamic libraries built alongside (dylib/cdylib dependencies), as cargo run does.
+    if let Some(deps) = built.executable.parent() {
+        let var = if cfg!(target_os = "macos") {
+            "DYLD_FALLBACK_LIBRARY_PATH"
+        } else if cfg!(windows) {
+            "PATH"
+        } else {
+            "LD_LIBRARY_PATH"
+        };
+        let mut paths = vec![deps.join("deps"), deps.to_owned()];
+        if let Some(existing) = std::env::var_os(var) {
+            paths.extend(std::env::split_paths(&existing));
+        }
+        if let Ok(joined) = std::env::join_paths(paths) {
+            cmd.env(var, joined);
+        }
+    }
+}
+
+/// Runs the program with inherited stdio and returns its exit code (128+signal when a signal killed it, as shells
+/// report it). Ctrl-C reaches the program; the tool ignores it meanwhile so it can still render what was recorded.
+fn run_child(cmd: &mut Command) -> std::io::Result<i32> {
+    let mut child = cmd.spawn()?;
+    let _ignore = IgnoreInterrupt::new();
+    let status = child.wait()?;
+    if let Some(code) = status.code() {
+        return Ok(code);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return Ok(128 + signal);
+        }
+    }
+    Ok(1)
+}
+
+/// Ignores SIGINT while alive (unix); restores the default on drop.
+struct IgnoreInterrupt;
+
+#[cfg(unix)]
+mod sigint {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGINT: i32 = 2;
+    const SIG_DFL: usize = 0;
+    const SIG_IGN: usize = 1;
+    pub fn ignore(yes: bool) {
+        // SAFETY: `signal` with SIG_IGN/SIG_DFL installs no Rust code as a handler.
+        unsafe {
+            signal(SIGINT, if yes { SIG_IGN } else { SIG_DFL });
+        }
+    }
+}
+
+impl IgnoreInterrupt {
+    fn new() -> IgnoreInterrupt {
+        #[cfg(unix)]
+        sigint::ignore(true);
+        IgnoreInterrupt
+    }
+}
+
+impl Drop for IgnoreInterrupt {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        sigint::ignore(false);
+    }
+}
+
+/// The root never completed: an error naming the plan size, with the program's failing exit code if it had one.
+fn root_never_called(built: &Built, code: i32) -> Result<i32> {
+    let err = anyhow::anyhow!(
+        "root `{}` was never called ({} functions instrumented){}\n  hint: check that the program reaches it with \
+         these arguments (after `--`), or pick another --root; `cargo calltime graph --root ...` shows the plan",
+        built.plan.root_args.join("`, `"),
+        built.info.functions,
+        if code != 0 { format!("; the program exited with code {code}") } else { String::new() }
+    );
+    ui::error(&err);
+    Ok(if code != 0 { code } else { 1 })
+}
+
+/// Copies a trace and its function table to `dest` and `dest.functions.json`.
+fn keep_trace(trace_path: &Path, table: &Path, dest: &Path) -> Result<()> {
+    if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    std::fs::copy(trace_path, dest).with_context(|| format!("cannot copy the trace to {}", dest.display()))?;
+    let dest_table = trace::functions_path_for(dest);
+    std::fs::copy(table, &dest_table)
+        .with_context(|| format!("cannot copy the function table to {}", dest_table.display()))?;
+    Ok(())
+}
+
+/// Renders the report. The program's stdout must stay byte-identical to an uninstrumented run, so the report goes
+/// to stderr unless `-o FILE` is given (`-o -` means stdout).
+fn render(trace: &Trace, args: &RunArgs, calltime_dir: &Path) -> Result<()> {
+    let _ = (args, calltime_dir);
+    eprintln!(
+        "{} invocations recorded in {} (views are not wired in yet)",
+        trace.invocations.len(),
+        trace.path.display()
+    );
+    Ok(())
+}
+
+/// `program args` for the progress line, relative to the workspace when possible.
+fn program_line(exe: &Path, args: &[String], root: &Path) -> String {
+    let shown = exe.strip_prefix(root).unwrap_or(exe);
+    let mut line = shown.display().to_string();
+    for a in args {
+        line.push(' ');
+        line.push_str(a);
+    }
+    line
+}
+
+/// UTC `YYYYMMDDTHHMMSS` for trace file names (sortable by time).
+fn timestamp() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
 }
