@@ -1,0 +1,73 @@
+//! Flamegraph SVG (inferno) from the aggregate's self times, or a time-ordered flame chart of one invocation.
+
+use anyhow::{bail, Context, Result};
+use inferno::flamegraph::{self, Options};
+
+use super::aggregate::select;
+use super::folded::{stacks, timeline};
+use super::{plan_summary, Names, ViewOptions};
+use crate::trace::Trace;
+use crate::units::format_ns;
+
+pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
+    if trace.invocations.is_empty() {
+        bail!(
+            "{} holds no complete invocation: there is nothing to draw\n  hint: check that the program called the root \
+             (`cargo calltime report --format text` shows the counters)",
+            trace.path.display()
+        );
+    }
+    let what = plan_summary(trace);
+    let count = trace.invocations.len();
+    let mut options = Options::default();
+    options.count_name = "ns".to_owned();
+    options.name_type = "Function:".to_owned();
+    // Colours keyed by name, the same in every run: two graphs of one program compare by eye.
+    options.hash = true;
+    options.deterministic = true;
+    let lines: Vec<String> = if opts.flamechart {
+        // A flame chart needs one timeline: `--invocation K`, else the slowest invocation.
+        let (k, inv) = match opts.invocation {
+            Some(_) => select(trace, opts.invocation)?.remove(0),
+            None => trace
+                .invocations
+                .iter()
+                .enumerate()
+                .map(|(i, inv)| (i + 1, inv))
+                .max_by(|(ka, a), (kb, b)| a.duration_ns.cmp(&b.duration_ns).then(kb.cmp(ka)))
+                .expect("not empty"),
+        };
+        options.flame_chart = true;
+        options.title = format!("{what}: invocation #{k} of {count}");
+        let slowest = if opts.invocation.is_none() && count > 1 { ", the slowest" } else { "" };
+        options.subtitle = Some(format!(
+            "flame chart (time runs left to right){slowest} · {} · took {}",
+            inv.thread,
+            format_ns(inv.duration_ns)
+        ));
+        let names = Names::new(&trace.table);
+        // inferno reverses a flame chart's lines before laying them out, so they are given latest first.
+        timeline(&inv.root, &names).into_iter().rev().map(|(stack, ns)| format!("{stack} {ns}")).collect()
+    } else {
+        match opts.invocation {
+            Some(_) => {
+                let (k, inv) = select(trace, opts.invocation)?.remove(0);
+                options.title = format!("{what}: invocation #{k} of {count}");
+                options.subtitle =
+                    Some(format!("self time by call path · {} · took {}", inv.thread, format_ns(inv.duration_ns)));
+            }
+            None => {
+                options.title = format!("{what}: {count} invocation{}", if count == 1 { "" } else { "s" });
+                options.subtitle = Some("self time by call path, summed over the invocations".to_owned());
+            }
+        }
+        stacks(trace, opts)?.into_iter().map(|(stack, ns)| format!("{stack} {ns}")).collect()
+    };
+    if lines.is_empty() {
+        bail!("the selected invocations took no measurable time: there is nothing to draw");
+    }
+    let mut svg = Vec::new();
+    flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut svg)
+        .context("inferno could not draw the flamegraph")?;
+    Ok(svg)
+}

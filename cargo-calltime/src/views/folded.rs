@@ -1,0 +1,75 @@
+//! Folded stacks, `root;child;grandchild <self ns>`, one line per call path with self time: the input of inferno,
+//! flamegraph.pl and speedscope. Zero-self paths are left out (they would draw nothing); lines are sorted.
+
+use std::collections::BTreeMap;
+
+use super::aggregate::{aggregate, select, Merged};
+use super::{Names, ViewOptions};
+use crate::trace::{Node, Trace};
+
+pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for (stack, self_ns) in stacks(trace, opts)? {
+        out.push_str(&stack);
+        out.push(' ');
+        out.push_str(&self_ns.to_string());
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// The folded stacks of the aggregate over every invocation (or of `--invocation K` alone), sorted by stack.
+pub fn stacks(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<BTreeMap<String, u64>> {
+    let names = Names::new(&trace.table);
+    let selected = select(trace, opts.invocation)?;
+    let mut out = BTreeMap::new();
+    for agg in aggregate(selected.iter().map(|(_, inv)| *inv)) {
+        walk(&agg.tree, &names, &mut String::new(), &mut out);
+    }
+    Ok(out)
+}
+
+fn walk(node: &Merged, names: &Names, stack: &mut String, out: &mut BTreeMap<String, u64>) {
+    let len = stack.len();
+    if !stack.is_empty() {
+        stack.push(';');
+    }
+    stack.push_str(&names.get(node.func));
+    if node.self_ns > 0 {
+        // Distinct call paths have distinct names (Names makes them unique), so this only adds for safety.
+        *out.entry(stack.clone()).or_default() += node.self_ns;
+    }
+    for child in &node.children {
+        walk(child, names, stack, out);
+    }
+    stack.truncate(len);
+}
+
+/// Time-ordered stacks of one invocation for a flame chart: each node's self time is cut into the gaps before,
+/// between and after its children, so consecutive lines replay the call as it happened.
+pub fn timeline(root: &Node, names: &Names) -> Vec<(String, u64)> {
+    fn walk(node: &Node, names: &Names, stack: &mut String, out: &mut Vec<(String, u64)>) {
+        let len = stack.len();
+        if !stack.is_empty() {
+            stack.push(';');
+        }
+        stack.push_str(&names.get(node.func));
+        let mut at = node.start_ns;
+        let end = node.start_ns + node.duration_ns;
+        for child in &node.children {
+            let gap = child.start_ns.saturating_sub(at);
+            if gap > 0 {
+                out.push((stack.clone(), gap));
+            }
+            walk(child, names, stack, out);
+            at = at.max(child.start_ns + child.duration_ns);
+        }
+        if end > at {
+            out.push((stack.clone(), end - at));
+        }
+        stack.truncate(len);
+    }
+    let mut out = Vec::new();
+    walk(root, names, &mut String::new(), &mut out);
+    out
+}

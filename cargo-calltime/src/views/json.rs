@@ -1,0 +1,172 @@
+//! The JSON view: a versioned schema (docs/json.md) with every invocation's merged tree and the aggregate.
+
+use serde::Serialize;
+
+use super::aggregate::{aggregate, select, Aggregate, Merged};
+use super::{root_paths, ViewOptions};
+use crate::trace::{Stats, ThreadRef, Trace};
+
+/// Bumped on any change that can break a reader; fields may be added without a bump.
+pub const JSON_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Document<'a> {
+    version: u32,
+    /// The first root function's path ("" when the function table is missing).
+    root: String,
+    /// Every root function's path.
+    roots: Vec<String>,
+    depth: u32,
+    filter: Option<&'a str>,
+    plan_id: Option<&'a str>,
+    pid: u32,
+    exe: &'a str,
+    epoch_unix_ns: u64,
+    invocations: Vec<JsonInvocation<'a>>,
+    aggregate: Vec<JsonAggregate>,
+    stats: Stats,
+    warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct JsonInvocation<'a> {
+    /// 1-based, in completion order (what `--invocation K` takes).
+    index: usize,
+    seq: u64,
+    thread: &'a ThreadRef,
+    start_ns: u64,
+    duration_ns: u64,
+    truncated_calls: u64,
+    filtered_nodes: u64,
+    tree: JsonNode,
+}
+
+#[derive(Serialize)]
+struct JsonNode {
+    path: String,
+    display: String,
+    file: String,
+    line: u32,
+    calls: u64,
+    total_ns: u64,
+    self_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+    /// Calls left by unwinding.
+    panicked: u64,
+    start_ns: u64,
+    children: Vec<JsonNode>,
+}
+
+#[derive(Serialize)]
+struct JsonAggregate {
+    invocations: u64,
+    tree: JsonAggregateNode,
+}
+
+#[derive(Serialize)]
+struct JsonAggregateNode {
+    path: String,
+    display: String,
+    file: String,
+    line: u32,
+    calls: u64,
+    /// Invocations in which this call path occurs.
+    invocations: u64,
+    calls_per_invocation: f64,
+    total_ns: u64,
+    self_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+    mean_ns: u64,
+    p50_ns: u64,
+    p99_ns: u64,
+    panicked: u64,
+    children: Vec<JsonAggregateNode>,
+}
+
+pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
+    let selected = select(trace, opts.invocation)?;
+    let roots = root_paths(trace);
+    let doc = Document {
+        version: JSON_VERSION,
+        root: roots.first().cloned().unwrap_or_default(),
+        roots,
+        depth: trace.table.depth,
+        filter: trace.table.filter.as_deref(),
+        plan_id: trace.plan_id.as_deref(),
+        pid: trace.pid,
+        exe: &trace.exe,
+        epoch_unix_ns: trace.epoch_unix_ns,
+        invocations: selected
+            .iter()
+            .map(|&(index, inv)| JsonInvocation {
+                index,
+                seq: inv.seq,
+                thread: &inv.thread,
+                start_ns: inv.start_ns,
+                duration_ns: inv.duration_ns,
+                truncated_calls: inv.truncated_calls,
+                filtered_nodes: inv.filtered_nodes,
+                tree: node(trace, &Merged::of_invocation(inv)),
+            })
+            .collect(),
+        aggregate: aggregate(selected.iter().map(|(_, inv)| *inv))
+            .iter()
+            .map(|agg| JsonAggregate { invocations: agg.invocations, tree: aggregate_node(trace, agg, &agg.tree) })
+            .collect(),
+        stats: trace.stats,
+        warnings: &trace.warnings,
+    };
+    let mut text = serde_json::to_string_pretty(&doc)?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// (path, display, file, line) of a function, `#index` when the table does not name it.
+fn describe(trace: &Trace, func: u32) -> (String, String, String, u32) {
+    match trace.table.get(func) {
+        Some(f) => (f.path.clone(), f.display.clone(), f.file.clone(), f.line),
+        None => (format!("#{func}"), format!("#{func}"), String::new(), 0),
+    }
+}
+
+fn node(trace: &Trace, m: &Merged) -> JsonNode {
+    let (path, display, file, line) = describe(trace, m.func);
+    JsonNode {
+        path,
+        display,
+        file,
+        line,
+        calls: m.calls,
+        total_ns: m.total_ns,
+        self_ns: m.self_ns,
+        min_ns: m.min_ns,
+        max_ns: m.max_ns,
+        panicked: m.panicked,
+        start_ns: m.start_ns,
+        children: m.children.iter().map(|c| node(trace, c)).collect(),
+    }
+}
+
+fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged) -> JsonAggregateNode {
+    let (path, display, file, line) = describe(trace, m.func);
+    JsonAggregateNode {
+        path,
+        display,
+        file,
+        line,
+        calls: m.calls,
+        invocations: m.invocations,
+        calls_per_invocation: agg.calls_per_invocation(m),
+        total_ns: m.total_ns,
+        self_ns: m.self_ns,
+        min_ns: m.min_ns,
+        max_ns: m.max_ns,
+        mean_ns: m.mean_ns(),
+        p50_ns: m.percentile_ns(0.5),
+        p99_ns: m.percentile_ns(0.99),
+        panicked: m.panicked,
+        children: m.children.iter().map(|c| aggregate_node(trace, agg, c)).collect(),
+    }
+}

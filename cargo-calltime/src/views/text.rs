@@ -1,0 +1,438 @@
+//! The default view: indented trees of the slowest invocations, the aggregate by call path, and a summary.
+
+use std::fmt::Write as _;
+
+use anstyle::{AnsiColor, Style};
+
+use super::aggregate::{aggregate, select, Aggregate, Merged};
+use super::{plan_summary, Names, ViewOptions};
+use crate::trace::{Invocation, Trace};
+use crate::units::format_ns;
+
+pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
+    let view = TextView {
+        trace,
+        opts,
+        names: Names::new(&trace.table),
+        paint: Paint { on: opts.color },
+        origin_ns: trace.invocations.iter().map(|i| i.start_ns).min().unwrap_or(0),
+    };
+    let mut out = String::new();
+    let selected = select(trace, opts.invocation)?;
+    if opts.invocation.is_some() {
+        for (k, inv) in selected {
+            view.invocation(&mut out, k, inv);
+        }
+        return Ok(out);
+    }
+    let count = trace.invocations.len();
+    let what = plan_summary(trace);
+    if count == 0 {
+        let _ = writeln!(out, "{}", view.paint.s(bold(), &format!("{what}: no complete invocation was recorded")));
+    } else {
+        let shown = if opts.top == 0 {
+            String::new()
+        } else if count > opts.top {
+            format!(", the {} slowest shown in full", opts.top)
+        } else if count > 1 {
+            ", slowest first".to_owned()
+        } else {
+            String::new()
+        };
+        let title = format!("{what}: {count} invocation{} recorded{shown}", plural(count as u64));
+        let _ = writeln!(out, "{}", view.paint.s(bold(), &title));
+    }
+    let mut slowest = selected;
+    slowest.sort_by(|(ka, a), (kb, b)| b.duration_ns.cmp(&a.duration_ns).then(ka.cmp(kb)));
+    for (k, inv) in slowest.into_iter().take(opts.top) {
+        out.push('\n');
+        view.invocation(&mut out, k, inv);
+    }
+    if count > 1 {
+        for agg in aggregate(&trace.invocations) {
+            out.push('\n');
+            view.aggregate(&mut out, &agg);
+        }
+    }
+    out.push('\n');
+    view.summary(&mut out);
+    Ok(out)
+}
+
+struct TextView<'a> {
+    trace: &'a Trace,
+    opts: &'a ViewOptions,
+    names: Names,
+    paint: Paint,
+    /// Start of the first recorded invocation: start times print relative to it.
+    origin_ns: u64,
+}
+
+impl TextView<'_> {
+    fn invocation(&self, out: &mut String, k: usize, inv: &Invocation) {
+        let start = format_ns(inv.start_ns.saturating_sub(self.origin_ns));
+        let header =
+            format!("invocation #{k} · {} · started +{start} · took {}", inv.thread, format_ns(inv.duration_ns));
+        let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
+        if inv.truncated_calls > 0 {
+            let note = format!(
+                "  truncated: the tree hit the node cap (CALLTIME_NODE_CAP); {} more call{} were counted, not recorded",
+                inv.truncated_calls,
+                plural(inv.truncated_calls)
+            );
+            let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
+        }
+        if inv.filtered_nodes > 0 {
+            let note = format!(
+                "  {} call{} shorter than CALLTIME_MIN_NS left out with their subtrees",
+                inv.filtered_nodes,
+                plural(inv.filtered_nodes)
+            );
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
+        }
+        let tree = Merged::of_invocation(inv);
+        let root_total = tree.total_ns;
+        let mut rows = Vec::new();
+        self.rows(&tree, &mut rows, String::new(), None, true, &|node: &Merged| Row {
+            cells: vec![
+                format_ns(node.total_ns),
+                format_ns(node.self_ns),
+                percent(node.total_ns, root_total),
+                node.calls.to_string(),
+            ],
+            ..Row::default()
+        });
+        // The "(N more)" line of `--min-time` shows the folded calls' total and share.
+        let folded = |total: u64, calls: u64| {
+            vec![format_ns(total), String::new(), percent(total, root_total), calls.to_string()]
+        };
+        self.table(out, &["total", "self", "%root", "calls"], 0, rows, &folded);
+    }
+
+    fn aggregate(&self, out: &mut String, agg: &Aggregate) {
+        let header = format!(
+            "aggregate of {} invocation{} of {} by call path (per call: mean, p50, p99, max)",
+            agg.invocations,
+            plural(agg.invocations),
+            self.names.get(agg.tree.func)
+        );
+        let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
+        let mut rows = Vec::new();
+        self.rows(&agg.tree, &mut rows, String::new(), None, false, &|node: &Merged| Row {
+            cells: vec![
+                calls_per_invocation(agg.calls_per_invocation(node)),
+                format_ns(node.total_ns),
+                format_ns(node.self_ns),
+                format_ns(node.mean_ns()),
+                format_ns(node.percentile_ns(0.5)),
+                format_ns(node.percentile_ns(0.99)),
+                format_ns(node.max_ns),
+            ],
+            ..Row::default()
+        });
+        let invocations = agg.invocations.max(1) as f64;
+        let folded = |total: u64, calls: u64| {
+            let mut cells = vec![calls_per_invocation(calls as f64 / invocations), format_ns(total)];
+            cells.resize(7, String::new());
+            cells
+        };
+        self.table(out, &["calls/inv", "total", "self", "mean", "p50", "p99", "max"], 1, rows, &folded);
+    }
+
+    /// Appends the rows of `node` and its subtree; `last` is whether `node` is its parent's last child (None for
+    /// the root), `indent` the tree drawing inherited from the ancestors, `spread` adds min/mean/max to lines that
+    /// fold several calls.
+    fn rows(
+        &self,
+        node: &Merged,
+        rows: &mut Vec<Row>,
+        indent: String,
+        last: Option<bool>,
+        spread: bool,
+        cells: &dyn Fn(&Merged) -> Row,
+    ) {
+        let mut row = cells(node);
+        row.prefix = match last {
+            None => String::new(),
+            Some(false) => format!("{indent}├─ "),
+            Some(true) => format!("{indent}└─ "),
+        };
+        row.name = self.names.get(node.func);
+        row.heat = match self.opts.highlight_ns {
+            Some(limit) if node.max_ns > limit => Heat::Hot,
+            Some(limit) if node.total_ns > limit => Heat::Warm,
+            _ => Heat::Normal,
+        };
+        if node.calls > 1 && spread {
+            row.tags.push((
+                dim(),
+                format!(
+                    "(min {}, mean {}, max {})",
+                    format_ns(node.min_ns),
+                    format_ns(node.mean_ns()),
+                    format_ns(node.max_ns)
+                ),
+            ));
+        }
+        if node.panicked > 0 {
+            let tag = if node.calls == 1 {
+                "[panicked]".to_owned()
+            } else {
+                format!("[panicked {} of {}]", node.panicked, node.calls)
+            };
+            row.tags.push((alarm(), tag));
+        }
+        rows.push(row);
+        let child_indent = match last {
+            None => String::new(),
+            Some(false) => format!("{indent}│  "),
+            Some(true) => format!("{indent}   "),
+        };
+        let (shown, small): (Vec<&Merged>, Vec<&Merged>) = match self.opts.min_time_ns {
+            Some(min) => node.children.iter().partition(|c| c.total_ns >= min),
+            None => (node.children.iter().collect(), Vec::new()),
+        };
+        for (i, child) in shown.iter().enumerate() {
+            let is_last = i + 1 == shown.len() && small.is_empty();
+            self.rows(child, rows, child_indent.clone(), Some(is_last), spread, cells);
+        }
+        if !small.is_empty() {
+            let total: u64 = small.iter().map(|c| c.total_ns).sum();
+            let calls: u64 = small.iter().map(|c| c.calls).sum();
+            rows.push(Row {
+                folded: Some((total, calls)),
+                prefix: format!("{child_indent}└─ "),
+                name: format!("({} more, {})", small.len(), format_ns(total)),
+                ..Row::default()
+            });
+        }
+    }
+
+    /// Lays out rows under a header: right-aligned number columns, then the tree.
+    fn table(
+        &self,
+        out: &mut String,
+        header: &[&str],
+        hot_column: usize,
+        mut rows: Vec<Row>,
+        folded: &dyn Fn(u64, u64) -> Vec<String>,
+    ) {
+        for row in &mut rows {
+            if let Some((total, calls)) = row.folded {
+                row.cells = folded(total, calls);
+            }
+        }
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(&row.cells) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let mut line = String::new();
+        for (h, w) in header.iter().zip(&widths) {
+            let _ = write!(line, "{h:>w$}  ");
+        }
+        line.push_str("function");
+        let _ = writeln!(out, "{}", self.paint.s(dim(), &line));
+        for row in rows {
+            let mut line = String::new();
+            for (i, (cell, w)) in row.cells.iter().zip(&widths).enumerate() {
+                let padded = format!("{cell:>w$}");
+                let style = if i == hot_column { row.heat.style() } else { None };
+                match style {
+                    Some(style) => line.push_str(&self.paint.s(style, &padded)),
+                    None => line.push_str(&padded),
+                }
+                line.push_str("  ");
+            }
+            line.push_str(&self.paint.s(dim(), &row.prefix));
+            if row.folded.is_some() {
+                line.push_str(&self.paint.s(dim(), &row.name));
+            } else {
+                let (module, last) = split_module(&row.name);
+                line.push_str(&self.paint.s(dim(), module));
+                match row.heat.style() {
+                    Some(style) => line.push_str(&self.paint.s(style, last)),
+                    None => line.push_str(last),
+                }
+            }
+            for (style, tag) in &row.tags {
+                line.push(' ');
+                line.push_str(&self.paint.s(*style, tag));
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+
+    fn summary(&self, out: &mut String) {
+        let stats = &self.trace.stats;
+        let loaded = self.trace.invocations.len() as u64;
+        let no_counters = stats.seen == 0 && stats.kept == 0 && loaded > 0;
+        let line = if no_counters {
+            format!("invocations: {loaded} recorded (the trace has no counters: the program did not exit normally)")
+        } else {
+            format!(
+                "invocations: {} seen, {} kept, {} sampled out, {} dropped, {} truncated, {} incomplete",
+                stats.seen, stats.kept, stats.sampled_out, stats.dropped, stats.truncated, stats.incomplete
+            )
+        };
+        let _ = writeln!(out, "{}", self.paint.s(bold(), &line));
+        let truncated = if no_counters {
+            self.trace.invocations.iter().filter(|i| i.truncated_calls > 0).count() as u64
+        } else {
+            stats.truncated
+        };
+        if truncated > 0 {
+            let note = format!(
+                "  {truncated} invocation{} hit the node cap (CALLTIME_NODE_CAP): calls past it were counted, not recorded",
+                plural(truncated)
+            );
+            let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
+        }
+        if stats.dropped > 0 {
+            let note = format!(
+                "  {} invocation{} dropped (the trace writer fell behind, or CALLTIME_MAX_INVOCATIONS was reached): \
+                 the aggregate leaves {} out",
+                stats.dropped,
+                plural(stats.dropped),
+                if stats.dropped == 1 { "it" } else { "them" }
+            );
+            let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
+        }
+        if stats.incomplete > 0 {
+            let note = format!(
+                "  {} record{} cut off at the end of the trace (the program stopped while writing) and left out",
+                stats.incomplete,
+                plural(stats.incomplete)
+            );
+            let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
+        }
+        if stats.sampled_out > 0 && !no_counters {
+            let note = format!(
+                "  sampling (CALLTIME_SAMPLE) recorded {} of {} invocations",
+                stats.kept + stats.dropped,
+                stats.seen
+            );
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Row {
+    /// Right-aligned number columns.
+    cells: Vec<String>,
+    /// Tree drawing.
+    prefix: String,
+    name: String,
+    heat: Heat,
+    /// Styled text after the name.
+    tags: Vec<(Style, String)>,
+    /// A `--min-time` "(N more)" line: (total ns, calls) of the folded siblings.
+    folded: Option<(u64, u64)>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+enum Heat {
+    #[default]
+    Normal,
+    /// Adds up to more than `--highlight`, though no single call does.
+    Warm,
+    /// At least one call slower than `--highlight`.
+    Hot,
+}
+
+impl Heat {
+    fn style(self) -> Option<Style> {
+        match self {
+            Heat::Normal => None,
+            Heat::Warm => Some(Style::new().fg_color(Some(AnsiColor::Yellow.into()))),
+            Heat::Hot => Some(alarm()),
+        }
+    }
+}
+
+struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    fn s(&self, style: Style, text: &str) -> String {
+        if self.on && !text.is_empty() {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+fn bold() -> Style {
+    Style::new().bold()
+}
+
+fn dim() -> Style {
+    Style::new().dimmed()
+}
+
+fn alarm() -> Style {
+    Style::new().bold().fg_color(Some(AnsiColor::Red.into()))
+}
+
+fn warn() -> Style {
+    Style::new().fg_color(Some(AnsiColor::Yellow.into()))
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "-".to_owned();
+    }
+    format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+}
+
+/// `3` for whole numbers, `2.50` otherwise.
+fn calls_per_invocation(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+/// Splits `a::b::Type::method` into (`a::b::Type::`, `method`); `::` inside `<...>` does not count.
+fn split_module(name: &str) -> (&str, &str) {
+    let mut depth = 0i32;
+    let mut split = 0;
+    let bytes = name.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => split = i + 2,
+            _ => {}
+        }
+    }
+    // A name with a location suffix (`a::f (x.rs:3)`) splits before the suffix's own colon: the `::` search above
+    // only sees `::`, so this is already right.
+    name.split_at(split.min(name.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_part_splits_at_the_last_top_level_path_separator() {
+        assert_eq!(split_module("a::b::f"), ("a::b::", "f"));
+        assert_eq!(split_module("<a::T as b::Tr>::m"), ("<a::T as b::Tr>::", "m"));
+        assert_eq!(split_module("main"), ("", "main"));
+        assert_eq!(split_module("#3"), ("", "#3"));
+    }
+}
