@@ -161,6 +161,13 @@ pub fn cargo_build(
     target_args: &TargetArgs,
     target: Option<&Target>,
 ) -> Result<BuildOutput> {
+    let color = match cargo.color {
+        Some(ColorChoice::Always) => "always",
+        Some(ColorChoice::Never) => "never",
+        _ if std::env::var_os("NO_COLOR").is_some() => "never",
+        _ if std::io::stderr().is_terminal() => "always",
+        _ => "never",
+    };
     let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo_bin);
     cmd.arg("build")
@@ -168,7 +175,12 @@ pub fn cargo_build(
         .arg(shadow_root.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(target_dir)
-        .arg("--message-format=json-render-diagnostics");
+        // Diagnostics come back as JSON (with their rendered text, printed by us) so the first error's place is known.
+        .arg(if color == "always" {
+            "--message-format=json-diagnostic-rendered-ansi"
+        } else {
+            "--message-format=json"
+        });
     if let Some(t) = target {
         cmd.args(["-p", &t.package, t.kind.flag(), &t.name]);
     } else {
@@ -202,34 +214,38 @@ pub fn cargo_build(
     if cargo.verbose > 1 {
         cmd.arg("-v");
     }
-    let color = match cargo.color {
-        Some(ColorChoice::Always) => "always",
-        Some(ColorChoice::Never) => "never",
-        _ if std::env::var_os("NO_COLOR").is_some() => "never",
-        _ if std::io::stderr().is_terminal() => "always",
-        _ => "never",
-    };
     cmd.arg(format!("--color={color}"));
     add_remap_flag(&mut cmd, shadow_root, user_root);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     tracing::info!("running {cmd:?}");
     let mut child = cmd.spawn().with_context(|| format!("cannot run {}", Path::new(&cargo_bin).display()))?;
 
-    let stderr = child.stderr.take().expect("stderr is piped");
+    // cargo's stderr and the rendered diagnostics, in arrival order: streamed with -v, kept for a failure.
     let echo = cargo.verbose > 0;
-    let stderr_reader = std::thread::spawn(move || {
-        let mut kept = String::new();
-        let mut reader = BufReader::new(stderr);
-        let mut line = String::new();
-        while reader.read_line(&mut line).unwrap_or(0) > 0 {
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let show = {
+        let kept = kept.clone();
+        move |text: &str| {
             if echo {
-                let _ = std::io::stderr().write_all(line.as_bytes());
+                let _ = std::io::stderr().write_all(text.as_bytes());
             }
-            kept.push_str(&line);
-            line.clear();
+            if let Ok(mut kept) = kept.lock() {
+                kept.push_str(text);
+            }
         }
-        kept
-    });
+    };
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let stderr_reader = {
+        let show = show.clone();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stderr);
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                show(&line);
+                line.clear();
+            }
+        })
+    };
 
     let mut out = BuildOutput::default();
     let stdout = child.stdout.take().expect("stdout is piped");
@@ -245,6 +261,9 @@ pub fn cargo_build(
             }
             Message::CompilerMessage(msg) => {
                 let diag = &msg.message;
+                if let Some(rendered) = &diag.rendered {
+                    show(rendered);
+                }
                 if out.first_error.is_none() && matches!(diag.level, DiagnosticLevel::Error | DiagnosticLevel::Ice) {
                     if let Some(span) = diag.spans.iter().find(|s| s.is_primary) {
                         let mut span = span;
@@ -265,7 +284,8 @@ pub fn cargo_build(
         }
     }
     let status = child.wait().context("cannot wait for cargo")?;
-    out.stderr = stderr_reader.join().unwrap_or_default();
+    let _ = stderr_reader.join();
+    out.stderr = kept.lock().map(|k| k.clone()).unwrap_or_default();
     out.success &= status.success();
     Ok(out)
 }

@@ -151,7 +151,8 @@ fn check_plan_args(args: &PlanArgs) -> Result<()> {
     }
     if let Some(filter) = &args.filter {
         if let Err(err) = regex::Regex::new(filter) {
-            let detail = err.to_string().lines().last().unwrap_or("").trim().to_owned();
+            let text = err.to_string();
+            let detail = text.lines().last().unwrap_or("").trim().trim_start_matches("error: ").to_owned();
             bail!("invalid --filter regex `{filter}`: {detail}\n  hint: the syntax is the regex crate's (https://docs.rs/regex)");
         }
     }
@@ -171,13 +172,13 @@ fn explain_build_failure(
 ) -> anyhow::Error {
     let calltime_dir = ws.calltime_dir();
     let plain_dir = calltime_dir.join("shadow-plain");
+    if cargo.verbose == 0 {
+        eprint!("{}", failed.stderr);
+    }
     ui::status("Checking", "whether the workspace builds without probes");
     let plain = shadow::prepare(ws, &plain_dir, None, runtime).and_then(|_| {
         build::cargo_build(&plain_dir, &ws.root, &calltime_dir.join("build-plain"), cargo, target_args, Some(target))
     });
-    if cargo.verbose == 0 {
-        eprint!("{}", failed.stderr);
-    }
     match plain {
         Ok(plain) if !plain.success => anyhow::anyhow!(
             "the workspace does not build, with or without probes{}\n  hint: fix the errors above (a plain `cargo build` \
@@ -326,13 +327,23 @@ fn keep_trace(trace_path: &Path, table: &Path, dest: &Path) -> Result<()> {
 /// Renders the report. The program's stdout must stay byte-identical to an uninstrumented run, so the report goes
 /// to stderr unless `-o FILE` is given (`-o -` means stdout).
 fn render(trace: &Trace, args: &RunArgs, calltime_dir: &Path) -> Result<()> {
-    let _ = (args, calltime_dir);
-    eprintln!(
-        "{} invocations recorded in {} (views are not wired in yet)",
-        trace.invocations.len(),
-        trace.path.display()
-    );
-    Ok(())
+    let default_svg = calltime_dir.join("last.svg");
+    if args.view.output.is_some() {
+        return crate::views::emit(trace, &args.view, &default_svg);
+    }
+    let mut opts = crate::views::ViewOptions::from_args(&args.view)?;
+    opts.color = opts.format == crate::cli::ViewFormat::Text
+        && !matches!(anstream::AutoStream::choice(&std::io::stderr()), anstream::ColorChoice::Never);
+    let rendered = crate::views::render(trace, &opts)?;
+    if rendered.binary_like {
+        return crate::views::emit(trace, &args.view, &default_svg);
+    }
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    match err.write_all(&rendered.bytes).and_then(|()| err.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("cannot write the report to stderr"),
+    }
 }
 
 /// `program args` for the progress line, relative to the workspace when possible.
