@@ -223,6 +223,11 @@ fn set_cargo_run_env(cmd: &mut Command, built: &Built) {
     if let Ok(cargo) = std::env::var("CARGO") {
         cmd.env("CARGO", cargo);
     }
+    if let Ok(cwd) = std::env::current_dir() {
+        for (name, value) in config_env(&cwd) {
+            cmd.env(name, value);
+        }
+    }
     // Tests and benches run from their package's directory, as under `cargo test`.
     if matches!(built.target.kind, TargetKind::Test | TargetKind::Bench) {
         cmd.current_dir(&built.target.package_dir);
@@ -244,6 +249,60 @@ fn set_cargo_run_env(cmd: &mut Command, built: &Built) {
             cmd.env(var, joined);
         }
     }
+}
+
+/// The `[env]` variables of the cargo config files that apply in `cwd`, which `cargo run` sets for the program:
+/// deeper config files win over outer ones and `$CARGO_HOME/config.toml`; a variable already in the environment is
+/// kept unless the entry says `force = true`; `relative = true` values are relative to the config's directory.
+fn config_env(cwd: &Path) -> Vec<(String, std::ffi::OsString)> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in cwd.ancestors() {
+        for name in ["config.toml", "config"] {
+            let file = dir.join(".cargo").join(name);
+            if file.is_file() {
+                files.push(file);
+                break;
+            }
+        }
+    }
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    if let Some(home) = cargo_home {
+        let file = home.join("config.toml");
+        if file.is_file() && !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    let mut chosen: std::collections::BTreeMap<String, (std::ffi::OsString, bool)> = Default::default();
+    for file in &files {
+        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else { continue };
+        let Some(env) = doc.get("env").and_then(|e| e.as_table_like()) else { continue };
+        // The directory holding `.cargo/`.
+        let base = file.parent().and_then(Path::parent).unwrap_or(Path::new("."));
+        for (name, item) in env.iter() {
+            if chosen.contains_key(name) {
+                continue;
+            }
+            let (value, force, relative) = if let Some(v) = item.as_str() {
+                (v.to_owned(), false, false)
+            } else if let Some(t) = item.as_table_like() {
+                let Some(v) = t.get("value").and_then(|v| v.as_str()) else { continue };
+                let flag = |k: &str| t.get(k).and_then(|v| v.as_bool()).unwrap_or(false);
+                (v.to_owned(), flag("force"), flag("relative"))
+            } else {
+                continue;
+            };
+            let value = if relative { base.join(value).into_os_string() } else { value.into() };
+            chosen.insert(name.to_owned(), (value, force));
+        }
+    }
+    chosen
+        .into_iter()
+        .filter(|(name, (_, force))| *force || std::env::var_os(name).is_none())
+        .map(|(name, (value, _))| (name, value))
+        .collect()
 }
 
 /// Runs the program with inherited stdio and returns its exit code (128+signal when a signal killed it, as shells

@@ -282,7 +282,8 @@ fn remove_stale(dir: &Path, kept: &BTreeSet<PathBuf>) -> Result<usize> {
     let mut stale_dirs = Vec::new();
     for entry in walkdir::WalkDir::new(dir).min_depth(1).contents_first(true).into_iter().flatten() {
         let Ok(rel) = entry.path().strip_prefix(dir) else { continue };
-        if kept.contains(rel) || rel == Path::new("Cargo.lock.calltime-source") {
+        // The copy's lock (with the calltime-rt entry) stays even when the user has none, so it is not re-resolved.
+        if kept.contains(rel) || rel == Path::new("Cargo.lock.calltime-source") || rel == Path::new("Cargo.lock") {
             continue;
         }
         if entry.file_type().is_dir() {

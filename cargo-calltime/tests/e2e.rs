@@ -32,7 +32,10 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, (u64, u64, std::time::SystemTime)>
             let bytes = std::fs::read(&path).unwrap();
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
             bytes.hash(&mut hasher);
-            files.insert(path.strip_prefix(root).unwrap().to_owned(), (hasher.finish(), meta.len(), meta.modified().unwrap()));
+            files.insert(
+                path.strip_prefix(root).unwrap().to_owned(),
+                (hasher.finish(), meta.len(), meta.modified().unwrap()),
+            );
         }
     }
     files
@@ -87,7 +90,10 @@ fn demo_trees_output_exit_code_and_untouched_workspace() {
     let report = tmp.path().join("report.json");
 
     let out = util::run(
-        util::calltime().args(["--root", "server::handle", "--depth", "5", "--format", "json", "-o"]).arg(&report).current_dir(&dir),
+        util::calltime()
+            .args(["--root", "server::handle", "--depth", "5", "--format", "json", "-o"])
+            .arg(&report)
+            .current_dir(&dir),
         true,
     );
     let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
@@ -176,7 +182,10 @@ fn killed_program_keeps_its_completed_trees() {
     }
     let pid = pid.unwrap_or_else(|| {
         let _ = child.kill();
-        panic!("the program printed nothing; stderr:\n{}", std::io::read_to_string(child.stderr.take().unwrap()).unwrap())
+        panic!(
+            "the program printed nothing; stderr:\n{}",
+            std::io::read_to_string(child.stderr.take().unwrap()).unwrap()
+        )
     });
     util::run(Command::new("kill").args(["-9", &pid]), true);
     let mut rest = String::new();
@@ -226,6 +235,9 @@ fn errors_are_one_line_with_a_hint() {
     let empty = tempfile::tempdir().unwrap();
     check_error("no-workspace", util::calltime().args(["--root", "handle"]).current_dir(empty.path()), empty.path());
 
+    // This crate has no Cargo.lock: `cargo metadata` must not leave one behind.
     let (_tmp2, two) = util::copy_test_crate("e2e-twobins");
+    let before = snapshot(&two);
     check_error("several-bins", util::calltime().args(["--root", "work"]).current_dir(&two), &two);
+    assert_eq!(before, snapshot(&two), "the user's workspace changed");
 }
