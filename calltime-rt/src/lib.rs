@@ -1,1 +1,1235 @@
-//! placeholder
+//! Runtime of [cargo-calltime](https://crates.io/crates/cargo-calltime): records one call tree per invocation of a
+//! root function, at the cost of two clock reads per instrumented call.
+//!
+//! You normally never write code against this crate: `cargo calltime` rewrites a shadow copy of your workspace so that
+//! every picked function starts with a probe (`::calltime_rt::__private::enter(7)`, an index assigned by the tool's
+//! plan), adds this crate as a path dependency, builds and runs the program, then reads the trace file this crate
+//! writes. The file format is documented in `docs/trace-format.md` of the cargo-calltime repository.
+//!
+//! # What is recorded
+//! An *invocation* begins when a root function is entered on a thread (or an async task) that has no invocation in
+//! progress, and ends when that root returns. Every instrumented call made under it becomes a node of its tree
+//! (function index, start, duration, panicked/cancelled flags). When the root returns, the tree is handed to a writer
+//! thread that appends it to the trace file and flushes it. Probes entered outside any invocation record nothing and
+//! cost a thread-local load and a branch.
+//!
+//! Async functions are wrapped in [`Instrumented`]: it enters on every poll and leaves when the poll returns, so the
+//! node of an async function spans its first poll to its completion, its children are what it called during its
+//! polls, other tasks polled on the same thread never become its children, and a task moving between threads keeps
+//! one tree (a root task records into its own context, which travels with the future).
+//!
+//! # Public API
+//! - [`flush`]: write every completed invocation still queued, then a `stats` line, before returning.
+//! - [`stats`]: this process's counters ([`Stats`]).
+//! - [`trace_path`]: where this process writes its trace (known once a root was entered).
+//! - [`Guard`] and [`Instrumented`]: what the probes return. They are created only by the hidden `__private`
+//!   functions that the rewritten code calls.
+//!
+//! # Settings (environment variables, read once, at the first root entry)
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `CALLTIME_OUT` | `calltime-<pid>.trace` in the current directory | trace file path (created or truncated) |
+//! | `CALLTIME_NODE_CAP` | 100000 | nodes stored per invocation; later calls are counted in `truncated_calls` |
+//! | `CALLTIME_MIN_NS` | 0 | nodes shorter than this are left out with their subtrees and counted in `filtered` |
+//! | `CALLTIME_SAMPLE` | 1 | record 1 in N root invocations (the others are counted as `sampled_out`) |
+//! | `CALLTIME_MAX_INVOCATIONS` | 100000 | invocations recorded at most; later ones are counted as `dropped` |
+//! | `CALLTIME_QUEUE` | 64 | length of the bounded queue to the writer; when full, invocations are dropped and counted |
+//! | `CALLTIME_CLOCK` | `auto` | `instant` forces `std::time::Instant` instead of the invariant TSC |
+//!
+//! # Costs and bounds
+//! Per call: one thread-local access, one clock read on entry and one on exit, a write into a preallocated
+//! per-thread buffer. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
+//! converted to nanoseconds and trees are formatted on the writer thread. Each thread allocates one buffer of
+//! `CALLTIME_NODE_CAP` nodes (24 bytes each) at its first root entry; at most `CALLTIME_QUEUE + 65` more buffers
+//! exist (queued, being written, or owned by root tasks in progress). When none is free the invocation is dropped
+//! and counted, never waited for.
+//!
+//! # Durability
+//! Each tree is written with one `write` call and flushed as soon as its root returns. A chained panic hook writes
+//! the queued trees before the previous hook runs (so `panic = "abort"` keeps them), and an `atexit` handler writes
+//! them and a final `stats` line (so `std::process::exit` and returning from `main` keep them).
+//!
+//! # Limits
+//! - A sync function's node is marked panicked when its guard drops while the thread is panicking, which includes
+//!   a probed function that returns normally from inside a destructor run during unwinding.
+//! - Work handed to other threads (`std::thread::spawn`, rayon, a task spawned on an executor) is not a child of the
+//!   code that spawned it; a spawned async root starts its own invocation.
+//! - A panic hook installed by the program after the first root entry replaces ours.
+#![deny(missing_docs)]
+
+use std::cell::{Cell, RefCell};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::future::Future;
+use std::io::Write as _;
+use std::mem::{self, ManuallyDrop};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The trace format version this runtime writes (`calltime-trace 1`).
+const TRACE_VERSION: u32 = 1;
+/// Frames deeper than this are counted as truncated calls, not stored.
+const MAX_DEPTH: usize = 4096;
+/// Slot of a guard that records nothing.
+const NO_SLOT: u32 = u32::MAX;
+/// `Node::end` of a node that has not been left yet.
+const OPEN: u64 = u64::MAX;
+/// `Node::link` holds the parent slot in its low 30 bits and the flags above them.
+const PARENT_BITS: u32 = 30;
+const PARENT_MASK: u32 = (1 << PARENT_BITS) - 1;
+const NO_PARENT: u32 = PARENT_MASK;
+/// Flag bit 0: the call was left by unwinding.
+const FLAG_PANICKED: u32 = 1;
+/// Flag bit 1: the call never finished (an async function dropped before completion, or still running when its
+/// invocation ended).
+const FLAG_CANCELLED: u32 = 2;
+/// Recorders beyond one per thread and the queue's length: root tasks in progress and the one being written.
+const SPARE_RECORDERS: usize = 65;
+
+/// `CURRENT` while a sampled-out or dropped invocation runs: probes record nothing and roots do not start anew.
+const SKIP: *mut Recorder = 1 as *mut Recorder;
+
+thread_local! {
+    /// The recording context of the invocation in progress on this thread: null outside any invocation, `SKIP` in
+    /// one that is not recorded, else the thread's recorder or (during a poll) a root task's recorder.
+    static CURRENT: Cell<*mut Recorder> = const { Cell::new(ptr::null_mut()) };
+    /// This thread's own recorder and identity; touched only when an invocation starts or ends.
+    static THREAD: RefCell<ThreadSlot> = const { RefCell::new(ThreadSlot { rec: ptr::null_mut(), id: 0, name: None }) };
+    /// Set while this thread holds the sink, so a panic inside it never waits for itself.
+    static DRAINING: Cell<bool> = const { Cell::new(false) };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Clock
+
+static USE_TSC: AtomicBool = AtomicBool::new(false);
+static CLOCK: OnceLock<ClockBase> = OnceLock::new();
+
+/// The trace epoch: a (ticks, Instant, wall clock) triple taken together at the first use.
+struct ClockBase {
+    tsc: bool,
+    ticks0: u64,
+    instant0: Instant,
+    epoch_unix_ns: u64,
+}
+
+/// Ticks of the runtime clock: TSC cycles where the TSC is invariant, else nanoseconds since the trace epoch.
+#[inline(always)]
+fn now() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if USE_TSC.load(Relaxed) {
+            // SAFETY: rdtsc has no preconditions on x86_64.
+            #[allow(unused_unsafe)]
+            return unsafe { std::arch::x86_64::_rdtsc() };
+        }
+    }
+    instant_ticks()
+}
+
+#[inline(never)]
+fn instant_ticks() -> u64 {
+    match CLOCK.get() {
+        Some(base) => base.instant0.elapsed().as_nanos() as u64,
+        None => 0,
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn invariant_tsc() -> bool {
+    use std::arch::x86_64::__cpuid;
+    // SAFETY: cpuid exists on every x86_64 CPU; leaf 0x80000000 reports the highest extended leaf.
+    #[allow(unused_unsafe)]
+    unsafe {
+        let max_extended = __cpuid(0x8000_0000).eax;
+        max_extended >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn invariant_tsc() -> bool {
+    false
+}
+
+fn clock() -> &'static ClockBase {
+    CLOCK.get_or_init(|| {
+        let forced_instant = std::env::var("CALLTIME_CLOCK").map(|v| v.trim() == "instant").unwrap_or(false);
+        let tsc = !forced_instant && invariant_tsc();
+        let instant0 = Instant::now();
+        let epoch_unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let ticks0 = if tsc { tsc_now() } else { 0 };
+        USE_TSC.store(tsc, Relaxed);
+        ClockBase { tsc, ticks0, instant0, epoch_unix_ns }
+    })
+}
+
+fn tsc_now() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86_64.
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::arch::x86_64::_rdtsc()
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// Ticks to nanoseconds since the trace epoch, as a 32.32 fixed-point factor.
+#[derive(Clone, Copy)]
+struct Scale {
+    ticks0: u64,
+    ns_per_tick_q32: u128,
+}
+
+impl Scale {
+    /// Calibrates the TSC against `Instant` over everything since the epoch (at least 10 ms: the caller, always off
+    /// the hot path, waits for the rest), so the factor gets more precise as the program runs.
+    fn current(base: &ClockBase) -> Scale {
+        if !base.tsc {
+            return Scale { ticks0: 0, ns_per_tick_q32: 1 << 32 };
+        }
+        let min = Duration::from_millis(10);
+        let elapsed = base.instant0.elapsed();
+        if elapsed < min {
+            std::thread::sleep(min - elapsed);
+        }
+        let before = tsc_now();
+        let instant = Instant::now();
+        let after = tsc_now();
+        let ticks = (before / 2 + after / 2).saturating_sub(base.ticks0).max(1);
+        let ns = instant.duration_since(base.instant0).as_nanos();
+        Scale { ticks0: base.ticks0, ns_per_tick_q32: (ns << 32) / ticks as u128 }
+    }
+
+    fn ns(&self, ticks: u64) -> u64 {
+        ((ticks.saturating_sub(self.ticks0) as u128 * self.ns_per_tick_q32) >> 32) as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Recording contexts
+
+/// One call: written at entry, its `end` patched at exit. Preorder is rebuilt from `link` by the writer, because
+/// interleaved async children are not contiguous in entry order.
+#[derive(Clone, Copy)]
+struct Node {
+    start: u64,
+    end: u64,
+    index: u32,
+    link: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OwnerKind {
+    Thread,
+    Task,
+}
+
+/// A recording context: the node buffer and frame stack of one invocation. Allocated once and recycled.
+struct Recorder {
+    /// Capacity is at least `cap`, reserved at allocation; never grows.
+    nodes: Vec<Node>,
+    /// Slots of the frames currently entered; `MAX_DEPTH` long.
+    stack: Box<[u32]>,
+    depth: usize,
+    cap: usize,
+    truncated: u64,
+    /// Process-unique id of the invocation being recorded, so a future can tell whether its context is current.
+    invocation: u64,
+    kind: OwnerKind,
+    owner: u64,
+    name: Option<Arc<str>>,
+}
+
+impl Recorder {
+    fn boxed(cap: usize) -> Box<Recorder> {
+        Box::new(Recorder {
+            nodes: Vec::with_capacity(cap),
+            stack: vec![0; MAX_DEPTH].into_boxed_slice(),
+            depth: 0,
+            cap,
+            truncated: 0,
+            invocation: 0,
+            kind: OwnerKind::Thread,
+            owner: 0,
+            name: None,
+        })
+    }
+
+    fn begin(&mut self, kind: OwnerKind, owner: u64, name: Option<Arc<str>>) {
+        static INVOCATIONS: AtomicU64 = AtomicU64::new(1);
+        self.nodes.clear();
+        self.depth = 0;
+        self.cap = self.cap.min(self.nodes.capacity());
+        self.truncated = 0;
+        self.invocation = INVOCATIONS.fetch_add(1, Relaxed);
+        self.kind = kind;
+        self.owner = owner;
+        self.name = name;
+    }
+
+    /// Stores a node and enters its frame; `NO_SLOT` (and the call counted as truncated) past the caps.
+    #[inline(always)]
+    fn push(&mut self, index: u32, start: u64) -> u32 {
+        let slot = self.nodes.len();
+        let depth = self.depth;
+        if slot >= self.cap || depth >= MAX_DEPTH {
+            self.truncated += 1;
+            return NO_SLOT;
+        }
+        // SAFETY: depth < MAX_DEPTH == stack.len(); slot < cap <= nodes.capacity().
+        unsafe {
+            let parent = if depth == 0 { NO_PARENT } else { *self.stack.get_unchecked(depth - 1) };
+            self.nodes.as_mut_ptr().add(slot).write(Node { start, end: OPEN, index, link: parent });
+            self.nodes.set_len(slot + 1);
+            *self.stack.get_unchecked_mut(depth) = slot as u32;
+        }
+        self.depth = depth + 1;
+        slot as u32
+    }
+
+    /// Re-enters the frame of an existing node (an async function polled again).
+    fn push_frame(&mut self, slot: u32) -> bool {
+        if self.depth >= MAX_DEPTH {
+            return false;
+        }
+        self.stack[self.depth] = slot;
+        self.depth += 1;
+        true
+    }
+
+    /// Leaves the frame of `slot`; false when it is not on the stack.
+    #[inline(always)]
+    fn pop(&mut self, slot: u32, end: u64) -> bool {
+        let depth = self.depth;
+        // SAFETY: depth <= MAX_DEPTH == stack.len(), so depth - 1 is in bounds when depth > 0.
+        if depth > 0 && unsafe { *self.stack.get_unchecked(depth - 1) } == slot {
+            self.depth = depth - 1;
+            true
+        } else {
+            self.pop_out_of_order(slot, end)
+        }
+    }
+
+    /// Repairs the stack when frames are left out of order (a guard moved or forgotten): frames above `slot` are
+    /// closed at `end`.
+    #[cold]
+    #[inline(never)]
+    fn pop_out_of_order(&mut self, slot: u32, end: u64) -> bool {
+        let Some(at) = self.stack[..self.depth].iter().rposition(|&s| s == slot) else { return false };
+        for i in at + 1..self.depth {
+            let above = self.stack[i];
+            if let Some(node) = self.nodes.get_mut(above as usize) {
+                if node.end == OPEN {
+                    node.end = end;
+                }
+            }
+        }
+        self.depth = at;
+        true
+    }
+
+    #[inline(always)]
+    fn close(&mut self, slot: u32, end: u64, flags: u32) {
+        if let Some(node) = self.nodes.get_mut(slot as usize) {
+            node.end = end;
+            node.link |= flags << PARENT_BITS;
+        }
+    }
+}
+
+/// A recorder owned by a root task. Like a `Box`, it owns its recorder uniquely; the raw pointer is published in
+/// `CURRENT` only during a poll of its owner, on the polling thread, and withdrawn before that poll returns, so
+/// moving the owner to another thread between polls moves sole access with it.
+struct OwnedRecorder(NonNull<Recorder>);
+
+// SAFETY: see the type's documentation: access is unique, as with Box<Recorder>, and Recorder is Send.
+unsafe impl Send for OwnedRecorder {}
+// SAFETY: `&OwnedRecorder` gives no access to the recorder.
+unsafe impl Sync for OwnedRecorder {}
+
+impl OwnedRecorder {
+    fn new(rec: Box<Recorder>) -> OwnedRecorder {
+        OwnedRecorder(NonNull::from(Box::leak(rec)))
+    }
+
+    fn ptr(&self) -> *mut Recorder {
+        self.0.as_ptr()
+    }
+
+    fn into_box(self) -> Box<Recorder> {
+        let rec = self.0.as_ptr();
+        mem::forget(self);
+        // SAFETY: the pointer came from Box::leak and is owned by self, which is forgotten.
+        unsafe { Box::from_raw(rec) }
+    }
+}
+
+impl Drop for OwnedRecorder {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from Box::leak and is owned by self.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
+struct ThreadSlot {
+    rec: *mut Recorder,
+    id: u64,
+    name: Option<Arc<str>>,
+}
+
+impl Drop for ThreadSlot {
+    fn drop(&mut self) {
+        if self.rec.is_null() {
+            return;
+        }
+        // An invocation still in progress during thread teardown keeps its recorder (leaked) rather than risk a
+        // guard writing into freed memory.
+        if CURRENT.with(Cell::get) == self.rec {
+            return;
+        }
+        // SAFETY: the pointer came from Box::into_raw and is owned by this slot.
+        let rec = unsafe { Box::from_raw(self.rec) };
+        self.rec = ptr::null_mut();
+        give_back(rec);
+    }
+}
+
+fn set_current(rec: *mut Recorder) -> *mut Recorder {
+    CURRENT.with(|c| c.replace(rec))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Hidden API (Contract 1)
+
+/// What the code rewritten by `cargo calltime` calls. Not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::{Guard, Instrumented};
+    use std::future::Future;
+
+    /// Identifies the plan the probes were inserted by; passed by every root probe.
+    #[derive(Debug)]
+    pub struct PlanInfo {
+        /// The plan's id, written to the trace's `plan` line.
+        pub id: &'static str,
+        /// Absolute path of the function table the tool wrote for this plan (may be empty).
+        pub table: &'static str,
+        /// Number of functions (indices) in the plan.
+        pub functions: u32,
+    }
+
+    /// Probe of a non-root sync function; the guard records the exit when dropped.
+    #[inline(always)]
+    pub fn enter(index: u32) -> Guard {
+        crate::enter(index)
+    }
+
+    /// Probe of a root sync function: starts an invocation when none is in progress on this thread.
+    #[inline(always)]
+    pub fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
+        crate::enter_root(index, plan)
+    }
+
+    /// Wraps the body of a non-root async function.
+    pub fn instrument<F: Future>(index: u32, fut: F) -> Instrumented<F> {
+        Instrumented::new(index, None, fut)
+    }
+
+    /// Wraps the body of a root async function: a task with no invocation in progress starts one.
+    pub fn instrument_root<F: Future>(index: u32, plan: &'static PlanInfo, fut: F) -> Instrumented<F> {
+        Instrumented::new(index, Some(plan), fut)
+    }
+
+    /// One read of the runtime clock (raw ticks), for benchmarks.
+    #[inline(always)]
+    pub fn now() -> u64 {
+        crate::now()
+    }
+
+    /// Sets up the clock as the first root entry would, so [`now`] reads the clock probes use.
+    pub fn init_clock() {
+        crate::clock();
+    }
+
+    /// Holds (true) or releases the writer thread, so tests can show that the panic hook and the exit handler write
+    /// what is still queued. Explicit flushes, the panic hook and the exit handler ignore it.
+    pub fn hold_writer(hold: bool) {
+        crate::HOLD_WRITER.store(hold, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+use __private::PlanInfo;
+
+/// The guard returned by a sync function's probe: records the function's exit when dropped. Inert (and free to
+/// drop) outside any invocation. Not `Send`: it refers to the current thread's recording context.
+#[must_use = "the guard records the exit when it is dropped"]
+pub struct Guard {
+    rec: *mut Recorder,
+    slot: u32,
+}
+
+impl Guard {
+    const INERT: Guard = Guard { rec: ptr::null_mut(), slot: NO_SLOT };
+}
+
+#[inline(always)]
+fn enter(index: u32) -> Guard {
+    let rec = CURRENT.with(Cell::get);
+    if rec as usize <= SKIP as usize {
+        return Guard::INERT;
+    }
+    // SAFETY: a non-null, non-SKIP CURRENT points to a live recorder owned by this thread or by the task being
+    // polled on it.
+    unsafe { record_enter(rec, index) }
+}
+
+#[inline(always)]
+fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
+    let rec = CURRENT.with(Cell::get);
+    if rec.is_null() {
+        return start_thread_invocation(index, plan);
+    }
+    if rec == SKIP {
+        return Guard::INERT;
+    }
+    // SAFETY: as in `enter`.
+    unsafe { record_enter(rec, index) }
+}
+
+#[inline(always)]
+unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
+    let start = now();
+    let slot = (*rec).push(index, start);
+    if slot == NO_SLOT {
+        Guard::INERT
+    } else {
+        Guard { rec, slot }
+    }
+}
+
+impl Drop for Guard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let rec = self.rec;
+        if rec as usize <= SKIP as usize {
+            if rec == SKIP {
+                end_skipped_invocation();
+            }
+            return;
+        }
+        let end = now();
+        // SAFETY: guards are dropped in reverse order of creation on their own thread (they are !Send locals of
+        // the probed functions), so the recorder they point to is still the live context of their invocation.
+        unsafe {
+            let r = &mut *rec;
+            if r.pop(self.slot, end) {
+                let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
+                r.close(self.slot, end, flags);
+                if r.depth == 0 && r.kind == OwnerKind::Thread {
+                    complete_thread_invocation(rec);
+                }
+            }
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn end_skipped_invocation() {
+    CURRENT.with(|c| c.set(ptr::null_mut()));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Invocations: start, admission, completion
+
+static SEEN: AtomicU64 = AtomicU64::new(0);
+static ADMITTED: AtomicU64 = AtomicU64::new(0);
+static SAMPLED_OUT: AtomicU64 = AtomicU64::new(0);
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+static KEPT: AtomicU64 = AtomicU64::new(0);
+static TRUNCATED: AtomicU64 = AtomicU64::new(0);
+static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
+static TASK_IDS: AtomicU64 = AtomicU64::new(1);
+static HOLD_WRITER: AtomicBool = AtomicBool::new(false);
+/// Recorders that may still be allocated beyond one per thread.
+static SPARE: AtomicUsize = AtomicUsize::new(0);
+/// Recorders handed back by the writer, ready for reuse.
+static POOL: Mutex<Vec<Box<Recorder>>> = Mutex::new(Vec::new());
+
+struct Config {
+    out: PathBuf,
+    node_cap: usize,
+    min_ns: u64,
+    sample: u64,
+    max_invocations: u64,
+    queue: usize,
+}
+
+impl Config {
+    fn from_env() -> Config {
+        fn number(name: &str, default: u64, min: u64) -> u64 {
+            match std::env::var(name) {
+                Err(_) => default,
+                Ok(text) => match text.trim().parse::<u64>() {
+                    Ok(n) => n.max(min),
+                    Err(_) => {
+                        eprintln!("calltime: {name}={text:?} is not a number; using {default}");
+                        default
+                    }
+                },
+            }
+        }
+        let out = match std::env::var_os("CALLTIME_OUT") {
+            Some(path) if !path.is_empty() => PathBuf::from(path),
+            _ => PathBuf::from(format!("calltime-{}.trace", std::process::id())),
+        };
+        // Resolved now so a later change of directory does not move the file.
+        let out = match std::env::current_dir() {
+            Ok(dir) if out.is_relative() => dir.join(out),
+            _ => out,
+        };
+        Config {
+            out,
+            node_cap: number("CALLTIME_NODE_CAP", 100_000, 1).min(u64::from(PARENT_MASK - 1)) as usize,
+            min_ns: number("CALLTIME_MIN_NS", 0, 0),
+            sample: number("CALLTIME_SAMPLE", 1, 1),
+            max_invocations: number("CALLTIME_MAX_INVOCATIONS", 100_000, 0),
+            queue: number("CALLTIME_QUEUE", 64, 1).min(1 << 20) as usize,
+        }
+    }
+}
+
+struct Runtime {
+    config: Config,
+    clock: &'static ClockBase,
+    plan: &'static PlanInfo,
+    sender: SyncSender<Box<Recorder>>,
+    writer: Option<std::thread::Thread>,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
+    RUNTIME.get_or_init(|| {
+        let config = Config::from_env();
+        let clock = clock();
+        let (sender, receiver) = sync_channel(config.queue);
+        SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);
+        {
+            let mut pool = lock(&POOL);
+            pool.reserve(config.queue + SPARE_RECORDERS + 8);
+            let mut sink = lock(&SINK);
+            sink.receiver = Some(receiver);
+        }
+        let writer = std::thread::Builder::new()
+            .name("calltime-writer".into())
+            .spawn(|| loop {
+                std::thread::park_timeout(Duration::from_millis(100));
+                if !HOLD_WRITER.load(Relaxed) {
+                    drain(false);
+                }
+            })
+            .ok()
+            .map(|handle| handle.thread().clone());
+        install_flush_hooks();
+        Runtime { config, clock, plan, sender, writer }
+    })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+enum Admission {
+    Record,
+    Skip,
+}
+
+fn admit(rt: &Runtime) -> Admission {
+    let seen = SEEN.fetch_add(1, Relaxed);
+    if seen % rt.config.sample != 0 {
+        SAMPLED_OUT.fetch_add(1, Relaxed);
+        return Admission::Skip;
+    }
+    if ADMITTED.fetch_add(1, Relaxed) >= rt.config.max_invocations {
+        DROPPED.fetch_add(1, Relaxed);
+        return Admission::Skip;
+    }
+    Admission::Record
+}
+
+/// A free recorder from the pool, or a new one while the spare budget lasts.
+fn spare_recorder(rt: &Runtime) -> Option<Box<Recorder>> {
+    if let Some(rec) = lock(&POOL).pop() {
+        return Some(rec);
+    }
+    SPARE.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).ok()?;
+    Some(Recorder::boxed(rt.config.node_cap))
+}
+
+fn give_back(rec: Box<Recorder>) {
+    let mut pool = lock(&POOL);
+    if pool.len() < pool.capacity() {
+        pool.push(rec);
+    }
+}
+
+fn send(rt: &Runtime, rec: Box<Recorder>) {
+    match rt.sender.try_send(rec) {
+        Ok(()) => {
+            if let Some(writer) = &rt.writer {
+                writer.unpark();
+            }
+        }
+        Err(TrySendError::Full(rec)) | Err(TrySendError::Disconnected(rec)) => {
+            DROPPED.fetch_add(1, Relaxed);
+            give_back(rec);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Guard {
+    let rt = runtime(plan);
+    if let Admission::Skip = admit(rt) {
+        CURRENT.with(|c| c.set(SKIP));
+        return Guard { rec: SKIP, slot: NO_SLOT };
+    }
+    let rec = THREAD
+        .try_with(|slot| {
+            let mut slot = slot.try_borrow_mut().ok()?;
+            if slot.rec.is_null() {
+                let rec = lock(&POOL).pop().unwrap_or_else(|| Recorder::boxed(rt.config.node_cap));
+                slot.rec = Box::into_raw(rec);
+                slot.id = THREAD_IDS.fetch_add(1, Relaxed);
+                slot.name = std::thread::current().name().map(|n| Arc::from(n.replace(['\n', '\r'], " ")));
+            }
+            // SAFETY: the slot owns the recorder and no invocation is in progress on this thread.
+            unsafe { (*slot.rec).begin(OwnerKind::Thread, slot.id, slot.name.clone()) };
+            Some(slot.rec)
+        })
+        .ok()
+        .flatten();
+    let Some(rec) = rec else {
+        // Thread teardown: nothing can be recorded here.
+        DROPPED.fetch_add(1, Relaxed);
+        CURRENT.with(|c| c.set(SKIP));
+        return Guard { rec: SKIP, slot: NO_SLOT };
+    };
+    CURRENT.with(|c| c.set(rec));
+    // SAFETY: rec is this thread's live recorder.
+    unsafe { record_enter(rec, index) }
+}
+
+/// The root frame of a thread invocation was left: hand the tree to the writer and take a fresh recorder.
+#[cold]
+#[inline(never)]
+fn complete_thread_invocation(rec: *mut Recorder) {
+    CURRENT.with(|c| c.set(ptr::null_mut()));
+    let Some(rt) = RUNTIME.get() else { return };
+    let filled = THREAD
+        .try_with(|slot| {
+            let mut slot = slot.try_borrow_mut().ok()?;
+            if slot.rec != rec {
+                return None;
+            }
+            let fresh = spare_recorder(rt)?;
+            Some(mem::replace(&mut slot.rec, Box::into_raw(fresh)))
+        })
+        .ok()
+        .flatten();
+    match filled {
+        // SAFETY: the pointer came from Box::into_raw and the slot no longer refers to it.
+        Some(filled) => send(rt, unsafe { Box::from_raw(filled) }),
+        // No free recorder: the tree is dropped and the recorder reused for the next invocation.
+        None => {
+            DROPPED.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Async
+
+/// A future wrapper that records an async function: it enters the function's node on every poll and leaves it when
+/// the poll returns. Created only by the hidden probes. `Send` when the wrapped future is.
+#[must_use = "futures do nothing unless polled"]
+pub struct Instrumented<F> {
+    fut: ManuallyDrop<F>,
+    index: u32,
+    plan: Option<&'static PlanInfo>,
+    state: TaskState,
+}
+
+enum TaskState {
+    Unpolled,
+    /// Outside any invocation (or past a cap): polls pass through.
+    Inert,
+    /// A root whose invocation is not recorded (sampled out or dropped): its polls run with `CURRENT = SKIP`.
+    Skipped,
+    /// A root task recording into its own context.
+    Root(OwnedRecorder),
+    /// A node in the context of invocation `invocation`, current at the first poll.
+    Nested {
+        invocation: u64,
+        slot: u32,
+    },
+    Done,
+}
+
+impl<F> Instrumented<F> {
+    fn new(index: u32, plan: Option<&'static PlanInfo>, fut: F) -> Instrumented<F> {
+        Instrumented { fut: ManuallyDrop::new(fut), index, plan, state: TaskState::Unpolled }
+    }
+}
+
+/// Decides at the first poll what this future records; the returned state has its frame entered already.
+fn begin_task_node(index: u32, plan: Option<&'static PlanInfo>) -> TaskState {
+    let cur = CURRENT.with(Cell::get);
+    if cur.is_null() {
+        return match plan {
+            Some(plan) => start_task_invocation(index, plan),
+            None => TaskState::Inert,
+        };
+    }
+    if cur == SKIP {
+        return TaskState::Inert;
+    }
+    // SAFETY: a real CURRENT is live for the duration of this poll.
+    let r = unsafe { &mut *cur };
+    let slot = r.push(index, now());
+    if slot == NO_SLOT {
+        TaskState::Inert
+    } else {
+        TaskState::Nested { invocation: r.invocation, slot }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn start_task_invocation(index: u32, plan: &'static PlanInfo) -> TaskState {
+    let rt = runtime(plan);
+    if let Admission::Skip = admit(rt) {
+        return TaskState::Skipped;
+    }
+    let Some(mut rec) = spare_recorder(rt) else {
+        DROPPED.fetch_add(1, Relaxed);
+        return TaskState::Skipped;
+    };
+    rec.begin(OwnerKind::Task, TASK_IDS.fetch_add(1, Relaxed), None);
+    let start = now();
+    rec.push(index, start);
+    TaskState::Root(OwnedRecorder::new(rec))
+}
+
+fn finish_task(owned: OwnedRecorder) {
+    match RUNTIME.get() {
+        Some(rt) => send(rt, owned.into_box()),
+        None => drop(owned),
+    }
+}
+
+/// Leaves the frame entered for one poll, also when the poll unwinds; closes the node when the future finished.
+struct PollScope<'a> {
+    state: &'a mut TaskState,
+    /// The context the frame was entered in (null: none).
+    rec: *mut Recorder,
+    slot: u32,
+    pushed: bool,
+    /// `CURRENT` to restore (roots and skipped roots swap their own context in).
+    restore: Option<*mut Recorder>,
+    returned: bool,
+    ready: bool,
+}
+
+impl Drop for PollScope<'_> {
+    fn drop(&mut self) {
+        let finished = self.ready || !self.returned;
+        let end = if finished && !self.rec.is_null() { now() } else { 0 };
+        if !self.rec.is_null() {
+            // SAFETY: rec is the context current for this poll (ours, or the enclosing one, still live).
+            let r = unsafe { &mut *self.rec };
+            if self.pushed {
+                r.pop(self.slot, end);
+            }
+            if finished {
+                r.close(self.slot, end, if self.returned { 0 } else { FLAG_PANICKED });
+            }
+        }
+        if let Some(prev) = self.restore {
+            set_current(prev);
+        }
+        if finished {
+            if let TaskState::Root(owned) = mem::replace(self.state, TaskState::Done) {
+                finish_task(owned);
+            }
+        }
+    }
+}
+
+impl<F: Future> Future for Instrumented<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `fut` is structurally pinned: it is never moved out (Drop drops it in place); the other fields
+        // are plain data that is not pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        let fut = unsafe { Pin::new_unchecked(&mut *this.fut) };
+        let mut first = false;
+        if let TaskState::Unpolled = this.state {
+            this.state = begin_task_node(this.index, this.plan);
+            first = true;
+        }
+        let (rec, slot, pushed, restore) = match &this.state {
+            TaskState::Unpolled | TaskState::Inert | TaskState::Done => return fut.poll(cx),
+            TaskState::Skipped => (ptr::null_mut(), NO_SLOT, false, Some(set_current(SKIP))),
+            TaskState::Root(owned) => {
+                let rec = owned.ptr();
+                let prev = set_current(rec);
+                // SAFETY: our own recorder; between polls its stack is empty.
+                let pushed = first || unsafe { (*rec).push_frame(0) };
+                (rec, 0, pushed, Some(prev))
+            }
+            TaskState::Nested { invocation, slot } => {
+                let cur = CURRENT.with(Cell::get);
+                // SAFETY: a real CURRENT is live for the duration of this poll.
+                if cur as usize > SKIP as usize && unsafe { (*cur).invocation } == *invocation {
+                    let pushed = first || unsafe { (*cur).push_frame(*slot) };
+                    (cur, *slot, pushed, None)
+                } else {
+                    // Polled outside the invocation it started in: record nothing more.
+                    (ptr::null_mut(), NO_SLOT, false, None)
+                }
+            }
+        };
+        let mut scope = PollScope { state: &mut this.state, rec, slot, pushed, restore, returned: false, ready: false };
+        let out = fut.poll(cx);
+        scope.returned = true;
+        scope.ready = out.is_ready();
+        drop(scope);
+        out
+    }
+}
+
+impl<F> Drop for Instrumented<F> {
+    fn drop(&mut self) {
+        /// Restores `CURRENT` even if the inner future's destructor panics.
+        struct Restore(Option<*mut Recorder>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                if let Some(prev) = self.0 {
+                    set_current(prev);
+                }
+            }
+        }
+        match mem::replace(&mut self.state, TaskState::Done) {
+            TaskState::Root(owned) => {
+                // Cancelled: descendants close their nodes in our context while the inner future is dropped.
+                let rec = owned.ptr();
+                let restore = Restore(Some(set_current(rec)));
+                // SAFETY: dropped in place exactly once; never used again.
+                unsafe { ManuallyDrop::drop(&mut self.fut) };
+                // SAFETY: our own recorder, live until `owned` is dropped or sent.
+                unsafe { (*rec).close(0, now(), FLAG_CANCELLED) };
+                drop(restore);
+                finish_task(owned);
+            }
+            TaskState::Nested { invocation, slot } => {
+                // SAFETY: dropped in place exactly once; never used again.
+                unsafe { ManuallyDrop::drop(&mut self.fut) };
+                let cur = CURRENT.with(Cell::get);
+                // SAFETY: a real CURRENT is live on this thread.
+                if cur as usize > SKIP as usize && unsafe { (*cur).invocation } == invocation {
+                    unsafe { (*cur).close(slot, now(), FLAG_CANCELLED) };
+                }
+            }
+            TaskState::Skipped => {
+                let _restore = Restore(Some(set_current(SKIP)));
+                // SAFETY: dropped in place exactly once; never used again.
+                unsafe { ManuallyDrop::drop(&mut self.fut) };
+            }
+            TaskState::Unpolled | TaskState::Inert | TaskState::Done => {
+                // SAFETY: dropped in place exactly once; never used again.
+                unsafe { ManuallyDrop::drop(&mut self.fut) };
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Writer
+
+/// The trace file and the receiving end of the queue; whoever holds the lock writes.
+struct Sink {
+    receiver: Option<Receiver<Box<Recorder>>>,
+    file: Option<File>,
+    opened: bool,
+    seq: u64,
+    first_child: Vec<u32>,
+    next_sibling: Vec<u32>,
+    walk: Vec<(u32, u32, u64)>,
+    children: Vec<u32>,
+    body: String,
+    text: String,
+}
+
+static SINK: Mutex<Sink> = Mutex::new(Sink {
+    receiver: None,
+    file: None,
+    opened: false,
+    seq: 0,
+    first_child: Vec::new(),
+    next_sibling: Vec::new(),
+    walk: Vec::new(),
+    children: Vec::new(),
+    body: String::new(),
+    text: String::new(),
+});
+
+/// Writes every queued invocation (and a `stats` line if asked). Safe from any thread; never waits for itself.
+fn drain(stats_line: bool) {
+    let Some(rt) = RUNTIME.get() else { return };
+    if DRAINING.try_with(Cell::get).unwrap_or(true) {
+        return;
+    }
+    let _ = DRAINING.try_with(|d| d.set(true));
+    {
+        let mut sink = lock(&SINK);
+        sink.write_queued(rt);
+        if stats_line {
+            sink.write_stats(rt);
+        }
+    }
+    let _ = DRAINING.try_with(|d| d.set(false));
+}
+
+impl Sink {
+    fn file(&mut self, rt: &Runtime) -> Option<&mut File> {
+        if !self.opened {
+            self.opened = true;
+            match File::create(&rt.config.out) {
+                Ok(mut file) => {
+                    let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default();
+                    let header = format!(
+                        "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\n",
+                        std::process::id(),
+                        rt.clock.epoch_unix_ns,
+                        exe.replace(['\n', '\r'], " "),
+                        rt.plan.id,
+                        rt.plan.table.replace(['\n', '\r'], " "),
+                    );
+                    if file.write_all(header.as_bytes()).is_ok() {
+                        self.file = Some(file);
+                    }
+                }
+                Err(e) => eprintln!(
+                    "calltime: cannot create trace file {}: {e}; nothing will be recorded",
+                    rt.config.out.display()
+                ),
+            }
+        }
+        self.file.as_mut()
+    }
+
+    fn write_queued(&mut self, rt: &Runtime) {
+        let mut scale = None;
+        loop {
+            let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) else { break };
+            let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
+            self.write_invocation(rt, &rec, scale);
+            give_back(rec);
+        }
+    }
+
+    fn write_stats(&mut self, rt: &Runtime) {
+        let line = format!(
+            "stats {} {} {} {} {}\n",
+            SEEN.load(Relaxed),
+            KEPT.load(Relaxed),
+            SAMPLED_OUT.load(Relaxed),
+            DROPPED.load(Relaxed),
+            TRUNCATED.load(Relaxed)
+        );
+        if let Some(file) = self.file(rt) {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
+
+    /// Rebuilds preorder from parent links, converts ticks, applies the minimum duration, writes one record.
+    fn write_invocation(&mut self, rt: &Runtime, rec: &Recorder, scale: Scale) {
+        let nodes = &rec.nodes;
+        let count = nodes.len();
+        if count == 0 {
+            return;
+        }
+        self.first_child.clear();
+        self.first_child.resize(count, NO_SLOT);
+        self.next_sibling.clear();
+        self.next_sibling.resize(count, NO_SLOT);
+        for slot in (1..count).rev() {
+            let parent = nodes[slot].link & PARENT_MASK;
+            // Anything without a valid earlier parent hangs under the root.
+            let parent = if (parent as usize) < slot { parent as usize } else { 0 };
+            self.next_sibling[slot] = self.first_child[parent];
+            self.first_child[parent] = slot as u32;
+        }
+        let root = nodes[0];
+        let root_start = scale.ns(root.start);
+        let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
+        self.body.clear();
+        self.walk.clear();
+        self.walk.push((0, 0, root_end));
+        let (mut written, mut filtered) = (0u64, 0u64);
+        while let Some((slot, depth, parent_end)) = self.walk.pop() {
+            let node = nodes[slot as usize];
+            let mut flags = node.link >> PARENT_BITS;
+            let start = scale.ns(node.start);
+            let end = if node.end == OPEN {
+                flags |= FLAG_CANCELLED;
+                parent_end
+            } else {
+                scale.ns(node.end)
+            }
+            .max(start);
+            let duration = end - start;
+            if slot != 0 && duration < rt.config.min_ns {
+                filtered += self.subtree_size(slot);
+                continue;
+            }
+            written += 1;
+            let _ = writeln!(self.body, "n {depth} {} {start} {duration} {flags}", node.index);
+            self.children.clear();
+            let mut child = self.first_child[slot as usize];
+            while child != NO_SLOT {
+                self.children.push(child);
+                child = self.next_sibling[child as usize];
+            }
+            for &child in self.children.iter().rev() {
+                self.walk.push((child, depth + 1, end));
+            }
+        }
+        let seq = self.seq;
+        let kind = match rec.kind {
+            OwnerKind::Thread => "thread",
+            OwnerKind::Task => "task",
+        };
+        self.text.clear();
+        let _ = writeln!(
+            self.text,
+            "inv {seq} {kind} {} {root_start} {} {written} {} {filtered} {}",
+            rec.owner,
+            root_end - root_start,
+            rec.truncated,
+            rec.name.as_deref().unwrap_or("")
+        );
+        self.text.push_str(&self.body);
+        let _ = writeln!(self.text, "end {seq}");
+        let text = mem::take(&mut self.text);
+        let written_ok = match self.file(rt) {
+            Some(file) => file.write_all(text.as_bytes()).is_ok(),
+            None => false,
+        };
+        self.text = text;
+        if written_ok {
+            self.seq += 1;
+            KEPT.fetch_add(1, Relaxed);
+            if rec.truncated > 0 {
+                TRUNCATED.fetch_add(1, Relaxed);
+            }
+        } else {
+            DROPPED.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn subtree_size(&self, slot: u32) -> u64 {
+        let mut size = 0;
+        let mut pending = vec![slot];
+        while let Some(s) = pending.pop() {
+            size += 1;
+            let mut child = self.first_child[s as usize];
+            while child != NO_SLOT {
+                pending.push(child);
+                child = self.next_sibling[child as usize];
+            }
+        }
+        size
+    }
+}
+
+fn install_flush_hooks() {
+    // Replacing the hook while panicking would itself panic (and abort).
+    if !std::thread::panicking() {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            drain(true);
+            previous(info);
+        }));
+    }
+    #[cfg(any(unix, windows))]
+    {
+        extern "C" {
+            fn atexit(callback: extern "C" fn()) -> std::os::raw::c_int;
+        }
+        extern "C" fn flush_at_exit() {
+            // Unwinding out of an extern "C" function aborts; nothing here should panic, but be sure.
+            let _ = std::panic::catch_unwind(|| drain(true));
+        }
+        // SAFETY: atexit is the C library's; the callback is a plain extern "C" fn with no captured state.
+        unsafe {
+            atexit(flush_at_exit);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Public API
+
+/// Counters of this process, cumulative since the first root entry (the same as the trace's `stats` line).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Root invocations started (recorded or not).
+    pub seen: u64,
+    /// Invocations written to the trace file.
+    pub kept: u64,
+    /// Invocations not recorded because of 1-in-N sampling (`CALLTIME_SAMPLE`).
+    pub sampled_out: u64,
+    /// Invocations lost: past `CALLTIME_MAX_INVOCATIONS`, writer queue full, no free buffer, or write failure.
+    pub dropped: u64,
+    /// Written invocations whose tree hit the node cap or the depth limit (calls counted, not stored).
+    pub truncated: u64,
+}
+
+/// This process's counters so far.
+pub fn stats() -> Stats {
+    Stats {
+        seen: SEEN.load(Relaxed),
+        kept: KEPT.load(Relaxed),
+        sampled_out: SAMPLED_OUT.load(Relaxed),
+        dropped: DROPPED.load(Relaxed),
+        truncated: TRUNCATED.load(Relaxed),
+    }
+}
+
+/// Writes every completed invocation that is still queued, then a `stats` line, before returning. Invocations in
+/// progress are not affected. Does nothing before the first root entry.
+pub fn flush() {
+    drain(true);
+}
+
+/// The trace file of this process, once a root was entered (`CALLTIME_OUT`, or `calltime-<pid>.trace` in the
+/// directory current at the first root entry).
+pub fn trace_path() -> Option<PathBuf> {
+    RUNTIME.get().map(|rt| rt.config.out.clone())
+}
