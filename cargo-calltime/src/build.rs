@@ -254,7 +254,7 @@ pub fn cargo_build(
         match message {
             Message::CompilerArtifact(artifact) => {
                 let matches = target
-                    .is_none_or(|t| artifact.target.name == t.name && artifact.package_id.repr.contains(&t.package));
+                    .map_or(true, |t| artifact.target.name == t.name && artifact.package_id.repr.contains(&t.package));
                 if let (true, Some(exe)) = (matches, artifact.executable) {
                     out.executable = Some(exe.into_std_path_buf());
                 }
@@ -334,7 +334,7 @@ pub fn function_at<'p>(plan: &'p Plan, ws_root: &Path, file: &Path, line: usize)
         }
         let probe_line = source.as_deref().map_or(function.line, |s| crate::rewrite::line_of(s, site.open));
         let start_line = function.line.min(probe_line);
-        if start_line as usize <= line && best.is_none_or(|(l, _)| start_line > l) {
+        if start_line as usize <= line && best.map_or(true, |(l, _)| start_line > l) {
             best = Some((start_line, function.path.as_str()));
         }
     }

@@ -188,7 +188,7 @@ fn is_skipped_dir(path: &Path, skip: &[PathBuf]) -> bool {
         return true;
     }
     let normalized = normalize(path);
-    skip.iter().any(|s| *s == normalized)
+    skip.contains(&normalized)
 }
 
 /// Lexical normalisation: makes the path absolute and resolves `.` and `..` without touching the file system.
