@@ -225,7 +225,11 @@ pub fn cargo_build(
     let kept = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let show = {
         let kept = kept.clone();
+        // cargo's own lines (`Compiling x (path)`, notes) name the copy: show the user's paths instead.
+        let (from, to) = (shadow_root.display().to_string(), user_root.display().to_string());
         move |text: &str| {
+            let text = text.replace(&from, &to);
+            let text = text.as_str();
             if echo {
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }

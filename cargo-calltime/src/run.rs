@@ -29,6 +29,7 @@ pub fn run_command(args: &RunArgs) -> Result<i32> {
     let calltime_dir = built.ws.calltime_dir();
     let traces = calltime_dir.join("traces");
     std::fs::create_dir_all(&traces).with_context(|| format!("cannot create {}", traces.display()))?;
+    prune_traces(&traces, 50);
     let trace_path = traces.join(format!("{}-{}.trace", timestamp(), std::process::id()));
 
     let mut cmd = Command::new(&built.executable);
@@ -369,6 +370,19 @@ fn root_never_called(built: &Built, code: i32) -> Result<i32> {
     );
     ui::error(&err);
     Ok(if code != 0 { code } else { 1 })
+}
+
+/// Keeps the `keep - 1` newest traces of earlier runs (their names sort by time), so the directory does not grow
+/// without bound; `last.trace` and `--save` copies are elsewhere.
+fn prune_traces(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut traces: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "trace")).collect();
+    traces.sort();
+    let excess = traces.len().saturating_sub(keep.saturating_sub(1));
+    for old in &traces[..excess] {
+        let _ = std::fs::remove_file(old);
+    }
 }
 
 /// Copies a trace and its function table to `dest` and `dest.functions.json`.

@@ -143,6 +143,16 @@ fn demo_trees_output_exit_code_and_untouched_workspace() {
     let trace = std::fs::read_to_string(&manual).unwrap();
     assert_eq!(trace.lines().filter(|l| l.starts_with("inv ")).count(), 12, "{trace}");
 
+    // The root is never reached (no request on stdin): an error naming the plan size, not an empty report.
+    let out = util::run(
+        util::calltime().args(["--root", "server::handle", "-q", "--", "--stdin"]).stdin(Stdio::null()).current_dir(&dir),
+        false,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = stderr_of(&out);
+    let lines: Vec<&str> = stderr.lines().skip_while(|l| !l.starts_with("error: ")).collect();
+    util::check(&util::data("e2e/errors/root-never-called.txt"), &(lines.join("\n") + "\n"));
+
     assert_eq!(before, snapshot(&dir), "the user's workspace changed");
 }
 
