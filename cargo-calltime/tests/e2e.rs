@@ -61,10 +61,9 @@ fn tree_dump(report: &Value) -> String {
         out.push_str(&format!("invocation {}\n", inv["index"]));
         node(&mut out, &inv["tree"], 1);
     }
-    out.push_str("aggregate\n");
-    if let Some(agg) = report.get("aggregate") {
-        let tree = agg.get("tree").unwrap_or(agg);
-        node(&mut out, tree, 1);
+    for agg in report["aggregate"].as_array().expect("aggregate") {
+        out.push_str(&format!("aggregate of {} invocations\n", agg["invocations"]));
+        node(&mut out, &agg["tree"], 1);
     }
     let stats = &report["stats"];
     out.push_str(&format!("stats seen={} kept={}\n", stats["seen"], stats["kept"]));
@@ -145,7 +144,10 @@ fn demo_trees_output_exit_code_and_untouched_workspace() {
 
     // The root is never reached (no request on stdin): an error naming the plan size, not an empty report.
     let out = util::run(
-        util::calltime().args(["--root", "server::handle", "-q", "--", "--stdin"]).stdin(Stdio::null()).current_dir(&dir),
+        util::calltime()
+            .args(["--root", "server::handle", "-q", "--", "--stdin"])
+            .stdin(Stdio::null())
+            .current_dir(&dir),
         false,
     );
     assert_eq!(out.status.code(), Some(1));
