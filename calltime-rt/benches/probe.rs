@@ -1,1 +1,138 @@
-fn main() {}
+//! Cost of one probed call, against the floor (two clock reads) and other instrumentation, in one run:
+//! `cargo bench -p calltime-rt --bench probe`. Results and method: docs/performance.md, "Runtime probe cost".
+
+use calltime_rt::__private::{enter, enter_root, hold_writer, init_clock, now, PlanInfo};
+use divan::{black_box, Bencher};
+
+static PLAN: PlanInfo = PlanInfo { id: "bench", table: "", functions: 4 };
+
+/// Probes per root invocation in the recording benchmark (below the default node cap of 100000, so every probe is
+/// stored; 240 KB of nodes); the root is then restarted, which adds well under 0.1 ns per probe.
+const PROBES_PER_INVOCATION: u32 = 10_000;
+
+fn main() {
+    std::env::set_var("CALLTIME_OUT", std::env::temp_dir().join("calltime-rt-bench.trace"));
+    // The benchmarks start millions of invocations; past the default maximum (100000) probes would stop recording.
+    std::env::set_var("CALLTIME_MAX_INVOCATIONS", u64::MAX.to_string());
+    init_clock();
+    // Trees are handed off but not formatted, so the writer thread does not compete for the CPU; once the queue is
+    // full, finished invocations are dropped and their buffers reused.
+    hold_writer(true);
+    divan::main();
+}
+
+/// A function as written.
+#[inline(never)]
+fn bare_fn() {
+    black_box(());
+}
+
+/// The same function as cargo-calltime's rewrite leaves it: a guard declared first.
+#[inline(never)]
+fn probed_fn() {
+    let __calltime_guard = enter(1);
+    black_box(());
+}
+
+/// A bare `#[inline(never)]` call: what every probed function costs anyway.
+#[divan::bench]
+fn bare_call() {
+    bare_fn();
+}
+
+/// Two reads of the runtime's clock (the TSC where invariant): the floor of any enter/exit timing.
+#[divan::bench]
+fn two_clock_reads() -> (u64, u64) {
+    (black_box(now()), black_box(now()))
+}
+
+/// A probed call inside a root invocation: the node is stored and its exit patched (subtract `bare_call` for the
+/// probe pair alone).
+#[divan::bench]
+fn recording_probe_pair(bencher: Bencher) {
+    // Steady state: every buffer the runtime may allocate exists and has been written once (first-touch page
+    // faults are a start-up cost), and the thread's buffer is reused for each invocation.
+    for _ in 0..200 {
+        let _root = enter_root(0, &PLAN);
+        for _ in 0..PROBES_PER_INVOCATION {
+            probed_fn();
+        }
+    }
+    let mut root = Some(enter_root(0, &PLAN));
+    let mut probes = 0;
+    bencher.bench_local(|| {
+        probed_fn();
+        probes += 1;
+        if probes == PROBES_PER_INVOCATION {
+            probes = 0;
+            root = None;
+            root = Some(enter_root(0, &PLAN));
+        }
+    });
+    drop(root);
+}
+
+/// A probed call with no invocation in progress: a thread-local load and a branch (subtract `bare_call`).
+#[divan::bench]
+fn probe_outside_root() {
+    probed_fn();
+}
+
+/// A whole root invocation with no other probe: start (sampling and admission counters, buffer reset) and end
+/// (buffer swap under the pool lock and queue hand-off; here, with the writer held, mostly the drop path).
+#[divan::bench(sample_size = 1000)]
+fn empty_root_invocation(bencher: Bencher) {
+    // Past start-up: every buffer the runtime may allocate exists (the first ones cost an allocation each).
+    for _ in 0..300 {
+        drop(enter_root(0, &PLAN));
+    }
+    bencher.bench_local(|| drop(black_box(enter_root(0, &PLAN))));
+}
+
+/// A `tracing` span created and entered under a `tracing_subscriber` registry. (A fixed sample size: the first,
+/// allocating, iteration would otherwise make divan pick one iteration per sample, below the timer's precision.)
+#[divan::bench(sample_size = 1000)]
+fn tracing_span_registry(bencher: Bencher) {
+    let subscriber = tracing_subscriber::registry();
+    tracing::subscriber::with_default(subscriber, || {
+        bencher.bench_local(|| {
+            let span = tracing::info_span!("probe");
+            let _entered = black_box(span.enter());
+        });
+    });
+}
+
+struct DiscardReporter;
+
+impl fastrace::collector::Reporter for DiscardReporter {
+    fn report(&mut self, spans: Vec<fastrace::collector::SpanRecord>) {
+        black_box(spans);
+    }
+}
+
+/// A `fastrace` `LocalSpan` under a root span (the root is restarted like ours, below fastrace's local span limit).
+#[divan::bench]
+fn fastrace_local_span(bencher: Bencher) {
+    fastrace::set_reporter(DiscardReporter, fastrace::collector::Config::default());
+    let new_root = || {
+        let span = fastrace::Span::root("root", fastrace::collector::SpanContext::random());
+        let guard = span.set_local_parent();
+        (span, guard)
+    };
+    let mut root = Some(new_root());
+    let mut spans = 0;
+    bencher.bench_local(|| {
+        drop(black_box(fastrace::local::LocalSpan::enter_with_local_parent("probe")));
+        spans += 1;
+        if spans == 5_000 {
+            spans = 0;
+            // The guard drops before its span.
+            if let Some((span, guard)) = root.take() {
+                drop(guard);
+                drop(span);
+            }
+            root = Some(new_root());
+        }
+    });
+    drop(root);
+}

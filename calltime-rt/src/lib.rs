@@ -49,6 +49,11 @@
 //! the queued trees before the previous hook runs (so `panic = "abort"` keeps them), and an `atexit` handler writes
 //! them and a final `stats` line (so `std::process::exit` and returning from `main` keep them).
 //!
+//! # Building
+//! This file is the whole library: no dependencies, no build script; Rust 1.80 or newer, editions 2015 to 2021
+//! (edition 2024 would need `unsafe extern`, which needs Rust 1.82). `cargo calltime` embeds it and builds it in the
+//! shadow workspace. The TSC clock is used on x86_64 only; other targets time with `Instant`.
+//!
 //! # Limits
 //! - A sync function's node is marked panicked when its guard drops while the thread is panicking, which includes
 //!   a probed function that returns normally from inside a destructor run during unwinding.
@@ -510,7 +515,8 @@ fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
 #[inline(always)]
 unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
     let start = now();
-    let slot = (*rec).push(index, start);
+    // SAFETY: the caller passes the live recorder current on this thread.
+    let slot = unsafe { (*rec).push(index, start) };
     if slot == NO_SLOT {
         Guard::INERT
     } else {
@@ -519,27 +525,32 @@ unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
 }
 
 impl Drop for Guard {
+    /// Small enough to be inlined into every probed function, so an inert guard (whose null pointer the optimizer
+    /// sees from `enter`) costs nothing; the recording exit is one direct call.
     #[inline(always)]
     fn drop(&mut self) {
         let rec = self.rec;
-        if rec as usize <= SKIP as usize {
-            if rec == SKIP {
-                end_skipped_invocation();
-            }
-            return;
+        if rec as usize > SKIP as usize {
+            // SAFETY: guards are dropped in reverse order of creation on their own thread (they are !Send locals
+            // of the probed functions), so the recorder they point to is still the live context of their
+            // invocation.
+            unsafe { leave(rec, self.slot) }
+        } else if rec == SKIP {
+            end_skipped_invocation();
         }
-        let end = now();
-        // SAFETY: guards are dropped in reverse order of creation on their own thread (they are !Send locals of
-        // the probed functions), so the recorder they point to is still the live context of their invocation.
-        unsafe {
-            let r = &mut *rec;
-            if r.pop(self.slot, end) {
-                let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
-                r.close(self.slot, end, flags);
-                if r.depth == 0 && r.kind == OwnerKind::Thread {
-                    complete_thread_invocation(rec);
-                }
-            }
+    }
+}
+
+#[inline(never)]
+unsafe fn leave(rec: *mut Recorder, slot: u32) {
+    let end = now();
+    // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
+    let r = unsafe { &mut *rec };
+    if r.pop(slot, end) {
+        let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
+        r.close(slot, end, flags);
+        if r.depth == 0 && r.kind == OwnerKind::Thread {
+            complete_thread_invocation(rec);
         }
     }
 }
@@ -564,7 +575,9 @@ static TASK_IDS: AtomicU64 = AtomicU64::new(1);
 static HOLD_WRITER: AtomicBool = AtomicBool::new(false);
 /// Recorders that may still be allocated beyond one per thread.
 static SPARE: AtomicUsize = AtomicUsize::new(0);
-/// Recorders handed back by the writer, ready for reuse.
+/// Recorders handed back by the writer, ready for reuse. Boxed: a recorder's address is published in `CURRENT` and
+/// must not move when the pool's vector does.
+#[allow(clippy::vec_box)]
 static POOL: Mutex<Vec<Box<Recorder>>> = Mutex::new(Vec::new());
 
 struct Config {
@@ -626,12 +639,8 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
         let clock = clock();
         let (sender, receiver) = sync_channel(config.queue);
         SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);
-        {
-            let mut pool = lock(&POOL);
-            pool.reserve(config.queue + SPARE_RECORDERS + 8);
-            let mut sink = lock(&SINK);
-            sink.receiver = Some(receiver);
-        }
+        lock(&POOL).reserve(config.queue + SPARE_RECORDERS + 8);
+        lock(&SINK).receiver = Some(receiver);
         let writer = std::thread::Builder::new()
             .name("calltime-writer".into())
             .spawn(|| loop {
@@ -977,6 +986,7 @@ struct Sink {
     file: Option<File>,
     opened: bool,
     seq: u64,
+    last_stats: Option<Stats>,
     first_child: Vec<u32>,
     next_sibling: Vec<u32>,
     walk: Vec<(u32, u32, u64)>,
@@ -990,6 +1000,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     file: None,
     opened: false,
     seq: 0,
+    last_stats: None,
     first_child: Vec::new(),
     next_sibling: Vec::new(),
     walk: Vec::new(),
@@ -1045,25 +1056,25 @@ impl Sink {
 
     fn write_queued(&mut self, rt: &Runtime) {
         let mut scale = None;
-        loop {
-            let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) else { break };
+        while let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) {
             let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
             self.write_invocation(rt, &rec, scale);
             give_back(rec);
         }
     }
 
+    /// Appends a `stats` line unless the last one says the same (a program that catches many panics would
+    /// otherwise add one per panic).
     fn write_stats(&mut self, rt: &Runtime) {
-        let line = format!(
-            "stats {} {} {} {} {}\n",
-            SEEN.load(Relaxed),
-            KEPT.load(Relaxed),
-            SAMPLED_OUT.load(Relaxed),
-            DROPPED.load(Relaxed),
-            TRUNCATED.load(Relaxed)
-        );
+        let now = stats();
+        if self.last_stats == Some(now) {
+            return;
+        }
+        let line = format!("stats {} {} {} {} {}\n", now.seen, now.kept, now.sampled_out, now.dropped, now.truncated);
         if let Some(file) = self.file(rt) {
-            let _ = file.write_all(line.as_bytes());
+            if file.write_all(line.as_bytes()).is_ok() {
+                self.last_stats = Some(now);
+            }
         }
     }
 

@@ -91,11 +91,7 @@ impl Merged {
 
     /// Mean duration of one call, rounded to the nearest ns.
     pub fn mean_ns(&self) -> u64 {
-        if self.calls == 0 {
-            0
-        } else {
-            (self.total_ns + self.calls / 2) / self.calls
-        }
+        (self.total_ns + self.calls / 2).checked_div(self.calls).unwrap_or(0)
     }
 
     /// Nearest-rank percentile (`q` in 0..=1) of the call durations; aggregates only.

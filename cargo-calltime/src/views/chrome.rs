@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::json;
 
 use super::aggregate::select;
 use super::{Names, ViewOptions};
@@ -16,42 +17,43 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
     // Threads and tasks have separate id spaces; each gets its own dense track id, in order of first appearance.
     let mut tracks: BTreeMap<(u8, u64), (u64, &ThreadRef)> = BTreeMap::new();
     for (_, inv) in &selected {
-        let key = track_key(&inv.thread);
         let next = tracks.len() as u64 + 1;
-        tracks.entry(key).or_insert((next, &inv.thread));
+        tracks.entry(track_key(&inv.thread)).or_insert((next, &inv.thread));
     }
-    let mut events: Vec<Value> = Vec::new();
+    let mut events = Events { out: String::from("{\"traceEvents\":[\n"), first: true };
     let exe = trace.exe.rsplit(['/', '\\']).next().unwrap_or(&trace.exe);
     let process = if exe.is_empty() { format!("calltime pid {pid}") } else { format!("{exe} (pid {pid})") };
-    events.push(json!({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": process}}));
+    events.push(&json!({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": process}}));
     let mut by_tid: Vec<&(u64, &ThreadRef)> = tracks.values().collect();
     by_tid.sort_by_key(|(tid, _)| *tid);
     for (tid, thread) in by_tid {
-        events.push(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+        events.push(&json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
             "args": {"name": thread.to_string()}}));
-        events.push(json!({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+        events.push(&json!({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
             "args": {"sort_index": tid}}));
     }
+    // Each function's name and location, made once rather than once per call.
+    let functions: BTreeMap<u32, Function> = trace
+        .table
+        .functions
+        .iter()
+        .map(|f| {
+            (
+                f.index,
+                Function { name: names.get(f.index), path: f.path.clone(), location: format!("{}:{}", f.file, f.line) },
+            )
+        })
+        .collect();
     for (k, inv) in &selected {
-        let tid = tracks[&track_key(&inv.thread)].0;
-        let mut root_args = serde_json::Map::new();
-        root_args.insert("invocation".into(), json!(k));
-        if inv.truncated_calls > 0 {
-            root_args.insert("truncated_calls".into(), json!(inv.truncated_calls));
-        }
-        if inv.filtered_nodes > 0 {
-            root_args.insert("filtered_nodes".into(), json!(inv.filtered_nodes));
-        }
-        slices(&inv.root, trace, &names, pid, tid, Some(root_args), &mut events);
+        let track = Track { pid, tid: tracks[&track_key(&inv.thread)].0 };
+        let root = RootArgs {
+            invocation: *k,
+            truncated_calls: (inv.truncated_calls > 0).then_some(inv.truncated_calls),
+            filtered_nodes: (inv.filtered_nodes > 0).then_some(inv.filtered_nodes),
+        };
+        slices(&inv.root, &names, &functions, track, Some(root), &mut events);
     }
-    // One event per line: diffable and still compact.
-    let mut out = String::from("{\"traceEvents\":[\n");
-    for (i, event) in events.iter().enumerate() {
-        if i > 0 {
-            out.push_str(",\n");
-        }
-        out.push_str(&serde_json::to_string(event)?);
-    }
+    let mut out = events.out;
     out.push_str("\n],\"displayTimeUnit\":\"ns\"}\n");
     Ok(out)
 }
@@ -60,37 +62,107 @@ fn track_key(thread: &ThreadRef) -> (u8, u64) {
     (if thread.kind == ThreadKind::Thread { 0 } else { 1 }, thread.id)
 }
 
-fn slices(
-    node: &Node,
-    trace: &Trace,
-    names: &Names,
+#[derive(Clone, Copy)]
+struct Track {
     pid: u32,
     tid: u64,
-    extra: Option<serde_json::Map<String, Value>>,
-    events: &mut Vec<Value>,
-) {
-    let mut args = extra.unwrap_or_default();
-    match trace.table.get(node.func) {
-        Some(f) => {
-            args.insert("path".into(), json!(f.path));
-            args.insert("location".into(), json!(format!("{}:{}", f.file, f.line)));
+}
+
+/// The event list, written as it is built (one event per line: diffable and still compact); a trace can hold
+/// millions of calls, so no intermediate value per event is kept.
+struct Events {
+    out: String,
+    first: bool,
+}
+
+impl Events {
+    fn push(&mut self, event: &impl Serialize) {
+        if !self.first {
+            self.out.push_str(",\n");
         }
-        None => {
-            args.insert("index".into(), json!(node.func));
-        }
+        self.first = false;
+        // Serializing these structs and maps to a string cannot fail.
+        self.out.push_str(&serde_json::to_string(event).unwrap_or_default());
     }
-    args.insert("panicked".into(), json!(node.panicked));
-    events.push(json!({
-        "name": names.get(node.func),
-        "cat": "calltime",
-        "ph": "X",
-        "ts": node.start_ns as f64 / 1000.0,
-        "dur": node.duration_ns as f64 / 1000.0,
-        "pid": pid,
-        "tid": tid,
-        "args": args,
-    }));
+}
+
+/// One complete ("X") slice.
+#[derive(Serialize)]
+struct Slice<'a> {
+    name: &'a str,
+    cat: &'static str,
+    ph: &'static str,
+    ts: f64,
+    dur: f64,
+    pid: u32,
+    tid: u64,
+    args: Args<'a>,
+}
+
+#[derive(Serialize)]
+struct Args<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    location: Option<&'a str>,
+    /// The function's index when the function table does not name it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<u32>,
+    panicked: bool,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    root: Option<RootArgs>,
+}
+
+/// Extra arguments of an invocation's root slice.
+#[derive(Serialize, Clone, Copy)]
+struct RootArgs {
+    invocation: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    truncated_calls: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filtered_nodes: Option<u64>,
+}
+
+struct Function {
+    name: String,
+    path: String,
+    location: String,
+}
+
+fn slices(
+    node: &Node,
+    names: &Names,
+    functions: &BTreeMap<u32, Function>,
+    track: Track,
+    root: Option<RootArgs>,
+    events: &mut Events,
+) {
+    let function = functions.get(&node.func);
+    let unnamed;
+    let name = match function {
+        Some(f) => f.name.as_str(),
+        None => {
+            unnamed = names.get(node.func);
+            unnamed.as_str()
+        }
+    };
+    events.push(&Slice {
+        name,
+        cat: "calltime",
+        ph: "X",
+        ts: node.start_ns as f64 / 1000.0,
+        dur: node.duration_ns as f64 / 1000.0,
+        pid: track.pid,
+        tid: track.tid,
+        args: Args {
+            path: function.map(|f| f.path.as_str()),
+            location: function.map(|f| f.location.as_str()),
+            index: function.is_none().then_some(node.func),
+            panicked: node.panicked,
+            root,
+        },
+    });
     for child in &node.children {
-        slices(child, trace, names, pid, tid, None, events);
+        slices(child, names, functions, track, None, events);
     }
 }

@@ -5,7 +5,7 @@ use inferno::flamegraph::{self, Options};
 
 use super::aggregate::select;
 use super::folded::{stacks, timeline};
-use super::{plan_summary, Names, ViewOptions};
+use super::{plan_summary, plan_summary_for, Names, ViewOptions};
 use crate::trace::Trace;
 use crate::units::format_ns;
 
@@ -38,6 +38,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
                 .expect("not empty"),
         };
         options.flame_chart = true;
+        let what = plan_summary_for(trace, &[trace.table.path(inv.root.func)]);
         options.title = format!("{what}: invocation #{k} of {count}");
         let slowest = if opts.invocation.is_none() && count > 1 { ", the slowest" } else { "" };
         options.subtitle = Some(format!(
@@ -52,13 +53,18 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
         match opts.invocation {
             Some(_) => {
                 let (k, inv) = select(trace, opts.invocation)?.remove(0);
+                let what = plan_summary_for(trace, &[trace.table.path(inv.root.func)]);
                 options.title = format!("{what}: invocation #{k} of {count}");
                 options.subtitle =
                     Some(format!("self time by call path · {} · took {}", inv.thread, format_ns(inv.duration_ns)));
             }
             None => {
                 options.title = format!("{what}: {count} invocation{}", if count == 1 { "" } else { "s" });
-                options.subtitle = Some("self time by call path, summed over the invocations".to_owned());
+                options.subtitle = Some(if count == 1 {
+                    "self time by call path".to_owned()
+                } else {
+                    "self time by call path, summed over the invocations".to_owned()
+                });
             }
         }
         stacks(trace, opts)?.into_iter().map(|(stack, ns)| format!("{stack} {ns}")).collect()

@@ -24,12 +24,17 @@ pub fn stacks(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<BTreeMap<Stri
     let selected = select(trace, opts.invocation)?;
     let mut out = BTreeMap::new();
     for agg in aggregate(selected.iter().map(|(_, inv)| *inv)) {
-        walk(&agg.tree, &names, &mut String::new(), &mut out);
+        walk(&agg.tree, &names, &mut String::new(), 1, &mut out);
     }
     Ok(out)
 }
 
-fn walk(node: &Merged, names: &Names, stack: &mut String, out: &mut BTreeMap<String, u64>) {
+/// Stacks deeper than this (deep recursion) end in one `(deeper calls)` frame holding the rest of the subtree's
+/// time: every line repeats its whole stack, so unbounded depth would make the output quadratic in the depth.
+pub const MAX_STACK_DEPTH: usize = 512;
+const DEEPER: &str = "(deeper calls)";
+
+fn walk(node: &Merged, names: &Names, stack: &mut String, depth: usize, out: &mut BTreeMap<String, u64>) {
     let len = stack.len();
     if !stack.is_empty() {
         stack.push(';');
@@ -40,7 +45,11 @@ fn walk(node: &Merged, names: &Names, stack: &mut String, out: &mut BTreeMap<Str
         *out.entry(stack.clone()).or_default() += node.self_ns;
     }
     for child in &node.children {
-        walk(child, names, stack, out);
+        if depth >= MAX_STACK_DEPTH {
+            *out.entry(format!("{stack};{DEEPER}")).or_default() += child.total_ns;
+        } else {
+            walk(child, names, stack, depth + 1, out);
+        }
     }
     stack.truncate(len);
 }
@@ -48,7 +57,7 @@ fn walk(node: &Merged, names: &Names, stack: &mut String, out: &mut BTreeMap<Str
 /// Time-ordered stacks of one invocation for a flame chart: each node's self time is cut into the gaps before,
 /// between and after its children, so consecutive lines replay the call as it happened.
 pub fn timeline(root: &Node, names: &Names) -> Vec<(String, u64)> {
-    fn walk(node: &Node, names: &Names, stack: &mut String, out: &mut Vec<(String, u64)>) {
+    fn walk(node: &Node, names: &Names, stack: &mut String, depth: usize, out: &mut Vec<(String, u64)>) {
         let len = stack.len();
         if !stack.is_empty() {
             stack.push(';');
@@ -61,7 +70,11 @@ pub fn timeline(root: &Node, names: &Names) -> Vec<(String, u64)> {
             if gap > 0 {
                 out.push((stack.clone(), gap));
             }
-            walk(child, names, stack, out);
+            if depth >= MAX_STACK_DEPTH {
+                out.push((format!("{stack};{DEEPER}"), child.duration_ns));
+            } else {
+                walk(child, names, stack, depth + 1, out);
+            }
             at = at.max(child.start_ns + child.duration_ns);
         }
         if end > at {
@@ -70,6 +83,6 @@ pub fn timeline(root: &Node, names: &Names) -> Vec<(String, u64)> {
         stack.truncate(len);
     }
     let mut out = Vec::new();
-    walk(root, names, &mut String::new(), &mut out);
+    walk(root, names, &mut String::new(), 1, &mut out);
     out
 }

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::aggregate::{aggregate, select, Aggregate, Merged};
 use super::{root_paths, ViewOptions};
-use crate::trace::{Stats, ThreadRef, Trace};
+use crate::trace::{Node, Stats, ThreadRef, Trace};
 
 /// Bumped on any change that can break a reader; fields may be added without a bump.
 pub const JSON_VERSION: u32 = 1;
@@ -118,9 +118,19 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         stats: trace.stats,
         warnings: &trace.warnings,
     };
-    let mut text = serde_json::to_string_pretty(&doc)?;
+    // Indentation grows with depth, so a deeply recursive tree pretty-printed would be quadratic in its depth.
+    let deepest = selected.iter().map(|(_, inv)| depth(&inv.root)).max().unwrap_or(0);
+    let mut text =
+        if deepest <= MAX_PRETTY_DEPTH { serde_json::to_string_pretty(&doc)? } else { serde_json::to_string(&doc)? };
     text.push('\n');
     Ok(text)
+}
+
+/// Trees deeper than this are written without indentation.
+const MAX_PRETTY_DEPTH: usize = 64;
+
+fn depth(node: &Node) -> usize {
+    1 + node.children.iter().map(depth).max().unwrap_or(0)
 }
 
 /// (path, display, file, line) of a function, `#index` when the table does not name it.

@@ -111,7 +111,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
 /// SVG goes to `default_svg_path`, whose path is printed on stderr (never SVG to a terminal).
 pub fn emit(trace: &Trace, args: &ViewArgs, default_svg_path: &Path) -> Result<()> {
     let opts = ViewOptions::from_args(args)?;
-    let rendered = render(trace, &opts)?;
+    let rendered = with_big_stack(|| render(trace, &opts))?;
     let file: Option<PathBuf> = match &args.output {
         Some(path) if path == Path::new("-") => None,
         Some(path) => Some(path.clone()),
@@ -120,6 +120,14 @@ pub fn emit(trace: &Trace, args: &ViewArgs, default_svg_path: &Path) -> Result<(
     };
     match file {
         None => {
+            use std::io::IsTerminal;
+            if rendered.binary_like && std::io::stdout().is_terminal() {
+                anyhow::bail!(
+                    "not writing an SVG to the terminal\n  hint: pass `-o FILE.svg`, leave out `-o` to get \
+                     {}, or pipe the output",
+                    default_svg_path.display()
+                );
+            }
             let mut out = std::io::stdout().lock();
             match out.write_all(&rendered.bytes).and_then(|()| out.flush()) {
                 // `| head` closing the pipe early is not an error worth reporting.
@@ -143,7 +151,13 @@ pub fn emit(trace: &Trace, args: &ViewArgs, default_svg_path: &Path) -> Result<(
 /// `cargo calltime report [TRACE]`: renders a saved trace, by default the last run's
 /// (`<target>/calltime/last.trace`), without building anything.
 pub fn report_command(args: &ReportArgs) -> Result<i32> {
-    let needs_svg_path = args.view.format == ViewFormat::Svg && args.view.output.is_none();
+    // Loading, rendering and dropping a deep tree all recurse.
+    with_big_stack(|| report(args))
+}
+
+fn report(args: &ReportArgs) -> Result<i32> {
+    // (An SVG needs its default place even with `-o -`: the refusal to write to a terminal names it.)
+    let needs_svg_path = args.view.format == ViewFormat::Svg;
     // The workspace is only needed to find the last trace or the default SVG place; `cargo metadata` is not free.
     let workspace = if args.trace.is_none() || needs_svg_path { Some(Workspace::load(&args.cargo)) } else { None };
     let trace_path = match &args.trace {
@@ -183,6 +197,25 @@ pub fn report_command(args: &ReportArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// Runs `f` on a thread with a 1 GiB stack (reserved, not committed): trees are walked recursively, and a deeply
+/// recursive program records trees tens of thousands of levels deep. Falls back to the current thread if no
+/// thread can be started.
+pub fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    let mut f = Some(f);
+    let result = std::thread::scope(|scope| {
+        let f = &mut f;
+        let spawned = std::thread::Builder::new()
+            .name("calltime-views".into())
+            .stack_size(1 << 30)
+            .spawn_scoped(scope, move || f.take().map(|f| f()));
+        spawned.ok().map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    match result.flatten() {
+        Some(value) => value,
+        None => (f.take().expect("not run when the thread could not start"))(),
+    }
+}
+
 /// Where the run command leaves the last run's trace (its function table beside it, as
 /// [`crate::trace::functions_path_for`] names it).
 pub fn last_trace_path(ws: &Workspace) -> PathBuf {
@@ -199,9 +232,24 @@ fn root_paths(trace: &Trace) -> Vec<String> {
     }
 }
 
-/// `demo::server::handle (depth 5, filter ^demo::)`: what was recorded, for titles.
+/// `demo::server::handle (depth 5, filter ^demo::)`: what was recorded, for titles. Names the roots that were
+/// actually called (a plan with several roots may record only some), else the plan's roots.
 fn plan_summary(trace: &Trace) -> String {
-    let roots = root_paths(trace);
+    let mut called: Vec<String> = Vec::new();
+    for inv in &trace.invocations {
+        let path = trace.table.path(inv.root.func);
+        if !called.contains(&path) {
+            called.push(path);
+        }
+    }
+    if called.is_empty() {
+        called = root_paths(trace);
+    }
+    plan_summary_for(trace, &called)
+}
+
+/// [`plan_summary`] naming only the given roots (a view of one invocation names its own root).
+fn plan_summary_for(trace: &Trace, roots: &[String]) -> String {
     let mut text = if roots.is_empty() { "calltime".to_owned() } else { roots.join(", ") };
     let mut details = Vec::new();
     if trace.table.depth > 0 {

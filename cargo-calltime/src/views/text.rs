@@ -20,6 +20,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
     let mut out = String::new();
     let selected = select(trace, opts.invocation)?;
     if opts.invocation.is_some() {
+        // Just the one invocation: its header says everything a title would.
         for (k, inv) in selected {
             view.invocation(&mut out, k, inv);
         }
@@ -59,6 +60,9 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// Tree levels drawn with indentation; deeper levels are labelled with their depth.
+const MAX_INDENT: usize = 40;
+
 struct TextView<'a> {
     trace: &'a Trace,
     opts: &'a ViewOptions,
@@ -93,7 +97,7 @@ impl TextView<'_> {
         let tree = Merged::of_invocation(inv);
         let root_total = tree.total_ns;
         let mut rows = Vec::new();
-        self.rows(&tree, &mut rows, String::new(), None, true, &|node: &Merged| Row {
+        let cells = |node: &Merged| Row {
             cells: vec![
                 format_ns(node.total_ns),
                 format_ns(node.self_ns),
@@ -101,7 +105,8 @@ impl TextView<'_> {
                 node.calls.to_string(),
             ],
             ..Row::default()
-        });
+        };
+        self.rows(&tree, &mut rows, String::new(), 0, None, &Columns { spread: true, cells: &cells, invocations: 1 });
         // The "(N more)" line of `--min-time` shows the folded calls' total and share.
         let folded = |total: u64, calls: u64| {
             vec![format_ns(total), String::new(), percent(total, root_total), calls.to_string()]
@@ -118,7 +123,7 @@ impl TextView<'_> {
         );
         let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
         let mut rows = Vec::new();
-        self.rows(&agg.tree, &mut rows, String::new(), None, false, &|node: &Merged| Row {
+        let cells = |node: &Merged| Row {
             cells: vec![
                 calls_per_invocation(agg.calls_per_invocation(node)),
                 format_ns(node.total_ns),
@@ -129,7 +134,15 @@ impl TextView<'_> {
                 format_ns(node.max_ns),
             ],
             ..Row::default()
-        });
+        };
+        self.rows(
+            &agg.tree,
+            &mut rows,
+            String::new(),
+            0,
+            None,
+            &Columns { spread: false, cells: &cells, invocations: agg.invocations },
+        );
         let invocations = agg.invocations.max(1) as f64;
         let folded = |total: u64, calls: u64| {
             let mut cells = vec![calls_per_invocation(calls as f64 / invocations), format_ns(total)];
@@ -140,30 +153,31 @@ impl TextView<'_> {
     }
 
     /// Appends the rows of `node` and its subtree; `last` is whether `node` is its parent's last child (None for
-    /// the root), `indent` the tree drawing inherited from the ancestors, `spread` adds min/mean/max to lines that
-    /// fold several calls.
+    /// the root), `indent` the tree drawing inherited from the ancestors, `depth` the root's distance.
     fn rows(
         &self,
         node: &Merged,
         rows: &mut Vec<Row>,
         indent: String,
+        depth: usize,
         last: Option<bool>,
-        spread: bool,
-        cells: &dyn Fn(&Merged) -> Row,
+        columns: &Columns,
     ) {
-        let mut row = cells(node);
+        let mut row = (columns.cells)(node);
+        // Past MAX_INDENT levels (deep recursion) the tree stops moving right and says the depth instead.
+        let marker = if depth > MAX_INDENT { format!("[depth {depth}] ") } else { String::new() };
         row.prefix = match last {
             None => String::new(),
-            Some(false) => format!("{indent}├─ "),
-            Some(true) => format!("{indent}└─ "),
+            Some(false) => format!("{indent}{marker}├─ "),
+            Some(true) => format!("{indent}{marker}└─ "),
         };
         row.name = self.names.get(node.func);
         row.heat = match self.opts.highlight_ns {
             Some(limit) if node.max_ns > limit => Heat::Hot,
-            Some(limit) if node.total_ns > limit => Heat::Warm,
+            Some(limit) if node.total_ns / columns.invocations.max(1) > limit => Heat::Warm,
             _ => Heat::Normal,
         };
-        if node.calls > 1 && spread {
+        if node.calls > 1 && columns.spread {
             row.tags.push((
                 dim(),
                 format!(
@@ -184,6 +198,7 @@ impl TextView<'_> {
         }
         rows.push(row);
         let child_indent = match last {
+            _ if depth >= MAX_INDENT => indent,
             None => String::new(),
             Some(false) => format!("{indent}│  "),
             Some(true) => format!("{indent}   "),
@@ -194,14 +209,15 @@ impl TextView<'_> {
         };
         for (i, child) in shown.iter().enumerate() {
             let is_last = i + 1 == shown.len() && small.is_empty();
-            self.rows(child, rows, child_indent.clone(), Some(is_last), spread, cells);
+            self.rows(child, rows, child_indent.clone(), depth + 1, Some(is_last), columns);
         }
         if !small.is_empty() {
+            let marker = if depth + 1 > MAX_INDENT { format!("[depth {}] ", depth + 1) } else { String::new() };
             let total: u64 = small.iter().map(|c| c.total_ns).sum();
             let calls: u64 = small.iter().map(|c| c.calls).sum();
             rows.push(Row {
                 folded: Some((total, calls)),
-                prefix: format!("{child_indent}└─ "),
+                prefix: format!("{child_indent}{marker}└─ "),
                 name: format!("({} more, {})", small.len(), format_ns(total)),
                 ..Row::default()
             });
@@ -318,6 +334,14 @@ impl TextView<'_> {
     }
 }
 
+/// What a tree's rows show: the number cells of a node, and whether folded calls get min/mean/max.
+struct Columns<'c> {
+    cells: &'c dyn Fn(&Merged) -> Row,
+    spread: bool,
+    /// Invocations the tree sums over: a node is "warm" when its time per invocation adds up past `--highlight`.
+    invocations: u64,
+}
+
 #[derive(Debug, Default)]
 struct Row {
     /// Right-aligned number columns.
@@ -336,7 +360,7 @@ struct Row {
 enum Heat {
     #[default]
     Normal,
-    /// Adds up to more than `--highlight`, though no single call does.
+    /// Adds up to more than `--highlight` per invocation, though no single call is that slow.
     Warm,
     /// At least one call slower than `--highlight`.
     Hot,

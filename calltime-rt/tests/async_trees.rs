@@ -1,0 +1,189 @@
+//! Exact trees recorded from async probes, driven by a tiny hand-written executor (no runtime dependency). The
+//! probes are written as cargo-calltime's rewrite inserts them into async fn bodies.
+
+mod common;
+
+use calltime_rt::__private::{enter, enter_root, instrument, instrument_root, PlanInfo};
+use common::{is_child, run_ok};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+
+static PLAN: PlanInfo = PlanInfo { id: "plan-async", table: "", functions: 16 };
+
+// Function indices: 0 sync root, 10 task root, 11 child, 12 leaf, 13 failing child.
+async fn task_root() {
+    ::calltime_rt::__private::instrument_root(10, &PLAN, async move {
+        leaf();
+        child().await;
+        leaf();
+    })
+    .await
+}
+
+async fn child() {
+    ::calltime_rt::__private::instrument(11, async move {
+        leaf();
+        YieldOnce(false).await;
+        leaf();
+    })
+    .await
+}
+
+async fn failing_root() {
+    instrument_root(10, &PLAN, async move {
+        leaf();
+        failing_child().await;
+    })
+    .await
+}
+
+async fn failing_child() {
+    instrument(13, async move {
+        YieldOnce(false).await;
+        leaf();
+        panic!("failing child");
+    })
+    .await
+}
+
+fn leaf() {
+    let __calltime_guard = enter(12);
+    std::hint::black_box(());
+}
+
+/// Pending once, then ready: forces a second poll.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+fn noop_waker() -> Waker {
+    fn clone(_: *const ()) -> RawWaker {
+        RawWaker::new(std::ptr::null(), &VTABLE)
+    }
+    fn noop(_: *const ()) {}
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, noop, noop, noop);
+    // SAFETY: every vtable function ignores the (null) data pointer.
+    unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+}
+
+type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+fn poll_once(task: &mut Task) -> bool {
+    let waker = noop_waker();
+    task.as_mut().poll(&mut Context::from_waker(&waker)).is_ready()
+}
+
+/// Polls every task in turn until all are done: their polls interleave on this thread.
+fn run_interleaved(mut tasks: Vec<Task>) {
+    while !tasks.is_empty() {
+        tasks.retain_mut(|t| !poll_once(t));
+    }
+}
+
+const TASK_SHAPE: &str = "10[12 11[12 12] 12]";
+
+#[test]
+fn tasks_interleaved_on_one_thread() {
+    if is_child("tasks_interleaved_on_one_thread") {
+        run_interleaved(vec![Box::pin(task_root()), Box::pin(task_root())]);
+        return;
+    }
+    let trace = run_ok("tasks_interleaved_on_one_thread", &[]);
+    assert_eq!(trace.shapes(), [TASK_SHAPE, TASK_SHAPE]);
+    let (x, y) = (&trace.invocations[0], &trace.invocations[1]);
+    assert_eq!((x.kind.as_str(), y.kind.as_str()), ("task", "task"));
+    assert_ne!(x.id, y.id, "one id per task");
+    // They really interleaved: each started before the other finished.
+    assert!(x.start < y.start + y.duration && y.start < x.start + x.duration);
+    x.check_nesting();
+    y.check_nesting();
+}
+
+#[test]
+fn task_moved_across_threads() {
+    if is_child("task_moved_across_threads") {
+        let mut task: Task = Box::pin(task_root());
+        let mut task = std::thread::spawn(move || {
+            assert!(!poll_once(&mut task));
+            // This thread's own invocations are unaffected by the task that left it.
+            let __calltime_guard = enter_root(0, &PLAN);
+            leaf();
+            task
+        })
+        .join()
+        .unwrap();
+        std::thread::spawn(move || assert!(poll_once(&mut task))).join().unwrap();
+        return;
+    }
+    let trace = run_ok("task_moved_across_threads", &[]);
+    assert_eq!(trace.shapes(), ["0[12]", TASK_SHAPE]);
+    assert_eq!(trace.invocations[1].kind, "task");
+    trace.invocations[1].check_nesting();
+}
+
+#[test]
+fn tasks_inside_a_sync_root_are_its_children() {
+    if is_child("tasks_inside_a_sync_root_are_its_children") {
+        let __calltime_guard = enter_root(0, &PLAN);
+        run_interleaved(vec![Box::pin(task_root()), Box::pin(task_root())]);
+        return;
+    }
+    let trace = run_ok("tasks_inside_a_sync_root_are_its_children", &[]);
+    // Interleaved polls in one thread context: each task keeps its own children.
+    assert_eq!(trace.shapes(), [format!("0[{TASK_SHAPE} {TASK_SHAPE}]")]);
+    assert_eq!(trace.invocations[0].kind, "thread");
+    trace.invocations[0].check_nesting();
+}
+
+#[test]
+fn dropped_task_is_cancelled_and_panicking_task_is_marked() {
+    if is_child("dropped_task_is_cancelled_and_panicking_task_is_marked") {
+        let mut task: Task = Box::pin(task_root());
+        assert!(!poll_once(&mut task));
+        drop(task);
+        let mut task: Task = Box::pin(failing_root());
+        assert!(!poll_once(&mut task));
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll_once(&mut task)));
+        assert!(caught.is_err());
+        drop(task);
+        return;
+    }
+    let trace = run_ok("dropped_task_is_cancelled_and_panicking_task_is_marked", &[]);
+    assert_eq!(trace.shapes(), ["10~[12 11~[12]]", "10![12 13![12]]"]);
+    for inv in &trace.invocations {
+        inv.check_nesting();
+    }
+}
+
+/// `<T as AmbiguousIfSend<_>>::some_item` compiles only when `T` is not `Send` (for a `Send` type both impls apply
+/// and the `_` is ambiguous): the usual compile-time "does not implement" check.
+trait AmbiguousIfSend<A> {
+    fn some_item() {}
+}
+impl<T: ?Sized> AmbiguousIfSend<()> for T {}
+struct IsSend;
+impl<T: ?Sized + Send> AmbiguousIfSend<IsSend> for T {}
+
+#[test]
+fn instrumented_is_send_iff_the_future_is() {
+    fn assert_send<T: Send>(_: &T) {}
+    let fut = instrument(1, async {});
+    assert_send(&fut);
+    let fut = instrument_root(1, &PLAN, task_root());
+    assert_send(&fut);
+    type NotSendFuture = std::future::Ready<std::rc::Rc<u8>>;
+    <calltime_rt::Instrumented<NotSendFuture> as AmbiguousIfSend<_>>::some_item();
+    <calltime_rt::Guard as AmbiguousIfSend<_>>::some_item();
+}

@@ -1,0 +1,551 @@
+//! Views from fixed synthetic traces (tests/data/views/*.trace, deterministic timings): text, folded and JSON
+//! against expected files; the SVG parsed as XML; the Chrome trace checked slice by slice; `cargo calltime report`
+//! run as a user runs it.
+
+mod util;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use cargo_calltime::cli::ViewFormat;
+use cargo_calltime::trace::Trace;
+use cargo_calltime::views::{render, ViewOptions};
+use quick_xml::events::Event;
+use util::{check, data};
+
+fn load(name: &str) -> Trace {
+    let path = data(&format!("views/{name}.trace"));
+    Trace::load(&path, None).unwrap_or_else(|e| panic!("cannot load {}: {e:#}", path.display()))
+}
+
+fn render_text(trace: &Trace, opts: &ViewOptions) -> String {
+    let rendered = render(trace, opts).unwrap_or_else(|e| panic!("render failed: {e:#}"));
+    String::from_utf8(rendered.bytes).expect("views write UTF-8")
+}
+
+fn opts(format: ViewFormat) -> ViewOptions {
+    ViewOptions { format, ..ViewOptions::default() }
+}
+
+fn expect(name: &str) -> PathBuf {
+    data(&format!("views/expected/{name}"))
+}
+
+#[test]
+fn text_trees_match_expected_files() {
+    let nested = load("nested");
+    let many = load("many");
+    let text = ViewOptions::default();
+    // One invocation: nested tree, repeated calls folded with min/mean/max, a panicked call, shared display names
+    // told apart by their paths.
+    check(&expect("nested.txt"), &render_text(&nested, &text));
+    // `--min-time` folds small siblings into "(N more, total)"; without colour `--highlight` changes nothing.
+    let folded = ViewOptions { min_time_ns: Some(60_000), highlight_ns: Some(300_000), ..text.clone() };
+    check(&expect("nested.min-time.txt"), &render_text(&nested, &folded));
+    // Many invocations on two threads and two tasks: the 3 slowest, the aggregate with percentiles per root, and
+    // a summary naming truncation, drops and the record cut off at the end.
+    check(&expect("many.txt"), &render_text(&many, &text));
+    // `--invocation K` shows only that one: here the truncated one.
+    let sixth = ViewOptions { invocation: Some(6), ..text.clone() };
+    check(&expect("many.invocation-6.txt"), &render_text(&many, &sixth));
+    let aggregate_only = ViewOptions { top: 0, min_time_ns: Some(100_000), ..text };
+    check(&expect("many.top-0.txt"), &render_text(&many, &aggregate_only));
+}
+
+#[test]
+fn colour_marks_slow_and_panicked_nodes_and_dims_modules() {
+    let nested = load("nested");
+    let coloured = ViewOptions { color: true, highlight_ns: Some(1_000_000), ..ViewOptions::default() };
+    let text = render_text(&nested, &coloured);
+    let red = "\x1b[1m\x1b[31m";
+    let yellow = "\x1b[33m";
+    let dim = "\x1b[2m";
+    let line = |needle: &str| -> &str {
+        text.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no line with {needle} in\n{text}"))
+    };
+    // db::Pool::query took 2.5ms in one call: slower than 1ms.
+    assert!(line("query").contains(&format!("{red}2.50ms")), "{text}");
+    assert!(line("query").contains(&format!("{dim}db::Pool::\x1b[0m{red}query")), "{text}");
+    // decode: no single call over 1ms, 900µs in total: not highlighted; its panic is tagged in red.
+    assert!(line("decode").contains(&format!("{red}[panicked 1 of 3]")), "{text}");
+    assert!(!line("decode").contains(&format!("{red} 900µs")), "{text}");
+    // parse_request: 1.2ms in its one call.
+    assert!(line("parse_request").contains(&format!("{red}1.20ms")), "{text}");
+    // parse::header: 3 calls, none over 100µs... with a 400µs threshold the 450µs total is "warm".
+    let warm = ViewOptions { color: true, highlight_ns: Some(400_000), ..ViewOptions::default() };
+    let text = render_text(&nested, &warm);
+    let header = text.lines().find(|l| l.contains("header")).unwrap();
+    assert!(header.contains(&format!("{yellow} 450µs")), "{text}");
+    // In the aggregate, "warm" is per invocation: 933µs of parse::header over 20 invocations is 47µs each.
+    let many = render_text(&load("many"), &ViewOptions { color: true, top: 0, ..warm });
+    let header = many.lines().find(|l| l.contains("header")).unwrap();
+    assert!(header.contains(" 933µs") && !header.contains(yellow) && !header.contains(red), "{many}");
+    // Without colour there is no escape code at all.
+    let plain = render_text(&nested, &ViewOptions { highlight_ns: Some(1_000_000), ..ViewOptions::default() });
+    assert!(!plain.contains('\x1b'), "{plain}");
+}
+
+#[test]
+fn folded_stacks_match_expected_files() {
+    let many = load("many");
+    check(&expect("nested.folded"), &render_text(&load("nested"), &opts(ViewFormat::Folded)));
+    check(&expect("many.folded"), &render_text(&many, &opts(ViewFormat::Folded)));
+    let tenth = ViewOptions { invocation: Some(10), ..opts(ViewFormat::Folded) };
+    check(&expect("many.invocation-10.folded"), &render_text(&many, &tenth));
+}
+
+#[test]
+fn folded_stacks_carry_self_time_and_add_up_to_the_roots() {
+    let many = load("many");
+    let folded = render_text(&many, &opts(ViewFormat::Folded));
+    let mut total = 0u64;
+    let mut previous = String::new();
+    for line in folded.lines() {
+        let (stack, count) = line.rsplit_once(' ').unwrap_or_else(|| panic!("no count in `{line}`"));
+        let count: u64 = count.parse().unwrap_or_else(|_| panic!("bad count in `{line}`"));
+        assert!(count > 0, "zero-self lines are left out: `{line}`");
+        assert!(stack > previous.as_str(), "lines are sorted and unique: `{previous}` then `{stack}`");
+        previous = stack.to_owned();
+        total += count;
+    }
+    let roots: u64 = many.invocations.iter().map(|i| i.duration_ns).sum();
+    assert_eq!(total, roots, "self times add up to the roots' durations");
+}
+
+#[test]
+fn folded_stacks_are_accepted_by_inferno() {
+    let many = load("many");
+    let folded = render_text(&many, &opts(ViewFormat::Folded));
+    let total: u64 = folded.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+    let mut options = inferno::flamegraph::Options::default();
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut options, folded.lines(), &mut svg).expect("inferno accepts the stacks");
+    let frames = svg_frames(&String::from_utf8(svg).unwrap()).0;
+    // inferno's "all" frame sums every line it understood: none was ignored.
+    let all = frames.iter().find(|f| f.title.starts_with("all (")).expect("an `all` frame");
+    assert_eq!(all.title, format!("all ({} samples, 100%)", with_commas(total)));
+}
+
+/// flamegraph.pl is not shipped with the repository; set FLAMEGRAPH_PL=/path/to/flamegraph.pl (or put it on PATH)
+/// to run this check, which is skipped (and says so) otherwise.
+#[test]
+fn folded_stacks_are_accepted_by_flamegraph_pl() {
+    let script = std::env::var_os("FLAMEGRAPH_PL").map(PathBuf::from).or_else(|| {
+        std::env::var_os("PATH")
+            .and_then(|paths| std::env::split_paths(&paths).map(|p| p.join("flamegraph.pl")).find(|p| p.exists()))
+    });
+    let Some(script) = script else {
+        eprintln!("skipped: flamegraph.pl not found (set FLAMEGRAPH_PL)");
+        return;
+    };
+    let many = load("many");
+    let folded = render_text(&many, &opts(ViewFormat::Folded));
+    let total: u64 = folded.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("many.folded");
+    std::fs::write(&input, &folded).unwrap();
+    let out = util::run(std::process::Command::new("perl").arg(&script).arg("--countname=ns").arg(&input), true);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Ignored"), "flamegraph.pl ignored lines:\n{stderr}");
+    let svg = String::from_utf8(out.stdout).unwrap();
+    let frames = svg_frames(&svg).0;
+    let all = frames.iter().find(|f| f.title.starts_with("all (")).expect("an `all` frame");
+    assert_eq!(all.title, format!("all ({} ns, 100%)", with_commas(total)));
+    // flamegraph.pl turns `<>` into `()`; every other name comes through as written.
+    assert!(frames.iter().any(|f| f.title.starts_with("(db::Row as codec::Decode)::decode (")), "{frames:?}");
+}
+
+#[test]
+fn flamegraph_svg_is_xml_with_the_expected_frames_and_title() {
+    let many = load("many");
+    let svg = render(&many, &opts(ViewFormat::Svg)).unwrap();
+    assert!(svg.binary_like);
+    let svg = String::from_utf8(svg.bytes).unwrap();
+    let (frames, texts) = svg_frames(&svg);
+    let names: BTreeSet<&str> = frames.iter().map(|f| f.name()).collect();
+    let expected: BTreeSet<&str> = [
+        "all",
+        "server::handle",
+        "parse::parse_request",
+        "parse::header",
+        "db::Pool::query",
+        "<db::Row as codec::Decode>::decode",
+        "render::render",
+        "demo::render::check",
+        "server::shutdown",
+        "demo::util::check",
+    ]
+    .into();
+    assert_eq!(names, expected);
+    let title = &texts[0];
+    assert_eq!(title, "demo::server::handle, demo::server::shutdown (depth 4, filter ^demo::): 21 invocations");
+    // Widths follow self time summed over invocations: decode (1.67ms of 3.82ms) is wider than header (933µs).
+    let width = |name: &str| frames.iter().find(|f| f.name() == name).unwrap().width;
+    assert!(width("<db::Row as codec::Decode>::decode") > width("parse::header"));
+    let handle_ns: u64 = many.invocations.iter().filter(|i| i.root.func == 0).map(|i| i.duration_ns).sum();
+    let handle = format!("server::handle ({} ns,", with_commas(handle_ns));
+    assert!(frames.iter().any(|f| f.title.starts_with(&handle)), "{handle} in {frames:?}");
+
+    // `--invocation K` draws one invocation, and says which.
+    let one = ViewOptions { invocation: Some(10), ..opts(ViewFormat::Svg) };
+    let svg = String::from_utf8(render(&many, &one).unwrap().bytes).unwrap();
+    let (frames, texts) = svg_frames(&svg);
+    assert_eq!(texts[0], "demo::server::handle (depth 4, filter ^demo::): invocation #10 of 21");
+    let root = format!("server::handle ({} ns, 100", with_commas(many.invocations[9].duration_ns));
+    assert!(frames.iter().any(|f| f.title.starts_with(&root)), "{root} in {frames:?}");
+    assert!(!frames.iter().any(|f| f.name() == "server::shutdown"));
+}
+
+#[test]
+fn flame_chart_lays_calls_out_in_time_order() {
+    let nested = load("nested");
+    let chart = ViewOptions { flamechart: true, ..opts(ViewFormat::Svg) };
+    let svg = String::from_utf8(render(&nested, &chart).unwrap().bytes).unwrap();
+    let (frames, texts) = svg_frames(&svg);
+    assert!(texts[1].starts_with("flame chart (time runs left to right)"), "{texts:?}");
+    let x = |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}")).x;
+    assert!(x("parse::parse_request") < x("db::Pool::query"));
+    assert!(x("db::Pool::query") < x("render::render"));
+    // Three separate calls of decode stay three frames in a flame chart.
+    let decodes = frames.iter().filter(|f| f.name() == "<db::Row as codec::Decode>::decode").count();
+    assert_eq!(decodes, 3);
+    // The call to util::check after render is the last thing server::handle did.
+    let last_check = frames.iter().filter(|f| f.name() == "demo::util::check").map(|f| f.x).fold(0.0, f64::max);
+    assert!(last_check > x("render::render"));
+}
+
+#[test]
+fn chrome_trace_has_one_complete_slice_per_call_on_one_track_per_thread_or_task() {
+    let many = load("many");
+    let text = render_text(&many, &opts(ViewFormat::Chrome));
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let events = doc["traceEvents"].as_array().expect("traceEvents");
+    let slices: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let calls: usize = many.invocations.iter().map(|i| i.root.count()).sum();
+    assert_eq!(slices.len(), calls);
+    for s in &slices {
+        assert!(s["ts"].is_f64() || s["ts"].is_u64(), "{s}");
+        assert!(s["dur"].as_f64().is_some() && s["pid"] == 777 && s["tid"].as_u64().is_some(), "{s}");
+        assert!(s["args"]["path"].is_string() && s["args"]["location"].is_string(), "{s}");
+    }
+    // µs with ns precision: the first root starts at 10_000ns, lasts 78_400ns... as recorded.
+    let first = slices[0];
+    assert_eq!((first["ts"].as_f64(), first["name"].as_str()), (Some(10.0), Some("server::handle")));
+    let threads: BTreeSet<(u64, &str)> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap()))
+        .collect();
+    let names: BTreeSet<&str> = threads.iter().map(|(_, n)| *n).collect();
+    assert_eq!(names, ["task 7", "task 9", "thread 1 (main)", "thread 2 (worker-1)"].into());
+    assert_eq!(threads.iter().map(|(t, _)| t).collect::<BTreeSet<_>>().len(), 4, "one track each");
+    let panicked: Vec<&&serde_json::Value> = slices.iter().filter(|s| s["args"]["panicked"] == true).collect();
+    assert_eq!(panicked.len(), 1);
+    assert_eq!(panicked[0]["args"]["path"], "<demo::db::Row as demo::codec::Decode>::decode");
+    assert_eq!(panicked[0]["args"]["location"], "/ws/demo/src/db.rs:130");
+    let truncated: Vec<_> = slices.iter().filter(|s| s["args"]["truncated_calls"].is_u64()).collect();
+    assert_eq!(truncated.len(), 1);
+    assert_eq!(truncated[0]["args"]["invocation"], 6);
+}
+
+#[test]
+fn json_matches_expected_files() {
+    check(&expect("nested.json"), &render_text(&load("nested"), &opts(ViewFormat::Json)));
+    check(&expect("many.json"), &render_text(&load("many"), &opts(ViewFormat::Json)));
+}
+
+#[test]
+fn json_schema_has_the_documented_fields() {
+    let text = render_text(&load("many"), &opts(ViewFormat::Json));
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["root"], "demo::server::handle");
+    let fields = ["path", "display", "file", "line", "calls", "total_ns", "self_ns", "min_ns", "max_ns", "panicked"];
+    let inv = &doc["invocations"][0];
+    for key in ["thread", "start_ns", "duration_ns", "tree"] {
+        assert!(!inv[key].is_null(), "invocation has {key}");
+    }
+    for key in fields.iter().chain(&["children"]) {
+        assert!(!inv["tree"][key].is_null(), "node has {key}");
+        assert!(!doc["aggregate"][0]["tree"][key].is_null(), "aggregate node has {key}");
+    }
+    for key in ["calls_per_invocation", "mean_ns", "p50_ns", "p99_ns"] {
+        assert!(!doc["aggregate"][0]["tree"][key].is_null(), "aggregate node has {key}");
+    }
+    assert_eq!(doc["stats"]["dropped"], 5);
+    assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("cut off")));
+    // docs/json.md names every field the JSON has.
+    let docs = std::fs::read_to_string(util::repo_root().join("docs/json.md")).unwrap();
+    let mut keys = BTreeSet::new();
+    collect_keys(&doc, &mut keys);
+    for key in keys {
+        assert!(docs.contains(&format!("`{key}`")), "docs/json.md does not describe `{key}`");
+    }
+}
+
+fn collect_keys(value: &serde_json::Value, keys: &mut BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                keys.insert(k.clone());
+                collect_keys(v, keys);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_keys(v, keys)),
+        _ => {}
+    }
+}
+
+#[test]
+fn bad_view_requests_are_one_line_errors_with_hints() {
+    let many = load("many");
+    let missing = ViewOptions { invocation: Some(99), ..ViewOptions::default() };
+    let err = format!("{:#}", render(&many, &missing).unwrap_err());
+    assert!(err.contains("invocation 99 does not exist") && err.contains("hint: the trace holds 21"), "{err}");
+    let empty = Trace::default();
+    let err = format!("{:#}", render(&empty, &opts(ViewFormat::Svg)).unwrap_err());
+    assert!(err.contains("no complete invocation") && err.contains("hint:"), "{err}");
+    // Text of an empty trace still says what happened.
+    let text = render_text(&empty, &ViewOptions::default());
+    assert!(text.contains("no complete invocation was recorded"), "{text}");
+}
+
+// ---- `cargo calltime report`, as a user runs it ----
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn report_renders_a_trace_file_with_its_warnings() {
+    let trace = data("views/many.trace");
+    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--format", "folded"]), true);
+    check(&expect("many.folded"), &stdout(&out));
+    assert!(stderr(&out).contains("warning: 1 invocation record(s) were cut off"), "{}", stderr(&out));
+    // Text to a pipe with NO_COLOR: no escape codes; `--color always` and CARGO_TERM_COLOR=always: colour.
+    let out = util::run(util::calltime().arg("report").arg(&trace), true);
+    assert!(!stdout(&out).contains('\x1b') && stdout(&out).contains("aggregate of 20 invocations"));
+    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--color", "always"]), true);
+    assert!(stdout(&out).contains("\x1b["), "{}", stdout(&out));
+    let out = util::run(
+        util::calltime().arg("report").arg(&trace).env_remove("NO_COLOR").env("CARGO_TERM_COLOR", "always"),
+        true,
+    );
+    assert!(stdout(&out).contains("\x1b["), "{}", stdout(&out));
+}
+
+#[test]
+fn report_writes_files_and_never_svg_to_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = data("views/nested.trace");
+    let out_svg = dir.path().join("out/graph.svg");
+    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--format", "svg", "-o"]).arg(&out_svg), true);
+    assert!(stdout(&out).is_empty());
+    assert!(std::fs::read_to_string(&out_svg).unwrap().starts_with("<?xml"));
+    // `-o -` is stdout, for any format.
+    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--format", "json", "-o", "-"]), true);
+    check(&expect("nested.json"), &stdout(&out));
+    // Outside any workspace an SVG without -o goes beside the trace, and its path is printed.
+    let copy = dir.path().join("saved.trace");
+    std::fs::copy(&trace, &copy).unwrap();
+    std::fs::copy(data("views/nested.trace.functions.json"), dir.path().join("saved.trace.functions.json")).unwrap();
+    let out =
+        util::run(util::calltime().current_dir(dir.path()).args(["report", "saved.trace", "--format", "svg"]), true);
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    let beside = dir.path().join("saved.svg");
+    assert!(beside.exists(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("saved.svg"), "{}", stderr(&out));
+}
+
+fn tiny_workspace(dir: &Path) -> PathBuf {
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(ws.join("Cargo.toml"), "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n")
+        .unwrap();
+    std::fs::write(ws.join("src/lib.rs"), "").unwrap();
+    ws
+}
+
+#[test]
+fn report_finds_the_last_run_and_says_what_to_do_when_there_is_none() {
+    let dir = tempfile::tempdir().unwrap();
+    // No workspace, no trace given.
+    let out = util::run(util::calltime().current_dir(dir.path()).arg("report"), false);
+    assert!(stderr(&out).contains("cannot find the last run's trace"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("hint: pass a trace file"), "{}", stderr(&out));
+    // A workspace that never ran.
+    let ws = tiny_workspace(dir.path());
+    let out = util::run(util::calltime().current_dir(&ws).arg("report"), false);
+    assert!(stderr(&out).contains("no trace from a previous run"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("hint: run `cargo calltime --root"), "{}", stderr(&out));
+    // After a run: <target>/calltime/last.trace with its table beside it; the SVG lands next to it.
+    let calltime_dir = ws.join("target/calltime");
+    std::fs::create_dir_all(&calltime_dir).unwrap();
+    std::fs::copy(data("views/nested.trace"), calltime_dir.join("last.trace")).unwrap();
+    std::fs::copy(data("views/demo.functions.json"), calltime_dir.join("last.trace.functions.json")).unwrap();
+    let out = util::run(util::calltime().current_dir(&ws).arg("report"), true);
+    check(&expect("nested.txt"), &stdout(&out));
+    let out = util::run(util::calltime().current_dir(&ws).args(["report", "--format", "svg"]), true);
+    assert!(stdout(&out).is_empty());
+    assert!(calltime_dir.join("flamegraph.svg").exists());
+    assert!(stderr(&out).contains("flamegraph.svg"), "{}", stderr(&out));
+}
+
+#[test]
+fn report_honours_a_functions_table_and_rejects_bad_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = std::fs::read_to_string(data("views/demo.functions.json")).unwrap();
+    let renamed = table.replace("\"display\": \"db::Pool::query\"", "\"display\": \"Pool::query_renamed\"");
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, renamed).unwrap();
+    let trace = data("views/nested.trace");
+    let out = util::run(util::calltime().arg("report").arg(&trace).arg("--functions").arg(&other), true);
+    assert!(stdout(&out).contains("Pool::query_renamed"), "{}", stdout(&out));
+    let out = util::run(util::calltime().arg("report").arg(&trace).arg("--flamechart"), false);
+    assert!(stderr(&out).contains("hint: add `--format svg`"), "{}", stderr(&out));
+    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--min-time", "5 parsecs"]), false);
+    assert!(stderr(&out).contains("invalid --min-time"), "{}", stderr(&out));
+    let out = util::run(util::calltime().arg("report").arg(dir.path().join("nope.trace")), false);
+    assert!(stderr(&out).contains("cannot read trace"), "{}", stderr(&out));
+}
+
+// ---- a small SVG reader ----
+
+#[derive(Debug)]
+struct Frame {
+    /// The tooltip: `name (N ns, P%)`.
+    title: String,
+    /// Percent of the width.
+    x: f64,
+    width: f64,
+}
+
+impl Frame {
+    fn name(&self) -> &str {
+        self.title.rsplit_once(" (").map_or(self.title.as_str(), |(name, _)| name)
+    }
+}
+
+/// Parses the SVG as XML (failing on malformed XML) and returns its frames (`<g>` with a `<title>` and a `<rect>`)
+/// and the text of its top-level `<text>` elements (title, subtitle, ...).
+fn svg_frames(svg: &str) -> (Vec<Frame>, Vec<String>) {
+    let mut reader = quick_xml::Reader::from_str(svg);
+    let mut frames = Vec::new();
+    let mut texts = Vec::new();
+    let mut stack: Vec<String> = Vec::new();
+    let mut current: Option<Frame> = None;
+    let mut text = String::new();
+    let number = |v: &str| v.trim_end_matches('%').parse::<f64>().unwrap_or(f64::NAN);
+    loop {
+        let event = reader.read_event().unwrap_or_else(|e| panic!("the SVG is not well-formed XML: {e}"));
+        match event {
+            Event::Start(e) => {
+                let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+                if name == "g" {
+                    current = Some(Frame { title: String::new(), x: f64::NAN, width: f64::NAN });
+                }
+                text.clear();
+                stack.push(name);
+            }
+            Event::Empty(e) if e.name().as_ref() == b"rect" => {
+                if let Some(frame) = current.as_mut() {
+                    for attr in e.attributes() {
+                        let attr = attr.unwrap();
+                        let value = String::from_utf8_lossy(&attr.value).into_owned();
+                        match attr.key.as_ref() {
+                            b"x" => frame.x = number(&value),
+                            b"width" => frame.width = number(&value),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            Event::Text(t) => text.push_str(&t.decode().unwrap()),
+            Event::GeneralRef(r) => {
+                let name = r.decode().unwrap();
+                let c = match name.as_ref() {
+                    "lt" => '<',
+                    "gt" => '>',
+                    "amp" => '&',
+                    "quot" => '"',
+                    "apos" => '\'',
+                    _ => r.resolve_char_ref().unwrap().unwrap_or('?'),
+                };
+                text.push(c);
+            }
+            Event::End(e) => {
+                let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+                stack.pop();
+                match name.as_str() {
+                    "title" => {
+                        if let Some(frame) = current.as_mut() {
+                            frame.title = text.clone();
+                        }
+                    }
+                    "text" if current.is_none() => texts.push(text.clone()),
+                    "g" => {
+                        if let Some(frame) = current.take() {
+                            if !frame.title.is_empty() {
+                                frames.push(frame);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                text.clear();
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert!(stack.is_empty(), "unclosed elements: {stack:?}");
+    (frames, texts)
+}
+
+fn with_commas(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn deep_recursion_stays_readable_and_bounded() {
+    // One recursive function, 2000 calls deep: 2ns of self time per level.
+    let depth = 2000u64;
+    let mut text = String::from("calltime-trace 1\nprocess 1 0 /x/deep\nplan p\n");
+    text.push_str(&format!("inv 0 thread 1 0 {} {depth} 0 0 main\n", 2 * depth));
+    for d in 0..depth {
+        text.push_str(&format!("n {d} {} {d} {} 0\n", u64::from(d > 0), 2 * depth - 2 * d));
+    }
+    text.push_str("end 0\nstats 1 1 0 0 0\n");
+    let trace = cargo_calltime::trace::parse(&text).unwrap();
+    let rendered = cargo_calltime::views::with_big_stack(|| {
+        [ViewFormat::Text, ViewFormat::Folded, ViewFormat::Json, ViewFormat::Svg]
+            .map(|format| render(&trace, &opts(format)).unwrap().bytes)
+    });
+    let [text, folded, json, svg] = rendered.map(|b| String::from_utf8(b).unwrap());
+    // Indentation stops at 40 levels; deeper lines say their depth.
+    assert!(text.contains("[depth 41] └─ #1") && text.contains("[depth 1999] └─ #1"), "{}", &text[..2000]);
+    assert!(text.lines().all(|l| l.chars().count() < 200));
+    // Stacks stop at 512 frames; the rest of the time is one "(deeper calls)" frame, so nothing is lost.
+    let deeper = folded.lines().filter(|l| l.contains("(deeper calls)")).count();
+    assert_eq!(deeper, 1);
+    let total: u64 = folded.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+    assert_eq!(total, 2 * depth);
+    assert_eq!(folded.lines().count(), 513);
+    // Deep JSON is written compact (pretty-printing would be quadratic in the depth), every level present.
+    assert_eq!(json.lines().count(), 1);
+    assert!(json.starts_with("{\"version\":1,"));
+    assert_eq!(json.matches("\"children\":[").count() as u64, 2 * depth, "invocation tree + aggregate tree");
+    assert!(svg_frames(&svg).0.iter().any(|f| f.name() == "(deeper calls)"));
+}
