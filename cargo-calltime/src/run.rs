@@ -93,10 +93,8 @@ fn analyse_and_build(cargo: &CargoArgs, target_args: &TargetArgs, plan_args: &Pl
     let target = build::select_target(&ws, target_args, cargo)?;
 
     ui::status("Analysing", &format!("{} from {}", ws.root.display(), plan_args.root.join(", ")));
+    // The analysis prints its own warnings (unreadable files, ...).
     let plan = crate::plan::make_plan(&ws, plan_args)?;
-    for warning in &plan.warnings {
-        ui::warn(warning);
-    }
     let functions = plan.instrumented().count() as u32;
     if functions == 0 {
         bail!(
