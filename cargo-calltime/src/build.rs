@@ -344,3 +344,62 @@ pub fn function_at<'p>(plan: &'p Plan, ws_root: &Path, file: &Path, line: usize)
     }
     best.map(|(_, path)| path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{PlannedFunction, ProbeKind, ProbeSite};
+
+    fn function(root: &Path, path: &str, file: &str, line: u32, open: usize) -> PlannedFunction {
+        PlannedFunction {
+            path: path.to_owned(),
+            display: path.to_owned(),
+            file: root.join(file),
+            line,
+            level: 1,
+            manifest_path: root.join("Cargo.toml"),
+            is_root: false,
+            probe: Some(ProbeSite { index: 0, kind: ProbeKind::Sync, open, close: open, return_type: None }),
+            skip_reason: None,
+        }
+    }
+
+    #[test]
+    fn a_compiler_error_is_blamed_on_the_probe_above_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = "fn a() {\n    1;\n}\n\nfn b() {\n    2;\n}\n";
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), source).unwrap();
+        let b_open = source.rfind('{').unwrap() + 1;
+        let mut a = function(dir.path(), "k::a", "src/lib.rs", 1, 8);
+        let mut b = function(dir.path(), "k::b", "src/lib.rs", 5, b_open);
+        a.probe.as_mut().unwrap().index = 0;
+        b.probe.as_mut().unwrap().index = 1;
+        let plan = Plan {
+            root_args: vec!["a".into()],
+            depth: 1,
+            filter: None,
+            functions: vec![a, b],
+            edges: vec![],
+            unresolved: vec![],
+            warnings: vec![],
+        };
+        let file = Path::new("src/lib.rs");
+        assert_eq!(function_at(&plan, dir.path(), file, 2), Some("k::a"));
+        assert_eq!(function_at(&plan, dir.path(), file, 5), Some("k::b"));
+        assert_eq!(function_at(&plan, dir.path(), file, 7), Some("k::b"));
+        assert_eq!(function_at(&plan, dir.path(), Path::new("src/other.rs"), 2), None);
+    }
+
+    #[test]
+    fn diagnostic_paths_are_made_relative_to_the_workspace() {
+        let shadow = Path::new("/w/target/calltime/shadow");
+        let user = Path::new("/w");
+        assert_eq!(
+            relative_to_roots(Path::new("/w/target/calltime/shadow/src/a.rs"), shadow, user),
+            Path::new("src/a.rs")
+        );
+        assert_eq!(relative_to_roots(Path::new("/w/src/a.rs"), shadow, user), Path::new("src/a.rs"));
+        assert_eq!(relative_to_roots(Path::new("src/a.rs"), shadow, user), Path::new("src/a.rs"));
+    }
+}

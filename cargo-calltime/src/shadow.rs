@@ -489,6 +489,52 @@ p = { path = "/p" }
     }
 
     #[test]
+    fn the_copy_is_reused_and_only_changed_files_are_touched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws_dir = tmp.path().join("ws");
+        let write = |rel: &str, text: &str| {
+            let path = ws_dir.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("Cargo.toml", "[package]\nname = \"k\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+        write("src/lib.rs", "pub mod extra;\n");
+        write("src/extra.rs", "pub fn f() {}\n");
+        write(".git/HEAD", "ref: x\n");
+        write("target/CACHEDIR.TAG", "tag\n");
+        write("target/debug/junk", "junk\n");
+        let args = crate::cli::CargoArgs { manifest_path: Some(ws_dir.join("Cargo.toml")), ..Default::default() };
+        let ws = Workspace::load(&args).unwrap();
+        let copy = tmp.path().join("copy");
+        let rt = tmp.path().join("rt");
+
+        let first = prepare(&ws, &copy, None, &rt).unwrap();
+        assert_eq!((first.files, first.written, first.removed), (3, 3, 0));
+        assert!(!copy.join(".git").exists() && !copy.join("target").exists());
+        // The copy is its own workspace root.
+        assert!(std::fs::read_to_string(copy.join("Cargo.toml")).unwrap().ends_with("[workspace]\n"));
+        let mtime = |rel: &str| std::fs::metadata(copy.join(rel)).unwrap().modified().unwrap();
+        let lib_mtime = mtime("src/lib.rs");
+        assert_eq!(lib_mtime, std::fs::metadata(ws_dir.join("src/lib.rs")).unwrap().modified().unwrap());
+
+        let again = prepare(&ws, &copy, None, &rt).unwrap();
+        assert_eq!((again.written, again.removed), (0, 0));
+        assert_eq!(mtime("src/lib.rs"), lib_mtime);
+
+        write("src/extra.rs", "pub fn g() {}\n");
+        write("src/new.rs", "\n");
+        let changed = prepare(&ws, &copy, None, &rt).unwrap();
+        assert_eq!((changed.written, changed.removed), (2, 0));
+        assert_eq!(std::fs::read_to_string(copy.join("src/extra.rs")).unwrap(), "pub fn g() {}\n");
+        assert_eq!(mtime("src/lib.rs"), lib_mtime);
+
+        std::fs::remove_file(ws_dir.join("src/new.rs")).unwrap();
+        let removed = prepare(&ws, &copy, None, &rt).unwrap();
+        assert_eq!((removed.written, removed.removed), (0, 1));
+        assert!(!copy.join("src/new.rs").exists());
+    }
+
+    #[test]
     fn write_if_changed_keeps_identical_files() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("x/y.rs");
