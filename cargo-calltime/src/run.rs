@@ -179,6 +179,17 @@ fn explain_build_failure(
         build::cargo_build(&plain_dir, &ws.root, &calltime_dir.join("build-plain"), cargo, target_args, Some(target))
     });
     match plain {
+        Ok(plain) if !plain.success && reads_outside_workspace(&ws.root, failed.first_error.as_ref()) => {
+            let err = failed.first_error.as_ref().expect("checked by reads_outside_workspace");
+            anyhow::anyhow!(
+                "the copy of the workspace cannot be built: {}:{}: {}\n  hint: the code reads a file outside the \
+                 workspace by a relative path (include_str!, include_bytes!, #[path]); cargo calltime builds a copy \
+                 of the workspace only, so such paths do not resolve there (a known limit)",
+                err.file.display(),
+                err.line,
+                err.message
+            )
+        }
         Ok(plain) if !plain.success => anyhow::anyhow!(
             "the workspace does not build, with or without probes{}\n  hint: fix the errors above (a plain `cargo build` \
              shows them too), then run cargo calltime again",
@@ -210,6 +221,19 @@ fn explain_build_failure(
              hint: run with -v to see cargo's output"
         ),
     }
+}
+
+/// Whether a build error is a file read (`couldn't read `path``, a missing module file) through a relative path that
+/// leaves the workspace: it builds in place but not in the copy.
+fn reads_outside_workspace(root: &Path, error: Option<&build::FirstError>) -> bool {
+    let Some(error) = error else { return false };
+    if !(error.message.starts_with("couldn't read") || error.message.starts_with("file not found for module")) {
+        return false;
+    }
+    let Some(quoted) = error.message.split('`').nth(1) else { return false };
+    let path = Path::new(quoted);
+    let base = if path.is_absolute() { PathBuf::new() } else { root.to_owned() };
+    !shadow::normalize(&base.join(path)).starts_with(shadow::normalize(root))
 }
 
 /// The environment `cargo run` gives a program, pointed at the user's package rather than the copy.
