@@ -19,6 +19,9 @@ use crate::workspace::Workspace;
 /// The runtime's sources, shipped inside the tool so no network or registry is needed.
 pub const RUNTIME_SOURCE: &str = include_str!("../../calltime-rt/src/lib.rs");
 
+/// Appended to edition-2015 crate roots (no newline: line numbers stay as they are).
+const EXTERN_CRATE: &str = " #[allow(unused_extern_crates)] extern crate calltime_rt;";
+
 /// Directories never copied: version control metadata.
 const VCS_DIRS: &[&str] = &[".git", ".hg", ".svn", ".jj", ".pijul", "_darcs", ".bzr"];
 
@@ -89,6 +92,23 @@ pub fn prepare(
         }
     }
 
+    // Crate roots of edition-2015 targets of instrumented packages: they need `extern crate calltime_rt;`.
+    let mut extern_crate_roots: BTreeSet<PathBuf> = BTreeSet::new();
+    for package in &ws.metadata.packages {
+        let Ok(manifest) = relative_inside(root, package.manifest_path.as_std_path()) else { continue };
+        if !runtime_manifests.contains(&manifest) {
+            continue;
+        }
+        for target in &package.targets {
+            if target.edition == cargo_metadata::Edition::E2015 && !target.is_custom_build() && !target.is_proc_macro()
+            {
+                if let Ok(rel) = relative_inside(root, target.src_path.as_std_path()) {
+                    extern_crate_roots.insert(rel);
+                }
+            }
+        }
+    }
+
     let skip = skipped_dirs(ws);
     let mut stats = CopyStats::default();
     let mut kept: BTreeSet<PathBuf> = BTreeSet::new();
@@ -118,8 +138,10 @@ pub fn prepare(
         }
         stats.files += 1;
         let src = entry.path();
-        let written = if let Some(file_probes) = per_file.get(&rel) {
-            stats.rewritten += 1;
+        let file_probes = per_file.get(&rel);
+        let needs_extern_crate = extern_crate_roots.contains(&rel);
+        let written = if file_probes.is_some() || needs_extern_crate {
+            stats.rewritten += usize::from(file_probes.is_some());
             let bytes = std::fs::read(src).with_context(|| format!("cannot read {}", src.display()))?;
             let text = String::from_utf8(bytes).map_err(|_| {
                 anyhow::anyhow!(
@@ -128,8 +150,17 @@ pub fn prepare(
                     src.display()
                 )
             })?;
-            let plan_info = probes.map(|(_, info)| info).expect("probes exist when per_file is filled");
-            let out = rewrite::apply(&text, file_probes, plan_info).with_context(|| format!("in {}", src.display()))?;
+            let mut out = match (file_probes, probes) {
+                (Some(file_probes), Some((_, plan_info))) => {
+                    rewrite::apply(&text, file_probes, plan_info).with_context(|| format!("in {}", src.display()))?
+                }
+                _ => text,
+            };
+            if needs_extern_crate {
+                // Edition 2015 resolves `::calltime_rt` from the crate root: declare it there, at the very end of
+                // the file, so no line moves.
+                out.push_str(EXTERN_CRATE);
+            }
             write_if_changed(&dst, out.as_bytes())?
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
             let text = std::fs::read_to_string(src).with_context(|| format!("cannot read {}", src.display()))?;
