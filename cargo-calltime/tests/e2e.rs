@@ -254,3 +254,22 @@ fn errors_are_one_line_with_a_hint() {
     check_error("several-bins", util::calltime().args(["--root", "work"]).current_dir(&two), &two);
     assert_eq!(before, snapshot(&two), "the user's workspace changed");
 }
+
+/// Every function form (async with `?`, trait objects, `impl Trait`, generics, inner attributes, async blocks,
+/// `#[track_caller]`, `unsafe`/`extern "C"` fns, `line!()`) builds without a warning (the crate denies them) and
+/// behaves the same with probes.
+#[test]
+fn every_function_form_builds_and_behaves_the_same() {
+    let (tmp, dir) = util::copy_test_crate("e2e-forms");
+    let before = snapshot(&dir);
+    let report = tmp.path().join("report.json");
+    let out = util::run(
+        util::calltime().args(["--root", "run_all", "--format", "json", "-o"]).arg(&report).current_dir(&dir),
+        true,
+    );
+    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    util::check(&util::data("e2e/forms-tree.txt"), &tree_dump(&json));
+    assert_eq!(before, snapshot(&dir), "the user's workspace changed");
+}
