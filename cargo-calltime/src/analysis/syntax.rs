@@ -141,7 +141,7 @@ pub struct FnItem {
     /// Parameters other than `self`.
     pub arity: usize,
     pub probe: Option<ProbeDraft>,
-    pub calls: Vec<CallSite>,
+    pub calls: std::sync::Arc<[CallSite]>,
     /// Items declared inside the body (nested functions, impls, `use`s).
     pub body_items: Option<Box<ModItems>>,
     /// Generic parameters in scope (the impl's and the function's) with their trait bounds.
@@ -686,7 +686,7 @@ impl Extractor {
         }
         body.visit_block(block);
         let BodyVisitor { calls, items, .. } = body;
-        item.calls = calls;
+        item.calls = calls.into();
         let has_items = !(items.fns.is_empty()
             && items.impls.is_empty()
             && items.traits.is_empty()
