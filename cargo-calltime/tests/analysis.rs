@@ -14,6 +14,8 @@ use util::{calltime, check, copy_test_crate, data, normalize_path, run};
 const CASES: &[(&str, &str, &[&str])] = &[
     ("modules", "analysis-modules", &["--root", "entry", "--depth", "10"]),
     ("use", "analysis-use", &["--root", "app::run", "--depth", "10"]),
+    // A root named through a `pub use` with a rename: alpha::prelude::open is alpha::api::connect.
+    ("use-reexport-root", "analysis-use", &["--root", "alpha::prelude::open", "--depth", "2"]),
     ("use-package", "analysis-use", &["-p", "app", "--root", "run", "--depth", "3"]),
     ("calls", "analysis-calls", &["--root", "entry", "--depth", "10"]),
     ("calls-filter", "analysis-calls", &["--root", "Engine::total", "--depth", "3", "--filter", "::Counter::"]),

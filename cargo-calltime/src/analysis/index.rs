@@ -399,6 +399,23 @@ impl Index {
         module.values.get(name).or_else(|| module.glob_values.get(name))
     }
 
+    /// Functions a path names from a crate root, through re-exports: `krate::a::f`, `krate::Type::m`.
+    pub fn resolve_from_root(&self, krate: CrateId, segs: &[String]) -> Vec<FnId> {
+        let root = self.crates[krate].root;
+        let Some((last, prefix)) = segs.split_last() else { return Vec::new() };
+        if prefix.is_empty() {
+            return self.lookup_values_in(root, last).cloned().unwrap_or_default();
+        }
+        let mut path = vec!["crate".to_owned()];
+        path.extend(prefix.iter().cloned());
+        match self.resolve_type_path(root, &path, false) {
+            Some(TypeRes::Module(m)) => self.lookup_values_in(m, last).cloned().unwrap_or_default(),
+            Some(TypeRes::Type(t)) => self.assoc_fns(t, last, false),
+            Some(TypeRes::Trait(t)) => self.traits[t].defaults.get(last.as_str()).cloned().unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
     /// A name as the first segment of a path: enclosing scopes, then the extern prelude.
     pub fn scope_lookup_type(&self, m: ModId, name: &str) -> Option<TypeRes> {
         let mut s = m;

@@ -169,6 +169,9 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
     unresolved.dedup_by(|a, b| a.file == b.file && a.line == b.line && a.call == b.call && a.note == b.note);
 
     tracing::info!("plan ready in {:?}", started.elapsed());
+    // Freeing tens of thousands of small allocations takes a noticeable share of the analysis time; nothing waits
+    // for it, so it happens off the main thread.
+    let _ = std::thread::Builder::new().name("calltime-free-index".into()).spawn(move || drop(index));
     Ok(Plan {
         root_args: args.root.clone(),
         depth: args.depth,
@@ -241,6 +244,7 @@ fn find_root(index: &Index, arg: &str, ws_root: &Path) -> Result<Vec<FnId>> {
             def.match_path == wanted || def.match_path.ends_with(&suffix) || def.path == wanted
         })
         .collect();
+    let matches = if matches.is_empty() { through_reexports(index, wanted) } else { matches };
     if matches.is_empty() {
         let near = nearest_names(index, wanted);
         if near.is_empty() {
@@ -274,14 +278,33 @@ fn find_root(index: &Index, arg: &str, ws_root: &Path) -> Result<Vec<FnId>> {
     Ok(matches)
 }
 
+/// `krate::a::f` where `f` is re-exported (`pub use`) rather than defined there.
+fn through_reexports(index: &Index, wanted: &str) -> Vec<FnId> {
+    let segs: Vec<String> = split_path(wanted).into_iter().map(str::to_owned).collect();
+    if segs.len() < 2 {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    for (k, c) in index.crates.iter().enumerate() {
+        if c.spec.name == segs[0] {
+            for f in index.resolve_from_root(k, &segs[1..]) {
+                if !found.contains(&f) {
+                    found.push(f);
+                }
+            }
+        }
+    }
+    found
+}
+
 /// Up to 10 defining paths whose last segment is close to the wanted one (substring or small edit distance).
 fn nearest_names(index: &Index, wanted: &str) -> Vec<String> {
     let wanted_last = split_path(wanted).last().copied().unwrap_or(wanted).to_lowercase();
     let limit = (wanted_last.len() / 3).max(2);
-    let mut scored: Vec<(usize, &str)> = Vec::new();
+    let mut scored: Vec<(usize, usize, &str)> = Vec::new();
     let mut seen: HashSet<&str> = HashSet::new();
     for def in &index.fns {
-        if !seen.insert(def.match_path.as_str()) {
+        if def.item.test_only || !seen.insert(def.match_path.as_str()) {
             continue;
         }
         let name = split_path(&def.match_path).last().copied().unwrap_or("").to_lowercase();
@@ -296,10 +319,11 @@ fn nearest_names(index: &Index, wanted: &str) -> Vec<String> {
             }
             1 + d
         };
-        scored.push((score, def.match_path.as_str()));
+        scored.push((score, def.match_path.len(), def.match_path.as_str()));
     }
+    // Closest names first, then the shortest (least nested) paths.
     scored.sort();
-    scored.into_iter().take(10).map(|(_, p)| format!("`{p}`")).collect()
+    scored.into_iter().take(10).map(|(_, _, p)| format!("`{p}`")).collect()
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

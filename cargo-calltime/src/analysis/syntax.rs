@@ -57,8 +57,51 @@ pub enum Receiver {
     Type(TyRef),
     /// `self.field`
     SelfField(String),
+    /// Evidently a standard-library value: a literal, `format!(..)`, or what a std adaptor (`.enumerate()`,
+    /// `.chars()`, `.to_string()`, ...) returns. Only workspace traits with blanket impls can add methods to it.
+    Std,
     Unknown,
 }
+
+/// Methods whose result is a std type whatever they are called on (iterator adaptors, string views).
+const STD_RESULT_METHODS: &[&str] = &[
+    "enumerate",
+    "zip",
+    "chain",
+    "rev",
+    "skip",
+    "take",
+    "peekable",
+    "cloned",
+    "copied",
+    "filter",
+    "filter_map",
+    "flat_map",
+    "skip_while",
+    "take_while",
+    "step_by",
+    "windows",
+    "chunks",
+    "chars",
+    "bytes",
+    "lines",
+    "split_whitespace",
+    "char_indices",
+    "to_string",
+    "to_lowercase",
+    "to_uppercase",
+    "trim",
+    "trim_start",
+    "trim_end",
+    "as_str",
+    "as_bytes",
+    "len",
+    "is_empty",
+    "is_some",
+    "is_none",
+    "is_ok",
+    "is_err",
+];
 
 #[derive(Debug, Clone)]
 pub enum CallKind {
@@ -98,7 +141,7 @@ pub struct FnItem {
     /// Parameters other than `self`.
     pub arity: usize,
     pub probe: Option<ProbeDraft>,
-    pub calls: Vec<CallSite>,
+    pub calls: std::sync::Arc<[CallSite]>,
     /// Items declared inside the body (nested functions, impls, `use`s).
     pub body_items: Option<Box<ModItems>>,
     /// Generic parameters in scope (the impl's and the function's) with their trait bounds.
@@ -276,9 +319,9 @@ fn generics_of(generics: &syn::Generics) -> Vec<(String, Vec<PathRef>)> {
                     if let Some(ident) = tp.path.get_ident() {
                         let name = ident.to_string();
                         let bounds = bounds_of(pt.bounds.iter());
-                        match out.iter_mut().find(|(n, _)| *n == name) {
-                            Some((_, b)) => b.extend(bounds),
-                            None => out.push((name, bounds)),
+                        // Only the declared parameters: `where Concrete: Trait` says nothing about a parameter.
+                        if let Some((_, b)) = out.iter_mut().find(|(n, _)| *n == name) {
+                            b.extend(bounds);
                         }
                     }
                 }
@@ -643,7 +686,7 @@ impl Extractor {
         }
         body.visit_block(block);
         let BodyVisitor { calls, items, .. } = body;
-        item.calls = calls;
+        item.calls = calls.into();
         let has_items = !(items.fns.is_empty()
             && items.impls.is_empty()
             && items.traits.is_empty()
@@ -938,6 +981,13 @@ impl BodyVisitor<'_> {
                     }
                 }
                 (Receiver::Unknown, "_".to_owned())
+            }
+            Expr::Lit(_) => (Receiver::Std, "_".to_owned()),
+            Expr::Macro(m) if ["format", "vec", "concat", "stringify"].iter().any(|n| m.mac.path.is_ident(n)) => {
+                (Receiver::Std, format!("{}!(..)", macro_name(&m.mac)))
+            }
+            Expr::MethodCall(mc) if STD_RESULT_METHODS.iter().any(|n| mc.method == n) => {
+                (Receiver::Std, format!("_.{}(..)", mc.method))
             }
             Expr::Struct(s) if s.qself.is_none() => {
                 (Receiver::Type(self.path_type(&s.path)), format!("{} {{..}}", PathRef::from_syn(&s.path).text()))
