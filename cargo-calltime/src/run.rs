@@ -111,8 +111,8 @@ fn analyse_and_build(cargo: &CargoArgs, target_args: &TargetArgs, plan_args: &Pl
     plan.function_table(&id).save(&table_path)?;
     let info = PlanInfo { id, table: table_path.display().to_string(), functions };
 
-    let runtime = shadow::write_runtime(&calltime_dir)?;
     let shadow_dir = calltime_dir.join("shadow");
+    let runtime = shadow::runtime_for(&ws, &calltime_dir, &shadow_dir)?;
     let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), &runtime)?;
     ui::status(
         "Copying",

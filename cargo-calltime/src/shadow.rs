@@ -51,6 +51,21 @@ pub fn write_runtime(calltime_dir: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The runtime the probes link: the workspace's own `calltime-rt` member when it has one (cargo-calltime's own
+/// repository: two path packages with one name and version cannot share a lock file), else the shipped copy.
+pub fn runtime_for(ws: &Workspace, calltime_dir: &Path, shadow_dir: &Path) -> Result<PathBuf> {
+    for member in ws.metadata.workspace_packages() {
+        if member.name.as_str() == "calltime-rt" {
+            if let Some(dir) = member.manifest_path.parent() {
+                if let Ok(rel) = relative_inside(&ws.root, dir.as_std_path()) {
+                    return Ok(shadow_dir.join(rel));
+                }
+            }
+        }
+    }
+    write_runtime(calltime_dir)
+}
+
 /// The plan's identity: FNV-1a 64 of the function table (without its id) as JSON, 16 hex digits.
 pub fn plan_id(plan: &Plan) -> String {
     let table = plan.function_table("");
@@ -109,6 +124,13 @@ pub fn prepare(
         }
     }
 
+    // A package that uses calltime-rt from crates.io (to hand a context to spawned work, say) must get the very
+    // runtime the probes use: the copy patches crates.io's calltime-rt with it.
+    let registry_runtime = probes.is_some()
+        && ws.metadata.packages.iter().any(|p| {
+            p.name.as_str() == "calltime-rt" && p.source.as_ref().is_some_and(|s| s.repr.starts_with("registry+"))
+        });
+
     let skip = skipped_dirs(ws);
     let mut stats = CopyStats::default();
     let mut kept: BTreeSet<PathBuf> = BTreeSet::new();
@@ -165,7 +187,9 @@ pub fn prepare(
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
             let text = std::fs::read_to_string(src).with_context(|| format!("cannot read {}", src.display()))?;
             let runtime = runtime_manifests.contains(&rel).then_some(runtime_dir);
-            match edit_manifest(&text, src, root, runtime, rel == Path::new("Cargo.toml")) {
+            let is_root = rel == Path::new("Cargo.toml");
+            let patch = (is_root && registry_runtime).then_some(runtime_dir);
+            match edit_manifest(&text, src, root, runtime, is_root, patch) {
                 Ok(out) => write_if_changed(&dst, out.as_bytes())?,
                 // Not a manifest cargo can read either (a template, a fixture): copy it as it is.
                 Err(err) if runtime.is_none() => {
@@ -339,6 +363,7 @@ pub fn edit_manifest(
     ws_root: &Path,
     runtime: Option<&Path>,
     is_root: bool,
+    patch_crates_io: Option<&Path>,
 ) -> Result<String> {
     let mut doc: DocumentMut = text.parse().context("not valid TOML")?;
     let manifest_dir = manifest_path.parent().unwrap_or(Path::new("."));
@@ -410,6 +435,24 @@ pub fn edit_manifest(
         dep.insert("path", Value::from(runtime.display().to_string()));
         deps.insert("calltime-rt", Item::Value(Value::InlineTable(dep)));
     }
+    if let Some(runtime) = patch_crates_io {
+        let patch = table.entry("patch").or_insert_with(|| {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        });
+        let crates_io = patch
+            .as_table_like_mut()
+            .context("`patch` is not a table")?
+            .entry("crates-io")
+            .or_insert_with(|| Item::Table(toml_edit::Table::new()));
+        let mut dep = toml_edit::InlineTable::new();
+        dep.insert("path", Value::from(runtime.display().to_string()));
+        crates_io
+            .as_table_like_mut()
+            .context("`patch.crates-io` is not a table")?
+            .insert("calltime-rt", Item::Value(Value::InlineTable(dep)));
+    }
     if is_root && !table.contains_key("workspace") {
         table.insert("workspace", Item::Table(toml_edit::Table::new()));
     }
@@ -468,9 +511,15 @@ path = "../../../dd"
 [patch.crates-io]
 p = { path = "../../../p" }
 "#;
-        let out =
-            edit_manifest(text, Path::new("/w/crates/a/Cargo.toml"), Path::new("/w"), Some(Path::new("/rt")), false)
-                .unwrap();
+        let out = edit_manifest(
+            text,
+            Path::new("/w/crates/a/Cargo.toml"),
+            Path::new("/w"),
+            Some(Path::new("/rt")),
+            false,
+            None,
+        )
+        .unwrap();
         assert_eq!(
             out,
             r#"[package]
@@ -504,13 +553,47 @@ p = { path = "/p" }
             Path::new("/w"),
             Some(Path::new("/rt")),
             true,
+            None,
         )
         .unwrap();
         assert_eq!(out, "[package]\nname = \"a\"\n\n[dependencies]\ncalltime-rt = { path = \"/rt\" }\n\n[workspace]\n");
-        let out =
-            edit_manifest("[workspace]\nmembers = [\"a\"]\n", Path::new("/w/Cargo.toml"), Path::new("/w"), None, true)
-                .unwrap();
+        let out = edit_manifest(
+            "[workspace]\nmembers = [\"a\"]\n",
+            Path::new("/w/Cargo.toml"),
+            Path::new("/w"),
+            None,
+            true,
+            None,
+        )
+        .unwrap();
         assert_eq!(out, "[workspace]\nmembers = [\"a\"]\n");
+    }
+
+    #[test]
+    fn a_registry_runtime_is_patched_with_the_probes_runtime() {
+        let out = edit_manifest(
+            "[workspace]\n\n[patch.crates-io]\nserde = { path = \"s\" }\n",
+            Path::new("/w/Cargo.toml"),
+            Path::new("/w"),
+            None,
+            true,
+            Some(Path::new("/rt")),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "[workspace]\n\n[patch.crates-io]\nserde = { path = \"s\" }\ncalltime-rt = { path = \"/rt\" }\n"
+        );
+        let out = edit_manifest(
+            "[workspace]\n",
+            Path::new("/w/Cargo.toml"),
+            Path::new("/w"),
+            None,
+            true,
+            Some(Path::new("/rt")),
+        )
+        .unwrap();
+        assert_eq!(out, "[workspace]\n\n[patch.crates-io]\ncalltime-rt = { path = \"/rt\" }\n");
     }
 
     #[test]
