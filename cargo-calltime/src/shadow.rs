@@ -227,7 +227,7 @@ fn relative_inside(root: &Path, path: &Path) -> Result<PathBuf> {
 /// Directories left out of the copy: the user's target dir (wherever it is), any cargo target dir inside the
 /// workspace (it holds a CACHEDIR.TAG), and version control metadata.
 fn skipped_dirs(ws: &Workspace) -> Vec<PathBuf> {
-    let mut dirs = vec![normalize(&ws.target_dir), normalize(&ws.root.join("target"))];
+    let mut dirs = vec![normalize(&ws.target_dir)];
     if let Ok(canon) = ws.target_dir.canonicalize() {
         dirs.push(canon);
     }
