@@ -45,7 +45,7 @@ pub fn run_command(args: &RunArgs) -> Result<i32> {
 
     let table = PathBuf::from(&built.info.table);
     if !trace_path.exists() {
-        return root_never_called(&built, code);
+        return root_never_called(&built, code, 0);
     }
     let trace = Trace::load(&trace_path, Some(&table))?;
     keep_trace(&trace_path, &table, &calltime_dir.join("last.trace"))?;
@@ -56,7 +56,7 @@ pub fn run_command(args: &RunArgs) -> Result<i32> {
         ui::warn(warning);
     }
     if trace.invocations.is_empty() {
-        return root_never_called(&built, code);
+        return root_never_called(&built, code, trace.stats.seen);
     }
     ui::status(
         "Rendering",
@@ -382,14 +382,24 @@ impl Drop for IgnoreInterrupt {
 }
 
 /// The root never completed: an error naming the plan size, with the program's failing exit code if it had one.
-fn root_never_called(built: &Built, code: i32) -> Result<i32> {
-    let err = anyhow::anyhow!(
-        "root `{}` was never called ({} functions instrumented){}\n  hint: check that the program reaches it with \
-         these arguments (after `--`), or pick another --root; `cargo calltime graph --root ...` shows the plan",
-        built.plan.root_args.join("`, `"),
-        built.info.functions,
-        if code != 0 { format!("; the program exited with code {code}") } else { String::new() }
-    );
+fn root_never_called(built: &Built, code: i32, started: u64) -> Result<i32> {
+    let roots = built.plan.root_args.join("`, `");
+    let exited = if code != 0 { format!("; the program exited with code {code}") } else { String::new() };
+    let err = if started > 0 {
+        anyhow::anyhow!(
+            "root `{roots}` was entered {started} time{} but never returned ({} functions instrumented){exited}\n  \
+             hint: the program ended inside it (process::exit, abort, a signal); pick a root that returns",
+            if started == 1 { "" } else { "s" },
+            built.info.functions
+        )
+    } else {
+        anyhow::anyhow!(
+            "root `{roots}` was never called ({} functions instrumented){exited}\n  hint: check that the program \
+             reaches it with these arguments (after `--`), or pick another --root; `cargo calltime graph --root ...` \
+             shows the plan",
+            built.info.functions
+        )
+    };
     ui::error(&err);
     Ok(if code != 0 { code } else { 1 })
 }
