@@ -16,6 +16,8 @@ const CASES: &[(&str, &str, &[&str])] = &[
     ("use", "analysis-use", &["--root", "app::run", "--depth", "10"]),
     // A root named through a `pub use` with a rename: alpha::prelude::open is alpha::api::connect.
     ("use-reexport-root", "analysis-use", &["--root", "alpha::prelude::open", "--depth", "2"]),
+    // `dyn Handler` in alpha reaches the impl in app, a crate alpha cannot name.
+    ("use-dyn-downstream", "analysis-use", &["--root", "alpha::api::dispatch", "--depth", "3"]),
     ("use-package", "analysis-use", &["-p", "app", "--root", "run", "--depth", "3"]),
     ("calls", "analysis-calls", &["--root", "entry", "--depth", "10"]),
     ("calls-filter", "analysis-calls", &["--root", "Engine::total", "--depth", "3", "--filter", "::Counter::"]),
@@ -59,6 +61,26 @@ fn unparsable_file_is_a_warning_with_its_line() {
         stderr.contains("warning: edge/src/broken.rs:3: could not parse: "),
         "stderr lacks the parse warning:\n{stderr}"
     );
+}
+
+#[test]
+fn unreadable_file_is_a_warning_and_the_rest_goes_on() {
+    let (_tmp, dir) = copy_test_crate("analysis-modules");
+    let lib = dir.join("src/lib.rs");
+    let mut text = std::fs::read_to_string(&lib).unwrap();
+    text.push_str("\n#[cfg(any())]\nmod latin1;\n");
+    std::fs::write(&lib, text).unwrap();
+    std::fs::write(dir.join("src/latin1.rs"), b"// caf\xe9\nfn f() {}\n").unwrap();
+    let (out, stderr) = graph(&dir, &["--root", "entry"], "text", true);
+    assert!(stderr.contains("warning: src/latin1.rs: could not read: not valid UTF-8"), "{stderr}");
+    assert!(out.contains("analysis_modules::dir::from_dir"), "{out}");
+}
+
+#[test]
+fn runs_from_a_directory_inside_the_workspace() {
+    let (_tmp, dir) = copy_test_crate("analysis-use");
+    let (out, _) = graph(&dir.join("crates/app/src/nested"), &["--root", "app::run", "--depth", "2"], "text", true);
+    assert!(out.contains("app::run -> alpha::api::connect"), "{out}");
 }
 
 #[test]

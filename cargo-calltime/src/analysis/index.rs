@@ -109,6 +109,8 @@ pub struct CrateDef {
     pub spec: CrateSpec,
     pub root: ModId,
     pub extern_prelude: HashMap<String, TypeRes>,
+    /// Crates this one can name: itself and its workspace dependencies, transitively.
+    pub visible: HashSet<CrateId>,
 }
 
 #[derive(Debug, Default)]
@@ -148,7 +150,12 @@ impl Index {
         for (krate, spec) in specs.iter().enumerate() {
             let root = index.modules.len();
             index.modules.push(Module { krate, name: spec.name.clone(), ..Module::default() });
-            index.crates.push(CrateDef { spec: spec.clone(), root, extern_prelude: HashMap::new() });
+            index.crates.push(CrateDef {
+                spec: spec.clone(),
+                root,
+                extern_prelude: HashMap::new(),
+                visible: HashSet::new(),
+            });
         }
         let lib_roots: HashMap<usize, ModId> = index
             .crates
@@ -169,6 +176,21 @@ impl Index {
             for std_name in ["std", "core", "alloc", "proc_macro", "test"] {
                 c.extern_prelude.entry(std_name.to_owned()).or_insert(TypeRes::External);
             }
+        }
+        for krate in 0..index.crates.len() {
+            let mut visible = HashSet::from([krate]);
+            let mut stack = vec![krate];
+            while let Some(k) = stack.pop() {
+                for res in index.crates[k].extern_prelude.values() {
+                    if let TypeRes::Module(m) = res {
+                        let dep = index.modules[*m].krate;
+                        if visible.insert(dep) {
+                            stack.push(dep);
+                        }
+                    }
+                }
+            }
+            index.crates[krate].visible = visible;
         }
         for krate in 0..index.crates.len() {
             let root_file = index.crates[krate].spec.root_file.clone();

@@ -4,7 +4,7 @@
 //! the default body; a method call on a receiver of unknown type goes to every workspace method of that name and
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
-use super::index::{FnId, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
+use super::index::{CrateId, FnId, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
 /// Most candidates a call resolved by name and arity may fan out to; beyond it the call is reported, not followed.
@@ -72,6 +72,8 @@ const DERIVED_METHODS: &[&str] = &[
 
 /// What a function body's paths resolve against.
 struct Ctx<'a> {
+    /// The caller's crate: guesses by name stay within what it can name.
+    krate: CrateId,
     scope: ModId,
     owner: Owner,
     generics: &'a [(String, Vec<PathRef>)],
@@ -81,7 +83,7 @@ impl Index {
     /// Resolves every call site of `f`.
     pub fn resolve_calls(&self, f: FnId) -> Resolved {
         let def = &self.fns[f];
-        let ctx = Ctx { scope: def.scope, owner: def.owner, generics: &def.item.generics };
+        let ctx = Ctx { krate: def.krate, scope: def.scope, owner: def.owner, generics: &def.item.generics };
         let mut out = Resolved::default();
         for (i, call) in def.item.calls.iter().enumerate() {
             let before = out.callees.len();
@@ -122,7 +124,12 @@ impl Index {
                     let candidates: Vec<FnId> = self
                         .free_by_name
                         .get(name)
-                        .map(|v| v.iter().copied().filter(|&f| self.fns[f].item.arity == *args).collect())
+                        .map(|v| {
+                            v.iter()
+                                .copied()
+                                .filter(|&f| self.fns[f].item.arity == *args && self.guess_allowed(ctx.krate, f))
+                                .collect()
+                        })
                         .unwrap_or_default();
                     if candidates.is_empty() {
                         // `drop` is the prelude's only free function; anything else missing was probably made by a
@@ -141,6 +148,27 @@ impl Index {
                 None
             }
             CallKind::Method { name, args, receiver } => self.method_call(ctx, name, *args, receiver, out),
+        }
+    }
+
+    /// Whether a function guessed by name could be what code in `caller` calls: it is in a crate `caller` can name
+    /// (itself or a dependency), or it implements a trait `caller` can name (a foreign trait, or one of those
+    /// crates'), since a downstream crate's impl can come back through a trait object or a generic.
+    fn guess_allowed(&self, caller: CrateId, f: FnId) -> bool {
+        let def = &self.fns[f];
+        if self.crates[caller].visible.contains(&def.krate) {
+            return true;
+        }
+        match def.owner {
+            Owner::Impl(i) => match self.impls[i].trait_res {
+                Some(TypeRes::Trait(tr)) => {
+                    let trait_crate = self.modules[self.traits[tr].module].krate;
+                    self.crates[caller].visible.contains(&trait_crate)
+                }
+                Some(_) => true,
+                None => false,
+            },
+            _ => false,
         }
     }
 
@@ -203,6 +231,7 @@ impl Index {
                         .into_iter()
                         .flatten()
                         .flat_map(|&t| self.assoc_fns(t, last, false))
+                        .filter(|&f| self.guess_allowed(ctx.krate, f))
                         .collect();
                     if by_type_name.is_empty() {
                         Outcome::External
@@ -404,7 +433,7 @@ impl Index {
         out: &mut Vec<FnId>,
     ) -> Option<String> {
         let typed = match receiver {
-            Receiver::Type(ty) => Some((ty.clone(), ctx.scope)),
+            Receiver::Type(ty) | Receiver::Guessed(ty) => Some((ty.clone(), ctx.scope)),
             Receiver::SelfField(field) => self.self_field_type(ctx, field),
             Receiver::Std => {
                 out.extend(self.foreign_assoc("", name));
@@ -421,6 +450,7 @@ impl Index {
                 }
                 Outcome::External => return None,
                 Outcome::MissingOnType(_) if DERIVED_METHODS.contains(&name) => return None,
+                Outcome::MissingOnType(_) if matches!(receiver, Receiver::Guessed(_)) => {}
                 Outcome::MissingOnType(t) => missing_on = Some(t),
                 Outcome::Missing(_) => {}
             }
@@ -428,17 +458,37 @@ impl Index {
         let candidates: Vec<FnId> = self
             .methods_by_name
             .get(name)
-            .map(|v| v.iter().copied().filter(|&f| args.is_none() || args == Some(self.fns[f].item.arity)).collect())
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|&f| args.is_none() || args == Some(self.fns[f].item.arity))
+                    .filter(|&f| self.guess_allowed(ctx.krate, f))
+                    .collect()
+            })
             .unwrap_or_default();
         if candidates.is_empty() {
             return missing_on.map(|t| {
                 format!(
-                    "unresolved: no method `{name}` on `{}` in the workspace (generated by a macro?)",
+                    "unresolved: no method `{name}` on `{}` in the workspace (reached through Deref, or generated by a macro?)",
                     self.types[t].name
                 )
             });
         }
         self.fan_out(candidates, out)
+    }
+
+    /// For `type X = Vec<..>;` (an alias of a type outside the workspace): that type's last path segment.
+    fn foreign_alias(&self, t: TypeId) -> Option<String> {
+        let t = self.follow_alias(t);
+        let def = &self.types[t];
+        match &def.alias {
+            Some(TyRef::Path(p)) => match self.resolve_type_path(def.module, &p.segs, p.leading_colon) {
+                Some(TypeRes::Type(_)) => None,
+                _ => p.segs.last().cloned(),
+            },
+            Some(_) => Some(String::new()),
+            None => None,
+        }
     }
 
     fn self_field_type(&self, ctx: &Ctx, field: &str) -> Option<(TyRef, ModId)> {
@@ -458,7 +508,10 @@ impl Index {
                     }
                 }
                 match self.resolve_type_path(scope, &p.segs, p.leading_colon) {
-                    Some(TypeRes::Type(t)) => on_type(t, self.assoc_fns(t, name, true)),
+                    Some(TypeRes::Type(t)) => match self.foreign_alias(t) {
+                        Some(foreign) => ext(self.foreign_assoc(&foreign, name)),
+                        None => on_type(t, self.assoc_fns(t, name, true)),
+                    },
                     Some(TypeRes::External) => {
                         ext(self.foreign_assoc(p.segs.last().map(String::as_str).unwrap_or(""), name))
                     }

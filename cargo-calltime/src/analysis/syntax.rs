@@ -57,6 +57,9 @@ pub enum Receiver {
     Type(TyRef),
     /// `self.field`
     SelfField(String),
+    /// A type guessed from a constructor-like call (`T::new(..)`, `T::open(..)`): it may really be
+    /// `Result<T, _>` or anything else, so a missing method is not worth a note.
+    Guessed(TyRef),
     /// Evidently a standard-library value: a literal, `format!(..)`, or what a std adaptor (`.enumerate()`,
     /// `.chars()`, `.to_string()`, ...) returns. Only workspace traits with blanket impls can add methods to it.
     Std,
@@ -671,6 +674,7 @@ impl Extractor {
             calls: Vec::new(),
             items: ModItems::default(),
             env: HashMap::new(),
+            guessed: Default::default(),
             locals: Default::default(),
             generics: &scope.generics,
             test_only: scope.test_only,
@@ -899,6 +903,8 @@ struct BodyVisitor<'a> {
     items: ModItems,
     /// Local variables with a type the extraction could see.
     env: HashMap<String, TyRef>,
+    /// Locals whose type in `env` is only a guess (see [`Receiver::Guessed`]).
+    guessed: std::collections::HashSet<String>,
     /// Names bound by patterns: a path naming one of them is a local, not a function.
     locals: std::collections::HashSet<String>,
     generics: &'a [(String, Vec<PathRef>)],
@@ -922,7 +928,7 @@ impl BodyVisitor<'_> {
             return;
         }
         let Some(last) = p.segs.last() else { return };
-        if is_type_like(last) && last != "Self" {
+        if (is_type_like(last) && last != "Self") || (p.segs.len() == 1 && (last == "Self" || last == "self")) {
             // A tuple-struct or enum-variant constructor, a unit struct or a constant.
             return;
         }
@@ -948,8 +954,12 @@ impl BodyVisitor<'_> {
                         // A unit struct used as a value: `Local.go()`.
                         return (Receiver::Type(self.path_type(&p.path)), name);
                     }
-                    let ty = self.env.get(&name).cloned();
-                    return (ty.map(Receiver::Type).unwrap_or(Receiver::Unknown), name);
+                    let receiver = match self.env.get(&name) {
+                        Some(ty) if self.guessed.contains(&name) => Receiver::Guessed(ty.clone()),
+                        Some(ty) => Receiver::Type(ty.clone()),
+                        None => Receiver::Unknown,
+                    };
+                    return (receiver, name);
                 }
                 (Receiver::Unknown, PathRef::from_syn(&p.path).text())
             }
@@ -976,7 +986,7 @@ impl BodyVisitor<'_> {
                                     leading_colon: p.path.leading_colon.is_some(),
                                 })
                             };
-                            return (Receiver::Type(ty), text);
+                            return (Receiver::Guessed(ty), text);
                         }
                     }
                 }
@@ -1004,17 +1014,22 @@ impl BodyVisitor<'_> {
         }
     }
 
-    /// The type a `let` initialiser evidently has: `T::new(..)`, `T { .. }`, `Self::x(..)`.
-    fn init_type(&self, expr: &Expr) -> Option<TyRef> {
+    /// The type a `let` initialiser evidently has (`T { .. }`, another local), or probably has (`T::new(..)`,
+    /// `Self::x(..)`: true in the second field).
+    fn init_type(&self, expr: &Expr) -> Option<(TyRef, bool)> {
         match expr {
-            Expr::Struct(s) if s.qself.is_none() => Some(self.path_type(&s.path)),
+            Expr::Struct(s) if s.qself.is_none() => Some((self.path_type(&s.path), false)),
             Expr::Call(_) => match self.receiver(expr).0 {
-                Receiver::Type(t) => Some(t),
+                Receiver::Type(t) => Some((t, false)),
+                Receiver::Guessed(t) => Some((t, true)),
                 _ => None,
             },
             Expr::Reference(r) => self.init_type(&r.expr),
             Expr::Paren(p) => self.init_type(&p.expr),
-            Expr::Path(p) => p.path.get_ident().and_then(|i| self.env.get(&i.to_string()).cloned()),
+            Expr::Path(p) => p.path.get_ident().and_then(|i| {
+                let name = i.to_string();
+                self.env.get(&name).map(|t| (t.clone(), self.guessed.contains(&name)))
+            }),
             _ => None,
         }
     }
@@ -1155,14 +1170,19 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
             }
         }
         let (pat, ty) = match &local.pat {
-            Pat::Type(pt) => (&*pt.pat, Some(ty_ref(&pt.ty, self.generics))),
+            Pat::Type(pt) => (&*pt.pat, Some((ty_ref(&pt.ty, self.generics), false))),
             other => (other, None),
         };
         if let Pat::Ident(pi) = pat {
             let ty = ty.or_else(|| local.init.as_ref().and_then(|i| self.init_type(&i.expr)));
             let name = pi.ident.to_string();
             match ty {
-                Some(t) => {
+                Some((t, guessed)) => {
+                    if guessed {
+                        self.guessed.insert(name.clone());
+                    } else {
+                        self.guessed.remove(&name);
+                    }
                     self.env.insert(name, t);
                 }
                 None => {

@@ -28,3 +28,16 @@ pub fn run() {
     crate::util::work();
     ::beta::helper();
 }
+
+pub struct AppHandler;
+
+impl beta::api::Handler for AppHandler {
+    fn handle(&self) -> u32 {
+        util::work();
+        1
+    }
+}
+
+pub fn serve() -> u32 {
+    api::dispatch(&AppHandler)
+}
