@@ -111,6 +111,8 @@ fn analyse_and_build(cargo: &CargoArgs, target_args: &TargetArgs, plan_args: &Pl
     plan.function_table(&id).save(&table_path)?;
     let info = PlanInfo { id, table: table_path.display().to_string(), functions };
 
+    // Two runs at once on one workspace would write the same copy: the second waits for the first's build.
+    let _lock = CopyLock::acquire(&calltime_dir)?;
     let shadow_dir = calltime_dir.join("shadow");
     let runtime = shadow::runtime_for(&ws, &calltime_dir, &shadow_dir)?;
     let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), &runtime)?;
@@ -141,6 +143,42 @@ fn analyse_and_build(cargo: &CargoArgs, target_args: &TargetArgs, plan_args: &Pl
         );
     };
     Ok(Built { ws, plan, info, target, executable })
+}
+
+/// An exclusive lock on `<calltime>/lock` (flock on unix; released when dropped or when the process ends).
+struct CopyLock {
+    _file: std::fs::File,
+}
+
+impl CopyLock {
+    fn acquire(calltime_dir: &Path) -> Result<CopyLock> {
+        std::fs::create_dir_all(calltime_dir).with_context(|| format!("cannot create {}", calltime_dir.display()))?;
+        let path = calltime_dir.join("lock");
+        let file = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::io::AsRawFd;
+            extern "C" {
+                fn flock(fd: i32, operation: i32) -> i32;
+            }
+            const LOCK_EX: i32 = 2;
+            const LOCK_NB: i32 = 4;
+            // SAFETY: flock on a descriptor this function owns; no memory is shared.
+            if unsafe { flock(file.as_raw_fd(), LOCK_EX | LOCK_NB) } != 0 {
+                ui::status("Blocking", "waiting for another cargo calltime on this workspace to finish building");
+                // SAFETY: as above.
+                if unsafe { flock(file.as_raw_fd(), LOCK_EX) } != 0 {
+                    bail!("cannot lock {}: {}", path.display(), std::io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(CopyLock { _file: file })
+    }
 }
 
 /// Errors the analysis would also report, checked before the slow steps.
