@@ -129,7 +129,8 @@ pub struct ViewArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ViewFormat::Text)]
     pub format: ViewFormat,
-    /// Write the rendered report to FILE instead of stdout.
+    /// Write the rendered report to FILE (`-` for stdout). Without it, `cargo calltime` prints the report on
+    /// stderr (the program's stdout stays untouched) and `report` on stdout.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Show the N slowest invocations in full.

@@ -6,6 +6,7 @@
 //! views ([`views`]) and diffs ([`diff`]).
 
 pub mod analysis;
+pub mod build;
 pub mod cli;
 pub mod diff;
 pub mod plan;

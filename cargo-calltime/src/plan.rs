@@ -84,6 +84,8 @@ pub struct Edge {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CallSiteNote {
+    /// The `path` of the function holding the call.
+    pub function: String,
     pub file: PathBuf,
     pub line: u32,
     /// The call as written, e.g. `x.parse(..)`.
@@ -125,12 +127,10 @@ impl Plan {
 
 /// Analyses the workspace and builds the plan: index, call graph, traversal, filter, indices.
 pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
-    let _ = (ws, args);
-    anyhow::bail!("analysis is not implemented yet")
+    crate::analysis::planner::make_plan(ws, args)
 }
 
 /// `cargo calltime graph`.
 pub fn graph_command(args: &crate::cli::GraphArgs) -> Result<i32> {
-    let _ = args;
-    anyhow::bail!("`cargo calltime graph` is not implemented yet")
+    crate::analysis::render::graph_command(args)
 }

@@ -51,8 +51,20 @@ impl Workspace {
             other.push("--locked".to_owned());
         }
         cmd.other_options(other);
+        // `cargo metadata` writes a Cargo.lock when there is none; the user's workspace must stay untouched, so a
+        // lock that appears where there was none is removed again.
+        let start = match &args.manifest_path {
+            Some(p) => std::path::absolute(p).ok().and_then(|p| p.parent().map(PathBuf::from)),
+            None => std::env::current_dir().ok(),
+        };
+        let lockless: Vec<PathBuf> = start
+            .map(|s| s.ancestors().filter(|d| !d.join("Cargo.lock").exists()).map(PathBuf::from).collect())
+            .unwrap_or_default();
         let metadata = cmd.exec().map_err(|e| metadata_error(e, args))?;
         let root = metadata.workspace_root.clone().into_std_path_buf();
+        if lockless.contains(&root) {
+            let _ = std::fs::remove_file(root.join("Cargo.lock"));
+        }
         let target_dir = match &args.target_dir {
             Some(dir) => {
                 std::path::absolute(dir).with_context(|| format!("cannot resolve --target-dir {}", dir.display()))?

@@ -1,0 +1,95 @@
+//! The call graph from the roots, level by level: level 1 is the roots, level N+1 what level N calls.
+
+use std::collections::{HashMap, HashSet};
+
+use rayon::prelude::*;
+
+use super::index::{CrateId, FnId, Index};
+use super::modules::TargetKind;
+use super::resolve::Resolved;
+
+/// What the traversal reached.
+#[derive(Debug, Default)]
+pub struct Reached {
+    /// Each reached function once, at its smallest level, in discovery order.
+    pub functions: Vec<(FnId, u32)>,
+    /// Edges between reached functions (caller, callee), sorted, without repeats.
+    pub edges: Vec<(FnId, FnId)>,
+    /// Notes on call sites of the functions whose calls were followed: (function, call index, note).
+    pub notes: Vec<(FnId, usize, String)>,
+}
+
+/// Breadth-first from `roots` down to `depth` levels; a function reached again (recursion, cycles, diamonds) keeps
+/// its first, smallest level.
+pub fn traverse(index: &Index, roots: &[FnId], depth: u32) -> Reached {
+    let in_program = program_crates(index, roots);
+    let mut level: HashMap<FnId, u32> = HashMap::new();
+    let mut reached = Reached::default();
+    let mut frontier: Vec<FnId> = Vec::new();
+    for &r in roots {
+        if level.insert(r, 1).is_none() {
+            frontier.push(r);
+            reached.functions.push((r, 1));
+        }
+    }
+    let mut resolved: HashMap<FnId, Resolved> = HashMap::new();
+    let mut current = 1;
+    while !frontier.is_empty() && current < depth {
+        let results: Vec<(FnId, Resolved)> =
+            frontier.par_iter().map(|&f| (f, resolve_in(index, f, &in_program))).collect();
+        let mut next = Vec::new();
+        for (f, r) in results {
+            for &callee in &r.callees {
+                if let std::collections::hash_map::Entry::Vacant(e) = level.entry(callee) {
+                    e.insert(current + 1);
+                    next.push(callee);
+                    reached.functions.push((callee, current + 1));
+                }
+            }
+            for (call, note) in &r.notes {
+                reached.notes.push((f, *call, note.clone()));
+            }
+            resolved.insert(f, r);
+        }
+        frontier = next;
+        current += 1;
+    }
+    // The last level's calls are not followed, but its edges back into the reached set are still edges.
+    let last: Vec<FnId> = frontier.into_iter().filter(|f| !resolved.contains_key(f)).collect();
+    let last_results: Vec<(FnId, Resolved)> =
+        last.par_iter().map(|&f| (f, resolve_in(index, f, &in_program))).collect();
+    resolved.extend(last_results);
+    for (&f, r) in &resolved {
+        for &callee in &r.callees {
+            if level.contains_key(&callee) {
+                reached.edges.push((f, callee));
+            }
+        }
+    }
+    reached.edges.sort_unstable();
+    reached.edges.dedup();
+    reached
+}
+
+/// The crates that can be part of the measured program: every lib and bin of the workspace, plus the roots' own
+/// crates and what they depend on. Test, example and bench targets are separate programs: an impl in one of them is
+/// never what a call elsewhere dispatches to.
+fn program_crates(index: &Index, roots: &[FnId]) -> HashSet<CrateId> {
+    let mut crates: HashSet<CrateId> = index
+        .crates
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| matches!(c.spec.kind, TargetKind::Lib | TargetKind::Bin))
+        .map(|(i, _)| i)
+        .collect();
+    for &r in roots {
+        crates.extend(index.crates[index.fns[r].krate].visible.iter().copied());
+    }
+    crates
+}
+
+fn resolve_in(index: &Index, f: FnId, in_program: &HashSet<CrateId>) -> Resolved {
+    let mut r = index.resolve_calls(f);
+    r.callees.retain(|c| in_program.contains(&index.fns[*c].krate));
+    r
+}

@@ -1,0 +1,58 @@
+//! Stages 2 and 3: the source index and the static call graph, with syn alone (no rustc, no rust-analyzer).
+//!
+//! - [`modules`]: crate targets from cargo metadata and the files of their module trees, parsed in parallel;
+//! - [`syntax`]: per-file extraction of items, `use`s, call sites and probe offsets;
+//! - [`index`]: namespaces, `use` resolution to a fixed point, impls, rustc-style names;
+//! - [`resolve`]: which workspace functions a call site may reach;
+//! - [`graph`]: the level-by-level traversal from the roots;
+//! - [`planner`]: roots, filter, skips and dense indices ([`crate::plan::make_plan`]);
+//! - [`render`]: `cargo calltime graph` as text, JSON or dot.
+
+pub mod graph;
+pub mod index;
+pub mod modules;
+pub mod planner;
+pub mod render;
+pub mod resolve;
+pub mod syntax;
+
+pub use index::Index;
+
+use crate::workspace::Workspace;
+
+/// Which implicit calls the graph models. Printed under the plan and in docs/graph-json.md.
+pub const IMPLICIT_CALLS: &str = "implicit calls: `x.await` on a call is that call's edge (the awaited async fn); \
+a function named as a value (`.map(parse)`) is an edge; calls in closures belong to the enclosing function; \
+not modelled: operators, `?` (From::from), Drop, Deref, `for` (IntoIterator/next), formatting traits in format!/println!";
+
+/// Stack for parser threads: syn recurses once per nesting level of an expression, and generated or test code
+/// nests deeply (a debug build needs far more than the default 2 MiB).
+const PARSER_STACK: usize = 256 << 20;
+
+/// Runs `work` on a rayon pool whose threads have room for deep syntax trees.
+pub fn with_parser_pool<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    match rayon::ThreadPoolBuilder::new().stack_size(PARSER_STACK).build() {
+        Ok(pool) => pool.install(work),
+        Err(_) => work(),
+    }
+}
+
+/// Indexes every crate target of the workspace.
+pub fn index_workspace(ws: &Workspace) -> Index {
+    let started = std::time::Instant::now();
+    let specs = modules::crate_specs(ws);
+    let sources = with_parser_pool(|| modules::parse_sources(&specs));
+    let parsed = started.elapsed();
+    let index = Index::build(specs, &sources);
+    tracing::info!(
+        "indexed {} files ({} lines, {} functions): parse {:?}, index {:?}",
+        sources.files.len(),
+        sources.lines,
+        index.fns.len(),
+        parsed,
+        started.elapsed() - parsed
+    );
+    // The summaries were cloned into the index; free them off the main thread (see planner::make_plan).
+    let _ = std::thread::Builder::new().name("calltime-free-sources".into()).spawn(move || drop(sources));
+    index
+}

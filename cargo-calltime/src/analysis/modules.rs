@@ -1,0 +1,295 @@
+//! Crate targets of the workspace and the files of their module trees, parsed in parallel.
+//!
+//! Discovery goes breadth first: every file of one round is parsed at once (rayon), and the `mod x;` declarations
+//! they hold name the next round's files. Each file is parsed once even when several targets include it.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cargo_metadata::{DependencyKind, PackageId};
+use rayon::prelude::*;
+
+use super::syntax::{extract_file, FileSummary, ModItems, ModKind};
+use crate::workspace::Workspace;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    Lib,
+    Bin,
+    Example,
+    Test,
+    Bench,
+}
+
+/// Where an extern crate name leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DepTarget {
+    /// The lib target of a workspace member (index into `metadata.packages`).
+    Workspace(usize),
+    /// A crate outside the workspace: calls into it end the traversal.
+    External,
+}
+
+/// One compilation unit to index.
+#[derive(Debug, Clone)]
+pub struct CrateSpec {
+    /// The crate name as paths print it (`-` as `_`).
+    pub name: String,
+    pub package: usize,
+    pub manifest_path: PathBuf,
+    pub kind: TargetKind,
+    pub root_file: PathBuf,
+    /// 2015, 2018, 2021, 2024.
+    pub edition: u16,
+    /// In a package selected by `-p` (or no `-p` given).
+    pub selected: bool,
+    /// The extern prelude: dependency names (renames applied) as code writes them.
+    pub deps: Vec<(String, DepTarget)>,
+}
+
+fn crate_name(target: &str) -> String {
+    target.replace('-', "_")
+}
+
+/// Every target worth indexing: the lib of each workspace member, plus the bins, examples, tests and benches of
+/// the selected members. Build scripts and proc-macro crates are never instrumented, so they are not indexed.
+pub fn crate_specs(ws: &Workspace) -> Vec<CrateSpec> {
+    let meta = &ws.metadata;
+    let by_id: HashMap<&PackageId, usize> = meta.packages.iter().enumerate().map(|(i, p)| (&p.id, i)).collect();
+    let members: HashSet<usize> = meta.workspace_members.iter().filter_map(|id| by_id.get(id).copied()).collect();
+    let lib_of = |pkg: usize| {
+        meta.packages[pkg].targets.iter().find(|t| {
+            t.kind.iter().any(|k| matches!(k.to_string().as_str(), "lib" | "rlib" | "dylib" | "cdylib" | "staticlib"))
+        })
+    };
+    let mut specs = Vec::new();
+    let mut member_list: Vec<usize> = members.iter().copied().collect();
+    member_list.sort_unstable();
+    for pkg_index in member_list {
+        let pkg = &meta.packages[pkg_index];
+        let selected = ws.selected.contains(&pkg_index);
+        // Dependencies by kind, from the resolved graph (features applied) or, without one, the manifest.
+        let mut normal: Vec<(String, DepTarget)> = Vec::new();
+        let mut dev: Vec<(String, DepTarget)> = Vec::new();
+        let node = meta.resolve.as_ref().and_then(|r| r.nodes.iter().find(|n| n.id == pkg.id));
+        match node {
+            Some(node) => {
+                for dep in &node.deps {
+                    let target = match by_id.get(&dep.pkg) {
+                        Some(&i) if members.contains(&i) && lib_of(i).is_some() => DepTarget::Workspace(i),
+                        _ => DepTarget::External,
+                    };
+                    let kinds: Vec<DependencyKind> = dep.dep_kinds.iter().map(|k| k.kind).collect();
+                    if kinds.is_empty() || kinds.contains(&DependencyKind::Normal) {
+                        normal.push((dep.name.clone(), target.clone()));
+                    }
+                    if kinds.contains(&DependencyKind::Development) {
+                        dev.push((dep.name.clone(), target));
+                    }
+                }
+            }
+            None => {
+                for dep in &pkg.dependencies {
+                    let name = crate_name(dep.rename.as_deref().unwrap_or(&dep.name));
+                    let target = dep
+                        .path
+                        .as_ref()
+                        .and_then(|p| {
+                            members.iter().copied().find(|&i| {
+                                meta.packages[i].manifest_path.parent().is_some_and(|d| d == p) && lib_of(i).is_some()
+                            })
+                        })
+                        .map(DepTarget::Workspace)
+                        .unwrap_or(DepTarget::External);
+                    match dep.kind {
+                        DependencyKind::Normal => normal.push((name, target)),
+                        DependencyKind::Development => dev.push((name, target)),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let own_lib = lib_of(pkg_index).map(|t| (crate_name(&t.name), DepTarget::Workspace(pkg_index)));
+        for target in &pkg.targets {
+            let kinds: Vec<String> = target.kind.iter().map(|k| k.to_string()).collect();
+            let kind = if kinds.iter().any(|k| matches!(k.as_str(), "lib" | "rlib" | "dylib" | "cdylib" | "staticlib"))
+            {
+                TargetKind::Lib
+            } else if kinds.iter().any(|k| k == "bin") {
+                TargetKind::Bin
+            } else if kinds.iter().any(|k| k == "example") {
+                TargetKind::Example
+            } else if kinds.iter().any(|k| k == "test") {
+                TargetKind::Test
+            } else if kinds.iter().any(|k| k == "bench") {
+                TargetKind::Bench
+            } else {
+                // custom-build and proc-macro
+                continue;
+            };
+            if kind != TargetKind::Lib && !selected {
+                continue;
+            }
+            let mut deps = normal.clone();
+            if matches!(kind, TargetKind::Example | TargetKind::Test | TargetKind::Bench) {
+                deps.extend(dev.iter().cloned());
+            }
+            if kind != TargetKind::Lib {
+                deps.extend(own_lib.clone());
+            }
+            let edition: u16 = target.edition.as_str().parse().unwrap_or(2021);
+            specs.push(CrateSpec {
+                name: crate_name(&target.name),
+                package: pkg_index,
+                manifest_path: pkg.manifest_path.clone().into_std_path_buf(),
+                kind,
+                root_file: target.src_path.clone().into_std_path_buf(),
+                edition,
+                selected,
+                deps,
+            });
+        }
+    }
+    specs
+}
+
+/// Every parsed file and how module declarations map to files.
+#[derive(Default)]
+pub struct SourceSet {
+    pub files: HashMap<PathBuf, Arc<FileSummary>>,
+    /// (declaring file, declaration number) -> the file that holds the module.
+    pub children: HashMap<(PathBuf, usize), PathBuf>,
+    /// (path, line) pairs first, then the message: sorted by the caller for stable output.
+    pub warnings: Vec<String>,
+    pub lines: usize,
+}
+
+/// A file to parse, with the directory its `mod x;` children live in.
+struct Pending {
+    path: PathBuf,
+    children_dir: PathBuf,
+}
+
+fn children_dir(path: &Path, mod_rs: bool) -> PathBuf {
+    let parent = path.parent().map(Path::to_owned).unwrap_or_default();
+    if mod_rs {
+        parent
+    } else {
+        parent.join(path.file_stem().unwrap_or_default())
+    }
+}
+
+/// A module declaration found in a file, with the files it may live in (first existing wins).
+struct ChildDecl {
+    decl: usize,
+    name: String,
+    line: u32,
+    candidates: Vec<(PathBuf, bool)>,
+}
+
+fn collect_child_decls(items: &ModItems, file: &Path, dir: &Path, rel: &Path, top: bool, out: &mut Vec<ChildDecl>) {
+    for m in &items.mods {
+        match &m.kind {
+            ModKind::External { decl } => {
+                let candidates = match &m.path_attr {
+                    // `#[path]` at a file's top level is relative to the file's directory, inside inline modules to
+                    // the directory those modules stand for; the file then owns its directory like a mod.rs.
+                    Some(p) if top => vec![(file.parent().unwrap_or(Path::new("")).join(p), true)],
+                    Some(p) => vec![(dir.join(rel).join(p), true)],
+                    None => {
+                        let base = dir.join(rel);
+                        vec![(base.join(format!("{}.rs", m.name)), false), (base.join(&m.name).join("mod.rs"), true)]
+                    }
+                };
+                out.push(ChildDecl { decl: *decl, name: m.name.clone(), line: m.line, candidates });
+            }
+            ModKind::Inline(inner) => {
+                let component = m.path_attr.clone().unwrap_or_else(|| m.name.clone());
+                collect_child_decls(inner, file, dir, &rel.join(component), false, out);
+            }
+        }
+    }
+}
+
+/// A parsed file with its module declarations, or a complete warning line.
+type ParseResult = Result<(FileSummary, Vec<ChildDecl>), String>;
+
+/// Parses the module trees of all crates, breadth first, each round in parallel.
+pub fn parse_sources(specs: &[CrateSpec]) -> SourceSet {
+    let mut set = SourceSet::default();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut round: Vec<Pending> = Vec::new();
+    for spec in specs {
+        if seen.insert(spec.root_file.clone()) {
+            round.push(Pending { path: spec.root_file.clone(), children_dir: children_dir(&spec.root_file, true) });
+        }
+    }
+    while !round.is_empty() {
+        let results: Vec<(Pending, ParseResult)> = round
+            .into_par_iter()
+            .map(|pending| {
+                let result = parse_one(&pending.path).map(|summary| {
+                    let mut decls = Vec::new();
+                    collect_child_decls(
+                        &summary.items,
+                        &pending.path,
+                        &pending.children_dir,
+                        Path::new(""),
+                        true,
+                        &mut decls,
+                    );
+                    (summary, decls)
+                });
+                (pending, result)
+            })
+            .collect();
+        round = Vec::new();
+        for (pending, result) in results {
+            match result {
+                Ok((summary, decls)) => {
+                    set.lines += summary.lines;
+                    for decl in decls {
+                        let found = decl.candidates.iter().find(|(p, _)| p.is_file());
+                        match found {
+                            Some((child, mod_rs)) => {
+                                set.children.insert((pending.path.clone(), decl.decl), child.clone());
+                                if seen.insert(child.clone()) {
+                                    round.push(Pending {
+                                        path: child.clone(),
+                                        children_dir: children_dir(child, *mod_rs),
+                                    });
+                                }
+                            }
+                            None => {
+                                let looked: Vec<String> =
+                                    decl.candidates.iter().map(|(p, _)| p.display().to_string()).collect();
+                                set.warnings.push(format!(
+                                    "{}:{}: module `{}` not found (looked for {})",
+                                    pending.path.display(),
+                                    decl.line,
+                                    decl.name,
+                                    looked.join(" and ")
+                                ));
+                            }
+                        }
+                    }
+                    set.files.insert(pending.path, Arc::new(summary));
+                }
+                Err(message) => set.warnings.push(message),
+            }
+        }
+    }
+    set.warnings.sort();
+    set
+}
+
+/// Reads and extracts one file; the error is a complete warning line.
+fn parse_one(path: &Path) -> Result<FileSummary, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: could not read: {e}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{}: could not read: not valid UTF-8", path.display()))?;
+    // syn should never panic, but a panic on user code must not take the tool down.
+    let extracted = std::panic::catch_unwind(|| extract_file(&text))
+        .map_err(|_| format!("{}: could not parse: the parser panicked", path.display()))?;
+    extracted.map_err(|(line, message)| format!("{}:{line}: could not parse: {message}", path.display()))
+}

@@ -1,0 +1,561 @@
+//! Call resolution: which workspace functions a call site may reach.
+//!
+//! Precise where syntax tells (paths, `Self::`, receivers of known type); trait calls go to every workspace impl plus
+//! the default body; a method call on a receiver of unknown type goes to every workspace method of that name and
+//! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
+
+use super::index::{CrateId, FnId, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
+use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
+
+/// Most candidates a call resolved by name and arity may fan out to; beyond it the call is reported, not followed.
+pub const FAN_OUT_CAP: usize = 8;
+
+/// Types of the standard prelude: a method on them leaves the workspace unless a workspace trait adds it.
+const STD_TYPES: &[&str] = &[
+    "Vec", "String", "Option", "Result", "Box", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque", "Rc", "Arc",
+    "RefCell", "Cell", "Mutex", "RwLock", "str", "usize", "u8", "u16", "u32", "u64", "u128", "isize", "i8", "i16",
+    "i32", "i64", "i128", "f32", "f64", "bool", "char", "PathBuf", "Path", "Duration", "Instant",
+];
+
+/// Outgoing edges of one function and the notes on its call sites.
+#[derive(Debug, Default, Clone)]
+pub struct Resolved {
+    pub callees: Vec<FnId>,
+    /// (index into the function's calls, note)
+    pub notes: Vec<(usize, String)>,
+}
+
+enum Outcome {
+    Fns(Vec<FnId>),
+    /// Leaves the workspace (std, a dependency, a derived or foreign trait method).
+    External,
+    /// Not found; `Some(module)` when the path led into a workspace module that lacks the name.
+    Missing(Option<ModId>),
+    /// The type is not in scope; these are the associated functions of workspace types with its name.
+    ByTypeName(Vec<FnId>),
+    /// A workspace type without a method of that name: derived, reached through Deref, or made by a macro.
+    MissingOnType(TypeId),
+}
+
+/// Methods that derives and std traits give workspace types: not finding them on a type is expected.
+const DERIVED_METHODS: &[&str] = &[
+    "clone",
+    "clone_from",
+    "eq",
+    "ne",
+    "cmp",
+    "partial_cmp",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "hash",
+    "fmt",
+    "default",
+    "to_string",
+    "to_owned",
+    "into",
+    "try_into",
+    "from",
+    "try_from",
+    "as_ref",
+    "as_mut",
+    "borrow",
+    "borrow_mut",
+    "deref",
+    "deref_mut",
+    "drop",
+    "max",
+    "min",
+    "clamp",
+];
+
+/// What a function body's paths resolve against.
+struct Ctx<'a> {
+    /// The caller's crate: guesses by name stay within what it can name.
+    krate: CrateId,
+    scope: ModId,
+    owner: Owner,
+    generics: &'a [(String, Vec<PathRef>)],
+}
+
+impl Index {
+    /// Resolves every call site of `f`.
+    pub fn resolve_calls(&self, f: FnId) -> Resolved {
+        let def = &self.fns[f];
+        let ctx = Ctx { krate: def.krate, scope: def.scope, owner: def.owner, generics: &def.item.generics };
+        let mut out = Resolved::default();
+        for (i, call) in def.item.calls.iter().enumerate() {
+            let before = out.callees.len();
+            if let Some(note) = self.resolve_call(&ctx, call, &mut out.callees) {
+                out.notes.push((i, note));
+            }
+            // Keep the order stable and free of repeats within one call.
+            let mut seen = std::collections::HashSet::new();
+            let tail: Vec<FnId> = out.callees.drain(before..).filter(|c| seen.insert(*c)).collect();
+            out.callees.extend(tail);
+        }
+        out.callees.sort_unstable();
+        out.callees.dedup();
+        out
+    }
+
+    fn resolve_call(&self, ctx: &Ctx, call: &CallSite, out: &mut Vec<FnId>) -> Option<String> {
+        match &call.kind {
+            CallKind::Path { path, args, called } => match self.value_path(ctx, path) {
+                Outcome::Fns(fns) => {
+                    out.extend(fns);
+                    None
+                }
+                Outcome::External | Outcome::MissingOnType(_) => None,
+                Outcome::ByTypeName(fns) => {
+                    if !called {
+                        return None;
+                    }
+                    let n = fns.len();
+                    out.extend(fns);
+                    Some(format!("over-approximated: type not in scope, {n} candidates by type name"))
+                }
+                Outcome::Missing(module) => {
+                    if !called {
+                        return None;
+                    }
+                    let name = path.segs.last()?;
+                    let candidates: Vec<FnId> = self
+                        .free_by_name
+                        .get(name)
+                        .map(|v| {
+                            v.iter()
+                                .copied()
+                                .filter(|&f| self.fns[f].item.arity == *args && self.guess_allowed(ctx.krate, f))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    if candidates.is_empty() {
+                        // `drop` is the prelude's only free function; anything else missing was probably made by a
+                        // macro or imported by a glob from outside the workspace.
+                        if module.is_none() && (path.segs.len() > 1 || name == "drop") {
+                            return None;
+                        }
+                        return Some("unresolved: not found (generated by a macro, or a glob import from outside the workspace?)".to_owned());
+                    }
+                    self.fan_out(candidates, out)
+                }
+            },
+            CallKind::Qualified { self_ty, trait_path, name } => {
+                let fns = self.qualified(ctx, self_ty, trait_path.as_ref(), name);
+                out.extend(fns);
+                None
+            }
+            CallKind::Method { name, args, receiver } => self.method_call(ctx, name, *args, receiver, out),
+        }
+    }
+
+    /// Whether a function guessed by name could be what code in `caller` calls: it is in a crate `caller` can name
+    /// (itself or a dependency), or it implements a trait `caller` can name (a foreign trait, or one of those
+    /// crates'), since a downstream crate's impl can come back through a trait object or a generic.
+    fn guess_allowed(&self, caller: CrateId, f: FnId) -> bool {
+        let def = &self.fns[f];
+        if self.crates[caller].visible.contains(&def.krate) {
+            return true;
+        }
+        match def.owner {
+            Owner::Impl(i) => match self.impls[i].trait_res {
+                Some(TypeRes::Trait(tr)) => {
+                    let trait_crate = self.modules[self.traits[tr].module].krate;
+                    self.crates[caller].visible.contains(&trait_crate)
+                }
+                Some(_) => true,
+                None => false,
+            },
+            _ => false,
+        }
+    }
+
+    fn fan_out(&self, candidates: Vec<FnId>, out: &mut Vec<FnId>) -> Option<String> {
+        let n = candidates.len();
+        let noun = if n == 1 { "candidate" } else { "candidates" };
+        if n > FAN_OUT_CAP {
+            return Some(format!("unresolved: {n} {noun} by name and arity (more than {FAN_OUT_CAP})"));
+        }
+        out.extend(candidates);
+        Some(format!("over-approximated: {n} {noun} by name and arity"))
+    }
+
+    fn generic_bounds<'a>(&self, ctx: &'a Ctx, name: &str) -> Option<&'a Vec<PathRef>> {
+        ctx.generics.iter().find(|(n, _)| n == name).map(|(_, b)| b)
+    }
+
+    fn value_path(&self, ctx: &Ctx, path: &PathRef) -> Outcome {
+        let Some((last, prefix)) = path.segs.split_last() else { return Outcome::External };
+        if prefix.is_empty() {
+            if path.leading_colon {
+                return Outcome::External;
+            }
+            return match self.scope_lookup_values(ctx.scope, last) {
+                Some(fns) if !fns.is_empty() => Outcome::Fns(fns.clone()),
+                _ => Outcome::Missing(None),
+            };
+        }
+        if prefix.len() == 1 && prefix[0] == "Self" {
+            return self.self_assoc(ctx, last);
+        }
+        if prefix.len() == 1 {
+            if let Some(bounds) = self.generic_bounds(ctx, &prefix[0]) {
+                return self.bounds_dispatch(ctx.scope, bounds, last);
+            }
+        }
+        match self.resolve_type_path(ctx.scope, prefix, path.leading_colon) {
+            Some(TypeRes::Module(pm)) => {
+                let module = &self.modules[pm];
+                match module.values.get(last).or_else(|| module.glob_values.get(last)) {
+                    Some(fns) if !fns.is_empty() => Outcome::Fns(fns.clone()),
+                    _ => Outcome::Missing(Some(pm)),
+                }
+            }
+            // Nothing found on a workspace type or trait: a derived or foreign trait's function.
+            Some(TypeRes::Type(t)) => ext(self.assoc_fns(t, last, false)),
+            Some(TypeRes::Trait(tr)) => ext(self.trait_dispatch(tr, last)),
+            Some(TypeRes::External) => non_empty(self.foreign_assoc(&prefix[prefix.len() - 1], last)),
+            None => {
+                let ty_name = &prefix[prefix.len() - 1];
+                if ty_name.starts_with(|c: char| c.is_ascii_uppercase()) || STD_TYPES.contains(&ty_name.as_str()) {
+                    let foreign = self.foreign_assoc(ty_name, last);
+                    if !foreign.is_empty() {
+                        return Outcome::Fns(foreign);
+                    }
+                    // A type the resolver could not see (imported by a macro, say): workspace types of that name.
+                    let by_type_name: Vec<FnId> = self
+                        .types_by_name
+                        .get(ty_name.as_str())
+                        .into_iter()
+                        .flatten()
+                        .flat_map(|&t| self.assoc_fns(t, last, false))
+                        .filter(|&f| self.guess_allowed(ctx.krate, f))
+                        .collect();
+                    if by_type_name.is_empty() {
+                        Outcome::External
+                    } else {
+                        Outcome::ByTypeName(by_type_name)
+                    }
+                } else {
+                    Outcome::Missing(None)
+                }
+            }
+        }
+    }
+
+    /// `Self::name` inside an impl or a trait.
+    fn self_assoc(&self, ctx: &Ctx, name: &str) -> Outcome {
+        match ctx.owner {
+            Owner::Impl(i) => {
+                let imp = &self.impls[i];
+                let mut fns = match &imp.self_res {
+                    SelfRes::Local(t) => self.assoc_fns(*t, name, false),
+                    SelfRes::Foreign(n) => self.foreign_assoc(n, name),
+                    SelfRes::Blanket => imp.methods.get(name).cloned().unwrap_or_default(),
+                };
+                if fns.is_empty() {
+                    if let Some(TypeRes::Trait(tr)) = imp.trait_res {
+                        fns = self.trait_dispatch(tr, name);
+                    }
+                }
+                non_empty(fns)
+            }
+            Owner::Trait(tr) => non_empty(self.trait_dispatch(tr, name)),
+            Owner::Free => Outcome::External,
+        }
+    }
+
+    /// Associated functions named `name` of a workspace type: inherent ones first, else those of its trait impls
+    /// (with the traits' default bodies where an impl does not override).
+    pub fn assoc_fns(&self, t: TypeId, name: &str, methods_only: bool) -> Vec<FnId> {
+        let t = self.follow_alias(t);
+        let keep = |f: &FnId| !methods_only || self.fns[*f].item.has_self;
+        let impls = &self.types[t].impls;
+        let inherent: Vec<FnId> = impls
+            .iter()
+            .filter(|&&i| self.impls[i].trait_path.is_none())
+            .filter_map(|&i| self.impls[i].methods.get(name))
+            .flatten()
+            .copied()
+            .filter(keep)
+            .collect();
+        if !inherent.is_empty() {
+            return inherent;
+        }
+        let mut out = Vec::new();
+        for &i in impls.iter().chain(self.blanket_impls.iter()) {
+            let imp = &self.impls[i];
+            if imp.trait_path.is_none() {
+                continue;
+            }
+            match imp.methods.get(name) {
+                Some(fns) => out.extend(fns.iter().copied().filter(keep)),
+                None => {
+                    if let Some(TypeRes::Trait(tr)) = imp.trait_res {
+                        out.extend(self.trait_default(tr, name).into_iter().filter(keep));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The default body of `name` in `tr` or its supertraits.
+    fn trait_default(&self, tr: TraitId, name: &str) -> Vec<FnId> {
+        let mut seen = vec![tr];
+        let mut stack = vec![tr];
+        while let Some(t) = stack.pop() {
+            if let Some(d) = self.traits[t].defaults.get(name) {
+                return d.clone();
+            }
+            for &s in &self.traits[t].supertraits {
+                if !seen.contains(&s) {
+                    seen.push(s);
+                    stack.push(s);
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// A call through a trait (`Trait::m`, `dyn Trait`, `T: Trait`): every workspace impl's `m` plus the default
+    /// body, looked up in the trait that declares `m` (the trait itself or a supertrait).
+    pub fn trait_dispatch(&self, tr: TraitId, name: &str) -> Vec<FnId> {
+        let mut seen = vec![tr];
+        let mut stack = vec![tr];
+        let mut out = Vec::new();
+        while let Some(t) = stack.pop() {
+            let def = &self.traits[t];
+            if def.method_names.contains(name) {
+                for &i in &def.impls {
+                    if let Some(fns) = self.impls[i].methods.get(name) {
+                        out.extend(fns.iter().copied());
+                    }
+                }
+                if let Some(d) = def.defaults.get(name) {
+                    out.extend(d.iter().copied());
+                }
+                continue;
+            }
+            for &s in &def.supertraits {
+                if !seen.contains(&s) {
+                    seen.push(s);
+                    stack.push(s);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn bounds_dispatch(&self, scope: ModId, bounds: &[PathRef], name: &str) -> Outcome {
+        let mut fns = Vec::new();
+        for b in bounds {
+            match self.resolve_type_path(scope, &b.segs, b.leading_colon) {
+                Some(TypeRes::Trait(tr)) => fns.extend(self.trait_dispatch(tr, name)),
+                // A foreign trait (`I: Iterator`): the workspace impls of a trait of that name.
+                _ => {
+                    let trait_name = b.segs.last().map(String::as_str).unwrap_or("");
+                    for imp in &self.impls {
+                        let same = imp.trait_path.as_ref().and_then(|p| p.segs.last()).is_some_and(|n| n == trait_name);
+                        if same && !matches!(imp.trait_res, Some(TypeRes::Trait(_))) {
+                            fns.extend(imp.methods.get(name).into_iter().flatten().copied());
+                        }
+                    }
+                }
+            }
+        }
+        non_empty(fns)
+    }
+
+    /// Methods workspace impls add to a type outside the workspace (`impl MyTrait for Vec<u8>`), and blanket impls.
+    fn foreign_assoc(&self, ty_name: &str, name: &str) -> Vec<FnId> {
+        let mut out = Vec::new();
+        for &i in self.foreign_impls.get(ty_name).into_iter().flatten().chain(self.blanket_impls.iter()) {
+            let imp = &self.impls[i];
+            match imp.methods.get(name) {
+                Some(fns) => out.extend(fns.iter().copied()),
+                None => {
+                    if let Some(TypeRes::Trait(tr)) = imp.trait_res {
+                        out.extend(self.trait_default(tr, name));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn qualified(&self, ctx: &Ctx, self_ty: &TyRef, trait_path: Option<&PathRef>, name: &str) -> Vec<FnId> {
+        let self_type = match self_ty {
+            TyRef::Path(p) => match self.resolve_type_path(ctx.scope, &p.segs, p.leading_colon) {
+                Some(TypeRes::Type(t)) => Some(t),
+                _ => None,
+            },
+            TyRef::SelfType => match ctx.owner {
+                Owner::Impl(i) => match self.impls[i].self_res {
+                    SelfRes::Local(t) => Some(t),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        let trait_res = trait_path.and_then(|p| self.resolve_type_path(ctx.scope, &p.segs, p.leading_colon));
+        match (trait_res, self_type) {
+            (Some(TypeRes::Trait(tr)), Some(t)) => {
+                let t = self.follow_alias(t);
+                for &i in &self.types[t].impls {
+                    if self.impls[i].trait_res == Some(TypeRes::Trait(tr)) {
+                        if let Some(fns) = self.impls[i].methods.get(name) {
+                            return fns.clone();
+                        }
+                        return self.trait_default(tr, name);
+                    }
+                }
+                self.trait_dispatch(tr, name)
+            }
+            (Some(TypeRes::Trait(tr)), None) => self.trait_dispatch(tr, name),
+            (_, Some(t)) => self.assoc_fns(t, name, false),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The workspace type a receiver evidently has, with the scope its declared type resolves in.
+    fn method_call(
+        &self,
+        ctx: &Ctx,
+        name: &str,
+        args: Option<usize>,
+        receiver: &Receiver,
+        out: &mut Vec<FnId>,
+    ) -> Option<String> {
+        let typed = match receiver {
+            Receiver::Type(ty) | Receiver::Guessed(ty) => Some((ty.clone(), ctx.scope)),
+            Receiver::SelfField(field) => self.self_field_type(ctx, field),
+            Receiver::Std => {
+                out.extend(self.foreign_assoc("", name));
+                return None;
+            }
+            Receiver::Unknown => None,
+        };
+        let mut missing_on = None;
+        if let Some((ty, scope)) = typed {
+            match self.method_on(ctx, &ty, scope, name) {
+                Outcome::Fns(fns) | Outcome::ByTypeName(fns) => {
+                    out.extend(fns);
+                    return None;
+                }
+                Outcome::External => return None,
+                Outcome::MissingOnType(_) if DERIVED_METHODS.contains(&name) => return None,
+                Outcome::MissingOnType(_) if matches!(receiver, Receiver::Guessed(_)) => {}
+                Outcome::MissingOnType(t) => missing_on = Some(t),
+                Outcome::Missing(_) => {}
+            }
+        }
+        let candidates: Vec<FnId> = self
+            .methods_by_name
+            .get(name)
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|&f| args.is_none() || args == Some(self.fns[f].item.arity))
+                    .filter(|&f| self.guess_allowed(ctx.krate, f))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if candidates.is_empty() {
+            return missing_on.map(|t| {
+                format!(
+                    "unresolved: no method `{name}` on `{}` in the workspace (reached through Deref, or generated by a macro?)",
+                    self.types[t].name
+                )
+            });
+        }
+        self.fan_out(candidates, out)
+    }
+
+    /// For `type X = Vec<..>;` (an alias of a type outside the workspace): that type's last path segment.
+    fn foreign_alias(&self, t: TypeId) -> Option<String> {
+        let t = self.follow_alias(t);
+        let def = &self.types[t];
+        match &def.alias {
+            Some(TyRef::Path(p)) => match self.resolve_type_path(def.module, &p.segs, p.leading_colon) {
+                Some(TypeRes::Type(_)) => None,
+                _ => p.segs.last().cloned(),
+            },
+            Some(_) => Some(String::new()),
+            None => None,
+        }
+    }
+
+    fn self_field_type(&self, ctx: &Ctx, field: &str) -> Option<(TyRef, ModId)> {
+        let Owner::Impl(i) = ctx.owner else { return None };
+        let SelfRes::Local(t) = self.impls[i].self_res else { return None };
+        let t = self.follow_alias(t);
+        let ty = self.types[t].fields.get(field)?;
+        Some((ty.clone(), self.types[t].module))
+    }
+
+    fn method_on(&self, ctx: &Ctx, ty: &TyRef, scope: ModId, name: &str) -> Outcome {
+        match ty {
+            TyRef::Path(p) => {
+                if p.segs.len() == 1 {
+                    if let Some(bounds) = self.generic_bounds(ctx, &p.segs[0]) {
+                        return self.bounds_dispatch(scope, bounds, name);
+                    }
+                }
+                match self.resolve_type_path(scope, &p.segs, p.leading_colon) {
+                    Some(TypeRes::Type(t)) => match self.foreign_alias(t) {
+                        Some(foreign) => ext(self.foreign_assoc(&foreign, name)),
+                        None => on_type(t, self.assoc_fns(t, name, true)),
+                    },
+                    Some(TypeRes::External) => {
+                        ext(self.foreign_assoc(p.segs.last().map(String::as_str).unwrap_or(""), name))
+                    }
+                    None if p.segs.len() == 1 && STD_TYPES.contains(&p.segs[0].as_str()) => {
+                        ext(self.foreign_assoc(&p.segs[0], name))
+                    }
+                    _ => Outcome::Missing(None),
+                }
+            }
+            TyRef::SelfType => match ctx.owner {
+                Owner::Impl(i) => match &self.impls[i].self_res {
+                    SelfRes::Local(t) => on_type(*t, self.assoc_fns(*t, name, true)),
+                    _ => Outcome::Missing(None),
+                },
+                Owner::Trait(tr) => non_empty(self.trait_dispatch(tr, name)),
+                Owner::Free => Outcome::Missing(None),
+            },
+            TyRef::Bounds(bounds) => self.bounds_dispatch(scope, bounds, name),
+            TyRef::Unknown => Outcome::Missing(None),
+        }
+    }
+}
+
+fn on_type(t: TypeId, fns: Vec<FnId>) -> Outcome {
+    if fns.is_empty() {
+        Outcome::MissingOnType(t)
+    } else {
+        Outcome::Fns(fns)
+    }
+}
+
+fn non_empty(fns: Vec<FnId>) -> Outcome {
+    if fns.is_empty() {
+        Outcome::Missing(None)
+    } else {
+        Outcome::Fns(fns)
+    }
+}
+
+/// For types known to be outside the workspace: nothing found means the call leaves it.
+fn ext(fns: Vec<FnId>) -> Outcome {
+    if fns.is_empty() {
+        Outcome::External
+    } else {
+        Outcome::Fns(fns)
+    }
+}

@@ -1,0 +1,405 @@
+//! Stage 6: building the shadow copy with cargo, and telling whose fault a failed build is.
+
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+use cargo_metadata::diagnostic::DiagnosticLevel;
+use cargo_metadata::Message;
+
+use crate::cli::{CargoArgs, ColorChoice, TargetArgs};
+use crate::plan::Plan;
+use crate::workspace::Workspace;
+
+/// Which kind of target runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    Bin,
+    Example,
+    Test,
+    Bench,
+}
+
+impl TargetKind {
+    pub fn flag(self) -> &'static str {
+        match self {
+            TargetKind::Bin => "--bin",
+            TargetKind::Example => "--example",
+            TargetKind::Test => "--test",
+            TargetKind::Bench => "--bench",
+        }
+    }
+}
+
+/// The target to build and run, chosen like `cargo run` does.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub package: String,
+    /// Directory of the package's manifest in the user's workspace.
+    pub package_dir: PathBuf,
+    pub kind: TargetKind,
+    pub name: String,
+}
+
+/// Picks the target: `--bin/--example/--test/--bench NAME`, or the single bin of the selected packages (the root
+/// package, or the default members, when no `-p` is given), honouring `default-run`.
+pub fn select_target(ws: &Workspace, args: &TargetArgs, cargo: &CargoArgs) -> Result<Target> {
+    let meta = &ws.metadata;
+    let scope: Vec<&cargo_metadata::Package> = if !cargo.package.is_empty() {
+        ws.selected_packages().collect()
+    } else if let Some(root) = meta.root_package() {
+        vec![root]
+    } else if meta.workspace_default_members.is_available() {
+        meta.workspace_default_packages()
+    } else {
+        meta.workspace_packages()
+    };
+    let explicit = [
+        (TargetKind::Bin, &args.bin),
+        (TargetKind::Example, &args.example),
+        (TargetKind::Test, &args.test),
+        (TargetKind::Bench, &args.bench),
+    ];
+    let given: Vec<_> = explicit.iter().filter_map(|(k, n)| n.as_ref().map(|n| (*k, n.clone()))).collect();
+    if given.len() > 1 {
+        bail!("only one of --bin, --example, --test and --bench can be given\n  hint: run one target at a time");
+    }
+    let is_kind = |t: &cargo_metadata::Target, kind: TargetKind| match kind {
+        TargetKind::Bin => t.is_bin(),
+        TargetKind::Example => t.is_example(),
+        TargetKind::Test => t.is_test(),
+        TargetKind::Bench => t.is_bench(),
+    };
+    let make = |p: &cargo_metadata::Package, kind, name: &str| Target {
+        package: p.name.to_string(),
+        package_dir: p.manifest_path.parent().map(|d| d.as_std_path().to_owned()).unwrap_or_else(|| ws.root.clone()),
+        kind,
+        name: name.to_owned(),
+    };
+    if let Some((kind, name)) = given.first() {
+        // An explicit name is looked up in every member when no -p narrows it, like cargo does.
+        let search: Vec<&cargo_metadata::Package> =
+            if cargo.package.is_empty() { meta.workspace_packages() } else { scope.clone() };
+        for p in &search {
+            if let Some(t) = p.targets.iter().find(|t| is_kind(t, *kind) && t.name == *name) {
+                return Ok(make(p, *kind, &t.name));
+            }
+        }
+        let available: Vec<String> = search
+            .iter()
+            .flat_map(|p| p.targets.iter().filter(|t| is_kind(t, *kind)).map(|t| t.name.clone()))
+            .collect();
+        let what = &kind.flag()[2..];
+        bail!(
+            "no {what} target named `{name}`\n  hint: {}",
+            if available.is_empty() {
+                format!("the selected packages have no {what} targets")
+            } else {
+                format!("available {what} targets: {}", available.join(", "))
+            }
+        );
+    }
+    let mut candidates = Vec::new();
+    for p in &scope {
+        if let Some(default_run) = &p.default_run {
+            candidates.push(make(p, TargetKind::Bin, default_run));
+            continue;
+        }
+        for t in p.targets.iter().filter(|t| t.is_bin()) {
+            candidates.push(make(p, TargetKind::Bin, &t.name));
+        }
+    }
+    match candidates.len() {
+        1 => Ok(candidates.remove(0)),
+        0 => {
+            let names: Vec<&str> = scope.iter().map(|p| p.name.as_str()).collect();
+            bail!(
+                "no bin target to run in {}\n  hint: pass --example NAME, --test NAME or --bench NAME, or -p a package \
+                 that has a bin; `cargo calltime build` builds without running",
+                names.join(", ")
+            )
+        }
+        _ => {
+            let names: Vec<&str> = candidates.iter().map(|t| t.name.as_str()).collect();
+            bail!(
+                "several bin targets could run: {}\n  hint: pass --bin NAME (or set `default-run` in the package)",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+/// The first compiler error of a build: where, and what.
+#[derive(Debug, Clone)]
+pub struct FirstError {
+    /// Path relative to the workspace root when it is inside it.
+    pub file: PathBuf,
+    pub line: usize,
+    pub message: String,
+}
+
+/// What one cargo build produced.
+#[derive(Debug, Default)]
+pub struct BuildOutput {
+    pub success: bool,
+    /// The executable of the selected target.
+    pub executable: Option<PathBuf>,
+    /// cargo's stderr (progress and rendered diagnostics), kept to show on failure.
+    pub stderr: String,
+    pub first_error: Option<FirstError>,
+}
+
+/// Builds `shadow_manifest` into `target_dir` with the user's cargo flags, passing `--remap-path-prefix` so debug
+/// info, panic locations and diagnostics name the user's files. cargo's output is streamed with `-v`, captured
+/// otherwise.
+pub fn cargo_build(
+    shadow_root: &Path,
+    user_root: &Path,
+    target_dir: &Path,
+    cargo: &CargoArgs,
+    target_args: &TargetArgs,
+    target: Option<&Target>,
+) -> Result<BuildOutput> {
+    let color = match cargo.color {
+        Some(ColorChoice::Always) => "always",
+        Some(ColorChoice::Never) => "never",
+        _ if std::env::var_os("NO_COLOR").is_some() => "never",
+        _ if std::io::stderr().is_terminal() => "always",
+        _ => "never",
+    };
+    let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(&cargo_bin);
+    cmd.arg("build")
+        .arg("--manifest-path")
+        .arg(shadow_root.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target_dir)
+        // Diagnostics come back as JSON (with their rendered text, printed by us) so the first error's place is known.
+        .arg(if color == "always" {
+            "--message-format=json-diagnostic-rendered-ansi"
+        } else {
+            "--message-format=json"
+        });
+    if let Some(t) = target {
+        cmd.args(["-p", &t.package, t.kind.flag(), &t.name]);
+    } else {
+        for p in &cargo.package {
+            cmd.args(["-p", p]);
+        }
+    }
+    for f in &cargo.features {
+        cmd.args(["--features", f]);
+    }
+    if cargo.all_features {
+        cmd.arg("--all-features");
+    }
+    if cargo.no_default_features {
+        cmd.arg("--no-default-features");
+    }
+    if target_args.release {
+        cmd.arg("--release");
+    }
+    if let Some(profile) = &target_args.profile {
+        cmd.args(["--profile", profile]);
+    }
+    // The copy's Cargo.lock gains the calltime-rt entry, so --locked cannot hold for it; the user's lock is never
+    // written. --frozen keeps its no-network half.
+    if cargo.offline || cargo.frozen {
+        cmd.arg("--offline");
+    }
+    if cargo.locked || cargo.frozen {
+        tracing::info!("not passing --locked to the shadow build: adding calltime-rt changes the copy's Cargo.lock");
+    }
+    if cargo.verbose > 1 {
+        cmd.arg("-v");
+    }
+    cmd.arg(format!("--color={color}"));
+    add_remap_flag(&mut cmd, shadow_root, user_root);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    tracing::info!("running {cmd:?}");
+    let mut child = cmd.spawn().with_context(|| format!("cannot run {}", Path::new(&cargo_bin).display()))?;
+
+    // cargo's stderr and the rendered diagnostics, in arrival order: streamed with -v, kept for a failure.
+    let echo = cargo.verbose > 0;
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let show = {
+        let kept = kept.clone();
+        // cargo's own lines (`Compiling x (path)`, notes) name the copy: show the user's paths instead.
+        let (from, to) = (shadow_root.display().to_string(), user_root.display().to_string());
+        move |text: &str| {
+            let text = text.replace(&from, &to);
+            let text = text.as_str();
+            if echo {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+            if let Ok(mut kept) = kept.lock() {
+                kept.push_str(text);
+            }
+        }
+    };
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let stderr_reader = {
+        let show = show.clone();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stderr);
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                show(&line);
+                line.clear();
+            }
+        })
+    };
+
+    let mut out = BuildOutput::default();
+    let stdout = child.stdout.take().expect("stdout is piped");
+    for message in Message::parse_stream(BufReader::new(stdout)) {
+        let Ok(message) = message else { continue };
+        match message {
+            Message::CompilerArtifact(artifact) => {
+                let matches = target
+                    .map_or(true, |t| artifact.target.name == t.name && artifact.package_id.repr.contains(&t.package));
+                if let (true, Some(exe)) = (matches, artifact.executable) {
+                    out.executable = Some(exe.into_std_path_buf());
+                }
+            }
+            Message::CompilerMessage(msg) => {
+                let diag = &msg.message;
+                if let Some(rendered) = &diag.rendered {
+                    show(rendered);
+                }
+                if out.first_error.is_none() && matches!(diag.level, DiagnosticLevel::Error | DiagnosticLevel::Ice) {
+                    if let Some(span) = diag.spans.iter().find(|s| s.is_primary) {
+                        let mut span = span;
+                        // An error inside a macro expansion: the user's line is the outermost call site.
+                        while let Some(exp) = &span.expansion {
+                            span = &exp.span;
+                        }
+                        out.first_error = Some(FirstError {
+                            file: relative_to_roots(Path::new(&span.file_name), shadow_root, user_root),
+                            line: span.line_start,
+                            message: diag.message.clone(),
+                        });
+                    }
+                }
+            }
+            Message::BuildFinished(finished) => out.success = finished.success,
+            _ => {}
+        }
+    }
+    let status = child.wait().context("cannot wait for cargo")?;
+    let _ = stderr_reader.join();
+    out.stderr = kept.lock().map(|k| k.clone()).unwrap_or_default();
+    out.success &= status.success();
+    Ok(out)
+}
+
+/// `--remap-path-prefix=<shadow>=<workspace>` without clobbering the user's rustflags: appended to
+/// CARGO_ENCODED_RUSTFLAGS or RUSTFLAGS when either is set (they win over config files), else given as
+/// `--config build.rustflags=[..]`, which cargo merges with the arrays of the user's config files.
+fn add_remap_flag(cmd: &mut Command, shadow_root: &Path, user_root: &Path) {
+    let flag = format!("--remap-path-prefix={}={}", shadow_root.display(), user_root.display());
+    if let Ok(encoded) = std::env::var("CARGO_ENCODED_RUSTFLAGS") {
+        let joined = if encoded.is_empty() { flag } else { format!("{encoded}\x1f{flag}") };
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", joined);
+    } else if let Ok(flags) = std::env::var("RUSTFLAGS") {
+        // Encoded form so a path with spaces stays one argument.
+        let mut parts: Vec<String> = flags.split_whitespace().map(str::to_owned).collect();
+        parts.push(flag);
+        cmd.env_remove("RUSTFLAGS").env("CARGO_ENCODED_RUSTFLAGS", parts.join("\x1f"));
+    } else {
+        let value = toml_edit::Value::from(flag);
+        cmd.arg("--config").arg(format!("build.rustflags=[{value}]"));
+    }
+}
+
+/// A diagnostic's file as a path relative to the workspace root when it is in the copy or the workspace.
+fn relative_to_roots(file: &Path, shadow_root: &Path, user_root: &Path) -> PathBuf {
+    for root in [shadow_root, user_root] {
+        if let Ok(rel) = file.strip_prefix(root) {
+            return rel.to_owned();
+        }
+    }
+    file.to_owned()
+}
+
+/// The probed function whose probe is nearest above `line` of `file` (relative to the workspace root): the one a
+/// compiler error there is about.
+pub fn function_at<'p>(plan: &'p Plan, ws_root: &Path, file: &Path, line: usize) -> Option<&'p str> {
+    let mut best: Option<(u32, &str)> = None;
+    let mut source: Option<String> = None;
+    for (function, site) in plan.instrumented() {
+        let rel = function.file.strip_prefix(ws_root).unwrap_or(&function.file);
+        if rel != file {
+            continue;
+        }
+        if source.is_none() {
+            source = std::fs::read_to_string(&function.file).ok();
+        }
+        let probe_line = source.as_deref().map_or(function.line, |s| crate::rewrite::line_of(s, site.open));
+        let start_line = function.line.min(probe_line);
+        if start_line as usize <= line && best.map_or(true, |(l, _)| start_line > l) {
+            best = Some((start_line, function.path.as_str()));
+        }
+    }
+    best.map(|(_, path)| path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{PlannedFunction, ProbeKind, ProbeSite};
+
+    fn function(root: &Path, path: &str, file: &str, line: u32, open: usize) -> PlannedFunction {
+        PlannedFunction {
+            path: path.to_owned(),
+            display: path.to_owned(),
+            file: root.join(file),
+            line,
+            level: 1,
+            manifest_path: root.join("Cargo.toml"),
+            is_root: false,
+            probe: Some(ProbeSite { index: 0, kind: ProbeKind::Sync, open, close: open, return_type: None }),
+            skip_reason: None,
+        }
+    }
+
+    #[test]
+    fn a_compiler_error_is_blamed_on_the_probe_above_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = "fn a() {\n    1;\n}\n\nfn b() {\n    2;\n}\n";
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), source).unwrap();
+        let b_open = source.rfind('{').unwrap() + 1;
+        let mut a = function(dir.path(), "k::a", "src/lib.rs", 1, 8);
+        let mut b = function(dir.path(), "k::b", "src/lib.rs", 5, b_open);
+        a.probe.as_mut().unwrap().index = 0;
+        b.probe.as_mut().unwrap().index = 1;
+        let plan = Plan {
+            root_args: vec!["a".into()],
+            depth: 1,
+            filter: None,
+            functions: vec![a, b],
+            edges: vec![],
+            unresolved: vec![],
+            warnings: vec![],
+        };
+        let file = Path::new("src/lib.rs");
+        assert_eq!(function_at(&plan, dir.path(), file, 2), Some("k::a"));
+        assert_eq!(function_at(&plan, dir.path(), file, 5), Some("k::b"));
+        assert_eq!(function_at(&plan, dir.path(), file, 7), Some("k::b"));
+        assert_eq!(function_at(&plan, dir.path(), Path::new("src/other.rs"), 2), None);
+    }
+
+    #[test]
+    fn diagnostic_paths_are_made_relative_to_the_workspace() {
+        let shadow = Path::new("/w/target/calltime/shadow");
+        let user = Path::new("/w");
+        assert_eq!(
+            relative_to_roots(Path::new("/w/target/calltime/shadow/src/a.rs"), shadow, user),
+            Path::new("src/a.rs")
+        );
+        assert_eq!(relative_to_roots(Path::new("/w/src/a.rs"), shadow, user), Path::new("src/a.rs"));
+        assert_eq!(relative_to_roots(Path::new("src/a.rs"), shadow, user), Path::new("src/a.rs"));
+    }
+}

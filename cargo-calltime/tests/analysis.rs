@@ -1,0 +1,247 @@
+//! The static call graph and plan on the test-crates/analysis-* workspaces: `cargo calltime graph` output as
+//! data (text and JSON), errors, probe offsets checked against the files on disk.
+
+mod util;
+
+use std::path::Path;
+
+use cargo_calltime::cli::{CargoArgs, PlanArgs};
+use cargo_calltime::plan::{make_plan, Plan, ProbeKind};
+use cargo_calltime::workspace::Workspace;
+use util::{calltime, check, copy_test_crate, data, normalize_path, run};
+
+/// (expectation name, test crate, graph arguments)
+const CASES: &[(&str, &str, &[&str])] = &[
+    ("modules", "analysis-modules", &["--root", "entry", "--depth", "10"]),
+    ("use", "analysis-use", &["--root", "app::run", "--depth", "10"]),
+    // A root named through a `pub use` with a rename: alpha::prelude::open is alpha::api::connect.
+    ("use-reexport-root", "analysis-use", &["--root", "alpha::prelude::open", "--depth", "2"]),
+    // `dyn Handler` in alpha reaches the impl in app, a crate alpha cannot name.
+    ("use-dyn-downstream", "analysis-use", &["--root", "alpha::api::dispatch", "--depth", "3"]),
+    ("use-package", "analysis-use", &["-p", "app", "--root", "run", "--depth", "3"]),
+    ("calls", "analysis-calls", &["--root", "entry", "--depth", "10"]),
+    ("calls-filter", "analysis-calls", &["--root", "Engine::total", "--depth", "3", "--filter", "::Counter::"]),
+    ("edge", "analysis-edge", &["--root", "my_tool::main", "--depth", "10"]),
+    ("edge-two-roots", "analysis-edge", &["--root", "edge::recursive", "--root", "fetch", "--depth", "2"]),
+];
+
+fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {
+    let mut cmd = calltime();
+    cmd.current_dir(dir).arg("graph").args(args).args(["--format", format]);
+    let out = run(&mut cmd, expect_success);
+    let stdout = normalize_path(&String::from_utf8_lossy(&out.stdout), dir, "[ROOT]");
+    let stderr = normalize_path(&String::from_utf8_lossy(&out.stderr), dir, "[ROOT]");
+    (stdout, stderr)
+}
+
+#[test]
+fn graph_output_matches_expectations() {
+    for (name, krate, args) in CASES {
+        let (_tmp, dir) = copy_test_crate(krate);
+        let (text, _) = graph(&dir, args, "text", true);
+        check(&data(&format!("analysis/{name}.txt")), &text);
+        let (json, _) = graph(&dir, args, "json", true);
+        serde_json::from_str::<serde_json::Value>(&json).expect("graph JSON parses");
+        check(&data(&format!("analysis/{name}.json")), &json);
+    }
+}
+
+#[test]
+fn dot_output_is_a_digraph() {
+    let (_tmp, dir) = copy_test_crate("analysis-calls");
+    let (dot, _) = graph(&dir, &["--root", "Counter::bump", "--depth", "2"], "dot", true);
+    check(&data("analysis/calls.dot"), &dot);
+}
+
+#[test]
+fn unparsable_file_is_a_warning_with_its_line() {
+    let (_tmp, dir) = copy_test_crate("analysis-edge");
+    let (_, stderr) = graph(&dir, &["--root", "edge::entry"], "text", true);
+    assert!(
+        stderr.contains("warning: edge/src/broken.rs:3: could not parse: "),
+        "stderr lacks the parse warning:\n{stderr}"
+    );
+}
+
+#[test]
+fn unreadable_file_is_a_warning_and_the_rest_goes_on() {
+    let (_tmp, dir) = copy_test_crate("analysis-modules");
+    let lib = dir.join("src/lib.rs");
+    let mut text = std::fs::read_to_string(&lib).unwrap();
+    text.push_str("\n#[cfg(any())]\nmod latin1;\n");
+    std::fs::write(&lib, text).unwrap();
+    std::fs::write(dir.join("src/latin1.rs"), b"// caf\xe9\nfn f() {}\n").unwrap();
+    let (out, stderr) = graph(&dir, &["--root", "entry"], "text", true);
+    assert!(stderr.contains("warning: src/latin1.rs: could not read: not valid UTF-8"), "{stderr}");
+    assert!(out.contains("analysis_modules::dir::from_dir"), "{out}");
+}
+
+#[test]
+fn runs_from_a_directory_inside_the_workspace() {
+    let (_tmp, dir) = copy_test_crate("analysis-use");
+    let (out, _) = graph(&dir.join("crates/app/src/nested"), &["--root", "app::run", "--depth", "2"], "text", true);
+    assert!(out.contains("app::run -> alpha::api::connect"), "{out}");
+}
+
+#[test]
+fn output_file_gets_the_plan() {
+    let (_tmp, dir) = copy_test_crate("analysis-modules");
+    let out_file = dir.join("plan.json");
+    let mut cmd = calltime();
+    cmd.current_dir(&dir).args(["graph", "--root", "entry", "--format", "json", "-o"]).arg(&out_file);
+    let out = run(&mut cmd, true);
+    assert!(out.stdout.is_empty(), "stdout should be empty with -o");
+    let text = std::fs::read_to_string(&out_file).expect("plan written");
+    let value: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(value["functions"][0]["path"], "analysis_modules::entry");
+}
+
+#[test]
+fn manifest_path_works_from_another_directory() {
+    let (tmp, dir) = copy_test_crate("analysis-use");
+    let mut cmd = calltime();
+    cmd.current_dir(tmp.path()).args(["graph", "--root", "deep_fn", "--manifest-path"]).arg(dir.join("Cargo.toml"));
+    let out = run(&mut cmd, true);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("alpha::inner::deep::deep_fn -> alpha::inner::helper"), "{text}");
+}
+
+#[test]
+fn errors_name_the_problem_and_a_hint() {
+    let cases: &[(&str, &[&str])] = &[
+        ("analysis-calls", &["--root", "stepp"]),
+        ("analysis-calls", &["--root", "nothing_like_this_at_all"]),
+        ("analysis-calls", &["--root", "step"]),
+        ("analysis-calls", &["--root", "entry", "--filter", "("]),
+        ("analysis-calls", &["--root", "entry", "--depth", "0"]),
+        ("analysis-edge", &["--root", "edge::limit"]),
+    ];
+    let mut all = String::new();
+    for (krate, args) in cases {
+        let (_tmp, dir) = copy_test_crate(krate);
+        let (_, stderr) = graph(&dir, args, "text", false);
+        // Progress lines vary with the crate; the error is what this test is about.
+        let errors: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("    Analysed")).collect();
+        all.push_str(&format!("$ cargo calltime graph {}  # in {krate}\n{}\n\n", args.join(" "), errors.join("\n")));
+    }
+    check(&data("analysis/errors.txt"), &all);
+}
+
+fn plan_for(dir: &Path, roots: &[&str], depth: u32, filter: Option<&str>) -> Plan {
+    let cargo = CargoArgs { manifest_path: Some(dir.join("Cargo.toml")), ..CargoArgs::default() };
+    let ws = Workspace::load(&cargo).expect("workspace loads");
+    let args =
+        PlanArgs { root: roots.iter().map(|r| r.to_string()).collect(), depth, filter: filter.map(str::to_owned) };
+    make_plan(&ws, &args).expect("plan")
+}
+
+/// The end of the line holding `offset`, for failure messages.
+fn around(text: &str, offset: usize) -> String {
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    format!("{}|{}", &text[start..offset], &text[offset..end])
+}
+
+#[test]
+fn probe_offsets_point_into_the_files_on_disk() {
+    let (_tmp, dir) = copy_test_crate("analysis-edge");
+    let plan = plan_for(&dir, &["my_tool::main"], 100, None);
+    let mut kinds_seen = Vec::new();
+    for (f, probe) in plan.instrumented() {
+        let text = std::fs::read_to_string(&f.file).unwrap();
+        let bytes = text.as_bytes();
+        kinds_seen.push(probe.kind);
+        match probe.kind {
+            ProbeKind::Sync => {
+                assert_eq!(probe.open, probe.close, "{}", f.path);
+                let before = text[..probe.open].trim_end();
+                assert!(
+                    before.ends_with('{') || before.ends_with(']'),
+                    "{}: open should follow the body's brace or inner attributes: {}",
+                    f.path,
+                    around(&text, probe.open)
+                );
+            }
+            ProbeKind::Async => {
+                assert_eq!(bytes[probe.open - 1], b'{', "{}: {}", f.path, around(&text, probe.open));
+                assert_eq!(bytes[probe.close], b'}', "{}: {}", f.path, around(&text, probe.close));
+            }
+            ProbeKind::AsyncBlock => {
+                assert!(text[probe.open..].starts_with("async move {"), "{}: {}", f.path, around(&text, probe.open));
+                assert_eq!(bytes[probe.close - 1], b'}', "{}", f.path);
+                assert!(text[probe.close..].trim_start().starts_with('}'), "tail block ends the body");
+            }
+        }
+    }
+    for kind in [ProbeKind::Sync, ProbeKind::Async, ProbeKind::AsyncBlock] {
+        assert!(kinds_seen.contains(&kind), "no {kind:?} probe in the edge crate");
+    }
+    let by_path = |p: &str| plan.functions.iter().find(|f| f.path == p).unwrap_or_else(|| panic!("{p} reached"));
+
+    // Inner attributes: the probe goes after them.
+    let outer = by_path("edge::outer");
+    let text = std::fs::read_to_string(&outer.file).unwrap();
+    let open = outer.probe.as_ref().unwrap().open;
+    assert!(text[..open].ends_with("#![allow(clippy::items_after_statements)]"), "{}", around(&text, open));
+
+    // The BOM (3 bytes) and the shebang line are counted: the offset is right in the file as on disk.
+    let main = by_path("my_tool::main");
+    let text = std::fs::read_to_string(&main.file).unwrap();
+    assert!(text.starts_with('\u{feff}'));
+    let open = main.probe.as_ref().unwrap().open;
+    assert!(text[..open].ends_with("fn main() {"), "{}", around(&text, open));
+    assert_eq!(main.line, 4);
+
+    // Async return types as written, `impl Trait` erased; None for unit.
+    let fetch = by_path("edge::fetch").probe.as_ref().unwrap();
+    assert_eq!(fetch.return_type.as_deref(), Some("Result<u32, String>"));
+    let helper = by_path("edge::helper_async").probe.as_ref().unwrap();
+    assert_eq!(helper.return_type, None);
+}
+
+#[test]
+fn indices_are_dense_roots_first_and_deterministic() {
+    let (_tmp, dir) = copy_test_crate("analysis-calls");
+    let plan = plan_for(&dir, &["Counter::bump", "entry"], 10, None);
+    let indices: Vec<u32> = plan.instrumented().map(|(_, p)| p.index).collect();
+    assert_eq!(indices, (0..indices.len() as u32).collect::<Vec<_>>());
+    let first_two: Vec<&str> = plan.instrumented().take(2).map(|(f, _)| f.path.as_str()).collect();
+    assert_eq!(first_two, ["analysis_calls::Counter::bump", "analysis_calls::entry"]);
+    let again = plan_for(&dir, &["Counter::bump", "entry"], 10, None);
+    let a: Vec<(String, u32)> = plan.instrumented().map(|(f, p)| (f.path.clone(), p.index)).collect();
+    let b: Vec<(String, u32)> = again.instrumented().map(|(f, p)| (f.path.clone(), p.index)).collect();
+    assert_eq!(a, b);
+    // The table names every index.
+    let table = plan.function_table("test");
+    assert_eq!(table.functions.len(), indices.len());
+}
+
+/// With an unlimited depth and a filter that takes everything, every reachable function that can take a probe
+/// gets one: what the recall check (instrument everything, run, compare) relies on.
+#[test]
+fn everything_reachable_gets_a_probe_with_filter_dot() {
+    let allowed = ["const fn", "declared in an extern block", "generated by macro", "returns a future without"];
+    for (krate, root) in [
+        ("analysis-calls", "entry"),
+        ("analysis-edge", "my_tool::main"),
+        ("analysis-use", "app::run"),
+        ("analysis-modules", "entry"),
+    ] {
+        let (_tmp, dir) = copy_test_crate(krate);
+        let plan = plan_for(&dir, &[root], 1000, Some("."));
+        assert!(plan.functions.len() > 5, "{krate}: too few functions reached");
+        for f in &plan.functions {
+            if let Some(reason) = &f.skip_reason {
+                assert!(allowed.iter().any(|a| reason.starts_with(a)), "{krate}: {} skipped: {reason}", f.path);
+            }
+        }
+        // Level and edge consistency: every non-root function is called by one a level above it.
+        for (i, f) in plan.functions.iter().enumerate() {
+            if f.is_root {
+                continue;
+            }
+            let has_parent = plan.edges.iter().any(|e| e.to == i && plan.functions[e.from].level + 1 == f.level);
+            assert!(has_parent, "{krate}: {} at level {} has no caller a level above", f.path, f.level);
+        }
+    }
+}

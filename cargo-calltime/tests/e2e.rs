@@ -1,0 +1,275 @@
+//! End-to-end: the real binary on copies of the test crates. Each test builds its crate once and checks everything
+//! it can on that build: the recorded trees (structure and call counts, timings normalised away), the program's
+//! output against a plain `cargo run`, exit codes, kept traces, and that no file of the user's workspace changed.
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// Every file of a workspace outside `target/`: its content hash, size and mtime. Equal snapshots mean the tool
+/// neither wrote, touched, created nor deleted anything there.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, (u64, u64, std::time::SystemTime)> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if path == root.join("target") {
+                continue;
+            }
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            bytes.hash(&mut hasher);
+            files.insert(
+                path.strip_prefix(root).unwrap().to_owned(),
+                (hasher.finish(), meta.len(), meta.modified().unwrap()),
+            );
+        }
+    }
+    files
+}
+
+/// The tree structure of a JSON report, without timings: one line per node, `calls` exact.
+fn tree_dump(report: &Value) -> String {
+    fn node(out: &mut String, n: &Value, depth: usize) {
+        let panicked = n["panicked"].as_u64().unwrap_or(0);
+        out.push_str(&format!(
+            "{}{} calls={}{}\n",
+            "  ".repeat(depth),
+            n["path"].as_str().unwrap_or("?"),
+            n["calls"],
+            if panicked > 0 { format!(" panicked={panicked}") } else { String::new() }
+        ));
+        for child in n["children"].as_array().into_iter().flatten() {
+            node(out, child, depth + 1);
+        }
+    }
+    let mut out = String::new();
+    for inv in report["invocations"].as_array().expect("invocations") {
+        out.push_str(&format!("invocation {}\n", inv["index"]));
+        node(&mut out, &inv["tree"], 1);
+    }
+    for agg in report["aggregate"].as_array().expect("aggregate") {
+        out.push_str(&format!("aggregate of {} invocations\n", agg["invocations"]));
+        node(&mut out, &agg["tree"], 1);
+    }
+    let stats = &report["stats"];
+    out.push_str(&format!("stats seen={} kept={}\n", stats["seen"], stats["kept"]));
+    out
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `cargo run` of the same copy, built outside it so the copy stays as it was.
+fn plain_run(dir: &Path, target_dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(["run", "-q", "--offline", "--target-dir"]).arg(target_dir).arg("--").args(args).current_dir(dir);
+    cmd.env_remove("CARGO_TARGET_DIR").env_remove("RUSTFLAGS");
+    util::run(&mut cmd, true)
+}
+
+#[test]
+fn demo_trees_output_exit_code_and_untouched_workspace() {
+    let (tmp, dir) = util::copy_test_crate("demo");
+    let before = snapshot(&dir);
+    let report = tmp.path().join("report.json");
+
+    let out = util::run(
+        util::calltime()
+            .args(["--root", "server::handle", "--depth", "5", "--format", "json", "-o"])
+            .arg(&report)
+            .current_dir(&dir),
+        true,
+    );
+    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&plain.stdout),
+        "the program's stdout differs from a plain cargo run"
+    );
+    assert!(out.stdout == plain.stdout);
+    let stderr = stderr_of(&out);
+    for phase in ["Analysing", "Copying", "Building", "Running", "Rendering"] {
+        assert!(stderr.contains(phase), "no `{phase}` progress line in:\n{stderr}");
+    }
+    // The panic message names the user's file, as in a plain run.
+    assert!(stderr.contains("request panicked: panicked at src/parse.rs:"), "{stderr}");
+
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    util::check(&util::data("e2e/demo-tree.txt"), &tree_dump(&json));
+
+    let last = dir.join("target/calltime/last.trace");
+    assert!(last.exists() && dir.join("target/calltime/last.trace.functions.json").exists());
+
+    // Second run: no rebuild, the text report on stderr (stdout is the program's), the exit code passed on,
+    // the trace saved with its function table.
+    let saved = tmp.path().join("saved/run.trace");
+    let out = util::calltime()
+        .args(["--root", "server::handle", "--depth", "5", "--save"])
+        .arg(&saved)
+        .args(["--", "--exit-code", "3"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert_eq!(out.stdout, plain.stdout);
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("(0 changed, 0 removed;"), "the second run rewrote files:\n{stderr}");
+    assert!(stderr.contains("12 invocations"), "{stderr}");
+    assert!(saved.exists() && tmp.path().join("saved/run.trace.functions.json").exists());
+
+    // `build`: the last stdout line is the instrumented binary; running it by hand records a trace.
+    let out = util::run(util::calltime().args(["build", "--root", "server::handle", "-q"]).current_dir(&dir), true);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let exe = PathBuf::from(stdout.lines().last().expect("a path"));
+    let manual = tmp.path().join("manual.trace");
+    let run = util::run(Command::new(&exe).env("CALLTIME_OUT", &manual).current_dir(&dir), true);
+    assert_eq!(run.stdout, plain.stdout);
+    let trace = std::fs::read_to_string(&manual).unwrap();
+    assert_eq!(trace.lines().filter(|l| l.starts_with("inv ")).count(), 12, "{trace}");
+
+    // The root is never reached (no request on stdin): an error naming the plan size, not an empty report.
+    let out = util::run(
+        util::calltime()
+            .args(["--root", "server::handle", "-q", "--", "--stdin"])
+            .stdin(Stdio::null())
+            .current_dir(&dir),
+        false,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = stderr_of(&out);
+    let lines: Vec<&str> = stderr.lines().skip_while(|l| !l.starts_with("error: ")).collect();
+    util::check(&util::data("e2e/errors/root-never-called.txt"), &(lines.join("\n") + "\n"));
+
+    assert_eq!(before, snapshot(&dir), "the user's workspace changed");
+}
+
+#[test]
+fn failed_build_blames_the_user_code_and_touches_nothing() {
+    let (_tmp, dir) = util::copy_test_crate("e2e-broken");
+    let before = snapshot(&dir);
+    let out = util::run(util::calltime().args(["--root", "entry"]).current_dir(&dir), false);
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("expected `u32`, found `&str`"), "cargo's error is not shown:\n{stderr}");
+    assert!(stderr.contains("--> src/lib.rs:8:"), "the diagnostic does not name the user's file:\n{stderr}");
+    let last = stderr.lines().filter(|l| l.starts_with("error: ") || l.starts_with("  hint: ")).collect::<Vec<_>>();
+    util::check(&util::data("e2e/errors/broken-build.txt"), &(last[last.len() - 2..].join("\n") + "\n"));
+    assert_eq!(before, snapshot(&dir), "the user's workspace changed");
+}
+
+#[test]
+fn killed_program_keeps_its_completed_trees() {
+    let (_tmp, dir) = util::copy_test_crate("e2e-loop");
+    let before = snapshot(&dir);
+    let mut child = util::calltime()
+        .args(["--root", "step", "--format", "json", "-o", "-"])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut pid = None;
+    for _ in 0..5 {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        pid = line.split_whitespace().next().map(str::to_owned);
+    }
+    let pid = pid.unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!(
+            "the program printed nothing; stderr:\n{}",
+            std::io::read_to_string(child.stderr.take().unwrap()).unwrap()
+        )
+    });
+    util::run(Command::new("kill").args(["-9", &pid]), true);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(128 + 9), "{stderr}");
+    // The JSON report follows the program's last lines on stdout (`-o -`).
+    let json_start = rest.find("{\n").unwrap_or_else(|| panic!("no report on stdout:\n{rest}\n{stderr}"));
+    let json: Value = serde_json::from_str(&rest[json_start..]).unwrap();
+    let invocations = json["invocations"].as_array().unwrap();
+    // Five roots had returned when the program was killed; the runtime's writer may lag behind the last ones.
+    assert!(!invocations.is_empty(), "no invocation kept");
+    for inv in invocations {
+        assert_eq!(inv["tree"]["path"], "e2e_loop::step");
+        assert_eq!(inv["tree"]["children"][0]["path"], "e2e_loop::inner");
+    }
+    assert_eq!(before, snapshot(&dir), "the user's workspace changed");
+}
+
+/// Runs a failing command and checks its last `error:`/`hint:` lines, with the temporary dir normalised.
+fn check_error(case: &str, cmd: &mut Command, dir: &Path) {
+    let out = util::run(cmd, false);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = stderr_of(&out);
+    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().skip_while(|l| !l.starts_with("error: ")).collect();
+    let text = util::normalize_path(&(lines.join("\n") + "\n"), dir, "[DIR]");
+    util::check(&util::data(&format!("e2e/errors/{case}.txt")), &text);
+}
+
+#[test]
+fn errors_are_one_line_with_a_hint() {
+    let (_tmp, dir) = util::copy_test_crate("demo");
+    let before = snapshot(&dir);
+    let demo = |args: &[&str]| {
+        let mut cmd = util::calltime();
+        cmd.args(args).current_dir(&dir);
+        cmd
+    };
+    check_error("unknown-root", &mut demo(&["--root", "no_such_function"]), &dir);
+    check_error("ambiguous-root", &mut demo(&["--root", "checksum"]), &dir);
+    check_error("invalid-regex", &mut demo(&["--root", "handle", "--filter", "demo::(server"]), &dir);
+    check_error("depth-zero", &mut demo(&["--root", "handle", "--depth", "0"]), &dir);
+    check_error("unknown-bin", &mut demo(&["--root", "handle", "--bin", "nope"]), &dir);
+    assert_eq!(before, snapshot(&dir), "the user's workspace changed");
+
+    let empty = tempfile::tempdir().unwrap();
+    check_error("no-workspace", util::calltime().args(["--root", "handle"]).current_dir(empty.path()), empty.path());
+
+    // This crate has no Cargo.lock: `cargo metadata` must not leave one behind.
+    let (_tmp2, two) = util::copy_test_crate("e2e-twobins");
+    let before = snapshot(&two);
+    check_error("several-bins", util::calltime().args(["--root", "work"]).current_dir(&two), &two);
+    assert_eq!(before, snapshot(&two), "the user's workspace changed");
+}
+
+/// Every function form (async with `?`, trait objects, `impl Trait`, generics, inner attributes, async blocks,
+/// `#[track_caller]`, `unsafe`/`extern "C"` fns, `line!()`) builds without a warning (the crate denies them) and
+/// behaves the same with probes.
+#[test]
+fn every_function_form_builds_and_behaves_the_same() {
+    let (tmp, dir) = util::copy_test_crate("e2e-forms");
+    let before = snapshot(&dir);
+    let report = tmp.path().join("report.json");
+    let out = util::run(
+        util::calltime().args(["--root", "run_all", "--format", "json", "-o"]).arg(&report).current_dir(&dir),
+        true,
+    );
+    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    util::check(&util::data("e2e/forms-tree.txt"), &tree_dump(&json));
+    assert_eq!(before, snapshot(&dir), "the user's workspace changed");
+}

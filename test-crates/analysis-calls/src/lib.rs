@@ -1,0 +1,153 @@
+//! Call shapes: `Type::assoc`, `Self::`, trait calls, `dyn Trait` and generics (every impl plus the default body),
+//! receivers of known type (self, fields, parameters, typed lets, constructors, struct literals), receivers of
+//! unknown type (by name and arity), functions as values, closures and macro arguments.
+
+pub trait Shape {
+    fn area(&self) -> f64;
+
+    fn describe(&self) -> String {
+        format!("area {}", self.area())
+    }
+}
+
+pub struct Square(pub f64);
+
+pub struct Circle {
+    pub r: f64,
+}
+
+impl Shape for Square {
+    fn area(&self) -> f64 {
+        self.0 * self.0
+    }
+}
+
+impl Shape for Circle {
+    fn area(&self) -> f64 {
+        3.0 * self.r * self.r
+    }
+
+    fn describe(&self) -> String {
+        "a circle".to_owned()
+    }
+}
+
+pub struct Counter {
+    n: u32,
+}
+
+impl Counter {
+    pub fn new() -> Self {
+        Counter { n: 0 }
+    }
+
+    pub fn bump(&mut self) -> bool {
+        self.n += 1;
+        Self::check(self.n)
+    }
+
+    fn check(n: u32) -> bool {
+        n > 3
+    }
+}
+
+impl Default for Counter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub struct Engine {
+    shapes: Vec<Box<dyn Shape>>,
+    counter: Counter,
+}
+
+impl Engine {
+    pub fn new() -> Self {
+        Engine { shapes: vec![Box::new(Square(1.0)), make_circle()], counter: Counter::default() }
+    }
+
+    pub fn total(&mut self) -> f64 {
+        self.counter.bump();
+        // `s` has no written type: `area` is resolved by name and arity.
+        self.shapes.iter().map(|s| s.area()).sum()
+    }
+
+    pub fn report(&self, shape: &dyn Shape) -> String {
+        shape.describe()
+    }
+}
+
+fn make_circle() -> Box<dyn Shape> {
+    Box::new(Circle { r: 1.0 })
+}
+
+pub fn generic<T: Shape>(t: &T) -> f64 {
+    t.area() + T::area(t)
+}
+
+pub fn parse(s: &str) -> u32 {
+    s.len() as u32
+}
+
+pub fn parse_all(items: &[&str]) -> Vec<u32> {
+    items.iter().copied().map(parse).collect()
+}
+
+fn check_all(v: &[u32]) -> bool {
+    v.iter().all(|x| *x > 0)
+}
+
+fn shown() -> u32 {
+    7
+}
+
+macro_rules! twice {
+    ($e:expr) => {{
+        $e;
+        $e
+    }};
+}
+
+pub fn macros() -> u32 {
+    let v = vec![parse("1"), parse("22")];
+    assert!(check_all(&v), "failed with {}", shown());
+    let text = format!("{:?}", parse_all(&["333"]));
+    twice!(parse(&text))
+}
+
+pub struct Walker;
+pub struct Runner;
+
+impl Walker {
+    pub fn step(&self, n: u32) -> u32 {
+        n
+    }
+}
+
+impl Runner {
+    pub fn step(&self, n: u32) -> u32 {
+        n + 1
+    }
+}
+
+fn pick() -> Walker {
+    Walker
+}
+
+pub fn entry() -> f64 {
+    let mut engine = Engine::new();
+    let total = engine.total();
+    engine.report(&Square(2.0));
+    let circle = Circle { r: 2.0 };
+    let typed: Counter = Counter::new();
+    let _ = typed.n;
+    circle.describe();
+    generic(&Square(3.0));
+    <Square as Shape>::area(&Square(1.0));
+    Shape::describe(&Square(1.0));
+    // Unknown receiver type: two workspace methods named `step` with one argument.
+    pick().step(1);
+    let run = |x: u32| macros() + x;
+    total + f64::from(run(1))
+}

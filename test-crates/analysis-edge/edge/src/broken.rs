@@ -1,0 +1,3 @@
+pub fn fine() {}
+
+pub fn not_rust( {

@@ -1,0 +1,1 @@
+pub fn close_by() {}

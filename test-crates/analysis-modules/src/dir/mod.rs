@@ -1,0 +1,5 @@
+pub mod child;
+
+pub fn from_dir() {
+    child::grandchild();
+}

@@ -1,0 +1,3 @@
+pub fn deepest() {
+    crate::dir::child::grandchild();
+}

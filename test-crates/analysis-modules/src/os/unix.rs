@@ -1,0 +1,3 @@
+pub fn name() -> &'static str {
+    "unix"
+}

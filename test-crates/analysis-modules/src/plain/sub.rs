@@ -1,0 +1,3 @@
+pub fn below_plain() {
+    super::leaf();
+}

@@ -1,0 +1,7 @@
+pub fn helper() {}
+
+pub mod deep {
+    pub fn deep_fn() {
+        super::helper();
+    }
+}

@@ -1,0 +1,7 @@
+pub mod child;
+
+use crate::util::*;
+
+fn parent_helper() {
+    work();
+}

@@ -1,0 +1,9 @@
+pub fn work() {
+    use crate::nested::child::go as again;
+    local();
+    if false {
+        again();
+    }
+}
+
+fn local() {}

@@ -1,0 +1,144 @@
+//! Every function form the rewrite has to get right, reached from `run_all`. The program's output must be the same
+//! with and without probes, and the build must stay free of warnings.
+#![deny(warnings)]
+
+use std::fmt::Display;
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+pub trait Shape {
+    fn area(&self) -> u32;
+}
+
+pub struct Square(pub u32);
+
+impl Shape for Square {
+    fn area(&self) -> u32 {
+        self.0 * self.0
+    }
+}
+
+#[derive(Debug)]
+pub struct ParseFailed;
+
+impl From<std::num::ParseIntError> for ParseFailed {
+    fn from(_: std::num::ParseIntError) -> ParseFailed {
+        ParseFailed
+    }
+}
+
+/// `?` converts through From: needs the return-type pin inside the async block.
+pub async fn parse_twice(text: &str) -> Result<u32, ParseFailed> {
+    let n: u32 = text.parse()?;
+    Ok(n * 2)
+}
+
+/// Coercion to a trait object in the tail expression.
+pub async fn boxed(side: u32) -> Box<dyn Shape> {
+    Box::new(Square(side))
+}
+
+/// `impl Trait` in return position: erased, no pin.
+pub async fn shown(n: u32) -> impl Display {
+    n + 1
+}
+
+/// An early `return` and a generic.
+pub async fn first_or<T: Clone>(items: &[T], fallback: T) -> T {
+    if let Some(first) = items.first() {
+        return first.clone();
+    }
+    fallback
+}
+
+/// Unit return and an inner attribute.
+pub async fn nothing() {
+    #![allow(unused_variables)]
+    let unused = 1;
+}
+
+/// A future from a plain function: the `async move` block is probed.
+pub fn later(n: u32) -> impl Future<Output = u32> {
+    async move { n + 100 }
+}
+
+pub struct Counter {
+    pub hits: u32,
+}
+
+impl Counter {
+    /// An async method borrowing `self`.
+    pub async fn bump(&mut self) -> u32 {
+        self.hits += 1;
+        self.hits
+    }
+
+    pub fn get(&self) -> u32 {
+        #![allow(clippy::let_and_return)]
+        let hits = self.hits;
+        hits
+    }
+}
+
+/// Sync forms: `#[track_caller]`, `unsafe fn`, `extern "C"`, a nested fn, `impl Trait` argument.
+#[track_caller]
+pub fn caller_line() -> u32 {
+    std::panic::Location::caller().line()
+}
+
+/// # Safety
+/// `p` must be valid.
+pub unsafe fn read(p: *const u32) -> u32 {
+    *p
+}
+
+pub extern "C" fn doubled(x: u32) -> u32 {
+    fn inner(x: u32) -> u32 {
+        x * 2
+    }
+    inner(x)
+}
+
+pub fn total(shapes: impl IntoIterator<Item = Box<dyn Shape>>) -> u32 {
+    shapes.into_iter().map(|s| s.area()).sum()
+}
+
+pub const fn limit() -> u32 {
+    10
+}
+
+/// `line!()` must not move: the probes add no newline.
+pub fn where_am_i() -> u32 {
+    line!()
+}
+
+fn block_on<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+/// The root: calls everything and returns the lines to print.
+pub fn run_all() -> Vec<String> {
+    let mut out = Vec::new();
+    out.push(format!("{:?} {:?}", block_on(parse_twice("21")).ok(), block_on(parse_twice("x")).is_err()));
+    out.push(format!("{}", block_on(boxed(3)).area()));
+    out.push(format!("{}", block_on(shown(4))));
+    out.push(format!("{} {}", block_on(first_or(&[5, 6], 0)), block_on(first_or::<u8>(&[], 9))));
+    block_on(nothing());
+    out.push(format!("{}", block_on(later(1))));
+    let mut counter = Counter { hits: 0 };
+    block_on(counter.bump());
+    out.push(format!("{} {}", block_on(counter.bump()), counter.get()));
+    let value = 7;
+    // SAFETY: a valid reference.
+    out.push(format!("{} {}", unsafe { read(&value) }, doubled(4)));
+    out.push(format!("{}", total(vec![Box::new(Square(2)) as Box<dyn Shape>, Box::new(Square(1))])));
+    out.push(format!("{} {} {}", caller_line(), where_am_i(), limit()));
+    out
+}

@@ -1,0 +1,3 @@
+fn main() {
+    println!("{}", e2e_twobins::work());
+}
