@@ -21,6 +21,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     ("use-package", "analysis-use", &["-p", "app", "--root", "run", "--depth", "3"]),
     ("calls", "analysis-calls", &["--root", "entry", "--depth", "10"]),
     ("calls-filter", "analysis-calls", &["--root", "Engine::total", "--depth", "3", "--filter", "::Counter::"]),
+    // Roots in an example target: named by crate, or found by the second look that includes examples.
+    ("calls-example", "analysis-calls", &["--root", "demo::main", "--depth", "3"]),
+    ("calls-example-helper", "analysis-calls", &["--root", "demo_helper", "--depth", "2"]),
     ("edge", "analysis-edge", &["--root", "my_tool::main", "--depth", "10"]),
     ("edge-two-roots", "analysis-edge", &["--root", "edge::recursive", "--root", "fetch", "--depth", "2"]),
 ];

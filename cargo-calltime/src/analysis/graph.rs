@@ -90,6 +90,8 @@ fn program_crates(index: &Index, roots: &[FnId]) -> HashSet<CrateId> {
 
 fn resolve_in(index: &Index, f: FnId, in_program: &HashSet<CrateId>) -> Resolved {
     let mut r = index.resolve_calls(f);
-    r.callees.retain(|c| in_program.contains(&index.fns[*c].krate));
+    // `#[cfg(test)]` code does not exist in the program unless the caller is test code itself.
+    let test_caller = index.fns[f].item.test_only;
+    r.callees.retain(|c| in_program.contains(&index.fns[*c].krate) && (test_caller || !index.fns[*c].item.test_only));
     r
 }

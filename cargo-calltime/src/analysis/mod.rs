@@ -37,10 +37,11 @@ pub fn with_parser_pool<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     }
 }
 
-/// Indexes every crate target of the workspace.
-pub fn index_workspace(ws: &Workspace) -> Index {
+/// Indexes the crate targets of the workspace: libs and bins, and with `with_aux` examples, tests and benches
+/// (they matter only when a root is in one of them).
+pub fn index_workspace(ws: &Workspace, with_aux: bool) -> Index {
     let started = std::time::Instant::now();
-    let specs = modules::crate_specs(ws);
+    let specs = modules::crate_specs(ws, with_aux);
     let sources = with_parser_pool(|| modules::parse_sources(&specs));
     let parsed = started.elapsed();
     let index = Index::build(specs, &sources);

@@ -52,9 +52,10 @@ fn crate_name(target: &str) -> String {
     target.replace('-', "_")
 }
 
-/// Every target worth indexing: the lib of each workspace member, plus the bins, examples, tests and benches of
-/// the selected members. Build scripts and proc-macro crates are never instrumented, so they are not indexed.
-pub fn crate_specs(ws: &Workspace) -> Vec<CrateSpec> {
+/// Every target worth indexing: the lib of each workspace member, plus the bins of the selected members, and
+/// with `with_aux` their examples, tests and benches too. Build scripts and proc-macro crates are never
+/// instrumented, so they are not indexed.
+pub fn crate_specs(ws: &Workspace, with_aux: bool) -> Vec<CrateSpec> {
     let meta = &ws.metadata;
     let by_id: HashMap<&PackageId, usize> = meta.packages.iter().enumerate().map(|(i, p)| (&p.id, i)).collect();
     let members: HashSet<usize> = meta.workspace_members.iter().filter_map(|id| by_id.get(id).copied()).collect();
@@ -131,6 +132,9 @@ pub fn crate_specs(ws: &Workspace) -> Vec<CrateSpec> {
             if kind != TargetKind::Lib && !selected {
                 continue;
             }
+            if !with_aux && matches!(kind, TargetKind::Example | TargetKind::Test | TargetKind::Bench) {
+                continue;
+            }
             let mut deps = normal.clone();
             if matches!(kind, TargetKind::Example | TargetKind::Test | TargetKind::Bench) {
                 deps.extend(dev.iter().cloned());
@@ -190,6 +194,10 @@ struct ChildDecl {
 
 fn collect_child_decls(items: &ModItems, file: &Path, dir: &Path, rel: &Path, top: bool, out: &mut Vec<ChildDecl>) {
     for m in &items.mods {
+        // `#[cfg(test)] mod tests;` is not part of any program cargo-calltime runs: not worth parsing.
+        if m.test_only {
+            continue;
+        }
         match &m.kind {
             ModKind::External { decl } => {
                 let candidates = match &m.path_attr {
