@@ -18,7 +18,8 @@ pub const GRAPH_JSON_VERSION: u32 = 1;
 pub fn graph_command(args: &GraphArgs) -> Result<i32> {
     ui::set_quiet(args.cargo.quiet);
     let started = std::time::Instant::now();
-    let ws = Workspace::load(&args.cargo)?;
+    // The graph needs no dependency resolution: `--no-deps` keeps `cargo metadata` off the registry and fast.
+    let ws = Workspace::load_members_only(&args.cargo)?;
     tracing::info!("cargo metadata in {:?}", started.elapsed());
     let plan = make_plan(&ws, &args.plan)?;
     let out = match args.format {
