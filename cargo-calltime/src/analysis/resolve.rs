@@ -194,6 +194,9 @@ impl Index {
             }
             return match self.scope_lookup_values(ctx.scope, last) {
                 Some(fns) if !fns.is_empty() => Outcome::Fns(fns.clone()),
+                // `use dependency::function;` binds the name to something outside the workspace.
+                _ if self.scope_lookup_type(ctx.scope, last) == Some(TypeRes::External) => Outcome::External,
+                _ if self.sees_external_glob(ctx.scope) => Outcome::External,
                 _ => Outcome::Missing(None),
             };
         }
