@@ -964,9 +964,13 @@ impl BodyVisitor<'_> {
                 (Receiver::Unknown, PathRef::from_syn(&p.path).text())
             }
             Expr::Field(f) => {
-                if let (Expr::Path(base), syn::Member::Named(field)) = (&*f.base, &f.member) {
+                if let Expr::Path(base) = &*f.base {
                     if base.path.is_ident("self") {
-                        return (Receiver::SelfField(field.to_string()), format!("self.{field}"));
+                        let field = match &f.member {
+                            syn::Member::Named(name) => name.to_string(),
+                            syn::Member::Unnamed(index) => index.index.to_string(),
+                        };
+                        return (Receiver::SelfField(field.clone()), format!("self.{field}"));
                     }
                 }
                 (Receiver::Unknown, "_".to_owned())

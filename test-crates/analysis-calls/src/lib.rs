@@ -149,5 +149,15 @@ pub fn entry() -> f64 {
     // Unknown receiver type: two workspace methods named `step` with one argument.
     pick().step(1);
     let run = |x: u32| macros() + x;
+    Wrapper(Counter::new()).poke();
     total + f64::from(run(1))
+}
+
+/// A tuple struct: `self.0` has the field's type.
+pub struct Wrapper(Counter);
+
+impl Wrapper {
+    fn poke(&mut self) -> bool {
+        self.0.bump()
+    }
 }
