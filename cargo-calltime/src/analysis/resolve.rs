@@ -12,9 +12,9 @@ pub const FAN_OUT_CAP: usize = 8;
 
 /// Types of the standard prelude: a method on them leaves the workspace unless a workspace trait adds it.
 const STD_TYPES: &[&str] = &[
-    "Vec", "String", "Option", "Result", "Box", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque", "Rc", "Arc",
-    "RefCell", "Cell", "Mutex", "RwLock", "str", "usize", "u8", "u16", "u32", "u64", "u128", "isize", "i8", "i16",
-    "i32", "i64", "i128", "f32", "f64", "bool", "char", "PathBuf", "Path", "Duration", "Instant",
+    "Vec", "String", "Option", "Result", "Some", "Ok", "Err", "Box", "HashMap", "HashSet", "BTreeMap", "BTreeSet",
+    "VecDeque", "Rc", "Arc", "RefCell", "Cell", "Mutex", "RwLock", "str", "usize", "u8", "u16", "u32", "u64", "u128",
+    "isize", "i8", "i16", "i32", "i64", "i128", "f32", "f64", "bool", "char", "PathBuf", "Path", "Duration", "Instant",
 ];
 
 /// Outgoing edges of one function and the notes on its call sites.

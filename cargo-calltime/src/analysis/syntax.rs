@@ -977,6 +977,10 @@ impl BodyVisitor<'_> {
             }
             Expr::Call(c) => {
                 if let Expr::Path(p) = &*c.func {
+                    if let Some(ident) = p.path.get_ident().filter(|i| is_type_like(&i.to_string())) {
+                        // A tuple-struct constructor: `Wrapper(x).poke()`.
+                        return (Receiver::Type(self.path_type(&p.path)), format!("{ident}(..)"));
+                    }
                     if p.qself.is_none() && p.path.segments.len() >= 2 {
                         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
                         let ty_seg = &segs[segs.len() - 2];
