@@ -23,7 +23,9 @@ use crate::workspace::Workspace;
 /// Which implicit calls the graph models. Printed under the plan and in docs/graph-json.md.
 pub const IMPLICIT_CALLS: &str = "implicit calls: `x.await` on a call is that call's edge (the awaited async fn); \
 a function named as a value (`.map(parse)`) is an edge; calls in closures belong to the enclosing function; \
-not modelled: operators, `?` (From::from), Drop, Deref, `for` (IntoIterator/next), formatting traits in format!/println!";
+modelled: `x[i]` on a workspace type (Index/IndexMut), `.into()` (workspace From impls), a method a workspace type \
+lacks (its Deref/DerefMut impl); not modelled: other operators, `?` (From::from), Drop, deref coercions, \
+`for` (IntoIterator/next), formatting traits in format!/println!, closures and fn values called by another function";
 
 /// Stack for parser threads: syn recurses once per nesting level of an expression, and generated or test code
 /// nests deeply (a debug build needs far more than the default 2 MiB).

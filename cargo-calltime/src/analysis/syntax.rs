@@ -114,6 +114,8 @@ pub enum CallKind {
     Qualified { self_ty: TyRef, trait_path: Option<PathRef>, name: String },
     /// `x.m(..)`; `args` is None when a macro's tokens had to be scanned.
     Method { name: String, args: Option<usize>, receiver: Receiver },
+    /// An operator on a value whose type the syntax shows: `x[i]` is `Index::index`/`IndexMut::index_mut`.
+    Operator { trait_name: &'static str, methods: &'static [&'static str], receiver: Receiver },
 }
 
 #[derive(Debug, Clone)]
@@ -1150,6 +1152,19 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
         for arg in &call.args {
             self.visit_expr(arg);
         }
+    }
+
+    fn visit_expr_index(&mut self, index: &'ast syn::ExprIndex) {
+        let (receiver, recv_text) = self.receiver(&index.expr);
+        if matches!(receiver, Receiver::Type(_) | Receiver::SelfField(_)) {
+            self.calls.push(CallSite {
+                line: line_of(index.bracket_token.span.open()),
+                text: format!("{recv_text}[..]"),
+                kind: CallKind::Operator { trait_name: "Index", methods: &["index", "index_mut"], receiver },
+            });
+        }
+        self.visit_expr(&index.expr);
+        self.visit_expr(&index.index);
     }
 
     fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {

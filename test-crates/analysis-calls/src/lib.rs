@@ -150,7 +150,8 @@ pub fn entry() -> f64 {
     pick().step(1);
     let run = |x: u32| macros() + x;
     Wrapper(Counter::new()).poke();
-    total + f64::from(run(1))
+    let extra = implicit() as f64;
+    total + f64::from(run(1)) + extra
 }
 
 /// A tuple struct: `self.0` has the field's type.
@@ -160,4 +161,40 @@ impl Wrapper {
     fn poke(&mut self) -> bool {
         self.0.bump()
     }
+}
+
+/// Implicit calls that are modelled: `x[i]` on a workspace type (Index), `.into()` (From impls), and a method the
+/// type does not have (auto-deref through its Deref impl).
+pub struct Grid {
+    cells: Vec<u32>,
+}
+
+impl std::ops::Index<usize> for Grid {
+    type Output = u32;
+
+    fn index(&self, i: usize) -> &u32 {
+        &self.cells[i]
+    }
+}
+
+pub struct Name(String);
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Self {
+        Name(s.to_owned())
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+pub fn implicit() -> usize {
+    let grid = Grid { cells: vec![1, 2] };
+    let name: Name = "ab".into();
+    grid[1] as usize + name.len()
 }
