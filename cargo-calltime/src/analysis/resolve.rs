@@ -148,7 +148,7 @@ impl Index {
                 None
             }
             CallKind::Method { name, args, receiver } if name == "into" && *args == Some(0) => {
-                self.into_call(ctx, receiver, out)
+                self.resolve_into(ctx, receiver, out)
             }
             CallKind::Method { name, args, receiver } => self.method_call(ctx, name, *args, receiver, out),
             CallKind::Operator { trait_name, methods, receiver } => {
@@ -541,7 +541,7 @@ impl Index {
 
     /// `x.into()`: std's blanket `Into` calls a `From::from` impl; which one depends on the target type, which
     /// the syntax rarely shows, so every workspace `From` impl the caller can see is a candidate.
-    fn into_call(&self, ctx: &Ctx, receiver: &Receiver, out: &mut Vec<FnId>) -> Option<String> {
+    fn resolve_into(&self, ctx: &Ctx, receiver: &Receiver, out: &mut Vec<FnId>) -> Option<String> {
         let candidates: Vec<FnId> = self
             .impls
             .iter()
