@@ -248,3 +248,19 @@ fn everything_reachable_gets_a_probe_with_filter_dot() {
         }
     }
 }
+
+/// Not a check: writes the full plan (with probe offsets) as JSON for the print-probe recall check in
+/// tests/data/analysis/recall_check.py. `DUMP_DIR=<workspace> DUMP_ROOTS=a,b DUMP_OUT=plan.json
+/// cargo test -p cargo-calltime --test analysis -- --ignored dump_plan`
+#[test]
+#[ignore]
+fn dump_plan() {
+    let (Ok(dir), Ok(roots), Ok(out)) =
+        (std::env::var("DUMP_DIR"), std::env::var("DUMP_ROOTS"), std::env::var("DUMP_OUT"))
+    else {
+        panic!("set DUMP_DIR, DUMP_ROOTS and DUMP_OUT");
+    };
+    let roots: Vec<&str> = roots.split(',').collect();
+    let plan = plan_for(Path::new(&dir), &roots, 1000, Some("."));
+    std::fs::write(out, serde_json::to_string(&plan).unwrap()).unwrap();
+}

@@ -360,6 +360,7 @@ impl Index {
             calls: f.calls.clone(),
             body_items: None,
             generics: f.generics.clone(),
+            calls_params: f.calls_params,
         };
         if test_only && item.skip.is_none() {
             item.skip = Some(TEST_ONLY_REASON.to_owned());

@@ -25,7 +25,8 @@ pub const IMPLICIT_CALLS: &str = "implicit calls: `x.await` on a call is that ca
 a function named as a value (`.map(parse)`) is an edge; calls in closures belong to the enclosing function; \
 modelled: `x[i]` on a workspace type (Index/IndexMut), `.into()` (workspace From impls), a method a workspace type \
 lacks (its Deref/DerefMut impl); not modelled: other operators, `?` (From::from), Drop, deref coercions, \
-`for` (IntoIterator/next), formatting traits in format!/println!, closures and fn values called by another function";
+`for` (IntoIterator/next), formatting traits in format!/println!; closures and functions passed to a workspace \
+function that calls (or forwards) its parameters are also edges of that function";
 
 /// Stack for parser threads: syn recurses once per nesting level of an expression, and generated or test code
 /// nests deeply (a debug build needs far more than the default 2 MiB).

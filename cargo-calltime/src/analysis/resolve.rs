@@ -23,6 +23,8 @@ pub struct Resolved {
     pub callees: Vec<FnId>,
     /// (index into the function's calls, note)
     pub notes: Vec<(usize, String)>,
+    /// What each call site resolved to, by index into the function's calls.
+    pub by_call: Vec<Vec<FnId>>,
 }
 
 enum Outcome {
@@ -93,6 +95,7 @@ impl Index {
             // Keep the order stable and free of repeats within one call.
             let mut seen = std::collections::HashSet::new();
             let tail: Vec<FnId> = out.callees.drain(before..).filter(|c| seen.insert(*c)).collect();
+            out.by_call.push(tail.clone());
             out.callees.extend(tail);
         }
         out.callees.sort_unstable();

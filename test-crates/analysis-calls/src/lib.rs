@@ -150,7 +150,7 @@ pub fn entry() -> f64 {
     pick().step(1);
     let run = |x: u32| macros() + x;
     Wrapper(Counter::new()).poke();
-    let extra = implicit() as f64;
+    let extra = implicit() as f64 + f64::from(apply(double, 2) + apply(|x| parse("1") + x, 3) + relay(|x| shown() + x, 1));
     total + f64::from(run(1)) + extra
 }
 
@@ -197,4 +197,18 @@ pub fn implicit() -> usize {
     let grid = Grid { cells: vec![1, 2] };
     let name: Name = "ab".into();
     grid[1] as usize + name.len()
+}
+
+/// Callbacks: `apply` calls its parameter, so `double` and the closure's `parse` run under `apply`.
+pub fn apply<F: Fn(u32) -> u32>(f: F, x: u32) -> u32 {
+    f(x)
+}
+
+fn double(x: u32) -> u32 {
+    x * 2
+}
+
+/// Forwards its callback: the closure's `shown` runs under `apply`, not under `relay`.
+pub fn relay<F: Fn(u32) -> u32>(f: F, x: u32) -> u32 {
+    apply(f, x)
 }
