@@ -22,11 +22,11 @@ use crate::workspace::Workspace;
 
 /// Which implicit calls the graph models. Printed under the plan and in docs/graph-json.md.
 pub const IMPLICIT_CALLS: &str = "implicit calls: `x.await` on a call is that call's edge (the awaited async fn); \
-a function named as a value (`.map(parse)`) is an edge; calls in closures belong to the enclosing function; \
-modelled: `x[i]` on a workspace type (Index/IndexMut), `.into()` (workspace From impls), a method a workspace type \
-lacks (its Deref/DerefMut impl); not modelled: other operators, `?` (From::from), Drop, deref coercions, \
-`for` (IntoIterator/next), formatting traits in format!/println!; closures and functions passed to a workspace \
-function that calls (or forwards) its parameters are also edges of that function";
+a function named as a value (`.map(parse)`) is an edge; calls in closures belong to the enclosing function, and \
+also to a workspace function that calls (or forwards) the closure passed to it; on values of a workspace type the \
+syntax shows: `x[i]` (Index/IndexMut), `for _ in x` (IntoIterator/Iterator::next), a `let` binding's Drop, a method \
+the type lacks (Deref/DerefMut); `.into()` (workspace From impls); not modelled: other operators, `?` (From::from), \
+deref coercions, formatting traits in format!/println!, Drop of temporaries and fields";
 
 /// Stack for parser threads: syn recurses once per nesting level of an expression, and generated or test code
 /// nests deeply (a debug build needs far more than the default 2 MiB).

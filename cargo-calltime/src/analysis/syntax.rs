@@ -1217,6 +1217,25 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
         }
     }
 
+    fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
+        // `for x in v`: `IntoIterator::into_iter(v)`, then `Iterator::next` on what it returns (for a workspace
+        // type, usually the type itself or one of its iterators: both impls are taken).
+        let (receiver, recv_text) = self.receiver(&f.expr);
+        if matches!(receiver, Receiver::Type(_) | Receiver::SelfField(_) | Receiver::Guessed(_)) {
+            let line = line_of(f.for_token.span);
+            for (trait_name, methods) in [("IntoIterator", &["into_iter"][..]), ("Iterator", &["next"][..])] {
+                self.calls.push(CallSite {
+                    line,
+                    text: format!("for _ in {recv_text}"),
+                    kind: CallKind::Operator { trait_name, methods, receiver: receiver.clone() },
+                    arg_calls: Vec::new(),
+                    forwards_param: false,
+                });
+            }
+        }
+        syn::visit::visit_expr_for_loop(self, f);
+    }
+
     fn visit_expr_index(&mut self, index: &'ast syn::ExprIndex) {
         let (receiver, recv_text) = self.receiver(&index.expr);
         if matches!(receiver, Receiver::Type(_) | Receiver::SelfField(_)) {
@@ -1271,6 +1290,20 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
         };
         if let Pat::Ident(pi) = pat {
             let ty = ty.or_else(|| local.init.as_ref().and_then(|i| self.init_type(&i.expr)));
+            if let Some((t, _)) = &ty {
+                // The value is dropped at the end of the scope: a workspace `Drop` impl runs here.
+                self.calls.push(CallSite {
+                    line: line_of(pi.ident.span()),
+                    text: format!("drop({})", pi.ident),
+                    kind: CallKind::Operator {
+                        trait_name: "Drop",
+                        methods: &["drop"],
+                        receiver: Receiver::Type(t.clone()),
+                    },
+                    arg_calls: Vec::new(),
+                    forwards_param: false,
+                });
+            }
             let name = pi.ident.to_string();
             match ty {
                 Some((t, guessed)) => {

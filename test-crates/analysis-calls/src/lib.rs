@@ -150,7 +150,7 @@ pub fn entry() -> f64 {
     pick().step(1);
     let run = |x: u32| macros() + x;
     Wrapper(Counter::new()).poke();
-    let extra = implicit() as f64 + f64::from(apply(double, 2) + apply(|x| parse("1") + x, 3) + relay(|x| shown() + x, 1));
+    let extra = f64::from(raii_and_loops()) + implicit() as f64 + f64::from(apply(double, 2) + apply(|x| parse("1") + x, 3) + relay(|x| shown() + x, 1));
     total + f64::from(run(1)) + extra
 }
 
@@ -211,4 +211,39 @@ fn double(x: u32) -> u32 {
 /// Forwards its callback: the closure's `shown` runs under `apply`, not under `relay`.
 pub fn relay<F: Fn(u32) -> u32>(f: F, x: u32) -> u32 {
     apply(f, x)
+}
+
+/// Drop and `for` loops on workspace types: `Noisy::drop` runs when `_guard` goes out of scope, `Countdown::next`
+/// for each turn of the loop.
+pub struct Noisy(u32);
+
+impl Drop for Noisy {
+    fn drop(&mut self) {
+        self.0 = 0;
+    }
+}
+
+pub struct Countdown(u32);
+
+impl Iterator for Countdown {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if self.0 == 0 {
+            None
+        } else {
+            self.0 -= 1;
+            Some(self.0)
+        }
+    }
+}
+
+pub fn raii_and_loops() -> u32 {
+    let _guard = Noisy(1);
+    let countdown = Countdown(3);
+    let mut sum = 0;
+    for x in countdown {
+        sum += x;
+    }
+    sum
 }
