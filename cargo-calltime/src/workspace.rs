@@ -23,7 +23,21 @@ impl Workspace {
     /// Runs `cargo metadata` for the manifest named by `--manifest-path`, or the one found from the current
     /// directory upwards.
     pub fn load(args: &CargoArgs) -> Result<Workspace> {
+        Self::load_with(args, false)
+    }
+
+    /// Like [`Workspace::load`] but with `cargo metadata --no-deps`: only the workspace's own packages, no
+    /// dependency resolution (no registry access, several times faster). Enough for the static analysis, which
+    /// reads workspace dependencies and their renames from the manifests; `metadata.resolve` is None.
+    pub fn load_members_only(args: &CargoArgs) -> Result<Workspace> {
+        Self::load_with(args, true)
+    }
+
+    fn load_with(args: &CargoArgs, no_deps: bool) -> Result<Workspace> {
         let mut cmd = MetadataCommand::new();
+        if no_deps {
+            cmd.no_deps();
+        }
         if let Some(path) = &args.manifest_path {
             cmd.manifest_path(path);
         }

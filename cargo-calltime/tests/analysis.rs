@@ -21,6 +21,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     ("use-package", "analysis-use", &["-p", "app", "--root", "run", "--depth", "3"]),
     ("calls", "analysis-calls", &["--root", "entry", "--depth", "10"]),
     ("calls-filter", "analysis-calls", &["--root", "Engine::total", "--depth", "3", "--filter", "::Counter::"]),
+    // Roots in an example target: named by crate, or found by the second look that includes examples.
+    ("calls-example", "analysis-calls", &["--root", "demo::main", "--depth", "3"]),
+    ("calls-example-helper", "analysis-calls", &["--root", "demo_helper", "--depth", "2"]),
     ("edge", "analysis-edge", &["--root", "my_tool::main", "--depth", "10"]),
     ("edge-two-roots", "analysis-edge", &["--root", "edge::recursive", "--root", "fetch", "--depth", "2"]),
 ];
@@ -244,4 +247,20 @@ fn everything_reachable_gets_a_probe_with_filter_dot() {
             assert!(has_parent, "{krate}: {} at level {} has no caller a level above", f.path, f.level);
         }
     }
+}
+
+/// Not a check: writes the full plan (with probe offsets) as JSON for the print-probe recall check in
+/// tests/data/analysis/recall_check.py. `DUMP_DIR=<workspace> DUMP_ROOTS=a,b DUMP_OUT=plan.json
+/// cargo test -p cargo-calltime --test analysis -- --ignored dump_plan`
+#[test]
+#[ignore]
+fn dump_plan() {
+    let (Ok(dir), Ok(roots), Ok(out)) =
+        (std::env::var("DUMP_DIR"), std::env::var("DUMP_ROOTS"), std::env::var("DUMP_OUT"))
+    else {
+        panic!("set DUMP_DIR, DUMP_ROOTS and DUMP_OUT");
+    };
+    let roots: Vec<&str> = roots.split(',').collect();
+    let plan = plan_for(Path::new(&dir), &roots, 1000, Some("."));
+    std::fs::write(out, serde_json::to_string(&plan).unwrap()).unwrap();
 }

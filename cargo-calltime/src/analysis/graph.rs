@@ -66,6 +66,7 @@ pub fn traverse(index: &Index, roots: &[FnId], depth: u32) -> Reached {
             }
         }
     }
+    reached.edges.extend(callback_edges(index, &resolved, &level));
     reached.edges.sort_unstable();
     reached.edges.dedup();
     reached
@@ -90,6 +91,61 @@ fn program_crates(index: &Index, roots: &[FnId]) -> HashSet<CrateId> {
 
 fn resolve_in(index: &Index, f: FnId, in_program: &HashSet<CrateId>) -> Resolved {
     let mut r = index.resolve_calls(f);
-    r.callees.retain(|c| in_program.contains(&index.fns[*c].krate));
+    // `#[cfg(test)]` code does not exist in the program unless the caller is test code itself.
+    let test_caller = index.fns[f].item.test_only;
+    r.callees.retain(|c| in_program.contains(&index.fns[*c].krate) && (test_caller || !index.fns[*c].item.test_only));
     r
+}
+
+/// Callbacks: when `f` passes closures or functions to `g`, and `g` calls its parameters (directly, or after
+/// forwarding them to `h` that does), the calls inside those closures and functions run under `g` (or `h`).
+fn callback_edges(index: &Index, resolved: &HashMap<FnId, Resolved>, level: &HashMap<FnId, u32>) -> Vec<(FnId, FnId)> {
+    // What runs when each function invokes the callbacks it was given.
+    let mut given: HashMap<FnId, HashSet<FnId>> = HashMap::new();
+    for (&f, r) in resolved {
+        for (site, targets) in index.fns[f].item.calls.iter().zip(&r.by_call) {
+            if site.arg_calls.is_empty() {
+                continue;
+            }
+            let inner: Vec<FnId> = site
+                .arg_calls
+                .iter()
+                .flat_map(|&j| r.by_call.get(j as usize).into_iter().flatten().copied())
+                .filter(|x| level.contains_key(x))
+                .collect();
+            for &g in targets.iter().filter(|g| level.contains_key(g)) {
+                given.entry(g).or_default().extend(inner.iter().copied());
+            }
+        }
+    }
+    // Forwarded callbacks: `g(cb)` passing its own parameter on to `h`.
+    for _round in 0..16 {
+        let mut changed = false;
+        let holders: Vec<FnId> = given.keys().copied().collect();
+        for g in holders {
+            let Some(r) = resolved.get(&g) else { continue };
+            let passed: Vec<FnId> = given[&g].iter().copied().collect();
+            for (site, targets) in index.fns[g].item.calls.iter().zip(&r.by_call) {
+                if !site.forwards_param {
+                    continue;
+                }
+                for &h in targets.iter().filter(|h| level.contains_key(h)) {
+                    let slot = given.entry(h).or_default();
+                    let before = slot.len();
+                    slot.extend(passed.iter().copied());
+                    changed |= slot.len() != before;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut edges = Vec::new();
+    for (g, xs) in given {
+        if index.fns[g].item.calls_params {
+            edges.extend(xs.into_iter().map(|x| (g, x)));
+        }
+    }
+    edges
 }

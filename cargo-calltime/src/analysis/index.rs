@@ -38,6 +38,8 @@ pub struct Module {
     /// Glob imports: looked at only when the name is neither an item nor explicitly imported.
     pub glob_types: HashMap<String, TypeRes>,
     pub glob_values: HashMap<String, Vec<FnId>>,
+    /// Has a glob import of something outside the workspace (`use std::cmp::*;`): unknown names may come from it.
+    pub external_glob: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,6 +360,7 @@ impl Index {
             calls: f.calls.clone(),
             body_items: None,
             generics: f.generics.clone(),
+            calls_params: f.calls_params,
         };
         if test_only && item.skip.is_none() {
             item.skip = Some(TEST_ONLY_REASON.to_owned());
@@ -458,6 +461,20 @@ impl Index {
             return self.lookup_type_in(krate.root, name);
         }
         None
+    }
+
+    /// Whether `m` or an enclosing block scope glob-imports something outside the workspace.
+    pub fn sees_external_glob(&self, m: ModId) -> bool {
+        let mut s = m;
+        loop {
+            if self.modules[s].external_glob {
+                return true;
+            }
+            match (self.modules[s].block_of, self.modules[s].parent) {
+                (Some(_), Some(p)) => s = p,
+                _ => return false,
+            }
+        }
     }
 
     pub fn scope_lookup_values(&self, m: ModId, name: &str) -> Option<&Vec<FnId>> {
@@ -568,6 +585,9 @@ impl Index {
                         } else {
                             self.resolve_type_path(m, &u.path.segs, u.path.leading_colon)
                         };
+                        if target == Some(TypeRes::External) {
+                            self.modules[m].external_glob = true;
+                        }
                         let Some(TypeRes::Module(target)) = target else { continue };
                         if target == m {
                             continue;

@@ -22,8 +22,11 @@ use crate::workspace::Workspace;
 
 /// Which implicit calls the graph models. Printed under the plan and in docs/graph-json.md.
 pub const IMPLICIT_CALLS: &str = "implicit calls: `x.await` on a call is that call's edge (the awaited async fn); \
-a function named as a value (`.map(parse)`) is an edge; calls in closures belong to the enclosing function; \
-not modelled: operators, `?` (From::from), Drop, Deref, `for` (IntoIterator/next), formatting traits in format!/println!";
+a function named as a value (`.map(parse)`) is an edge; calls in closures belong to the enclosing function, and \
+also to a workspace function that calls (or forwards) the closure passed to it; on values of a workspace type the \
+syntax shows: `x[i]` (Index/IndexMut), `for _ in x` (IntoIterator/Iterator::next), a `let` binding's Drop, a method \
+the type lacks (Deref/DerefMut); `.into()` (workspace From impls); not modelled: other operators, `?` (From::from), \
+deref coercions, formatting traits in format!/println!, Drop of temporaries and fields";
 
 /// Stack for parser threads: syn recurses once per nesting level of an expression, and generated or test code
 /// nests deeply (a debug build needs far more than the default 2 MiB).
@@ -37,10 +40,11 @@ pub fn with_parser_pool<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     }
 }
 
-/// Indexes every crate target of the workspace.
-pub fn index_workspace(ws: &Workspace) -> Index {
+/// Indexes the crate targets of the workspace: libs and bins, and with `with_aux` examples, tests and benches
+/// (they matter only when a root is in one of them).
+pub fn index_workspace(ws: &Workspace, with_aux: bool) -> Index {
     let started = std::time::Instant::now();
-    let specs = modules::crate_specs(ws);
+    let specs = modules::crate_specs(ws, with_aux);
     let sources = with_parser_pool(|| modules::parse_sources(&specs));
     let parsed = started.elapsed();
     let index = Index::build(specs, &sources);

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cargo_metadata::{DependencyKind, PackageId};
-use rayon::prelude::*;
 
 use super::syntax::{extract_file, FileSummary, ModItems, ModKind};
 use crate::workspace::Workspace;
@@ -52,9 +51,10 @@ fn crate_name(target: &str) -> String {
     target.replace('-', "_")
 }
 
-/// Every target worth indexing: the lib of each workspace member, plus the bins, examples, tests and benches of
-/// the selected members. Build scripts and proc-macro crates are never instrumented, so they are not indexed.
-pub fn crate_specs(ws: &Workspace) -> Vec<CrateSpec> {
+/// Every target worth indexing: the lib of each workspace member, plus the bins of the selected members, and
+/// with `with_aux` their examples, tests and benches too. Build scripts and proc-macro crates are never
+/// instrumented, so they are not indexed.
+pub fn crate_specs(ws: &Workspace, with_aux: bool) -> Vec<CrateSpec> {
     let meta = &ws.metadata;
     let by_id: HashMap<&PackageId, usize> = meta.packages.iter().enumerate().map(|(i, p)| (&p.id, i)).collect();
     let members: HashSet<usize> = meta.workspace_members.iter().filter_map(|id| by_id.get(id).copied()).collect();
@@ -131,6 +131,9 @@ pub fn crate_specs(ws: &Workspace) -> Vec<CrateSpec> {
             if kind != TargetKind::Lib && !selected {
                 continue;
             }
+            if !with_aux && matches!(kind, TargetKind::Example | TargetKind::Test | TargetKind::Bench) {
+                continue;
+            }
             let mut deps = normal.clone();
             if matches!(kind, TargetKind::Example | TargetKind::Test | TargetKind::Bench) {
                 deps.extend(dev.iter().cloned());
@@ -190,6 +193,10 @@ struct ChildDecl {
 
 fn collect_child_decls(items: &ModItems, file: &Path, dir: &Path, rel: &Path, top: bool, out: &mut Vec<ChildDecl>) {
     for m in &items.mods {
+        // `#[cfg(test)] mod tests;` is not part of any program cargo-calltime runs: not worth parsing.
+        if m.test_only {
+            continue;
+        }
         match &m.kind {
             ModKind::External { decl } => {
                 let candidates = match &m.path_attr {
@@ -212,54 +219,49 @@ fn collect_child_decls(items: &ModItems, file: &Path, dir: &Path, rel: &Path, to
     }
 }
 
-/// A parsed file with its module declarations, or a complete warning line.
-type ParseResult = Result<(FileSummary, Vec<ChildDecl>), String>;
-
-/// Parses the module trees of all crates, breadth first, each round in parallel.
+/// Parses the module trees of all crates. Each parsed file spawns the parsing of the module files it declares at
+/// once (work stealing, no barrier between tree levels), so one large file does not hold the others up.
 pub fn parse_sources(specs: &[CrateSpec]) -> SourceSet {
-    let mut set = SourceSet::default();
-    let mut seen: HashSet<PathBuf> = HashSet::new();
-    let mut round: Vec<Pending> = Vec::new();
-    for spec in specs {
-        if seen.insert(spec.root_file.clone()) {
-            round.push(Pending { path: spec.root_file.clone(), children_dir: children_dir(&spec.root_file, true) });
+    let shared = std::sync::Mutex::new((SourceSet::default(), HashSet::<PathBuf>::new()));
+    rayon::scope(|scope| {
+        for spec in specs {
+            let pending = Pending { path: spec.root_file.clone(), children_dir: children_dir(&spec.root_file, true) };
+            spawn_parse(scope, &shared, pending);
+        }
+    });
+    let (mut set, _) = shared.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    set.warnings.sort();
+    set
+}
+
+type Shared = std::sync::Mutex<(SourceSet, HashSet<PathBuf>)>;
+
+fn spawn_parse<'s>(scope: &rayon::Scope<'s>, shared: &'s Shared, pending: Pending) {
+    {
+        let mut guard = shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !guard.1.insert(pending.path.clone()) {
+            return;
         }
     }
-    while !round.is_empty() {
-        let results: Vec<(Pending, ParseResult)> = round
-            .into_par_iter()
-            .map(|pending| {
-                let result = parse_one(&pending.path).map(|summary| {
-                    let mut decls = Vec::new();
-                    collect_child_decls(
-                        &summary.items,
-                        &pending.path,
-                        &pending.children_dir,
-                        Path::new(""),
-                        true,
-                        &mut decls,
-                    );
-                    (summary, decls)
-                });
-                (pending, result)
-            })
-            .collect();
-        round = Vec::new();
-        for (pending, result) in results {
+    scope.spawn(move |scope| {
+        let result = parse_one(&pending.path).map(|summary| {
+            let mut decls = Vec::new();
+            collect_child_decls(&summary.items, &pending.path, &pending.children_dir, Path::new(""), true, &mut decls);
+            (summary, decls)
+        });
+        let mut children = Vec::new();
+        {
+            let mut guard = shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let set = &mut guard.0;
             match result {
                 Ok((summary, decls)) => {
                     set.lines += summary.lines;
                     for decl in decls {
-                        let found = decl.candidates.iter().find(|(p, _)| p.is_file());
-                        match found {
+                        match decl.candidates.iter().find(|(p, _)| p.is_file()) {
                             Some((child, mod_rs)) => {
                                 set.children.insert((pending.path.clone(), decl.decl), child.clone());
-                                if seen.insert(child.clone()) {
-                                    round.push(Pending {
-                                        path: child.clone(),
-                                        children_dir: children_dir(child, *mod_rs),
-                                    });
-                                }
+                                children
+                                    .push(Pending { path: child.clone(), children_dir: children_dir(child, *mod_rs) });
                             }
                             None => {
                                 let looked: Vec<String> =
@@ -279,9 +281,10 @@ pub fn parse_sources(specs: &[CrateSpec]) -> SourceSet {
                 Err(message) => set.warnings.push(message),
             }
         }
-    }
-    set.warnings.sort();
-    set
+        for child in children {
+            spawn_parse(scope, shared, child);
+        }
+    });
 }
 
 /// Reads and extracts one file; the error is a complete warning line.

@@ -9,6 +9,7 @@ use anyhow::{bail, Result};
 
 use super::graph::traverse;
 use super::index::{FnId, Index};
+use super::modules::TargetKind;
 use super::render::plural;
 use crate::cli::PlanArgs;
 use crate::plan::{CallSiteNote, Edge, Plan, PlannedFunction, ProbeSite};
@@ -36,7 +37,18 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
         bail!("no --root given\n  hint: name the function to time, e.g. --root myapp::server::handle");
     }
     let started = Instant::now();
-    let index = super::index_workspace(ws);
+    // Examples, tests and benches are indexed only when a root needs them: a root named after one of those
+    // crates, or one not found among the libs and bins.
+    let aux_named = args.root.iter().any(|r| {
+        let first = r.trim_start_matches("::").split("::").next().unwrap_or("");
+        super::modules::crate_specs(ws, true)
+            .iter()
+            .any(|c| c.name == first && !matches!(c.kind, TargetKind::Lib | TargetKind::Bin))
+    });
+    let mut index = super::index_workspace(ws, aux_named);
+    if !aux_named && args.root.iter().any(|r| find_root(&index, r, &ws.root).is_err()) {
+        index = super::index_workspace(ws, true);
+    }
     ui::status(
         "Analysed",
         &format!(

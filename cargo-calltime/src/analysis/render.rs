@@ -17,7 +17,10 @@ pub const GRAPH_JSON_VERSION: u32 = 1;
 
 pub fn graph_command(args: &GraphArgs) -> Result<i32> {
     ui::set_quiet(args.cargo.quiet);
-    let ws = Workspace::load(&args.cargo)?;
+    let started = std::time::Instant::now();
+    // The graph needs no dependency resolution: `--no-deps` keeps `cargo metadata` off the registry and fast.
+    let ws = Workspace::load_members_only(&args.cargo)?;
+    tracing::info!("cargo metadata in {:?}", started.elapsed());
     let plan = make_plan(&ws, &args.plan)?;
     let out = match args.format {
         GraphFormat::Text => render_text(&plan, &ws.root),
@@ -38,6 +41,7 @@ pub fn graph_command(args: &GraphArgs) -> Result<i32> {
             let _ = stdout.write_all(out.as_bytes());
         }
     }
+    tracing::info!("graph command done in {:?}", started.elapsed());
     Ok(0)
 }
 

@@ -12,9 +12,9 @@ pub const FAN_OUT_CAP: usize = 8;
 
 /// Types of the standard prelude: a method on them leaves the workspace unless a workspace trait adds it.
 const STD_TYPES: &[&str] = &[
-    "Vec", "String", "Option", "Result", "Box", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque", "Rc", "Arc",
-    "RefCell", "Cell", "Mutex", "RwLock", "str", "usize", "u8", "u16", "u32", "u64", "u128", "isize", "i8", "i16",
-    "i32", "i64", "i128", "f32", "f64", "bool", "char", "PathBuf", "Path", "Duration", "Instant",
+    "Vec", "String", "Option", "Result", "Some", "Ok", "Err", "Box", "HashMap", "HashSet", "BTreeMap", "BTreeSet",
+    "VecDeque", "Rc", "Arc", "RefCell", "Cell", "Mutex", "RwLock", "str", "usize", "u8", "u16", "u32", "u64", "u128",
+    "isize", "i8", "i16", "i32", "i64", "i128", "f32", "f64", "bool", "char", "PathBuf", "Path", "Duration", "Instant",
 ];
 
 /// Outgoing edges of one function and the notes on its call sites.
@@ -23,6 +23,8 @@ pub struct Resolved {
     pub callees: Vec<FnId>,
     /// (index into the function's calls, note)
     pub notes: Vec<(usize, String)>,
+    /// What each call site resolved to, by index into the function's calls.
+    pub by_call: Vec<Vec<FnId>>,
 }
 
 enum Outcome {
@@ -93,6 +95,7 @@ impl Index {
             // Keep the order stable and free of repeats within one call.
             let mut seen = std::collections::HashSet::new();
             let tail: Vec<FnId> = out.callees.drain(before..).filter(|c| seen.insert(*c)).collect();
+            out.by_call.push(tail.clone());
             out.callees.extend(tail);
         }
         out.callees.sort_unstable();
@@ -147,7 +150,24 @@ impl Index {
                 out.extend(fns);
                 None
             }
+            CallKind::Method { name, args, receiver } if name == "into" && *args == Some(0) => {
+                self.resolve_into(ctx, receiver, out)
+            }
             CallKind::Method { name, args, receiver } => self.method_call(ctx, name, *args, receiver, out),
+            CallKind::Operator { trait_name, methods, receiver } => {
+                let typed = match receiver {
+                    Receiver::Type(ty) | Receiver::Guessed(ty) => Some((ty.clone(), ctx.scope)),
+                    Receiver::SelfField(field) => self.self_field_type(ctx, field),
+                    _ => None,
+                };
+                if let Some((ty, scope)) = typed {
+                    if let Some(t) = self.local_type(ctx, &ty, scope) {
+                        out.extend(self.trait_impl_methods(t, trait_name, methods));
+                        out.extend(self.trait_impl_methods(t, &format!("{trait_name}Mut"), methods));
+                    }
+                }
+                None
+            }
         }
     }
 
@@ -194,6 +214,9 @@ impl Index {
             }
             return match self.scope_lookup_values(ctx.scope, last) {
                 Some(fns) if !fns.is_empty() => Outcome::Fns(fns.clone()),
+                // `use dependency::function;` binds the name to something outside the workspace.
+                _ if self.scope_lookup_type(ctx.scope, last) == Some(TypeRes::External) => Outcome::External,
+                _ if self.sees_external_glob(ctx.scope) => Outcome::External,
                 _ => Outcome::Missing(None),
             };
         }
@@ -451,7 +474,16 @@ impl Index {
                 Outcome::External => return None,
                 Outcome::MissingOnType(_) if DERIVED_METHODS.contains(&name) => return None,
                 Outcome::MissingOnType(_) if matches!(receiver, Receiver::Guessed(_)) => {}
-                Outcome::MissingOnType(t) => missing_on = Some(t),
+                Outcome::MissingOnType(t) => {
+                    // Auto-deref: the method is the Deref target's, reached through the type's `deref`.
+                    let deref = self.trait_impl_methods(t, "Deref", &["deref"]);
+                    if deref.is_empty() {
+                        missing_on = Some(t);
+                    } else {
+                        out.extend(deref);
+                        out.extend(self.trait_impl_methods(t, "DerefMut", &["deref_mut"]));
+                    }
+                }
                 Outcome::Missing(_) => {}
             }
         }
@@ -475,6 +507,66 @@ impl Index {
             });
         }
         self.fan_out(candidates, out)
+    }
+
+    /// The workspace type a receiver type names, if any.
+    fn local_type(&self, ctx: &Ctx, ty: &TyRef, scope: ModId) -> Option<TypeId> {
+        match ty {
+            TyRef::Path(p) => match self.resolve_type_path(scope, &p.segs, p.leading_colon) {
+                Some(TypeRes::Type(t)) => Some(self.follow_alias(t)),
+                _ => None,
+            },
+            TyRef::SelfType => match ctx.owner {
+                Owner::Impl(i) => match self.impls[i].self_res {
+                    SelfRes::Local(t) => Some(t),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Methods of `t`'s impls of a trait named `trait_name` (by its last path segment: `Deref`, `Index`).
+    fn trait_impl_methods(&self, t: TypeId, trait_name: &str, methods: &[&str]) -> Vec<FnId> {
+        let mut out = Vec::new();
+        for &i in &self.types[self.follow_alias(t)].impls {
+            let imp = &self.impls[i];
+            let named = imp.trait_path.as_ref().and_then(|p| p.segs.last()).is_some_and(|n| n == trait_name);
+            if named {
+                for m in methods {
+                    out.extend(imp.methods.get(*m).into_iter().flatten().copied());
+                }
+            }
+        }
+        out
+    }
+
+    /// `x.into()`: std's blanket `Into` calls a `From::from` impl; which one depends on the target type, which
+    /// the syntax rarely shows, so every workspace `From` impl the caller can see is a candidate.
+    fn resolve_into(&self, ctx: &Ctx, receiver: &Receiver, out: &mut Vec<FnId>) -> Option<String> {
+        let candidates: Vec<FnId> = self
+            .impls
+            .iter()
+            .filter(|imp| {
+                imp.trait_path.as_ref().and_then(|p| p.segs.last()).is_some_and(|n| n == "From" || n == "Into")
+            })
+            .flat_map(|imp| imp.methods.get("from").into_iter().chain(imp.methods.get("into")).flatten().copied())
+            .filter(|&f| !self.fns[f].item.test_only && self.guess_allowed(ctx.krate, f))
+            .collect();
+        if candidates.is_empty() {
+            return None;
+        }
+        let _ = receiver;
+        let n = candidates.len();
+        // Crates often have a dozen `From` impls for one string or error type: a larger cap than for names.
+        let cap = 2 * FAN_OUT_CAP;
+        if n > cap {
+            return Some(format!("unresolved: {n} workspace `From` impls could be the target (more than {cap})"));
+        }
+        out.extend(candidates);
+        let noun = if n == 1 { "impl" } else { "impls" };
+        Some(format!("over-approximated: {n} workspace `From` {noun} could be the target"))
     }
 
     /// For `type X = Vec<..>;` (an alias of a type outside the workspace): that type's last path segment.

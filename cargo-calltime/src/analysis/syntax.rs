@@ -114,6 +114,8 @@ pub enum CallKind {
     Qualified { self_ty: TyRef, trait_path: Option<PathRef>, name: String },
     /// `x.m(..)`; `args` is None when a macro's tokens had to be scanned.
     Method { name: String, args: Option<usize>, receiver: Receiver },
+    /// An operator on a value whose type the syntax shows: `x[i]` is `Index::index`/`IndexMut::index_mut`.
+    Operator { trait_name: &'static str, methods: &'static [&'static str], receiver: Receiver },
 }
 
 #[derive(Debug, Clone)]
@@ -122,6 +124,11 @@ pub struct CallSite {
     /// The call as written, shortened: `x.parse(..)`, `a::b(..)`.
     pub text: String,
     pub kind: CallKind,
+    /// Calls inside the closures and function values passed as arguments (indices into the same function's
+    /// calls): when the callee calls its parameter, these run under the callee.
+    pub arg_calls: Vec<u32>,
+    /// One of the arguments is a parameter of the enclosing function, passed on (a callback forwarded).
+    pub forwards_param: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -149,6 +156,9 @@ pub struct FnItem {
     pub body_items: Option<Box<ModItems>>,
     /// Generic parameters in scope (the impl's and the function's) with their trait bounds.
     pub generics: Vec<(String, Vec<PathRef>)>,
+    /// The body calls one of its parameters (`f(x)`, `f.call(..)`): closures and functions passed to it run
+    /// under it.
+    pub calls_params: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -678,19 +688,23 @@ impl Extractor {
             locals: Default::default(),
             generics: &scope.generics,
             test_only: scope.test_only,
+            params: Default::default(),
+            calls_params: false,
         };
         for input in &sig.inputs {
             if let FnArg::Typed(pt) = input {
                 let ty = ty_ref(&pt.ty, body.generics);
                 if let Pat::Ident(pi) = &*pt.pat {
                     body.env.insert(pi.ident.to_string(), ty);
+                    body.params.insert(pi.ident.to_string());
                 }
                 body.visit_pat(&pt.pat);
             }
         }
         body.visit_block(block);
-        let BodyVisitor { calls, items, .. } = body;
+        let BodyVisitor { calls, items, calls_params, .. } = body;
         item.calls = calls.into();
+        item.calls_params = calls_params;
         let has_items = !(items.fns.is_empty()
             && items.impls.is_empty()
             && items.traits.is_empty()
@@ -909,6 +923,9 @@ struct BodyVisitor<'a> {
     locals: std::collections::HashSet<String>,
     generics: &'a [(String, Vec<PathRef>)],
     test_only: bool,
+    /// The function's parameter names, and whether the body calls one of them (a callback).
+    params: std::collections::HashSet<String>,
+    calls_params: bool,
 }
 
 fn is_type_like(seg: &str) -> bool {
@@ -916,6 +933,24 @@ fn is_type_like(seg: &str) -> bool {
 }
 
 impl BodyVisitor<'_> {
+    /// Visits call arguments, remembering which calls sit in closures and function values passed to `site`.
+    fn visit_args<'e>(&mut self, site: usize, args: impl Iterator<Item = &'e Expr>) {
+        for arg in args {
+            if let Expr::Path(p) = strip_refs(arg) {
+                if p.path.get_ident().is_some_and(|i| self.params.contains(&i.to_string())) {
+                    self.calls[site].forwards_param = true;
+                }
+            }
+            let passes_code = matches!(strip_refs(arg), Expr::Closure(_) | Expr::Path(_));
+            let start = self.calls.len();
+            self.visit_expr(arg);
+            if passes_code {
+                let inner: Vec<u32> = (start..self.calls.len()).map(|i| i as u32).collect();
+                self.calls[site].arg_calls.extend(inner);
+            }
+        }
+    }
+
     fn path_call(&mut self, qself: Option<&syn::QSelf>, path: &syn::Path, args: usize, called: bool) {
         let line = line_of(path.segments.last().map(|s| s.ident.span()).unwrap_or_else(|| path.span()));
         let p = PathRef::from_syn(path);
@@ -924,7 +959,7 @@ impl BodyVisitor<'_> {
             let trait_path = (q.position > 0).then(|| PathRef { segs: p.segs[..q.position].to_vec(), ..p.clone() });
             let text = format!("<{}>::{name}(..)", type_text(&q.ty));
             let kind = CallKind::Qualified { self_ty: ty_ref(&q.ty, self.generics), trait_path, name };
-            self.calls.push(CallSite { line, text, kind });
+            self.calls.push(CallSite { line, text, kind, arg_calls: Vec::new(), forwards_param: false });
             return;
         }
         let Some(last) = p.segs.last() else { return };
@@ -936,7 +971,13 @@ impl BodyVisitor<'_> {
             return;
         }
         let text = if called { format!("{}(..)", p.text()) } else { p.text() };
-        self.calls.push(CallSite { line, text, kind: CallKind::Path { path: p, args, called } });
+        self.calls.push(CallSite {
+            line,
+            text,
+            kind: CallKind::Path { path: p, args, called },
+            arg_calls: Vec::new(),
+            forwards_param: false,
+        });
     }
 
     fn receiver(&self, expr: &Expr) -> (Receiver, String) {
@@ -964,15 +1005,23 @@ impl BodyVisitor<'_> {
                 (Receiver::Unknown, PathRef::from_syn(&p.path).text())
             }
             Expr::Field(f) => {
-                if let (Expr::Path(base), syn::Member::Named(field)) = (&*f.base, &f.member) {
+                if let Expr::Path(base) = &*f.base {
                     if base.path.is_ident("self") {
-                        return (Receiver::SelfField(field.to_string()), format!("self.{field}"));
+                        let field = match &f.member {
+                            syn::Member::Named(name) => name.to_string(),
+                            syn::Member::Unnamed(index) => index.index.to_string(),
+                        };
+                        return (Receiver::SelfField(field.clone()), format!("self.{field}"));
                     }
                 }
                 (Receiver::Unknown, "_".to_owned())
             }
             Expr::Call(c) => {
                 if let Expr::Path(p) = &*c.func {
+                    if let Some(ident) = p.path.get_ident().filter(|i| is_type_like(&i.to_string())) {
+                        // A tuple-struct constructor: `Wrapper(x).poke()`.
+                        return (Receiver::Type(self.path_type(&p.path)), format!("{ident}(..)"));
+                    }
                     if p.qself.is_none() && p.path.segments.len() >= 2 {
                         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
                         let ty_seg = &segs[segs.len() - 2];
@@ -1076,6 +1125,8 @@ impl BodyVisitor<'_> {
                             line,
                             text: format!("_.{name_str}(..)"),
                             kind: CallKind::Method { name: name_str, args: None, receiver: Receiver::Unknown },
+                            arg_calls: Vec::new(),
+                            forwards_param: false,
                         });
                     } else if !matches!(prev(2), Some(TokenTree::Ident(i)) if i == "fn") {
                         // Collect `a :: b :: name` backwards.
@@ -1101,6 +1152,8 @@ impl BodyVisitor<'_> {
                                 line,
                                 text: format!("{}(..)", path.text()),
                                 kind: CallKind::Path { path, args, called: true },
+                                arg_calls: Vec::new(),
+                                forwards_param: false,
                             });
                         }
                     }
@@ -1108,6 +1161,14 @@ impl BodyVisitor<'_> {
                 self.scan_tokens(g.stream());
             }
         }
+    }
+}
+
+fn strip_refs(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Reference(r) => strip_refs(&r.expr),
+        Expr::Paren(p) => strip_refs(&p.expr),
+        other => other,
     }
 }
 
@@ -1135,27 +1196,81 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     }
 
     fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+        let before = self.calls.len();
         match &*call.func {
-            Expr::Path(p) => self.path_call(p.qself.as_ref(), &p.path, call.args.len(), true),
+            Expr::Path(p) => {
+                if let Some(ident) = p.path.get_ident() {
+                    if self.params.contains(&ident.to_string()) {
+                        self.calls_params = true;
+                    }
+                }
+                self.path_call(p.qself.as_ref(), &p.path, call.args.len(), true)
+            }
             other => self.visit_expr(other),
         }
-        for arg in &call.args {
-            self.visit_expr(arg);
+        if self.calls.len() > before {
+            self.visit_args(self.calls.len() - 1, call.args.iter());
+        } else {
+            for arg in &call.args {
+                self.visit_expr(arg);
+            }
         }
+    }
+
+    fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
+        // `for x in v`: `IntoIterator::into_iter(v)`, then `Iterator::next` on what it returns (for a workspace
+        // type, usually the type itself or one of its iterators: both impls are taken).
+        let (receiver, recv_text) = self.receiver(&f.expr);
+        if matches!(receiver, Receiver::Type(_) | Receiver::SelfField(_) | Receiver::Guessed(_)) {
+            let line = line_of(f.for_token.span);
+            for (trait_name, methods) in [("IntoIterator", &["into_iter"][..]), ("Iterator", &["next"][..])] {
+                self.calls.push(CallSite {
+                    line,
+                    text: format!("for _ in {recv_text}"),
+                    kind: CallKind::Operator { trait_name, methods, receiver: receiver.clone() },
+                    arg_calls: Vec::new(),
+                    forwards_param: false,
+                });
+            }
+        }
+        syn::visit::visit_expr_for_loop(self, f);
+    }
+
+    fn visit_expr_index(&mut self, index: &'ast syn::ExprIndex) {
+        let (receiver, recv_text) = self.receiver(&index.expr);
+        if matches!(receiver, Receiver::Type(_) | Receiver::SelfField(_)) {
+            self.calls.push(CallSite {
+                line: line_of(index.bracket_token.span.open()),
+                text: format!("{recv_text}[..]"),
+                kind: CallKind::Operator { trait_name: "Index", methods: &["index", "index_mut"], receiver },
+                arg_calls: Vec::new(),
+                forwards_param: false,
+            });
+        }
+        self.visit_expr(&index.expr);
+        self.visit_expr(&index.index);
     }
 
     fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
         let (receiver, recv_text) = self.receiver(&call.receiver);
         let name = call.method.to_string();
+        if matches!(name.as_str(), "call" | "call_mut" | "call_once") {
+            if let Expr::Path(p) = strip_refs(&call.receiver) {
+                if p.path.get_ident().is_some_and(|i| self.params.contains(&i.to_string())) {
+                    self.calls_params = true;
+                }
+            }
+        }
         self.calls.push(CallSite {
             line: line_of(call.method.span()),
             text: format!("{recv_text}.{name}(..)"),
             kind: CallKind::Method { name, args: Some(call.args.len()), receiver },
+            arg_calls: Vec::new(),
+            forwards_param: false,
         });
+        let site = self.calls.len() - 1;
         self.visit_expr(&call.receiver);
-        for arg in &call.args {
-            self.visit_expr(arg);
-        }
+        self.visit_args(site, call.args.iter());
     }
 
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
@@ -1175,6 +1290,20 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
         };
         if let Pat::Ident(pi) = pat {
             let ty = ty.or_else(|| local.init.as_ref().and_then(|i| self.init_type(&i.expr)));
+            if let Some((t, _)) = &ty {
+                // The value is dropped at the end of the scope: a workspace `Drop` impl runs here.
+                self.calls.push(CallSite {
+                    line: line_of(pi.ident.span()),
+                    text: format!("drop({})", pi.ident),
+                    kind: CallKind::Operator {
+                        trait_name: "Drop",
+                        methods: &["drop"],
+                        receiver: Receiver::Type(t.clone()),
+                    },
+                    arg_calls: Vec::new(),
+                    forwards_param: false,
+                });
+            }
             let name = pi.ident.to_string();
             match ty {
                 Some((t, guessed)) => {

@@ -149,5 +149,101 @@ pub fn entry() -> f64 {
     // Unknown receiver type: two workspace methods named `step` with one argument.
     pick().step(1);
     let run = |x: u32| macros() + x;
-    total + f64::from(run(1))
+    Wrapper(Counter::new()).poke();
+    let extra = f64::from(raii_and_loops()) + implicit() as f64 + f64::from(apply(double, 2) + apply(|x| parse("1") + x, 3) + relay(|x| shown() + x, 1));
+    total + f64::from(run(1)) + extra
+}
+
+/// A tuple struct: `self.0` has the field's type.
+pub struct Wrapper(Counter);
+
+impl Wrapper {
+    fn poke(&mut self) -> bool {
+        self.0.bump()
+    }
+}
+
+/// Implicit calls that are modelled: `x[i]` on a workspace type (Index), `.into()` (From impls), and a method the
+/// type does not have (auto-deref through its Deref impl).
+pub struct Grid {
+    cells: Vec<u32>,
+}
+
+impl std::ops::Index<usize> for Grid {
+    type Output = u32;
+
+    fn index(&self, i: usize) -> &u32 {
+        &self.cells[i]
+    }
+}
+
+pub struct Name(String);
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Self {
+        Name(s.to_owned())
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+pub fn implicit() -> usize {
+    let grid = Grid { cells: vec![1, 2] };
+    let name: Name = "ab".into();
+    grid[1] as usize + name.len()
+}
+
+/// Callbacks: `apply` calls its parameter, so `double` and the closure's `parse` run under `apply`.
+pub fn apply<F: Fn(u32) -> u32>(f: F, x: u32) -> u32 {
+    f(x)
+}
+
+fn double(x: u32) -> u32 {
+    x * 2
+}
+
+/// Forwards its callback: the closure's `shown` runs under `apply`, not under `relay`.
+pub fn relay<F: Fn(u32) -> u32>(f: F, x: u32) -> u32 {
+    apply(f, x)
+}
+
+/// Drop and `for` loops on workspace types: `Noisy::drop` runs when `_guard` goes out of scope, `Countdown::next`
+/// for each turn of the loop.
+pub struct Noisy(u32);
+
+impl Drop for Noisy {
+    fn drop(&mut self) {
+        self.0 = 0;
+    }
+}
+
+pub struct Countdown(u32);
+
+impl Iterator for Countdown {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if self.0 == 0 {
+            None
+        } else {
+            self.0 -= 1;
+            Some(self.0)
+        }
+    }
+}
+
+pub fn raii_and_loops() -> u32 {
+    let _guard = Noisy(1);
+    let countdown = Countdown(3);
+    let mut sum = 0;
+    for x in countdown {
+        sum += x;
+    }
+    sum
 }
