@@ -412,20 +412,7 @@ impl Index {
     }
 
     fn qualified(&self, ctx: &Ctx, self_ty: &TyRef, trait_path: Option<&PathRef>, name: &str) -> Vec<FnId> {
-        let self_type = match self_ty {
-            TyRef::Path(p) => match self.resolve_type_path(ctx.scope, &p.segs, p.leading_colon) {
-                Some(TypeRes::Type(t)) => Some(t),
-                _ => None,
-            },
-            TyRef::SelfType => match ctx.owner {
-                Owner::Impl(i) => match self.impls[i].self_res {
-                    SelfRes::Local(t) => Some(t),
-                    _ => None,
-                },
-                _ => None,
-            },
-            _ => None,
-        };
+        let self_type = self.local_type(ctx, self_ty, ctx.scope);
         let trait_res = trait_path.and_then(|p| self.resolve_type_path(ctx.scope, &p.segs, p.leading_colon));
         match (trait_res, self_type) {
             (Some(TypeRes::Trait(tr)), Some(t)) => {
