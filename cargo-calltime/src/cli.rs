@@ -174,12 +174,55 @@ pub struct RunArgs {
     pub plan: PlanArgs,
     #[command(flatten)]
     pub view: ViewArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
     /// Keep a copy of the raw trace in FILE.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     /// Arguments for the program, after `--`.
     #[arg(last = true, value_name = "ARGS")]
     pub program_args: Vec<String>,
+}
+
+/// What the runtime keeps while the program runs (passed to it as CALLTIME_* environment variables; unset flags
+/// leave the runtime's defaults, see docs/trace-format.md).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RecordArgs {
+    /// Most calls stored per invocation; calls past it are counted and the tree is marked truncated [default: 100000].
+    #[arg(long, value_name = "N")]
+    pub node_cap: Option<u64>,
+    /// Leave out calls shorter than this (with their subtrees), e.g. `1us`; they are counted as filtered.
+    #[arg(long, value_name = "DURATION")]
+    pub min_node_time: Option<String>,
+    /// Record 1 in N root invocations [default: 1].
+    #[arg(long, value_name = "N")]
+    pub sample: Option<u64>,
+    /// Keep at most N invocations; later ones are counted as dropped [default: 100000].
+    #[arg(long, value_name = "N")]
+    pub max_invocations: Option<u64>,
+}
+
+impl RecordArgs {
+    /// The runtime's environment variables for the flags that were given.
+    pub fn env(&self) -> anyhow::Result<Vec<(&'static str, String)>> {
+        let mut env = Vec::new();
+        if let Some(n) = self.node_cap {
+            env.push(("CALLTIME_NODE_CAP", n.to_string()));
+        }
+        if let Some(d) = &self.min_node_time {
+            env.push(("CALLTIME_MIN_NS", crate::units::parse_duration(d)?.to_string()));
+        }
+        if let Some(n) = self.sample {
+            if n == 0 {
+                anyhow::bail!("--sample must be at least 1 (record 1 in N invocations)\n  hint: use --sample 1 to record every invocation");
+            }
+            env.push(("CALLTIME_SAMPLE", n.to_string()));
+        }
+        if let Some(n) = self.max_invocations {
+            env.push(("CALLTIME_MAX_INVOCATIONS", n.to_string()));
+        }
+        Ok(env)
+    }
 }
 
 #[derive(Debug, Clone, Args)]

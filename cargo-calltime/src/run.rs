@@ -25,6 +25,7 @@ struct Built {
 
 /// `cargo calltime` (the default command).
 pub fn run_command(args: &RunArgs) -> Result<i32> {
+    let record_env = args.record.env()?;
     let built = analyse_and_build(&args.cargo, &args.target, &args.plan)?;
     let calltime_dir = built.ws.calltime_dir();
     let traces = calltime_dir.join("traces");
@@ -39,6 +40,7 @@ pub fn run_command(args: &RunArgs) -> Result<i32> {
     }
     cmd.args(&args.program_args);
     cmd.env("CALLTIME_OUT", &trace_path);
+    cmd.envs(record_env);
     set_cargo_run_env(&mut cmd, &built);
     ui::status("Running", &program_line(&built.executable, &args.program_args, &built.ws.root));
     let code = run_child(&mut cmd).with_context(|| format!("cannot run {}", built.executable.display()))?;

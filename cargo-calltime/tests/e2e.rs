@@ -155,6 +155,21 @@ fn demo_trees_output_exit_code_and_untouched_workspace() {
     let lines: Vec<&str> = stderr.lines().skip_while(|l| !l.starts_with("error: ")).collect();
     util::check(&util::data("e2e/errors/root-never-called.txt"), &(lines.join("\n") + "\n"));
 
+    // Recording flags reach the runtime: 1 in 3 invocations kept, at most 3 calls stored per tree.
+    let sampled = tmp.path().join("sampled.json");
+    util::run(
+        util::calltime()
+            .args(["--root", "server::handle", "-q", "--sample", "3", "--node-cap", "3", "--format", "json", "-o"])
+            .arg(&sampled)
+            .current_dir(&dir),
+        true,
+    );
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&sampled).unwrap()).unwrap();
+    let stats = &json["stats"];
+    assert_eq!((stats["seen"].as_u64(), stats["kept"].as_u64()), (Some(12), Some(4)), "{stats}");
+    assert_eq!(stats["sampled_out"].as_u64(), Some(8), "{stats}");
+    assert_eq!(stats["truncated"].as_u64(), Some(4), "every demo request makes more than 3 probed calls: {stats}");
+
     assert_eq!(before, snapshot(&dir), "the user's workspace changed");
 }
 
