@@ -33,7 +33,7 @@
 //! | `CALLTIME_MIN_NS` | 0 | nodes shorter than this are left out with their subtrees and counted in `filtered` |
 //! | `CALLTIME_SAMPLE` | 1 | record 1 in N root invocations (the others are counted as `sampled_out`) |
 //! | `CALLTIME_MAX_INVOCATIONS` | 100000 | invocations recorded at most; later ones are counted as `dropped` |
-//! | `CALLTIME_QUEUE` | 64 | length of the bounded queue to the writer; when full, invocations are dropped and counted |
+//! | `CALLTIME_QUEUE` | 1024 | length of the bounded queue to the writer; when full, invocations are dropped and counted |
 //! | `CALLTIME_CLOCK` | `auto` | `instant` forces `std::time::Instant` instead of the invariant TSC |
 //!
 //! # Costs and bounds
@@ -81,6 +81,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const TRACE_VERSION: u32 = 1;
 /// Frames deeper than this are counted as truncated calls, not stored.
 const MAX_DEPTH: usize = 4096;
+/// Node slots a new recorder starts with (96 KiB); it grows by doubling up to the node cap.
+const INITIAL_NODES: usize = 4096;
 /// Slot of a guard that records nothing.
 const NO_SLOT: u32 = u32::MAX;
 /// `Node::end` of a node that has not been left yet.
@@ -242,12 +244,16 @@ enum OwnerKind {
 
 /// A recording context: the node buffer and frame stack of one invocation. Allocated once and recycled.
 struct Recorder {
-    /// Capacity is at least `cap`, reserved at allocation; never grows.
+    /// Starts at `INITIAL_NODES` (or `cap` if smaller) and doubles on a cold path up to `cap`; a recycled recorder
+    /// keeps what it grew to, so steady state allocates nothing while idle recorders in the pool stay small.
     nodes: Vec<Node>,
     /// Slots of the frames currently entered; `MAX_DEPTH` long.
     stack: Box<[u32]>,
     depth: usize,
+    /// The node cap (`CALLTIME_NODE_CAP`).
     cap: usize,
+    /// `min(cap, nodes.capacity())`: the one bound the hot path checks.
+    limit: usize,
     truncated: u64,
     /// Process-unique id of the invocation being recorded, so a future can tell whether its context is current.
     invocation: u64,
@@ -259,10 +265,11 @@ struct Recorder {
 impl Recorder {
     fn boxed(cap: usize) -> Box<Recorder> {
         Box::new(Recorder {
-            nodes: Vec::with_capacity(cap),
+            nodes: Vec::with_capacity(cap.min(INITIAL_NODES)),
             stack: vec![0; MAX_DEPTH].into_boxed_slice(),
             depth: 0,
             cap,
+            limit: cap.min(INITIAL_NODES),
             truncated: 0,
             invocation: 0,
             kind: OwnerKind::Thread,
@@ -275,7 +282,7 @@ impl Recorder {
         static INVOCATIONS: AtomicU64 = AtomicU64::new(1);
         self.nodes.clear();
         self.depth = 0;
-        self.cap = self.cap.min(self.nodes.capacity());
+        self.limit = self.cap.min(self.nodes.capacity());
         self.truncated = 0;
         self.invocation = INVOCATIONS.fetch_add(1, Relaxed);
         self.kind = kind;
@@ -288,11 +295,11 @@ impl Recorder {
     fn push(&mut self, index: u32, start: u64) -> u32 {
         let slot = self.nodes.len();
         let depth = self.depth;
-        if slot >= self.cap || depth >= MAX_DEPTH {
+        if depth >= MAX_DEPTH || (slot >= self.limit && !self.grow()) {
             self.truncated += 1;
             return NO_SLOT;
         }
-        // SAFETY: depth < MAX_DEPTH == stack.len(); slot < cap <= nodes.capacity().
+        // SAFETY: depth < MAX_DEPTH == stack.len(); slot < limit <= nodes.capacity().
         unsafe {
             let parent = if depth == 0 { NO_PARENT } else { *self.stack.get_unchecked(depth - 1) };
             self.nodes.as_mut_ptr().add(slot).write(Node { start, end: OPEN, index, link: parent });
@@ -301,6 +308,19 @@ impl Recorder {
         }
         self.depth = depth + 1;
         slot as u32
+    }
+
+    /// Doubles the node buffer, up to the cap; false at the cap. Cold: it runs a few times per recorder, ever.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) -> bool {
+        if self.limit >= self.cap {
+            return false;
+        }
+        let wanted = (self.nodes.capacity() * 2).clamp(INITIAL_NODES, self.cap);
+        self.nodes.reserve_exact(wanted - self.nodes.len());
+        self.limit = self.cap.min(self.nodes.capacity());
+        self.nodes.len() < self.limit
     }
 
     /// Re-enters the frame of an existing node (an async function polled again).
@@ -618,7 +638,7 @@ impl Config {
             min_ns: number("CALLTIME_MIN_NS", 0, 0),
             sample: number("CALLTIME_SAMPLE", 1, 1),
             max_invocations: number("CALLTIME_MAX_INVOCATIONS", 100_000, 0),
-            queue: number("CALLTIME_QUEUE", 64, 1).min(1 << 20) as usize,
+            queue: number("CALLTIME_QUEUE", 1024, 1).min(1 << 20) as usize,
         }
     }
 }

@@ -36,6 +36,9 @@ impl TargetKind {
 #[derive(Debug, Clone)]
 pub struct Target {
     pub package: String,
+    /// `name@version`: unambiguous for `-p` even when a dependency has the same name (serde_json's dev-dependencies
+    /// pull in another serde_json).
+    pub package_spec: String,
     /// Directory of the package's manifest in the user's workspace.
     pub package_dir: PathBuf,
     pub kind: TargetKind,
@@ -73,6 +76,7 @@ pub fn select_target(ws: &Workspace, args: &TargetArgs, cargo: &CargoArgs) -> Re
     };
     let make = |p: &cargo_metadata::Package, kind, name: &str| Target {
         package: p.name.to_string(),
+        package_spec: format!("{}@{}", p.name, p.version),
         package_dir: p.manifest_path.parent().map(|d| d.as_std_path().to_owned()).unwrap_or_else(|| ws.root.clone()),
         kind,
         name: name.to_owned(),
@@ -182,7 +186,7 @@ pub fn cargo_build(
             "--message-format=json"
         });
     if let Some(t) = target {
-        cmd.args(["-p", &t.package, t.kind.flag(), &t.name]);
+        cmd.args(["-p", &t.package_spec, t.kind.flag(), &t.name]);
     } else {
         for p in &cargo.package {
             cmd.args(["-p", p]);

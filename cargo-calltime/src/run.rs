@@ -278,7 +278,8 @@ fn reads_outside_workspace(root: &Path, error: Option<&build::FirstError>) -> bo
 
 /// The environment `cargo run` gives a program, pointed at the user's package rather than the copy.
 fn set_cargo_run_env(cmd: &mut Command, built: &Built) {
-    let package = built.ws.metadata.packages.iter().find(|p| p.name.as_str() == built.target.package);
+    let package =
+        built.ws.metadata.packages.iter().find(|p| format!("{}@{}", p.name, p.version) == built.target.package_spec);
     cmd.env("CARGO_MANIFEST_DIR", &built.target.package_dir);
     if let Some(p) = package {
         cmd.env("CARGO_PKG_NAME", p.name.as_str()).env("CARGO_PKG_VERSION", p.version.to_string());

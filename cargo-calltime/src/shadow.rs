@@ -456,7 +456,29 @@ pub fn edit_manifest(
     if is_root && !table.contains_key("workspace") {
         table.insert("workspace", Item::Table(toml_edit::Table::new()));
     }
+    if is_root {
+        optimize_runtime_in_dev(table)?;
+    }
     Ok(doc.to_string())
+}
+
+/// `[profile.dev.package.calltime-rt] opt-level = 3` unless the user set one: the probes and the trace writer are
+/// compiled optimised even in a debug build, so a debug run's overhead stays small and the writer keeps up with
+/// bursts of short invocations (a test harness running on every core).
+fn optimize_runtime_in_dev(table: &mut toml_edit::Table) -> Result<()> {
+    let mut level = table;
+    for key in ["profile", "dev", "package", "calltime-rt"] {
+        let entry = level.entry(key).or_insert_with(|| {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        });
+        level = entry.as_table_mut().with_context(|| format!("`{key}` in the root manifest is not a table"))?;
+    }
+    if !level.contains_key("opt-level") {
+        level.insert("opt-level", toml_edit::value(3));
+    }
+    Ok(())
 }
 
 fn fix_dep_table(deps: &mut Item, fix: &impl Fn(&mut Value)) {
@@ -556,7 +578,10 @@ p = { path = "/p" }
             None,
         )
         .unwrap();
-        assert_eq!(out, "[package]\nname = \"a\"\n\n[dependencies]\ncalltime-rt = { path = \"/rt\" }\n\n[workspace]\n");
+        assert_eq!(
+            out,
+            "[package]\nname = \"a\"\n\n[dependencies]\ncalltime-rt = { path = \"/rt\" }\n\n[workspace]\n\n[profile.dev.package.calltime-rt]\nopt-level = 3\n"
+        );
         let out = edit_manifest(
             "[workspace]\nmembers = [\"a\"]\n",
             Path::new("/w/Cargo.toml"),
@@ -566,7 +591,7 @@ p = { path = "/p" }
             None,
         )
         .unwrap();
-        assert_eq!(out, "[workspace]\nmembers = [\"a\"]\n");
+        assert_eq!(out, "[workspace]\nmembers = [\"a\"]\n\n[profile.dev.package.calltime-rt]\nopt-level = 3\n");
     }
 
     #[test]
@@ -582,7 +607,7 @@ p = { path = "/p" }
         .unwrap();
         assert_eq!(
             out,
-            "[workspace]\n\n[patch.crates-io]\nserde = { path = \"s\" }\ncalltime-rt = { path = \"/rt\" }\n"
+            "[workspace]\n\n[patch.crates-io]\nserde = { path = \"s\" }\ncalltime-rt = { path = \"/rt\" }\n\n[profile.dev.package.calltime-rt]\nopt-level = 3\n"
         );
         let out = edit_manifest(
             "[workspace]\n",
@@ -593,7 +618,7 @@ p = { path = "/p" }
             Some(Path::new("/rt")),
         )
         .unwrap();
-        assert_eq!(out, "[workspace]\n\n[patch.crates-io]\ncalltime-rt = { path = \"/rt\" }\n");
+        assert_eq!(out, "[workspace]\n\n[patch.crates-io]\ncalltime-rt = { path = \"/rt\" }\n\n[profile.dev.package.calltime-rt]\nopt-level = 3\n");
     }
 
     #[test]
@@ -626,7 +651,7 @@ p = { path = "/p" }
         assert_eq!((first.files, first.written, first.removed), (3, 3, 0));
         assert!(!copy.join(".git").exists() && !copy.join("target").exists());
         // The copy is its own workspace root.
-        assert!(std::fs::read_to_string(copy.join("Cargo.toml")).unwrap().ends_with("[workspace]\n"));
+        assert!(std::fs::read_to_string(copy.join("Cargo.toml")).unwrap().contains("\n[workspace]\n"));
         let mtime = |rel: &str| std::fs::metadata(copy.join(rel)).unwrap().modified().unwrap();
         let lib_mtime = mtime("src/lib.rs");
         assert_eq!(lib_mtime, std::fs::metadata(ws_dir.join("src/lib.rs")).unwrap().modified().unwrap());
