@@ -39,8 +39,9 @@
 //! # Costs and bounds
 //! Per call: one thread-local access, one clock read on entry and one on exit, a write into a preallocated
 //! per-thread buffer. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
-//! converted to nanoseconds and trees are formatted on the writer thread. Each thread allocates one buffer of
-//! `CALLTIME_NODE_CAP` nodes (24 bytes each) at its first root entry; at most `CALLTIME_QUEUE + 65` more buffers
+//! converted to nanoseconds and trees are formatted on the writer thread. Each thread allocates one node buffer
+//! (24 bytes a node; 4096 nodes, doubled on a cold path up to `CALLTIME_NODE_CAP` when an invocation needs more, and
+//! kept at that size when recycled) at its first root entry; at most `CALLTIME_QUEUE + 65` more buffers
 //! exist (queued, being written, or owned by root tasks in progress). When none is free the invocation is dropped
 //! and counted, never waited for.
 //!
