@@ -98,6 +98,10 @@ pub struct PlanArgs {
     /// always does, and the traversal goes on through functions it rejects.
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
+    /// Probe every function of the selected packages, reached from the roots or not (level 0 when not), and
+    /// list the static edges of all of them: for checking the static graph against a run (docs/graph-json.md).
+    #[arg(long)]
+    pub all_functions: bool,
 }
 
 /// Which target to build and run, and how.

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 
-use super::graph::traverse;
+use super::graph::{traverse, traverse_all};
 use super::index::{FnId, Index};
 use super::modules::TargetKind;
 use super::render::plural;
@@ -70,14 +70,25 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
             }
         }
     }
-    let reached = traverse(&index, &roots, args.depth);
+    let reached = if args.all_functions {
+        traverse_all(&index, &roots, args.depth)
+    } else {
+        traverse(&index, &roots, args.depth)
+    };
     tracing::info!("graph of {} functions in {:?}", reached.functions.len(), started.elapsed());
 
-    // Functions in a deterministic order: level, then path, then place.
+    // Functions in a deterministic order: level, then path, then place; the unreached ones of --all-functions
+    // (level 0) last.
     let mut order: Vec<(FnId, u32)> = reached.functions.clone();
+    let rank = |level: u32| if level == 0 { u32::MAX } else { level };
     order.sort_by(|a, b| {
         let (fa, fb) = (&index.fns[a.0], &index.fns[b.0]);
-        (a.1, &fa.path, &index.files[fa.file], fa.item.line).cmp(&(b.1, &fb.path, &index.files[fb.file], fb.item.line))
+        (rank(a.1), &fa.path, &index.files[fa.file], fa.item.line).cmp(&(
+            rank(b.1),
+            &fb.path,
+            &index.files[fb.file],
+            fb.item.line,
+        ))
     });
     let position: HashMap<FnId, usize> = order.iter().enumerate().map(|(i, (f, _))| (*f, i)).collect();
 
