@@ -73,7 +73,7 @@ fn static_edges(dir: &Path, manifest: &Path, root: &str) -> EdgeSet {
         .filter(|f| f["instrumented"] != true)
         .map(|f| format!("{} ({})", f["path"], f["skip_reason"]))
         .collect();
-    eprintln!("  not probed: {untaken:?}");
+    eprintln!("{}: not probed: {untaken:?}", dir.display());
     plan["edges"]
         .as_array()
         .expect("edges")
@@ -149,10 +149,54 @@ fn analysis_modules_example() {
     check_recall("analysis-modules", "Cargo.toml", &["--example", "run"], "run::main", 12);
 }
 
-/// Also checks `--manifest-path` of a member: it selects that package, as `-p app` would.
+/// From the root manifest, so that both members (`app` and `alpha`) are probed.
 #[test]
-fn analysis_use_example_from_member_manifest() {
-    check_recall("analysis-use", "crates/app/Cargo.toml", &["--example", "serve"], "serve::main", 20);
+fn analysis_use_example() {
+    check_recall("analysis-use", "Cargo.toml", &["--example", "serve"], "serve::main", 20);
+}
+
+/// `--manifest-path` of a member selects that package, as cargo does: the other member's functions are planned
+/// (they are reached) but not probed, and the root manifest selects both.
+#[test]
+fn member_manifest_selects_its_package() {
+    let (_tmp, dir) = copy_test_crate("analysis-use");
+    let probed = |manifest: &Path| -> BTreeSet<String> {
+        let out = run(
+            calltime()
+                .current_dir(&dir)
+                .arg("graph")
+                .arg("--manifest-path")
+                .arg(manifest)
+                .args(["--root", "app::run", "--format", "json"]),
+            true,
+        );
+        let plan: Value = serde_json::from_slice(&out.stdout).expect("graph prints JSON");
+        plan["functions"]
+            .as_array()
+            .expect("functions")
+            .iter()
+            .filter(|f| f["instrumented"] == true)
+            .map(|f| f["path"].as_str().expect("path").split("::").next().unwrap_or("").to_owned())
+            .collect()
+    };
+    let crates_of = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(probed(&dir.join("crates/app/Cargo.toml")), crates_of(&["app"]));
+    assert_eq!(probed(&dir.join("Cargo.toml")), crates_of(&["alpha", "app"]));
+    // A root outside the selected member is an error that says how to select it.
+    let out = run(
+        calltime()
+            .current_dir(&dir)
+            .arg("graph")
+            .arg("--manifest-path")
+            .arg(dir.join("crates/alpha/Cargo.toml"))
+            .args(["--root", "app::run"]),
+        false,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("in package `app`, which is not selected") && stderr.contains("hint: pass -p app"),
+        "{stderr}"
+    );
 }
 
 #[test]

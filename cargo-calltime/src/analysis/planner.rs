@@ -127,6 +127,12 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
         }
         if reason.is_none() && !krate.selected {
             let package = &ws.metadata.packages[krate.package].name;
+            if is_root {
+                bail!(
+                    "root `{}` is in package `{package}`, which is not selected\n  hint: pass -p {package}, or run from the workspace root (a member's directory or manifest selects only that member)",
+                    def.path
+                );
+            }
             reason = Some(format!("in package `{package}`, which -p did not select"));
         }
         if reason.is_none() {
