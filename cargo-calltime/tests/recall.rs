@@ -2,41 +2,76 @@
 //! every caller -> callee edge of the recorded trees must be an edge of the static graph (`graph --all-functions`).
 //! The run is the ground truth: a miss is a call the analysis did not see, which would silently re-parent a
 //! subtree in a normal run. Known, explained misses go in tests/data/recall/allowed.txt.
+//!
+//! `recall_on_any_workspace` (ignored) runs the same check on a workspace given by environment variables, for
+//! real crates.
 
 mod util;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 
 use serde_json::Value;
 use util::{calltime, copy_test_crate, data, run};
 
 type EdgeSet = BTreeSet<(String, String)>;
 
-/// Builds and runs `krate` (a copy) with every function probed from `root`, and compares the observed edges with
-/// the static ones. `target_args` select the program to run (`--example demo`); `graph` takes none.
+/// The program to check: where it is and how to build and run it.
+struct Program {
+    /// The workspace directory (a copy: the run writes its target dir there).
+    dir: PathBuf,
+    /// The manifest passed as `--manifest-path`.
+    manifest: PathBuf,
+    /// Package and feature flags, for both `graph` and the run (`--features getopts`).
+    cargo_args: Vec<String>,
+    /// Which target runs (`--example demo`); `graph` takes none.
+    target_args: Vec<String>,
+    root: String,
+    /// A file fed to the program's stdin.
+    stdin: Option<PathBuf>,
+}
+
+/// What the check found.
+struct Recall {
+    static_edges: EdgeSet,
+    /// Observed (caller, callee) pairs with the number of calls seen.
+    observed: BTreeMap<(String, String), u64>,
+}
+
+impl Recall {
+    fn misses(&self) -> Vec<(&(String, String), u64)> {
+        self.observed.iter().filter(|(e, _)| !self.static_edges.contains(*e)).map(|(e, n)| (e, *n)).collect()
+    }
+}
+
+/// Builds and runs test crate `krate` (a copy) with every function probed from `root`, and compares the observed
+/// edges with the static ones, minus the explained misses of tests/data/recall/allowed.txt.
 #[track_caller]
 fn check_recall(krate: &str, manifest_rel: &str, target_args: &[&str], root: &str, min_observed: usize) {
     let (_tmp, dir) = copy_test_crate(krate);
-    let manifest = dir.join(manifest_rel);
-    let static_edges = static_edges(&dir, &manifest, root);
-    let (observed, calls) = observed_edges(&dir, &manifest, target_args, root);
+    let program = Program {
+        manifest: dir.join(manifest_rel),
+        dir,
+        cargo_args: Vec::new(),
+        target_args: target_args.iter().map(|a| a.to_string()).collect(),
+        root: root.to_owned(),
+        stdin: None,
+    };
+    let recall = measure(&program);
     let allowed = allowed_misses(krate);
-
-    let misses: Vec<&(String, String)> =
-        observed.iter().filter(|e| !static_edges.contains(*e) && !allowed.contains(*e)).collect();
+    let misses: Vec<_> = recall.misses().into_iter().filter(|(e, _)| !allowed.contains(*e)).collect();
     let stale: Vec<&(String, String)> =
-        allowed.iter().filter(|e| !observed.contains(*e) || static_edges.contains(*e)).collect();
+        allowed.iter().filter(|e| !recall.observed.contains_key(*e) || recall.static_edges.contains(*e)).collect();
     eprintln!(
         "{krate} (root {root}): {} observed edges, {} static edges, {} misses, {} allowed",
-        observed.len(),
-        static_edges.len(),
+        recall.observed.len(),
+        recall.static_edges.len(),
         misses.len(),
         allowed.len()
     );
     let mut problems = String::new();
-    for (caller, callee) in &misses {
-        let count = calls[&(caller.clone(), callee.clone())];
+    for ((caller, callee), count) in &misses {
         problems.push_str(&format!("  missed {caller} -> {callee} ({count} calls)\n"));
     }
     for (caller, callee) in &stale {
@@ -46,23 +81,27 @@ fn check_recall(krate: &str, manifest_rel: &str, target_args: &[&str], root: &st
     // A run that recorded (almost) nothing would pass the subset check vacuously: the minimums are about 80% of
     // what the programs exercise today.
     assert!(
-        observed.len() >= min_observed,
-        "{krate}: only {} observed edges, expected at least {min_observed}: {observed:?}",
-        observed.len()
+        recall.observed.len() >= min_observed,
+        "{krate}: only {} observed edges, expected at least {min_observed}: {:?}",
+        recall.observed.len(),
+        recall.observed.keys().collect::<Vec<_>>()
     );
 }
 
-fn static_edges(dir: &Path, manifest: &Path, root: &str) -> EdgeSet {
+/// `graph --all-functions` for the static edges, then the run with every function probed.
+fn measure(program: &Program) -> Recall {
+    Recall { static_edges: static_edges(program), observed: observed_edges(program) }
+}
+
+fn static_edges(program: &Program) -> EdgeSet {
     let out = run(
-        calltime().current_dir(dir).arg("graph").arg("--manifest-path").arg(manifest).args([
-            "--root",
-            root,
-            "--all-functions",
-            "--depth",
-            "1000",
-            "--format",
-            "json",
-        ]),
+        calltime()
+            .current_dir(&program.dir)
+            .arg("graph")
+            .arg("--manifest-path")
+            .arg(&program.manifest)
+            .args(&program.cargo_args)
+            .args(["--root", &program.root, "--all-functions", "--depth", "1000", "--format", "json"]),
         true,
     );
     let plan: Value = serde_json::from_slice(&out.stdout).expect("graph prints JSON");
@@ -73,7 +112,7 @@ fn static_edges(dir: &Path, manifest: &Path, root: &str) -> EdgeSet {
         .filter(|f| f["instrumented"] != true)
         .map(|f| format!("{} ({})", f["path"], f["skip_reason"]))
         .collect();
-    eprintln!("{}: not probed: {untaken:?}", dir.display());
+    eprintln!("{}: not probed: {untaken:?}", program.dir.display());
     plan["edges"]
         .as_array()
         .expect("edges")
@@ -83,33 +122,33 @@ fn static_edges(dir: &Path, manifest: &Path, root: &str) -> EdgeSet {
 }
 
 /// (caller, callee) pairs of the recorded trees, with the number of calls seen for each.
-fn observed_edges(
-    dir: &Path,
-    manifest: &Path,
-    target_args: &[&str],
-    root: &str,
-) -> (EdgeSet, BTreeMap<(String, String), u64>) {
-    let out_file = dir.join("recall.json");
-    run(
-        calltime()
-            .current_dir(dir)
-            .arg("--manifest-path")
-            .arg(manifest)
-            .args(target_args)
-            .args(["--root", root, "--all-functions", "--depth", "1000", "--format", "json", "-o"])
-            .arg(&out_file),
-        true,
-    );
+fn observed_edges(program: &Program) -> BTreeMap<(String, String), u64> {
+    let out_file = program.dir.join("recall.json");
+    let mut cmd = calltime();
+    cmd.current_dir(&program.dir)
+        .arg("--manifest-path")
+        .arg(&program.manifest)
+        .args(&program.cargo_args)
+        .args(&program.target_args)
+        .args(["--root", &program.root, "--all-functions", "--depth", "1000", "--format", "json", "-o"])
+        .arg(&out_file);
+    if let Some(input) = &program.stdin {
+        cmd.stdin(Stdio::from(std::fs::File::open(input).expect("stdin file opens")));
+    }
+    run(&mut cmd, true);
     let text = std::fs::read_to_string(&out_file).expect("the run wrote its JSON");
     let doc: Value = serde_json::from_str(&text).expect("JSON view parses");
     let invocations = doc["invocations"].as_array().expect("invocations");
     assert!(!invocations.is_empty(), "no invocation recorded: {text}");
     let mut calls = BTreeMap::new();
     for inv in invocations {
-        assert_eq!(inv["truncated_calls"], 0, "a tree hit the node cap: the check would be incomplete");
+        assert_eq!(
+            inv["truncated_calls"], 0,
+            "a tree hit the node cap: the check would be incomplete (raise CALLTIME_NODE_CAP)"
+        );
         collect_edges(&inv["tree"], &mut calls);
     }
-    (calls.keys().cloned().collect(), calls)
+    calls
 }
 
 fn collect_edges(node: &Value, calls: &mut BTreeMap<(String, String), u64>) {
@@ -202,4 +241,45 @@ fn member_manifest_selects_its_package() {
 #[test]
 fn analysis_edge_bin() {
     check_recall("analysis-edge", "Cargo.toml", &["--bin", "my-tool"], "my_tool::main", 15);
+}
+
+/// The check on any workspace, by hand: it builds a shadow copy under the workspace's target dir (the sources
+/// stay untouched) and prints every miss. For example, pulldown-cmark 0.13.6:
+///
+/// ```sh
+/// RECALL_DIR=/path/to/pulldown-cmark RECALL_ROOT=pulldown_cmark::html::write_html_io \
+///   RECALL_ARGS='--features getopts' RECALL_STDIN=input.md CALLTIME_NODE_CAP=5000000 \
+///   cargo test -p cargo-calltime --test recall -- --ignored --nocapture recall_on_any_workspace
+/// ```
+#[test]
+#[ignore]
+fn recall_on_any_workspace() {
+    let (Ok(dir), Ok(root)) = (std::env::var("RECALL_DIR"), std::env::var("RECALL_ROOT")) else {
+        panic!("set RECALL_DIR (workspace) and RECALL_ROOT; optional RECALL_MANIFEST, RECALL_ARGS, RECALL_TARGET_ARGS, RECALL_STDIN");
+    };
+    let words = |var: &str| -> Vec<String> {
+        std::env::var(var).unwrap_or_default().split_whitespace().map(str::to_owned).collect()
+    };
+    let dir = PathBuf::from(dir);
+    let program = Program {
+        manifest: std::env::var("RECALL_MANIFEST").map(PathBuf::from).unwrap_or_else(|_| dir.join("Cargo.toml")),
+        dir,
+        cargo_args: words("RECALL_ARGS"),
+        target_args: words("RECALL_TARGET_ARGS"),
+        root,
+        stdin: std::env::var("RECALL_STDIN").ok().map(PathBuf::from),
+    };
+    let recall = measure(&program);
+    let misses = recall.misses();
+    println!(
+        "{}: {} observed edges, {} static edges, {} misses",
+        program.dir.display(),
+        recall.observed.len(),
+        recall.static_edges.len(),
+        misses.len()
+    );
+    for ((caller, callee), count) in &misses {
+        println!("  missed {caller} -> {callee} ({count} calls)");
+    }
+    assert!(misses.is_empty(), "{} runtime edges are not static edges", misses.len());
 }
