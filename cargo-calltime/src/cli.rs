@@ -98,6 +98,11 @@ pub struct PlanArgs {
     /// always does, and the traversal goes on through functions it rejects.
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
+    /// Probe trivial functions too: by default a function whose body has no loop, at most a few statements and
+    /// calls only trivial functions or constant-time std accessors (`len`, `get`, `unwrap`, ...) gets no probe,
+    /// since it costs less than the probe itself.
+    #[arg(long)]
+    pub probe_trivial: bool,
 }
 
 /// Which target to build and run, and how.
