@@ -26,6 +26,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     ("calls-example-helper", "analysis-calls", &["--root", "demo_helper", "--depth", "2"]),
     ("edge", "analysis-edge", &["--root", "my_tool::main", "--depth", "10"]),
     ("edge-two-roots", "analysis-edge", &["--root", "edge::recursive", "--root", "fetch", "--depth", "2"]),
+    // Functions cheaper than a probe are left out by default, and kept with --probe-trivial.
+    ("trivial", "analysis-trivial", &["--root", "Doc::render", "--depth", "3"]),
+    ("trivial-probed", "analysis-trivial", &["--root", "Doc::render", "--depth", "3", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {
@@ -130,7 +133,13 @@ fn errors_name_the_problem_and_a_hint() {
     check(&data("analysis/errors.txt"), &all);
 }
 
+/// The plan as `graph` makes it; `everything` adds --probe-trivial (with the filter `.`: every function that can
+/// take a probe gets one).
 fn plan_for(dir: &Path, roots: &[&str], depth: u32, filter: Option<&str>) -> Plan {
+    plan_with(dir, roots, depth, filter, false)
+}
+
+fn plan_with(dir: &Path, roots: &[&str], depth: u32, filter: Option<&str>, everything: bool) -> Plan {
     let cargo = CargoArgs { manifest_path: Some(dir.join("Cargo.toml")), ..CargoArgs::default() };
     let ws = Workspace::load(&cargo).expect("workspace loads");
     let args = PlanArgs {
@@ -138,6 +147,7 @@ fn plan_for(dir: &Path, roots: &[&str], depth: u32, filter: Option<&str>) -> Pla
         depth,
         filter: filter.map(str::to_owned),
         all_functions: false,
+        probe_trivial: everything,
     };
     make_plan(&ws, &args).expect("plan")
 }
@@ -235,7 +245,7 @@ fn everything_reachable_gets_a_probe_with_filter_dot() {
         ("analysis-modules", "entry"),
     ] {
         let (_tmp, dir) = copy_test_crate(krate);
-        let plan = plan_for(&dir, &[root], 1000, Some("."));
+        let plan = plan_with(&dir, &[root], 1000, Some("."), true);
         assert!(plan.functions.len() > 5, "{krate}: too few functions reached");
         for f in &plan.functions {
             if let Some(reason) = &f.skip_reason {
