@@ -98,6 +98,16 @@ pub struct PlanArgs {
     /// always does, and the traversal goes on through functions it rejects.
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
+    /// Probe every function of the selected packages, reached from the roots or not (level 0 when not), trivial
+    /// ones included, and list the static edges of all of them: for checking the static graph against a run
+    /// (docs/graph-json.md).
+    #[arg(long)]
+    pub all_functions: bool,
+    /// Probe trivial functions too: by default a function whose body has no loop, at most a few statements and
+    /// calls only trivial functions or constant-time std accessors (`len`, `get`, `unwrap`, ...) gets no probe,
+    /// since it costs less than the probe itself.
+    #[arg(long)]
+    pub probe_trivial: bool,
 }
 
 /// Which target to build and run, and how.

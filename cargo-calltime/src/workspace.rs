@@ -93,7 +93,10 @@ impl Workspace {
             .map(|(i, _)| i)
             .collect();
         let selected = if args.package.is_empty() {
-            members
+            match member_of_manifest(&metadata, &members, args, &root) {
+                Some(i) => vec![i],
+                None => members,
+            }
         } else {
             let mut selected = Vec::new();
             for spec in &args.package {
@@ -124,6 +127,32 @@ impl Workspace {
     pub fn calltime_dir(&self) -> PathBuf {
         self.target_dir.join("calltime")
     }
+}
+
+/// Like cargo without `-p`: a member's own manifest (`--manifest-path crates/app/Cargo.toml`, or the nearest
+/// Cargo.toml above the current directory) selects that package. The root manifest keeps every member selected,
+/// so that a root anywhere in the workspace can be timed (cargo would take only the root package, or
+/// `default-members`).
+fn member_of_manifest(
+    metadata: &Metadata,
+    members: &[usize],
+    args: &CargoArgs,
+    root: &std::path::Path,
+) -> Option<usize> {
+    let manifest = match &args.manifest_path {
+        Some(p) => p.canonicalize().ok()?,
+        None => {
+            let cwd = std::env::current_dir().ok()?;
+            cwd.ancestors().map(|d| d.join("Cargo.toml")).find(|m| m.is_file())?.canonicalize().ok()?
+        }
+    };
+    if root.join("Cargo.toml").canonicalize().ok().as_ref() == Some(&manifest) {
+        return None;
+    }
+    members
+        .iter()
+        .copied()
+        .find(|&i| metadata.packages[i].manifest_path.as_std_path().canonicalize().ok().as_ref() == Some(&manifest))
 }
 
 fn metadata_error(err: cargo_metadata::Error, args: &CargoArgs) -> anyhow::Error {

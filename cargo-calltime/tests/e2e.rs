@@ -272,14 +272,17 @@ fn errors_are_one_line_with_a_hint() {
 
 /// Every function form (async with `?`, trait objects, `impl Trait`, generics, inner attributes, async blocks,
 /// `#[track_caller]`, `unsafe`/`extern "C"` fns, `line!()`) builds without a warning (the crate denies them) and
-/// behaves the same with probes.
+/// behaves the same with probes (--probe-trivial: the one-line forms get probes too).
 #[test]
 fn every_function_form_builds_and_behaves_the_same() {
     let (tmp, dir) = util::copy_test_crate("e2e-forms");
     let before = snapshot(&dir);
     let report = tmp.path().join("report.json");
     let out = util::run(
-        util::calltime().args(["--root", "run_all", "--format", "json", "-o"]).arg(&report).current_dir(&dir),
+        util::calltime()
+            .args(["--root", "run_all", "--probe-trivial", "--format", "json", "-o"])
+            .arg(&report)
+            .current_dir(&dir),
         true,
     );
     let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);

@@ -72,6 +72,37 @@ pub fn traverse(index: &Index, roots: &[FnId], depth: u32) -> Reached {
     reached
 }
 
+/// `--all-functions`: the levels come from the roots as in [`traverse`], but the set is every function of the
+/// program's selected crates (outside test code), reached or not, and the edges and notes cover the calls of all
+/// of them, so that a run with every function probed can be checked against the full static graph. Unreached
+/// functions get level 0.
+pub fn traverse_all(index: &Index, roots: &[FnId], depth: u32) -> Reached {
+    let from_roots = traverse(index, roots, depth);
+    let in_program = program_crates(index, roots);
+    let mut level: HashMap<FnId, u32> = from_roots.functions.iter().copied().collect();
+    let mut functions = from_roots.functions;
+    for f in 0..index.fns.len() {
+        let def = &index.fns[f];
+        let krate = &index.crates[def.krate].spec;
+        if in_program.contains(&def.krate) && krate.selected && !def.item.test_only && !level.contains_key(&f) {
+            level.insert(f, 0);
+            functions.push((f, 0));
+        }
+    }
+    let all: Vec<FnId> = functions.iter().map(|(f, _)| *f).collect();
+    let resolved: HashMap<FnId, Resolved> = all.par_iter().map(|&f| (f, resolve_in(index, f, &in_program))).collect();
+    let mut reached = Reached { functions, ..Reached::default() };
+    for &f in &all {
+        let r = &resolved[&f];
+        reached.edges.extend(r.callees.iter().filter(|c| level.contains_key(c)).map(|&c| (f, c)));
+        reached.notes.extend(r.notes.iter().map(|(call, note)| (f, *call, note.clone())));
+    }
+    reached.edges.extend(callback_edges(index, &resolved, &level));
+    reached.edges.sort_unstable();
+    reached.edges.dedup();
+    reached
+}
+
 /// The crates that can be part of the measured program: every lib and bin of the workspace, plus the roots' own
 /// crates and what they depend on. Test, example and bench targets are separate programs: an impl in one of them is
 /// never what a call elsewhere dispatches to.

@@ -73,6 +73,8 @@ pub struct TypeDef {
     pub fields: HashMap<String, TyRef>,
     pub alias: Option<TyRef>,
     pub impls: Vec<ImplId>,
+    /// Declared with `#[derive(Copy)]` (every declaration of it under `#[cfg]` variants).
+    pub is_copy: bool,
 }
 
 #[derive(Debug)]
@@ -261,10 +263,12 @@ impl Index {
                     fields: HashMap::new(),
                     alias: None,
                     impls: Vec::new(),
+                    is_copy: t.is_copy,
                 });
                 self.types_by_name.entry(t.name.clone()).or_default().push(self.types.len() - 1);
                 self.types.len() - 1
             });
+            self.types[id].is_copy &= t.is_copy;
             for (name, ty) in &t.fields {
                 self.types[id].fields.entry(name.clone()).or_insert_with(|| ty.clone());
             }
@@ -361,6 +365,8 @@ impl Index {
             body_items: None,
             generics: f.generics.clone(),
             calls_params: f.calls_params,
+            straight_line_stmts: f.straight_line_stmts,
+            value_params: f.value_params.clone(),
         };
         if test_only && item.skip.is_none() {
             item.skip = Some(TEST_ONLY_REASON.to_owned());

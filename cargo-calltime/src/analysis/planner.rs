@@ -7,16 +7,18 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 
-use super::graph::traverse;
-use super::index::{FnId, Index};
+use super::graph::{traverse, traverse_all};
+use super::index::{FnId, Index, Owner, SelfRes};
 use super::modules::TargetKind;
 use super::render::plural;
+use super::syntax::{CallKind, Receiver, RANGE_RECEIVER};
 use crate::cli::PlanArgs;
 use crate::plan::{CallSiteNote, Edge, Plan, PlannedFunction, ProbeSite};
 use crate::ui;
 use crate::workspace::Workspace;
 
 pub const FILTERED_OUT: &str = "filtered out by --filter";
+pub const TRIVIAL: &str = "trivial: no loops and no costly calls (pass --probe-trivial to probe it)";
 
 /// See [`crate::plan::make_plan`].
 pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
@@ -70,14 +72,25 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
             }
         }
     }
-    let reached = traverse(&index, &roots, args.depth);
+    let reached = if args.all_functions {
+        traverse_all(&index, &roots, args.depth)
+    } else {
+        traverse(&index, &roots, args.depth)
+    };
     tracing::info!("graph of {} functions in {:?}", reached.functions.len(), started.elapsed());
 
-    // Functions in a deterministic order: level, then path, then place.
+    // Functions in a deterministic order: level, then path, then place; the unreached ones of --all-functions
+    // (level 0) last.
     let mut order: Vec<(FnId, u32)> = reached.functions.clone();
+    let rank = |level: u32| if level == 0 { u32::MAX } else { level };
     order.sort_by(|a, b| {
         let (fa, fb) = (&index.fns[a.0], &index.fns[b.0]);
-        (a.1, &fa.path, &index.files[fa.file], fa.item.line).cmp(&(b.1, &fb.path, &index.files[fb.file], fb.item.line))
+        (rank(a.1), &fa.path, &index.files[fa.file], fa.item.line).cmp(&(
+            rank(b.1),
+            &fb.path,
+            &index.files[fb.file],
+            fb.item.line,
+        ))
     });
     let position: HashMap<FnId, usize> = order.iter().enumerate().map(|(i, (f, _))| (*f, i)).collect();
 
@@ -104,6 +117,7 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
     let mut visit: Vec<usize> = roots.iter().map(|r| position[r]).collect();
     visit.extend((0..order.len()).filter(|p| !functions[*p].is_root));
     let mut next_index = 0u32;
+    let mut trivial = Trivial::default();
     let mut taken: HashMap<(usize, usize), String> = HashMap::new();
     for pos in visit {
         let f = order[pos].0;
@@ -116,6 +130,12 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
         }
         if reason.is_none() && !krate.selected {
             let package = &ws.metadata.packages[krate.package].name;
+            if is_root {
+                bail!(
+                    "root `{}` is in package `{package}`, which is not selected\n  hint: pass -p {package}, or run from the workspace root (a member's directory or manifest selects only that member)",
+                    def.path
+                );
+            }
             reason = Some(format!("in package `{package}`, which -p did not select"));
         }
         if reason.is_none() {
@@ -139,6 +159,14 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
                     reason = Some(FILTERED_OUT.to_owned());
                 }
             }
+        }
+        if reason.is_none()
+            && !is_root
+            && !args.probe_trivial
+            && !args.all_functions
+            && trivial.cost(&index, f).is_some()
+        {
+            reason = Some(TRIVIAL.to_owned());
         }
         match reason {
             Some(r) => functions[pos].skip_reason = Some(r),
@@ -193,6 +221,153 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
         unresolved,
         warnings,
     })
+}
+
+/// Most statements a trivial function may have, its own and those of the trivial functions it calls.
+const TRIVIAL_MAX_STATEMENTS: u32 = 6;
+
+/// Std methods that run in constant time without allocating (`Vec::len`, `Option::unwrap`, `slice::get`): a call
+/// to one of these, and to nothing in the workspace, keeps a body trivial. A workspace method of the same name is
+/// judged by its own body instead.
+const CHEAP_STD_METHODS: &[&str] = &[
+    "len",
+    "is_empty",
+    "is_some",
+    "is_none",
+    "is_ok",
+    "is_err",
+    "unwrap",
+    "expect",
+    "unwrap_or",
+    "unwrap_or_default",
+    "copied",
+    "as_ref",
+    "as_mut",
+    "as_deref",
+    "as_deref_mut",
+    "as_str",
+    "as_slice",
+    "as_bytes",
+    "as_ptr",
+    "get",
+    "get_mut",
+    "first",
+    "last",
+    "first_mut",
+    "last_mut",
+    "pop",
+    "index",
+    "index_mut",
+    "abs",
+    "wrapping_add",
+    "wrapping_sub",
+    "saturating_add",
+    "saturating_sub",
+    "checked_add",
+    "checked_sub",
+    "ok",
+    "err",
+    "is_ascii",
+    "is_ascii_digit",
+    "is_ascii_alphabetic",
+    "is_ascii_alphanumeric",
+    "is_ascii_whitespace",
+    "is_ascii_punctuation",
+    "to_ascii_lowercase",
+    "to_ascii_uppercase",
+];
+
+/// `a.min(b)`, `std::cmp::max(a, b)`, `mem::replace(..)`: cheap with these argument counts (an iterator's
+/// `min()` is a loop).
+const CHEAP_STD_FNS: &[(&str, usize)] = &[("min", 2), ("max", 2), ("swap", 2), ("replace", 2), ("take", 1)];
+
+/// Which functions cost less than their probe would: like profilers that leave getters and setters alone, a
+/// function whose body runs straight through (no loop, closure or `.await`; see `straight_line_stmts`), has at
+/// most a few statements, and calls only other trivial functions and constant-time std accessors.
+#[derive(Default)]
+struct Trivial {
+    /// The statements counted for each function judged so far; `None`: not trivial.
+    memo: HashMap<FnId, Option<u32>>,
+    /// Functions being judged (a recursive call is never trivial).
+    active: HashSet<FnId>,
+}
+
+impl Trivial {
+    fn cost(&mut self, index: &Index, f: FnId) -> Option<u32> {
+        if let Some(known) = self.memo.get(&f) {
+            return *known;
+        }
+        if !self.active.insert(f) {
+            return None;
+        }
+        let cost = self.judge(index, f);
+        self.active.remove(&f);
+        self.memo.insert(f, cost);
+        cost
+    }
+
+    fn judge(&mut self, index: &Index, f: FnId) -> Option<u32> {
+        let item = &index.fns[f].item;
+        if !matches!(item.probe.as_ref()?.kind, crate::plan::ProbeKind::Sync) {
+            return None;
+        }
+        let mut total = item.straight_line_stmts?;
+        // A parameter taken by value is dropped at the end unless moved on: that may free memory.
+        for ty in &item.value_params {
+            let copy = match ty.as_str() {
+                "Self" => match index.fns[f].owner {
+                    Owner::Impl(imp) => {
+                        matches!(index.impls[imp].self_res, SelfRes::Local(t) if index.types[t].is_copy)
+                    }
+                    _ => false,
+                },
+                name => index
+                    .types_by_name
+                    .get(name)
+                    .is_some_and(|ts| !ts.is_empty() && ts.iter().all(|&t| index.types[t].is_copy)),
+            };
+            if !copy {
+                return None;
+            }
+        }
+        let resolved = index.resolve_calls(f);
+        for (site, targets) in item.calls.iter().zip(&resolved.by_call) {
+            let targets: Vec<FnId> = targets.iter().copied().filter(|t| !index.fns[*t].item.test_only).collect();
+            let cheap_external = match &site.kind {
+                CallKind::Method { name, args, .. } => {
+                    CHEAP_STD_METHODS.contains(&name.as_str())
+                        || (name == "contains" && site.text.starts_with(&format!("{RANGE_RECEIVER}.")))
+                        || CHEAP_STD_FNS.iter().any(|(n, a)| n == name && args.is_some_and(|x| x + 1 == *a))
+                }
+                CallKind::Qualified { name, .. } => CHEAP_STD_METHODS.contains(&name.as_str()),
+                CallKind::Path { path, args, called } => {
+                    *called && path.segs.last().is_some_and(|l| CHEAP_STD_FNS.contains(&(l.as_str(), *args)))
+                }
+                // `x[i]` on a std collection.
+                CallKind::Operator { .. } => true,
+            };
+            if targets.is_empty() {
+                if !cheap_external {
+                    return None;
+                }
+                continue;
+            }
+            // The call may also leave the workspace when its receiver's type is not known.
+            let receiver_known = match &site.kind {
+                CallKind::Method { receiver, .. } => matches!(receiver, Receiver::Type(_) | Receiver::SelfField(_)),
+                _ => true,
+            };
+            if !receiver_known && !cheap_external {
+                return None;
+            }
+            let mut most = 0;
+            for t in targets {
+                most = most.max(self.cost(index, t)?);
+            }
+            total += most;
+        }
+        (total <= TRIVIAL_MAX_STATEMENTS).then_some(total)
+    }
 }
 
 /// The regex crate's message without its multi-line caret diagram: `unclosed group`.

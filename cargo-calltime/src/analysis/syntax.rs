@@ -159,7 +159,30 @@ pub struct FnItem {
     /// The body calls one of its parameters (`f(x)`, `f.call(..)`): closures and functions passed to it run
     /// under it.
     pub calls_params: bool,
+    /// For a body with no loop, closure, `async`/`.await` and no macro but [`CHEAP_MACROS`]: how many statements it
+    /// has, nested blocks included. `None` for any other body. Its calls are in `calls`.
+    pub straight_line_stmts: Option<u32>,
+    /// Parameters taken by value whose drop may run code: the type's last path segment (`Self` for `self`), or
+    /// `?` when the type is not a plain path. References and primitive types are left out.
+    pub value_params: Vec<String>,
 }
+
+/// The receiver text of a method called on a range expression.
+pub const RANGE_RECEIVER: &str = "(..)";
+
+/// Macros that expand to a few comparisons (or to nothing in release builds), or that only run on the way to a
+/// panic: allowed in a trivial body (the calls in their arguments are judged like any other call).
+pub const CHEAP_MACROS: &[&str] = &[
+    "matches",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "assert",
+    "panic",
+    "unreachable",
+    "unimplemented",
+    "todo",
+];
 
 #[derive(Debug, Clone)]
 pub enum UseKind {
@@ -180,6 +203,8 @@ pub struct TypeItem {
     pub fields: Vec<(String, TyRef)>,
     /// `type X = Y;`
     pub alias: Option<TyRef>,
+    /// `#[derive(.., Copy, ..)]`: dropping a value of it runs no code.
+    pub is_copy: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -569,7 +594,12 @@ impl Extractor {
                         (name, ty_ref(&f.ty, &generics))
                     })
                     .collect();
-                out.types.push(TypeItem { name: s.ident.to_string(), fields, alias: None });
+                out.types.push(TypeItem {
+                    name: s.ident.to_string(),
+                    fields,
+                    alias: None,
+                    is_copy: derives_copy(&s.attrs),
+                });
             }
             Item::Union(u) => {
                 let generics = generics_of(&u.generics);
@@ -579,15 +609,26 @@ impl Extractor {
                     .iter()
                     .filter_map(|f| f.ident.as_ref().map(|i| (i.to_string(), ty_ref(&f.ty, &generics))))
                     .collect();
-                out.types.push(TypeItem { name: u.ident.to_string(), fields, alias: None });
+                out.types.push(TypeItem {
+                    name: u.ident.to_string(),
+                    fields,
+                    alias: None,
+                    is_copy: derives_copy(&u.attrs),
+                });
             }
-            Item::Enum(e) => out.types.push(TypeItem { name: e.ident.to_string(), fields: Vec::new(), alias: None }),
+            Item::Enum(e) => out.types.push(TypeItem {
+                name: e.ident.to_string(),
+                fields: Vec::new(),
+                alias: None,
+                is_copy: derives_copy(&e.attrs),
+            }),
             Item::Type(t) => {
                 let generics = generics_of(&t.generics);
                 out.types.push(TypeItem {
                     name: t.ident.to_string(),
                     fields: Vec::new(),
                     alias: Some(ty_ref(&t.ty, &generics)),
+                    is_copy: false,
                 });
             }
             Item::ForeignMod(fm) => {
@@ -655,8 +696,18 @@ impl Extractor {
         };
         for input in &sig.inputs {
             match input {
-                FnArg::Receiver(_) => item.has_self = true,
-                FnArg::Typed(_) => item.arity += 1,
+                FnArg::Receiver(r) => {
+                    item.has_self = true;
+                    if r.reference.is_none() && matches!(&*r.ty, Type::Path(p) if p.path.is_ident("Self")) {
+                        item.value_params.push("Self".to_owned());
+                    }
+                }
+                FnArg::Typed(pt) => {
+                    item.arity += 1;
+                    if let Some(name) = dropped_type(&pt.ty) {
+                        item.value_params.push(name);
+                    }
+                }
             }
         }
         let naked = attrs.iter().any(|a| {
@@ -702,6 +753,11 @@ impl Extractor {
             }
         }
         body.visit_block(block);
+        if sig.asyncness.is_none() {
+            let mut shape = StraightLine { stmts: 0, straight: true };
+            shape.visit_block(block);
+            item.straight_line_stmts = shape.straight.then_some(shape.stmts);
+        }
         let BodyVisitor { calls, items, calls_params, .. } = body;
         item.calls = calls.into();
         item.calls_params = calls_params;
@@ -785,6 +841,33 @@ fn parse_impl_items(input: syn::parse::ParseStream) -> syn::Result<Vec<ImplItem>
         items.push(input.parse()?);
     }
     Ok(items)
+}
+
+/// The type name of a by-value parameter whose drop may run code, `?` when the type is not a plain path; `None`
+/// for references, raw pointers, function pointers and primitive types.
+fn dropped_type(ty: &Type) -> Option<String> {
+    const PRIMITIVES: &[&str] = &[
+        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool",
+        "char",
+    ];
+    match ty {
+        Type::Reference(_) | Type::Ptr(_) | Type::BareFn(_) | Type::Never(_) => None,
+        Type::Paren(p) => dropped_type(&p.elem),
+        Type::Group(g) => dropped_type(&g.elem),
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            (!PRIMITIVES.contains(&last.as_str())).then_some(last)
+        }
+        _ => Some("?".to_owned()),
+    }
+}
+
+fn derives_copy(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("derive")
+            && a.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+                .is_ok_and(|paths| paths.iter().any(|p| p.segments.last().is_some_and(|s| s.ident == "Copy")))
+    })
 }
 
 fn macro_name(mac: &syn::Macro) -> String {
@@ -906,6 +989,36 @@ fn flatten_use(tree: &syn::UseTree, prefix: &mut PathRef, out: &mut Vec<UseItem>
             for t in &g.items {
                 flatten_use(t, prefix, out);
             }
+        }
+    }
+}
+
+/// Whether a body runs straight through (no loop, closure, async block, `.await`, or macro other than
+/// [`CHEAP_MACROS`]), and how many statements it has.
+struct StraightLine {
+    stmts: u32,
+    straight: bool,
+}
+
+impl<'ast> Visit<'ast> for StraightLine {
+    fn visit_item(&mut self, _: &'ast Item) {
+        // A nested item is a function of its own, not code of this body.
+    }
+    fn visit_stmt(&mut self, stmt: &'ast Stmt) {
+        self.stmts += 1;
+        syn::visit::visit_stmt(self, stmt);
+    }
+    fn visit_expr(&mut self, expr: &'ast Expr) {
+        match expr {
+            Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) | Expr::Closure(_) | Expr::Async(_) | Expr::Await(_) => {
+                self.straight = false
+            }
+            _ => syn::visit::visit_expr(self, expr),
+        }
+    }
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        if !CHEAP_MACROS.contains(&macro_name(mac).as_str()) {
+            self.straight = false;
         }
     }
 }
@@ -1042,6 +1155,8 @@ impl BodyVisitor<'_> {
                 (Receiver::Unknown, "_".to_owned())
             }
             Expr::Lit(_) => (Receiver::Std, "_".to_owned()),
+            // `(a..=b).contains(x)`: the text marks a range, whose `contains` is two comparisons.
+            Expr::Range(_) => (Receiver::Std, RANGE_RECEIVER.to_owned()),
             Expr::Macro(m) if ["format", "vec", "concat", "stringify"].iter().any(|n| m.mac.path.is_ident(n)) => {
                 (Receiver::Std, format!("{}!(..)", macro_name(&m.mac)))
             }
