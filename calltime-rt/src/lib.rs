@@ -1022,9 +1022,8 @@ fn push_decimal(out: &mut String, mut value: u64) {
             break;
         }
     }
-    for &d in &digits[at..] {
-        out.push(char::from(d));
-    }
+    // SAFETY: ASCII digits are valid UTF-8.
+    unsafe { out.as_mut_vec() }.extend_from_slice(&digits[at..]);
 }
 
 fn drain(stats_line: bool) {
