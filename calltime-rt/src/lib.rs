@@ -1030,7 +1030,6 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     text: String::new(),
 });
 
-/// Writes every queued invocation (and a `stats` line if asked). Safe from any thread; never waits for itself.
 /// Appends `value` in decimal.
 fn push_decimal(out: &mut String, mut value: u64) {
     let mut digits = [0u8; 20];
@@ -1047,6 +1046,7 @@ fn push_decimal(out: &mut String, mut value: u64) {
     unsafe { out.as_mut_vec() }.extend_from_slice(&digits[at..]);
 }
 
+/// Writes every queued invocation (and a `stats` line if asked). Safe from any thread; never waits for itself.
 fn drain(stats_line: bool) {
     let Some(rt) = RUNTIME.get() else { return };
     if DRAINING.try_with(Cell::get).unwrap_or(true) {
