@@ -460,6 +460,15 @@ impl Index {
                 }
                 Outcome::External => return None,
                 Outcome::MissingOnType(_) if DERIVED_METHODS.contains(&name) => return None,
+                Outcome::MissingOnType(t)
+                    if name == "to_string"
+                        && args == Some(0)
+                        && !self.trait_impl_methods(t, "Display", &["fmt"]).is_empty() =>
+                {
+                    // std's blanket `ToString` runs the type's `Display::fmt`.
+                    out.extend(self.trait_impl_methods(t, "Display", &["fmt"]));
+                    return None;
+                }
                 Outcome::MissingOnType(_) if matches!(receiver, Receiver::Guessed(_)) => {}
                 Outcome::MissingOnType(t) => {
                     // Auto-deref: the method is the Deref target's, reached through the type's `deref`.
