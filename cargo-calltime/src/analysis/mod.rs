@@ -29,8 +29,9 @@ bound to a local first); an async fn's future passed to a workspace function tha
 (Index/IndexMut), operators (`+`, `-=`, unary `-`/`!`, `==`, `<`: std::ops, PartialEq, PartialOrd impls), `{}`/`{:?}` \
 arguments of format!/write!/println! and `.to_string()` (Display/Debug impls), `for _ in x` \
 (IntoIterator/Iterator::next), a `let` binding's Drop, a method the type lacks (Deref/DerefMut); `.into()` \
-(workspace From impls); not modelled: `?` (From::from), deref coercions, callbacks stored in fields, `thread_local!` \
-initializers, Drop of temporaries and fields";
+(workspace From impls); a `thread_local!`/`lazy_static!` initializer's calls belong to each function of the same \
+file that names the static; not modelled: `?` (From::from), deref coercions, callbacks stored in fields, Drop of \
+temporaries and fields";
 
 /// Stack for parser threads: syn recurses once per nesting level of an expression, and generated or test code
 /// nests deeply (a debug build needs far more than the default 2 MiB).

@@ -286,7 +286,9 @@ pub fn extract_file(text: &str) -> Result<FileSummary, (usize, String)> {
     }
     let result = match syn::parse_str::<syn::File>(content) {
         Ok(file) => {
-            let mut ex = Extractor { base, in_macro: None, next_decl: 0 };
+            let mut statics = HashMap::new();
+            lazy_statics(&file.items, &mut statics);
+            let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics };
             let mut items = ModItems::default();
             ex.items(&file.items, &mut items, &Scope::default());
             Ok(FileSummary { items, lines: text.lines().count() })
@@ -312,6 +314,59 @@ struct Extractor {
     in_macro: Option<String>,
     /// Numbers the out-of-line `mod x;` declarations of the file in source order.
     next_decl: usize,
+    /// Initializers of the file's `thread_local!` and `lazy_static!` statics by name: they run lazily, inside the
+    /// first access (`X.with(..)`, `*X`), so their calls are calls of every function of the file that names `X`.
+    statics: HashMap<String, Expr>,
+}
+
+/// Collects the initializers of `thread_local! { static X: T = init; }` and `lazy_static! { static ref X: T =
+/// init; }` in `items` and their inline modules.
+fn lazy_statics(items: &[Item], out: &mut HashMap<String, Expr>) {
+    for item in items {
+        match item {
+            Item::Macro(m)
+                if m.mac
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "thread_local" || s.ident == "lazy_static") =>
+            {
+                let tts: Vec<TokenTree> = m.mac.tokens.clone().into_iter().collect();
+                let mut i = 0;
+                while i < tts.len() {
+                    if !matches!(&tts[i], TokenTree::Ident(id) if id == "static") {
+                        i += 1;
+                        continue;
+                    }
+                    i += 1;
+                    if matches!(tts.get(i), Some(TokenTree::Ident(id)) if id == "ref") {
+                        i += 1;
+                    }
+                    let Some(TokenTree::Ident(name)) = tts.get(i) else { continue };
+                    let is_punct = |t: &TokenTree, c: char| matches!(t, TokenTree::Punct(p) if p.as_char() == c);
+                    let Some(eq) = (i..tts.len()).find(|&j| is_punct(&tts[j], '=')) else { break };
+                    let end = (eq..tts.len()).find(|&j| is_punct(&tts[j], ';')).unwrap_or(tts.len());
+                    let mut init: TokenStream = tts[eq + 1..end].iter().cloned().collect();
+                    // `= const { expr }`
+                    if let [TokenTree::Ident(c), TokenTree::Group(g)] = &tts[eq + 1..end] {
+                        if c == "const" {
+                            init = g.stream();
+                        }
+                    }
+                    if let Ok(expr) = syn::parse2::<Expr>(init) {
+                        out.insert(name.to_string(), expr);
+                    }
+                    i = end;
+                }
+            }
+            Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    lazy_statics(inner, out);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn line_of(span: Span) -> u32 {
@@ -749,6 +804,7 @@ impl Extractor {
             calls_params: false,
             polls_params: false,
             closure_calls: HashMap::new(),
+            statics_seen: Default::default(),
         };
         for input in &sig.inputs {
             if let FnArg::Typed(pt) = input {
@@ -1051,6 +1107,8 @@ struct BodyVisitor<'a> {
     polls_params: bool,
     /// Locals bound to closures (`let handler = |b| ..;`): the calls inside them, for when the local is passed on.
     closure_calls: HashMap<String, Vec<u32>>,
+    /// Lazy statics whose initializer's calls were added to this body already.
+    statics_seen: std::collections::HashSet<String>,
 }
 
 /// `std::ops` traits behind binary operators: (trait, its methods).
@@ -1200,33 +1258,34 @@ impl BodyVisitor<'_> {
     /// path, a local bound to a closure, or one of those behind `&`, `Some(..)`, `Box::new(..)`, `as` or in the
     /// branches of an `if`/`match`: the calls that run when it is invoked.
     fn code_calls(&self, expr: &Expr, visited: std::ops::Range<usize>) -> Option<Vec<u32>> {
-        let all = || visited.clone().map(|i| i as u32).collect::<Vec<u32>>();
         match expr {
-            Expr::Closure(_) => Some(all()),
-            Expr::Path(p) => {
-                let mut out = all();
-                if let Some(calls) = p.path.get_ident().and_then(|i| self.closure_calls.get(&i.to_string())) {
-                    out.extend(calls);
-                }
-                Some(out)
+            // A function named as a value: the call site `visited` holds is that function.
+            Expr::Path(p) if !p.path.get_ident().is_some_and(|i| self.locals.contains(&i.to_string())) => {
+                Some(visited.map(|i| i as u32).collect())
             }
-            Expr::Reference(r) => self.code_calls(&r.expr, visited),
-            Expr::Paren(p) => self.code_calls(&p.expr, visited),
-            Expr::Group(g) => self.code_calls(&g.expr, visited),
-            Expr::Cast(c) => self.code_calls(&c.expr, visited),
+            _ => self.nested_code_calls(expr, visited),
+        }
+    }
+
+    /// [`Self::code_calls`] below the top of the expression, where a path is only code when it names a local bound
+    /// to a closure (a branch's function path would take the whole `visited` range, conditions included).
+    fn nested_code_calls(&self, expr: &Expr, visited: std::ops::Range<usize>) -> Option<Vec<u32>> {
+        match expr {
+            Expr::Closure(_) => Some(visited.map(|i| i as u32).collect()),
+            Expr::Path(p) => p.path.get_ident().and_then(|i| self.closure_calls.get(&i.to_string())).cloned(),
+            Expr::Reference(r) => self.nested_code_calls(&r.expr, visited),
+            Expr::Paren(p) => self.nested_code_calls(&p.expr, visited),
+            Expr::Group(g) => self.nested_code_calls(&g.expr, visited),
+            Expr::Cast(c) => self.nested_code_calls(&c.expr, visited),
             Expr::Call(c) if c.args.len() == 1 => {
                 let Expr::Path(f) = &*c.func else { return None };
-                let last = f.path.segments.last()?.ident.to_string();
-                let wrapper = matches!(last.as_str(), "Some" | "Ok" | "new" | "pin")
-                    && (f.path.segments.len() == 1
-                        || f.path
-                            .segments
-                            .iter()
-                            .rev()
-                            .nth(1)
-                            .is_some_and(|s| s.ident == "Box" || s.ident == "Rc" || s.ident == "Arc"));
+                let segs: Vec<String> = f.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                let wrapper = matches!(
+                    segs.iter().map(String::as_str).collect::<Vec<_>>()[..],
+                    ["Some" | "Ok"] | [.., "Box" | "Rc" | "Arc", "new" | "pin"]
+                );
                 if wrapper {
-                    self.code_calls(&c.args[0], visited)
+                    self.nested_code_calls(&c.args[0], visited)
                 } else {
                     None
                 }
@@ -1234,11 +1293,11 @@ impl BodyVisitor<'_> {
             Expr::Block(b) => self.tail_code_calls(&b.block, visited),
             Expr::If(i) => {
                 let then = self.tail_code_calls(&i.then_branch, visited.clone());
-                let other = i.else_branch.as_ref().and_then(|(_, e)| self.code_calls(e, visited));
+                let other = i.else_branch.as_ref().and_then(|(_, e)| self.nested_code_calls(e, visited));
                 merge(then, other)
             }
             Expr::Match(m) => {
-                m.arms.iter().fold(None, |acc, arm| merge(acc, self.code_calls(&arm.body, visited.clone())))
+                m.arms.iter().fold(None, |acc, arm| merge(acc, self.nested_code_calls(&arm.body, visited.clone())))
             }
             _ => None,
         }
@@ -1246,7 +1305,7 @@ impl BodyVisitor<'_> {
 
     fn tail_code_calls(&self, block: &syn::Block, visited: std::ops::Range<usize>) -> Option<Vec<u32>> {
         match block.stmts.last() {
-            Some(Stmt::Expr(e, None)) => self.code_calls(e, visited),
+            Some(Stmt::Expr(e, None)) => self.nested_code_calls(e, visited),
             _ => None,
         }
     }
@@ -1710,6 +1769,16 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     }
 
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        if let Some(ident) = p.path.get_ident().filter(|_| !self.ex.statics.is_empty()) {
+            let name = ident.to_string();
+            if !self.locals.contains(&name) && !self.statics_seen.contains(&name) {
+                if let Some(init) = self.ex.statics.get(&name).cloned() {
+                    // The first access runs the initializer (`X.with(..)` of a `thread_local!`, `*X`).
+                    self.statics_seen.insert(name);
+                    self.visit_expr(&init);
+                }
+            }
+        }
         self.path_call(p.qself.as_ref(), &p.path, 0, false);
     }
 
@@ -1728,7 +1797,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
         let from_param = init.is_some_and(|e| self.is_param(e));
         for name in bound {
             match &code {
-                Some(calls) => {
+                Some(calls) if !calls.is_empty() => {
                     self.closure_calls.insert(name.clone(), calls.clone());
                 }
                 _ => {

@@ -363,5 +363,18 @@ pub fn measure(a: Meters, b: Meters) -> usize {
 }
 
 pub fn gaps() -> u32 {
-    bound_closures(1) + block_on(fetch(2)) + measure(Meters(1), Meters(2)) as u32
+    bound_closures(1) + block_on(fetch(2)) + measure(Meters(1), Meters(2)) as u32 + seeded()
+}
+
+fn seed() -> u32 {
+    5
+}
+
+thread_local! {
+    /// Its initializer runs inside the first `SEED.with(..)`.
+    static SEED: std::cell::Cell<u32> = std::cell::Cell::new(seed());
+}
+
+pub fn seeded() -> u32 {
+    SEED.with(|s| s.get())
 }
