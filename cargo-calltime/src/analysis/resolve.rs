@@ -519,8 +519,25 @@ impl Index {
                 },
                 _ => None,
             },
+            TyRef::Field { .. } => {
+                let (field_ty, module) = self.field_type(ctx, ty, scope)?;
+                self.local_type(ctx, &field_ty, module)
+            }
             _ => None,
         }
+    }
+
+    /// For a pattern binding's [`TyRef::Field`]: the field's declared type, with the module it resolves in.
+    fn field_type(&self, ctx: &Ctx, ty: &TyRef, scope: ModId) -> Option<(TyRef, ModId)> {
+        let TyRef::Field { owner, field } = ty else { return None };
+        let t = self.local_type(ctx, &TyRef::Path(owner.clone()), scope)?;
+        let def = &self.types[t];
+        let field_ty = def.fields.get(field)?;
+        // A field of generic type (`T`) says nothing here: its bounds are the owner's, not the caller's.
+        if matches!(field_ty, TyRef::Field { .. } | TyRef::Bounds(_)) {
+            return None;
+        }
+        Some((field_ty.clone(), def.module))
     }
 
     /// Methods of `t`'s impls of a trait named `trait_name` (by its last path segment: `Deref`, `Index`).
@@ -618,6 +635,10 @@ impl Index {
                 Owner::Free => Outcome::Missing(None),
             },
             TyRef::Bounds(bounds) => self.bounds_dispatch(scope, bounds, name),
+            TyRef::Field { .. } => match self.field_type(ctx, ty, scope) {
+                Some((field_ty, module)) => self.method_on(ctx, &field_ty, module, name),
+                None => Outcome::Missing(None),
+            },
             TyRef::Unknown => Outcome::Missing(None),
         }
     }

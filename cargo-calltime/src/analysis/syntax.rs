@@ -48,6 +48,12 @@ pub enum TyRef {
     Bounds(Vec<PathRef>),
     /// `Self`.
     SelfType,
+    /// The type of field `field` of the type `owner` names: a binding of a pattern (`Tag::Heading { level, .. }`:
+    /// owner `Tag`, field `Heading::level`; `Point(x, _)`: owner `Point`, field `0`).
+    Field {
+        owner: PathRef,
+        field: String,
+    },
     Unknown,
 }
 
@@ -679,7 +685,22 @@ impl Extractor {
             }
             Item::Enum(e) => out.types.push(TypeItem {
                 name: e.ident.to_string(),
-                fields: Vec::new(),
+                // Variant fields as `Variant::field` (`Variant::0`), for the bindings of patterns.
+                fields: e
+                    .variants
+                    .iter()
+                    .flat_map(|v| {
+                        let generics = generics_of(&e.generics);
+                        v.fields
+                            .iter()
+                            .enumerate()
+                            .map(|(i, f)| {
+                                let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_else(|| i.to_string());
+                                (format!("{}::{name}", v.ident), ty_ref(&f.ty, &generics))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .collect(),
                 alias: None,
                 is_copy: derives_copy(&e.attrs),
             }),
@@ -1310,6 +1331,65 @@ impl BodyVisitor<'_> {
         }
     }
 
+    /// Types the bindings of a struct or enum-variant pattern by the fields they bind: `Tag::Heading { level, .. }`,
+    /// `TagEnd::Heading(level)`, `Point { x, .. }`. Other bindings are left as they are.
+    fn bind_pattern_types(&mut self, pat: &Pat) {
+        // (owner type, field prefix) for `Enum::Variant` (two type-like last segments) or a struct path.
+        let owner_of = |path: &syn::Path| -> Option<(PathRef, String)> {
+            let p = PathRef::from_syn(path);
+            let n = p.segs.len();
+            let last = p.segs.last()?;
+            if !is_type_like(last) || last == "Self" {
+                return None;
+            }
+            if n >= 2 && is_type_like(&p.segs[n - 2]) {
+                if p.segs[n - 2] == "Self" {
+                    return None;
+                }
+                Some((PathRef { segs: p.segs[..n - 1].to_vec(), leading_colon: p.leading_colon }, format!("{last}::")))
+            } else {
+                Some((p, String::new()))
+            }
+        };
+        match pat {
+            Pat::Struct(ps) if ps.qself.is_none() => {
+                let Some((owner, prefix)) = owner_of(&ps.path) else { return };
+                for fp in &ps.fields {
+                    let member = match &fp.member {
+                        syn::Member::Named(name) => name.to_string(),
+                        syn::Member::Unnamed(index) => index.index.to_string(),
+                    };
+                    if let Pat::Ident(pi) = &*fp.pat {
+                        if pi.subpat.is_none() {
+                            let ty = TyRef::Field { owner: owner.clone(), field: format!("{prefix}{member}") };
+                            self.env.insert(pi.ident.to_string(), ty);
+                            self.guessed.remove(&pi.ident.to_string());
+                        }
+                    }
+                }
+            }
+            Pat::TupleStruct(ts) if ts.qself.is_none() => {
+                let Some((owner, prefix)) = owner_of(&ts.path) else { return };
+                for (i, elem) in ts.elems.iter().enumerate() {
+                    if matches!(elem, Pat::Rest(_)) {
+                        break;
+                    }
+                    if let Pat::Ident(pi) = elem {
+                        if pi.subpat.is_none() {
+                            let ty = TyRef::Field { owner: owner.clone(), field: format!("{prefix}{i}") };
+                            self.env.insert(pi.ident.to_string(), ty);
+                            self.guessed.remove(&pi.ident.to_string());
+                        }
+                    }
+                }
+            }
+            Pat::Reference(r) => self.bind_pattern_types(&r.pat),
+            Pat::Paren(p) => self.bind_pattern_types(&p.pat),
+            Pat::Or(o) => o.cases.iter().for_each(|c| self.bind_pattern_types(c)),
+            _ => {}
+        }
+    }
+
     /// Whether `expr` is one of the function's parameters (or a local bound to one), seen through `&`, `?`,
     /// `.unwrap()`, `.as_ref()` and the like: `let handler = callback?;`.
     fn is_param(&self, expr: &Expr) -> bool {
@@ -1877,7 +1957,13 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
         syn::visit::visit_expr_await(self, a);
     }
 
+    fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        self.bind_pattern_types(&arm.pat);
+        syn::visit::visit_arm(self, arm);
+    }
+
     fn visit_expr_let(&mut self, l: &'ast syn::ExprLet) {
+        self.bind_pattern_types(&l.pat);
         // `if let Some(cb) = callback`: `cb` is the parameter.
         if self.is_param(&l.expr) {
             let mut bound = Vec::new();

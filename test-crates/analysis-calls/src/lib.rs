@@ -364,6 +364,8 @@ pub fn measure(a: Meters, b: Meters) -> usize {
 
 pub fn gaps() -> u32 {
     bound_closures(1) + block_on(fetch(2)) + measure(Meters(1), Meters(2)) as u32 + seeded()
+        + describe_reading(&Reading::Distance { value: Meters(3) }).len() as u32
+        + describe_reading(&Reading::Pair(Meters(1), Meters(2))).len() as u32
 }
 
 fn seed() -> u32 {
@@ -377,4 +379,17 @@ thread_local! {
 
 pub fn seeded() -> u32 {
     SEED.with(|s| s.get())
+}
+
+/// Pattern bindings have the types of the fields they bind.
+pub enum Reading {
+    Distance { value: Meters },
+    Pair(Meters, Meters),
+}
+
+pub fn describe_reading(r: &Reading) -> String {
+    match r {
+        Reading::Distance { value } => format!("{value}"),
+        Reading::Pair(a, _) => format!("{:?}", a),
+    }
 }
