@@ -130,26 +130,63 @@ fn resolve_in(index: &Index, f: FnId, in_program: &HashSet<CrateId>) -> Resolved
 
 /// Callbacks: when `f` passes closures or functions to `g`, and `g` calls its parameters (directly, or after
 /// forwarding them to `h` that does), the calls inside those closures and functions run under `g` (or `h`).
+/// Futures likewise: `block_on(fetch(x))` runs `fetch`'s body under `block_on` when it polls or awaits its
+/// parameter.
 fn callback_edges(index: &Index, resolved: &HashMap<FnId, Resolved>, level: &HashMap<FnId, u32>) -> Vec<(FnId, FnId)> {
-    // What runs when each function invokes the callbacks it was given.
+    // What runs when each function invokes the callbacks (or polls the futures) it was given.
     let mut given: HashMap<FnId, HashSet<FnId>> = HashMap::new();
+    let mut given_futures: HashMap<FnId, HashSet<FnId>> = HashMap::new();
+    let reached = |x: &FnId| level.contains_key(x);
+    let is_future = |x: &FnId| {
+        matches!(
+            index.fns[*x].item.probe.as_ref().map(|p| &p.kind),
+            Some(crate::plan::ProbeKind::Async | crate::plan::ProbeKind::AsyncBlock)
+        )
+    };
     for (&f, r) in resolved {
         for (site, targets) in index.fns[f].item.calls.iter().zip(&r.by_call) {
-            if site.arg_calls.is_empty() {
+            if site.arg_calls.is_empty() && site.arg_futures.is_empty() {
                 continue;
             }
-            let inner: Vec<FnId> = site
-                .arg_calls
-                .iter()
-                .flat_map(|&j| r.by_call.get(j as usize).into_iter().flatten().copied())
-                .filter(|x| level.contains_key(x))
-                .collect();
-            for &g in targets.iter().filter(|g| level.contains_key(g)) {
-                given.entry(g).or_default().extend(inner.iter().copied());
+            let calls_of = |list: &[u32]| -> Vec<FnId> {
+                list.iter()
+                    .flat_map(|&j| r.by_call.get(j as usize).into_iter().flatten().copied())
+                    .filter(reached)
+                    .collect()
+            };
+            let inner = calls_of(&site.arg_calls);
+            let futures: Vec<FnId> = calls_of(&site.arg_futures).into_iter().filter(is_future).collect();
+            for &g in targets.iter().filter(|g| reached(g)) {
+                if !inner.is_empty() {
+                    given.entry(g).or_default().extend(inner.iter().copied());
+                }
+                if !futures.is_empty() {
+                    given_futures.entry(g).or_default().extend(futures.iter().copied());
+                }
             }
         }
     }
-    // Forwarded callbacks: `g(cb)` passing its own parameter on to `h`.
+    let mut edges = Vec::new();
+    for (g, xs) in forwarded(index, resolved, level, given) {
+        if index.fns[g].item.calls_params {
+            edges.extend(xs.into_iter().map(|x| (g, x)));
+        }
+    }
+    for (g, xs) in forwarded(index, resolved, level, given_futures) {
+        if index.fns[g].item.polls_params {
+            edges.extend(xs.into_iter().map(|x| (g, x)));
+        }
+    }
+    edges
+}
+
+/// Forwarded callbacks: `g(cb)` passing its own parameter on to `h` gives `h` what `g` was given.
+fn forwarded(
+    index: &Index,
+    resolved: &HashMap<FnId, Resolved>,
+    level: &HashMap<FnId, u32>,
+    mut given: HashMap<FnId, HashSet<FnId>>,
+) -> HashMap<FnId, HashSet<FnId>> {
     for _round in 0..16 {
         let mut changed = false;
         let holders: Vec<FnId> = given.keys().copied().collect();
@@ -172,11 +209,5 @@ fn callback_edges(index: &Index, resolved: &HashMap<FnId, Resolved>, level: &Has
             break;
         }
     }
-    let mut edges = Vec::new();
-    for (g, xs) in given {
-        if index.fns[g].item.calls_params {
-            edges.extend(xs.into_iter().map(|x| (g, x)));
-        }
-    }
-    edges
+    given
 }

@@ -365,6 +365,7 @@ impl Index {
             body_items: None,
             generics: f.generics.clone(),
             calls_params: f.calls_params,
+            polls_params: f.polls_params,
             straight_line_stmts: f.straight_line_stmts,
             value_params: f.value_params.clone(),
         };

@@ -23,10 +23,15 @@ use crate::workspace::Workspace;
 /// Which implicit calls the graph models. Printed under the plan and in docs/graph-json.md.
 pub const IMPLICIT_CALLS: &str = "implicit calls: `x.await` on a call is that call's edge (the awaited async fn); \
 a function named as a value (`.map(parse)`) is an edge; calls in closures belong to the enclosing function, and \
-also to a workspace function that calls (or forwards) the closure passed to it; on values of a workspace type the \
-syntax shows: `x[i]` (Index/IndexMut), `for _ in x` (IntoIterator/Iterator::next), a `let` binding's Drop, a method \
-the type lacks (Deref/DerefMut); `.into()` (workspace From impls); not modelled: other operators, `?` (From::from), \
-deref coercions, formatting traits in format!/println!, Drop of temporaries and fields";
+also to a workspace function that calls (or forwards) the closure passed to it (directly, behind `&`/`Some(..)`, or \
+bound to a local first); an async fn's future passed to a workspace function that polls or awaits its parameter \
+(`block_on(f(x))`) is an edge of that function; on values of a workspace type the syntax shows: `x[i]` \
+(Index/IndexMut), operators (`+`, `-=`, unary `-`/`!`, `==`, `<`: std::ops, PartialEq, PartialOrd impls), `{}`/`{:?}` \
+arguments of format!/write!/println! and `.to_string()` (Display/Debug impls), `for _ in x` \
+(IntoIterator/Iterator::next), a `let` binding's Drop, a method the type lacks (Deref/DerefMut); `.into()` \
+(workspace From impls); a `thread_local!`/`lazy_static!` initializer's calls belong to each function of the same \
+file that names the static; not modelled: `?` (From::from), deref coercions, callbacks stored in fields, Drop of \
+temporaries and fields";
 
 /// Stack for parser threads: syn recurses once per nesting level of an expression, and generated or test code
 /// nests deeply (a debug build needs far more than the default 2 MiB).

@@ -460,6 +460,15 @@ impl Index {
                 }
                 Outcome::External => return None,
                 Outcome::MissingOnType(_) if DERIVED_METHODS.contains(&name) => return None,
+                Outcome::MissingOnType(t)
+                    if name == "to_string"
+                        && args == Some(0)
+                        && !self.trait_impl_methods(t, "Display", &["fmt"]).is_empty() =>
+                {
+                    // std's blanket `ToString` runs the type's `Display::fmt`.
+                    out.extend(self.trait_impl_methods(t, "Display", &["fmt"]));
+                    return None;
+                }
                 Outcome::MissingOnType(_) if matches!(receiver, Receiver::Guessed(_)) => {}
                 Outcome::MissingOnType(t) => {
                     // Auto-deref: the method is the Deref target's, reached through the type's `deref`.
@@ -510,8 +519,25 @@ impl Index {
                 },
                 _ => None,
             },
+            TyRef::Field { .. } => {
+                let (field_ty, module) = self.field_type(ctx, ty, scope)?;
+                self.local_type(ctx, &field_ty, module)
+            }
             _ => None,
         }
+    }
+
+    /// For a pattern binding's [`TyRef::Field`]: the field's declared type, with the module it resolves in.
+    fn field_type(&self, ctx: &Ctx, ty: &TyRef, scope: ModId) -> Option<(TyRef, ModId)> {
+        let TyRef::Field { owner, field } = ty else { return None };
+        let t = self.local_type(ctx, &TyRef::Path(owner.clone()), scope)?;
+        let def = &self.types[t];
+        let field_ty = def.fields.get(field)?;
+        // A field of generic type (`T`) says nothing here: its bounds are the owner's, not the caller's.
+        if matches!(field_ty, TyRef::Field { .. } | TyRef::Bounds(_)) {
+            return None;
+        }
+        Some((field_ty.clone(), def.module))
     }
 
     /// Methods of `t`'s impls of a trait named `trait_name` (by its last path segment: `Deref`, `Index`).
@@ -609,6 +635,10 @@ impl Index {
                 Owner::Free => Outcome::Missing(None),
             },
             TyRef::Bounds(bounds) => self.bounds_dispatch(scope, bounds, name),
+            TyRef::Field { .. } => match self.field_type(ctx, ty, scope) {
+                Some((field_ty, module)) => self.method_on(ctx, &field_ty, module, name),
+                None => Outcome::Missing(None),
+            },
             TyRef::Unknown => Outcome::Missing(None),
         }
     }

@@ -48,6 +48,12 @@ pub enum TyRef {
     Bounds(Vec<PathRef>),
     /// `Self`.
     SelfType,
+    /// The type of field `field` of the type `owner` names: a binding of a pattern (`Tag::Heading { level, .. }`:
+    /// owner `Tag`, field `Heading::level`; `Point(x, _)`: owner `Point`, field `0`).
+    Field {
+        owner: PathRef,
+        field: String,
+    },
     Unknown,
 }
 
@@ -129,6 +135,9 @@ pub struct CallSite {
     pub arg_calls: Vec<u32>,
     /// One of the arguments is a parameter of the enclosing function, passed on (a callback forwarded).
     pub forwards_param: bool,
+    /// Calls whose result is passed directly as an argument (`block_on(fetch(x))`): when one is an async fn and
+    /// the callee polls or awaits its parameter, the future's body runs under the callee.
+    pub arg_futures: Vec<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -159,6 +168,9 @@ pub struct FnItem {
     /// The body calls one of its parameters (`f(x)`, `f.call(..)`): closures and functions passed to it run
     /// under it.
     pub calls_params: bool,
+    /// The body awaits one of its parameters or polls a future (`fut.as_mut().poll(cx)`): futures passed to it
+    /// run under it.
+    pub polls_params: bool,
     /// For a body with no loop, closure, `async`/`.await` and no macro but [`CHEAP_MACROS`]: how many statements it
     /// has, nested blocks included. `None` for any other body. Its calls are in `calls`.
     pub straight_line_stmts: Option<u32>,
@@ -280,7 +292,9 @@ pub fn extract_file(text: &str) -> Result<FileSummary, (usize, String)> {
     }
     let result = match syn::parse_str::<syn::File>(content) {
         Ok(file) => {
-            let mut ex = Extractor { base, in_macro: None, next_decl: 0 };
+            let mut statics = HashMap::new();
+            lazy_statics(&file.items, &mut statics);
+            let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics };
             let mut items = ModItems::default();
             ex.items(&file.items, &mut items, &Scope::default());
             Ok(FileSummary { items, lines: text.lines().count() })
@@ -306,6 +320,59 @@ struct Extractor {
     in_macro: Option<String>,
     /// Numbers the out-of-line `mod x;` declarations of the file in source order.
     next_decl: usize,
+    /// Initializers of the file's `thread_local!` and `lazy_static!` statics by name: they run lazily, inside the
+    /// first access (`X.with(..)`, `*X`), so their calls are calls of every function of the file that names `X`.
+    statics: HashMap<String, Expr>,
+}
+
+/// Collects the initializers of `thread_local! { static X: T = init; }` and `lazy_static! { static ref X: T =
+/// init; }` in `items` and their inline modules.
+fn lazy_statics(items: &[Item], out: &mut HashMap<String, Expr>) {
+    for item in items {
+        match item {
+            Item::Macro(m)
+                if m.mac
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "thread_local" || s.ident == "lazy_static") =>
+            {
+                let tts: Vec<TokenTree> = m.mac.tokens.clone().into_iter().collect();
+                let mut i = 0;
+                while i < tts.len() {
+                    if !matches!(&tts[i], TokenTree::Ident(id) if id == "static") {
+                        i += 1;
+                        continue;
+                    }
+                    i += 1;
+                    if matches!(tts.get(i), Some(TokenTree::Ident(id)) if id == "ref") {
+                        i += 1;
+                    }
+                    let Some(TokenTree::Ident(name)) = tts.get(i) else { continue };
+                    let is_punct = |t: &TokenTree, c: char| matches!(t, TokenTree::Punct(p) if p.as_char() == c);
+                    let Some(eq) = (i..tts.len()).find(|&j| is_punct(&tts[j], '=')) else { break };
+                    let end = (eq..tts.len()).find(|&j| is_punct(&tts[j], ';')).unwrap_or(tts.len());
+                    let mut init: TokenStream = tts[eq + 1..end].iter().cloned().collect();
+                    // `= const { expr }`
+                    if let [TokenTree::Ident(c), TokenTree::Group(g)] = &tts[eq + 1..end] {
+                        if c == "const" {
+                            init = g.stream();
+                        }
+                    }
+                    if let Ok(expr) = syn::parse2::<Expr>(init) {
+                        out.insert(name.to_string(), expr);
+                    }
+                    i = end;
+                }
+            }
+            Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    lazy_statics(inner, out);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn line_of(span: Span) -> u32 {
@@ -618,7 +685,22 @@ impl Extractor {
             }
             Item::Enum(e) => out.types.push(TypeItem {
                 name: e.ident.to_string(),
-                fields: Vec::new(),
+                // Variant fields as `Variant::field` (`Variant::0`), for the bindings of patterns.
+                fields: e
+                    .variants
+                    .iter()
+                    .flat_map(|v| {
+                        let generics = generics_of(&e.generics);
+                        v.fields
+                            .iter()
+                            .enumerate()
+                            .map(|(i, f)| {
+                                let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_else(|| i.to_string());
+                                (format!("{}::{name}", v.ident), ty_ref(&f.ty, &generics))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .collect(),
                 alias: None,
                 is_copy: derives_copy(&e.attrs),
             }),
@@ -741,6 +823,9 @@ impl Extractor {
             test_only: scope.test_only,
             params: Default::default(),
             calls_params: false,
+            polls_params: false,
+            closure_calls: HashMap::new(),
+            statics_seen: Default::default(),
         };
         for input in &sig.inputs {
             if let FnArg::Typed(pt) = input {
@@ -758,9 +843,10 @@ impl Extractor {
             shape.visit_block(block);
             item.straight_line_stmts = shape.straight.then_some(shape.stmts);
         }
-        let BodyVisitor { calls, items, calls_params, .. } = body;
+        let BodyVisitor { calls, items, calls_params, polls_params, .. } = body;
         item.calls = calls.into();
         item.calls_params = calls_params;
+        item.polls_params = polls_params;
         let has_items = !(items.fns.is_empty()
             && items.impls.is_empty()
             && items.traits.is_empty()
@@ -1039,6 +1125,129 @@ struct BodyVisitor<'a> {
     /// The function's parameter names, and whether the body calls one of them (a callback).
     params: std::collections::HashSet<String>,
     calls_params: bool,
+    polls_params: bool,
+    /// Locals bound to closures (`let handler = |b| ..;`): the calls inside them, for when the local is passed on.
+    closure_calls: HashMap<String, Vec<u32>>,
+    /// Lazy statics whose initializer's calls were added to this body already.
+    statics_seen: std::collections::HashSet<String>,
+}
+
+/// `std::ops` traits behind binary operators: (trait, its methods).
+fn binary_op_trait(op: &syn::BinOp) -> Option<(&'static str, &'static [&'static str])> {
+    use syn::BinOp::*;
+    Some(match op {
+        Add(_) => ("Add", &["add"]),
+        Sub(_) => ("Sub", &["sub"]),
+        Mul(_) => ("Mul", &["mul"]),
+        Div(_) => ("Div", &["div"]),
+        Rem(_) => ("Rem", &["rem"]),
+        BitAnd(_) => ("BitAnd", &["bitand"]),
+        BitOr(_) => ("BitOr", &["bitor"]),
+        BitXor(_) => ("BitXor", &["bitxor"]),
+        Shl(_) => ("Shl", &["shl"]),
+        Shr(_) => ("Shr", &["shr"]),
+        AddAssign(_) => ("AddAssign", &["add_assign"]),
+        SubAssign(_) => ("SubAssign", &["sub_assign"]),
+        MulAssign(_) => ("MulAssign", &["mul_assign"]),
+        DivAssign(_) => ("DivAssign", &["div_assign"]),
+        RemAssign(_) => ("RemAssign", &["rem_assign"]),
+        BitAndAssign(_) => ("BitAndAssign", &["bitand_assign"]),
+        BitOrAssign(_) => ("BitOrAssign", &["bitor_assign"]),
+        BitXorAssign(_) => ("BitXorAssign", &["bitxor_assign"]),
+        ShlAssign(_) => ("ShlAssign", &["shl_assign"]),
+        ShrAssign(_) => ("ShrAssign", &["shr_assign"]),
+        Eq(_) | Ne(_) => ("PartialEq", &["eq", "ne"]),
+        Lt(_) | Le(_) | Gt(_) | Ge(_) => ("PartialOrd", &["partial_cmp", "lt", "le", "gt", "ge"]),
+        _ => return None,
+    })
+}
+
+/// Macros whose arguments follow a format string: `{}` arguments call `Display::fmt`, `{:?}` `Debug::fmt`.
+const FORMAT_MACROS: &[&str] = &[
+    "format",
+    "format_args",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "write",
+    "writeln",
+    "panic",
+    "unreachable",
+    "todo",
+    "unimplemented",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+];
+
+/// A `{..}` of a format string: which argument, and whether it is `Debug` (`{:?}`) rather than `Display`.
+#[derive(Debug, PartialEq)]
+enum FormatArg {
+    Next,
+    Index(usize),
+    Name(String),
+}
+
+/// The arguments a format string takes, in order: (argument, `Some(is_debug)` for `Display` or `Debug`, `None`
+/// for other traits (`{:x}`) and for a precision taken from an argument (`{:.*}`)).
+fn format_placeholders(fmt: &str) -> Vec<(FormatArg, Option<bool>)> {
+    let mut out = Vec::new();
+    let mut chars = fmt.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '{' if chars.peek().is_some_and(|(_, n)| *n == '{') => {
+                chars.next();
+            }
+            '{' => {
+                let Some(len) = fmt[i + 1..].find('}') else { break };
+                let inner = &fmt[i + 1..i + 1 + len];
+                while chars.peek().is_some_and(|(j, _)| *j <= i + 1 + len) {
+                    chars.next();
+                }
+                let (arg, spec) = inner.split_once(':').unwrap_or((inner, ""));
+                let arg = arg.trim();
+                if spec.contains(".*") {
+                    // The precision is taken from the next positional argument first.
+                    out.push((FormatArg::Next, None));
+                }
+                let which = if arg.is_empty() {
+                    FormatArg::Next
+                } else if let Ok(n) = arg.parse() {
+                    FormatArg::Index(n)
+                } else {
+                    FormatArg::Name(arg.to_owned())
+                };
+                let kind = if spec.ends_with('?') {
+                    Some(true)
+                } else if spec.ends_with(['x', 'X', 'o', 'b', 'e', 'E', 'p']) {
+                    None
+                } else {
+                    Some(false)
+                };
+                out.push((which, kind));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The names a pattern binds.
+fn pat_idents(pat: &Pat, out: &mut Vec<String>) {
+    struct Idents<'o>(&'o mut Vec<String>);
+    impl<'ast> Visit<'ast> for Idents<'_> {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.0.push(p.ident.to_string());
+            syn::visit::visit_pat_ident(self, p);
+        }
+        fn visit_expr(&mut self, _: &'ast Expr) {}
+        fn visit_type(&mut self, _: &'ast Type) {}
+    }
+    Idents(out).visit_pat(pat);
 }
 
 fn is_type_like(seg: &str) -> bool {
@@ -1054,13 +1263,210 @@ impl BodyVisitor<'_> {
                     self.calls[site].forwards_param = true;
                 }
             }
-            let passes_code = matches!(strip_refs(arg), Expr::Closure(_) | Expr::Path(_));
             let start = self.calls.len();
             self.visit_expr(arg);
-            if passes_code {
-                let inner: Vec<u32> = (start..self.calls.len()).map(|i| i as u32).collect();
+            if let Some(inner) = self.code_calls(arg, start..self.calls.len()) {
                 self.calls[site].arg_calls.extend(inner);
             }
+            // A call's result passed as is: `block_on(fetch(x))` hands `fetch`'s future to `block_on`.
+            if matches!(strip_refs(arg), Expr::Call(_) | Expr::MethodCall(_)) && self.calls.len() > start {
+                self.calls[site].arg_futures.push(start as u32);
+            }
+        }
+    }
+
+    /// When `expr` (just visited, adding the calls in `visited`) is code passed as a value: a closure, a function
+    /// path, a local bound to a closure, or one of those behind `&`, `Some(..)`, `Box::new(..)`, `as` or in the
+    /// branches of an `if`/`match`: the calls that run when it is invoked.
+    fn code_calls(&self, expr: &Expr, visited: std::ops::Range<usize>) -> Option<Vec<u32>> {
+        match expr {
+            // A function named as a value: the call site `visited` holds is that function.
+            Expr::Path(p) if !p.path.get_ident().is_some_and(|i| self.locals.contains(&i.to_string())) => {
+                Some(visited.map(|i| i as u32).collect())
+            }
+            _ => self.nested_code_calls(expr, visited),
+        }
+    }
+
+    /// [`Self::code_calls`] below the top of the expression, where a path is only code when it names a local bound
+    /// to a closure (a branch's function path would take the whole `visited` range, conditions included).
+    fn nested_code_calls(&self, expr: &Expr, visited: std::ops::Range<usize>) -> Option<Vec<u32>> {
+        match expr {
+            Expr::Closure(_) => Some(visited.map(|i| i as u32).collect()),
+            Expr::Path(p) => p.path.get_ident().and_then(|i| self.closure_calls.get(&i.to_string())).cloned(),
+            Expr::Reference(r) => self.nested_code_calls(&r.expr, visited),
+            Expr::Paren(p) => self.nested_code_calls(&p.expr, visited),
+            Expr::Group(g) => self.nested_code_calls(&g.expr, visited),
+            Expr::Cast(c) => self.nested_code_calls(&c.expr, visited),
+            Expr::Call(c) if c.args.len() == 1 => {
+                let Expr::Path(f) = &*c.func else { return None };
+                let segs: Vec<String> = f.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                let wrapper = matches!(
+                    segs.iter().map(String::as_str).collect::<Vec<_>>()[..],
+                    ["Some" | "Ok"] | [.., "Box" | "Rc" | "Arc", "new" | "pin"]
+                );
+                if wrapper {
+                    self.nested_code_calls(&c.args[0], visited)
+                } else {
+                    None
+                }
+            }
+            Expr::Block(b) => self.tail_code_calls(&b.block, visited),
+            Expr::If(i) => {
+                let then = self.tail_code_calls(&i.then_branch, visited.clone());
+                let other = i.else_branch.as_ref().and_then(|(_, e)| self.nested_code_calls(e, visited));
+                merge(then, other)
+            }
+            Expr::Match(m) => {
+                m.arms.iter().fold(None, |acc, arm| merge(acc, self.nested_code_calls(&arm.body, visited.clone())))
+            }
+            _ => None,
+        }
+    }
+
+    fn tail_code_calls(&self, block: &syn::Block, visited: std::ops::Range<usize>) -> Option<Vec<u32>> {
+        match block.stmts.last() {
+            Some(Stmt::Expr(e, None)) => self.nested_code_calls(e, visited),
+            _ => None,
+        }
+    }
+
+    /// Types the bindings of a struct or enum-variant pattern by the fields they bind: `Tag::Heading { level, .. }`,
+    /// `TagEnd::Heading(level)`, `Point { x, .. }`. Other bindings are left as they are.
+    fn bind_pattern_types(&mut self, pat: &Pat) {
+        // (owner type, field prefix) for `Enum::Variant` (two type-like last segments) or a struct path.
+        let owner_of = |path: &syn::Path| -> Option<(PathRef, String)> {
+            let p = PathRef::from_syn(path);
+            let n = p.segs.len();
+            let last = p.segs.last()?;
+            if !is_type_like(last) || last == "Self" {
+                return None;
+            }
+            if n >= 2 && is_type_like(&p.segs[n - 2]) {
+                if p.segs[n - 2] == "Self" {
+                    return None;
+                }
+                Some((PathRef { segs: p.segs[..n - 1].to_vec(), leading_colon: p.leading_colon }, format!("{last}::")))
+            } else {
+                Some((p, String::new()))
+            }
+        };
+        match pat {
+            Pat::Struct(ps) if ps.qself.is_none() => {
+                let Some((owner, prefix)) = owner_of(&ps.path) else { return };
+                for fp in &ps.fields {
+                    let member = match &fp.member {
+                        syn::Member::Named(name) => name.to_string(),
+                        syn::Member::Unnamed(index) => index.index.to_string(),
+                    };
+                    if let Pat::Ident(pi) = &*fp.pat {
+                        if pi.subpat.is_none() {
+                            let ty = TyRef::Field { owner: owner.clone(), field: format!("{prefix}{member}") };
+                            self.env.insert(pi.ident.to_string(), ty);
+                            self.guessed.remove(&pi.ident.to_string());
+                        }
+                    }
+                }
+            }
+            Pat::TupleStruct(ts) if ts.qself.is_none() => {
+                let Some((owner, prefix)) = owner_of(&ts.path) else { return };
+                for (i, elem) in ts.elems.iter().enumerate() {
+                    if matches!(elem, Pat::Rest(_)) {
+                        break;
+                    }
+                    if let Pat::Ident(pi) = elem {
+                        if pi.subpat.is_none() {
+                            let ty = TyRef::Field { owner: owner.clone(), field: format!("{prefix}{i}") };
+                            self.env.insert(pi.ident.to_string(), ty);
+                            self.guessed.remove(&pi.ident.to_string());
+                        }
+                    }
+                }
+            }
+            Pat::Reference(r) => self.bind_pattern_types(&r.pat),
+            Pat::Paren(p) => self.bind_pattern_types(&p.pat),
+            Pat::Or(o) => o.cases.iter().for_each(|c| self.bind_pattern_types(c)),
+            _ => {}
+        }
+    }
+
+    /// Whether `expr` is one of the function's parameters (or a local bound to one), seen through `&`, `?`,
+    /// `.unwrap()`, `.as_ref()` and the like: `let handler = callback?;`.
+    fn is_param(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Path(p) => p.path.get_ident().is_some_and(|i| self.params.contains(&i.to_string())),
+            Expr::Reference(r) => self.is_param(&r.expr),
+            Expr::Paren(p) => self.is_param(&p.expr),
+            Expr::Try(t) => self.is_param(&t.expr),
+            Expr::MethodCall(m) if m.args.is_empty() => {
+                matches!(m.method.to_string().as_str(), "unwrap" | "as_ref" | "as_mut" | "as_deref" | "clone" | "take")
+                    && self.is_param(&m.receiver)
+            }
+            _ => false,
+        }
+    }
+
+    /// Calls `Display::fmt`/`Debug::fmt` for the arguments of a formatting macro whose type the syntax shows.
+    fn format_calls(&mut self, mac: &syn::Macro, exprs: &Punctuated<Expr, syn::Token![,]>) {
+        let Some(pos) = exprs.iter().position(|e| matches!(e, Expr::Lit(l) if matches!(l.lit, syn::Lit::Str(_))))
+        else {
+            return;
+        };
+        let Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(fmt), .. }) = &exprs[pos] else { return };
+        let fmt = fmt.value();
+        if !fmt.contains('{') {
+            return;
+        }
+        let mut positional = Vec::new();
+        let mut named = HashMap::new();
+        for e in exprs.iter().skip(pos + 1) {
+            match e {
+                Expr::Assign(a) => {
+                    if let Expr::Path(p) = &*a.left {
+                        if let Some(i) = p.path.get_ident() {
+                            named.insert(i.to_string(), &*a.right);
+                        }
+                    }
+                }
+                other => positional.push(other),
+            }
+        }
+        let line = line_of(mac.path.span());
+        let mut next = 0;
+        for (arg, debug) in format_placeholders(&fmt) {
+            let (receiver, text) = match arg {
+                FormatArg::Next => {
+                    next += 1;
+                    match positional.get(next - 1) {
+                        Some(e) => self.receiver(e),
+                        None => continue,
+                    }
+                }
+                FormatArg::Index(i) => match positional.get(i) {
+                    Some(e) => self.receiver(e),
+                    None => continue,
+                },
+                FormatArg::Name(name) => match named.get(&name) {
+                    Some(e) => self.receiver(e),
+                    None => match self.env.get(&name) {
+                        Some(ty) if !self.guessed.contains(&name) => (Receiver::Type(ty.clone()), name),
+                        _ => continue,
+                    },
+                },
+            };
+            let Some(debug) = debug else { continue };
+            if !matches!(receiver, Receiver::Type(_) | Receiver::SelfField(_)) {
+                continue;
+            }
+            let trait_name = if debug { "Debug" } else { "Display" };
+            self.calls.push(CallSite {
+                line,
+                text: format!("{}!(.., {text})", macro_name(mac)),
+                kind: CallKind::Operator { trait_name, methods: &["fmt"], receiver },
+                arg_calls: Vec::new(),
+                forwards_param: false,
+                arg_futures: Vec::new(),
+            });
         }
     }
 
@@ -1072,7 +1478,14 @@ impl BodyVisitor<'_> {
             let trait_path = (q.position > 0).then(|| PathRef { segs: p.segs[..q.position].to_vec(), ..p.clone() });
             let text = format!("<{}>::{name}(..)", type_text(&q.ty));
             let kind = CallKind::Qualified { self_ty: ty_ref(&q.ty, self.generics), trait_path, name };
-            self.calls.push(CallSite { line, text, kind, arg_calls: Vec::new(), forwards_param: false });
+            self.calls.push(CallSite {
+                line,
+                text,
+                kind,
+                arg_calls: Vec::new(),
+                forwards_param: false,
+                arg_futures: Vec::new(),
+            });
             return;
         }
         let Some(last) = p.segs.last() else { return };
@@ -1090,6 +1503,7 @@ impl BodyVisitor<'_> {
             kind: CallKind::Path { path: p, args, called },
             arg_calls: Vec::new(),
             forwards_param: false,
+            arg_futures: Vec::new(),
         });
     }
 
@@ -1154,6 +1568,15 @@ impl BodyVisitor<'_> {
                 }
                 (Receiver::Unknown, "_".to_owned())
             }
+            // `a + b` usually has `a`'s type (`impl Add for T { type Output = T; }`): a guess.
+            Expr::Binary(b) if binary_op_trait(&b.op).is_some_and(|(t, _)| !t.starts_with("Partial")) => {
+                match self.receiver(&b.left) {
+                    (Receiver::Type(t) | Receiver::Guessed(t), text) => (Receiver::Guessed(t), format!("({text} ..)")),
+                    (Receiver::SelfField(f), text) => (Receiver::SelfField(f), format!("({text} ..)")),
+                    _ => (Receiver::Unknown, "_".to_owned()),
+                }
+            }
+            Expr::Unary(u) if !matches!(u.op, syn::UnOp::Deref(_)) => self.receiver(&u.expr),
             Expr::Lit(_) => (Receiver::Std, "_".to_owned()),
             // `(a..=b).contains(x)`: the text marks a range, whose `contains` is two comparisons.
             Expr::Range(_) => (Receiver::Std, RANGE_RECEIVER.to_owned()),
@@ -1207,6 +1630,9 @@ impl BodyVisitor<'_> {
             for e in &exprs {
                 self.visit_expr(e);
             }
+            if FORMAT_MACROS.iter().any(|m| mac.path.is_ident(m)) {
+                self.format_calls(mac, &exprs);
+            }
             return;
         }
         if let Ok(stmts) = mac.parse_body_with(syn::Block::parse_within) {
@@ -1242,6 +1668,7 @@ impl BodyVisitor<'_> {
                             kind: CallKind::Method { name: name_str, args: None, receiver: Receiver::Unknown },
                             arg_calls: Vec::new(),
                             forwards_param: false,
+                            arg_futures: Vec::new(),
                         });
                     } else if !matches!(prev(2), Some(TokenTree::Ident(i)) if i == "fn") {
                         // Collect `a :: b :: name` backwards.
@@ -1269,6 +1696,7 @@ impl BodyVisitor<'_> {
                                 kind: CallKind::Path { path, args, called: true },
                                 arg_calls: Vec::new(),
                                 forwards_param: false,
+                                arg_futures: Vec::new(),
                             });
                         }
                     }
@@ -1276,6 +1704,32 @@ impl BodyVisitor<'_> {
                 self.scan_tokens(g.stream());
             }
         }
+    }
+}
+
+/// An operand whose type the syntax shows and which is not a primitive (`usize`, `f64`, ...): its operators may be
+/// workspace impls.
+fn operand_may_be_workspace_type(receiver: &Receiver) -> bool {
+    const PRIMITIVES: &[&str] = &[
+        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool",
+        "char", "str", "String",
+    ];
+    match receiver {
+        Receiver::Type(TyRef::Path(p)) | Receiver::Guessed(TyRef::Path(p)) => {
+            !(p.segs.len() == 1 && PRIMITIVES.contains(&p.segs[0].as_str()))
+        }
+        Receiver::Type(_) | Receiver::Guessed(_) | Receiver::SelfField(_) => true,
+        _ => false,
+    }
+}
+
+fn merge(a: Option<Vec<u32>>, b: Option<Vec<u32>>) -> Option<Vec<u32>> {
+    match (a, b) {
+        (Some(mut a), Some(b)) => {
+            a.extend(b);
+            Some(a)
+        }
+        (a, b) => a.or(b),
     }
 }
 
@@ -1345,6 +1799,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
                     kind: CallKind::Operator { trait_name, methods, receiver: receiver.clone() },
                     arg_calls: Vec::new(),
                     forwards_param: false,
+                    arg_futures: Vec::new(),
                 });
             }
         }
@@ -1360,6 +1815,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
                 kind: CallKind::Operator { trait_name: "Index", methods: &["index", "index_mut"], receiver },
                 arg_calls: Vec::new(),
                 forwards_param: false,
+                arg_futures: Vec::new(),
             });
         }
         self.visit_expr(&index.expr);
@@ -1369,6 +1825,9 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
         let (receiver, recv_text) = self.receiver(&call.receiver);
         let name = call.method.to_string();
+        if name == "poll" {
+            self.polls_params = true;
+        }
         if matches!(name.as_str(), "call" | "call_mut" | "call_once") {
             if let Expr::Path(p) = strip_refs(&call.receiver) {
                 if p.path.get_ident().is_some_and(|i| self.params.contains(&i.to_string())) {
@@ -1382,6 +1841,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
             kind: CallKind::Method { name, args: Some(call.args.len()), receiver },
             arg_calls: Vec::new(),
             forwards_param: false,
+            arg_futures: Vec::new(),
         });
         let site = self.calls.len() - 1;
         self.visit_expr(&call.receiver);
@@ -1389,14 +1849,43 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     }
 
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        if let Some(ident) = p.path.get_ident().filter(|_| !self.ex.statics.is_empty()) {
+            let name = ident.to_string();
+            if !self.locals.contains(&name) && !self.statics_seen.contains(&name) {
+                if let Some(init) = self.ex.statics.get(&name).cloned() {
+                    // The first access runs the initializer (`X.with(..)` of a `thread_local!`, `*X`).
+                    self.statics_seen.insert(name);
+                    self.visit_expr(&init);
+                }
+            }
+        }
         self.path_call(p.qself.as_ref(), &p.path, 0, false);
     }
 
     fn visit_local(&mut self, local: &'ast syn::Local) {
+        let start = self.calls.len();
         if let Some(init) = &local.init {
             self.visit_expr(&init.expr);
             if let Some((_, diverge)) = &init.diverge {
                 self.visit_expr(diverge);
+            }
+        }
+        let mut bound = Vec::new();
+        pat_idents(&local.pat, &mut bound);
+        let init = local.init.as_ref().map(|i| &*i.expr);
+        let code = init.and_then(|e| self.code_calls(e, start..self.calls.len()));
+        let from_param = init.is_some_and(|e| self.is_param(e));
+        for name in bound {
+            match &code {
+                Some(calls) if !calls.is_empty() => {
+                    self.closure_calls.insert(name.clone(), calls.clone());
+                }
+                _ => {
+                    self.closure_calls.remove(&name);
+                }
+            }
+            if from_param {
+                self.params.insert(name);
             }
         }
         let (pat, ty) = match &local.pat {
@@ -1417,6 +1906,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
                     },
                     arg_calls: Vec::new(),
                     forwards_param: false,
+                    arg_futures: Vec::new(),
                 });
             }
             let name = pi.ident.to_string();
@@ -1458,6 +1948,79 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
 
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
         self.visit_macro_tokens(mac);
+    }
+
+    fn visit_expr_await(&mut self, a: &'ast syn::ExprAwait) {
+        if self.is_param(&a.base) {
+            self.polls_params = true;
+        }
+        syn::visit::visit_expr_await(self, a);
+    }
+
+    fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        self.bind_pattern_types(&arm.pat);
+        syn::visit::visit_arm(self, arm);
+    }
+
+    fn visit_expr_let(&mut self, l: &'ast syn::ExprLet) {
+        self.bind_pattern_types(&l.pat);
+        // `if let Some(cb) = callback`: `cb` is the parameter.
+        if self.is_param(&l.expr) {
+            let mut bound = Vec::new();
+            pat_idents(&l.pat, &mut bound);
+            self.params.extend(bound);
+        }
+        syn::visit::visit_expr_let(self, l);
+    }
+
+    fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
+        if self.is_param(&m.expr) {
+            let mut bound = Vec::new();
+            for arm in &m.arms {
+                pat_idents(&arm.pat, &mut bound);
+            }
+            self.params.extend(bound);
+        }
+        syn::visit::visit_expr_match(self, m);
+    }
+
+    fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+        if let Some((trait_name, methods)) = binary_op_trait(&b.op) {
+            let (receiver, recv_text) = self.receiver(&b.left);
+            if operand_may_be_workspace_type(&receiver) {
+                self.calls.push(CallSite {
+                    line: line_of(b.op.span()),
+                    text: format!("{recv_text} {} _", quote::ToTokens::to_token_stream(&b.op)),
+                    kind: CallKind::Operator { trait_name, methods, receiver },
+                    arg_calls: Vec::new(),
+                    forwards_param: false,
+                    arg_futures: Vec::new(),
+                });
+            }
+        }
+        syn::visit::visit_expr_binary(self, b);
+    }
+
+    fn visit_expr_unary(&mut self, u: &'ast syn::ExprUnary) {
+        let op = match u.op {
+            syn::UnOp::Neg(_) => Some(("Neg", &["neg"][..], "-")),
+            syn::UnOp::Not(_) => Some(("Not", &["not"][..], "!")),
+            _ => None,
+        };
+        if let Some((trait_name, methods, sign)) = op {
+            let (receiver, recv_text) = self.receiver(&u.expr);
+            if operand_may_be_workspace_type(&receiver) {
+                self.calls.push(CallSite {
+                    line: line_of(u.op.span()),
+                    text: format!("{sign}{recv_text}"),
+                    kind: CallKind::Operator { trait_name, methods, receiver },
+                    arg_calls: Vec::new(),
+                    forwards_param: false,
+                    arg_futures: Vec::new(),
+                });
+            }
+        }
+        syn::visit::visit_expr_unary(self, u);
     }
 
     // Types, patterns' paths and attributes hold no calls worth following.
@@ -1533,6 +2096,23 @@ mod tests {
         assert!(items.fns[2].probe.is_none());
         assert!(items.fns[2].skip.as_deref().unwrap().starts_with("returns a future"));
         assert_eq!(items.fns[3].probe.as_ref().unwrap().return_type, None);
+    }
+
+    #[test]
+    fn format_placeholders_name_their_arguments_and_traits() {
+        use FormatArg::*;
+        let got = format_placeholders("{{lit}} {} {:?} {0:>4} {name} {x:#?} {:x} {:.*} }}");
+        let want = vec![
+            (Next, Some(false)),
+            (Next, Some(true)),
+            (Index(0), Some(false)),
+            (Name("name".to_owned()), Some(false)),
+            (Name("x".to_owned()), Some(true)),
+            (Next, None),
+            (Next, None),
+            (Next, Some(false)),
+        ];
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -151,7 +151,7 @@ pub fn entry() -> f64 {
     let run = |x: u32| macros() + x;
     Wrapper(Counter::new()).poke();
     let extra = f64::from(raii_and_loops()) + implicit() as f64 + f64::from(apply(double, 2) + apply(|x| parse("1") + x, 3) + relay(|x| shown() + x, 1));
-    total + f64::from(run(1)) + extra
+    total + f64::from(run(1)) + extra + f64::from(gaps())
 }
 
 /// A tuple struct: `self.0` has the field's type.
@@ -246,4 +246,150 @@ pub fn raii_and_loops() -> u32 {
         sum += x;
     }
     sum
+}
+
+/// Closures that reach a callee through a local or a wrapper: `apply_ref` and `maybe_apply` call their
+/// parameter, so `first`, `second` and `third` run under them.
+pub fn apply_ref(f: &dyn Fn(u32) -> u32, x: u32) -> u32 {
+    f(x)
+}
+
+pub fn apply_mut(f: &mut dyn FnMut(u32) -> u32, x: u32) -> u32 {
+    f(x)
+}
+
+/// Calls the callback it was given through a pattern binding.
+pub fn maybe_apply(f: Option<&dyn Fn(u32) -> u32>, x: u32) -> u32 {
+    if let Some(cb) = f {
+        cb(x)
+    } else {
+        x
+    }
+}
+
+fn first() -> u32 {
+    1
+}
+
+fn second() -> u32 {
+    2
+}
+
+fn third() -> u32 {
+    3
+}
+
+pub fn bound_closures(n: u32) -> u32 {
+    let handler = |x: u32| first() + x;
+    let chosen: &dyn Fn(u32) -> u32 = if n > 100 { &|x| x } else { &handler };
+    apply(handler, n) + apply_ref(&handler, n) + apply_ref(chosen, n) + maybe_apply(Some(&|x| second() + x), n)
+        + apply_mut(&mut |x| third() + x, n)
+}
+
+/// Futures handed to an executor: `fetch`'s body runs when `block_on` polls it.
+pub async fn fetch(x: u32) -> u32 {
+    first() + x
+}
+
+pub fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(value) = fut.as_mut().poll(&mut cx) {
+            return value;
+        }
+    }
+}
+
+/// Operators and formatting traits on a workspace type.
+#[derive(Clone, Copy)]
+pub struct Meters(i64);
+
+impl std::ops::Add for Meters {
+    type Output = Meters;
+
+    fn add(self, other: Meters) -> Meters {
+        Meters(self.0 + other.0)
+    }
+}
+
+impl std::ops::Sub<i64> for Meters {
+    type Output = Meters;
+
+    fn sub(self, other: i64) -> Meters {
+        Meters(self.0 - other)
+    }
+}
+
+impl std::ops::Neg for Meters {
+    type Output = Meters;
+
+    fn neg(self) -> Meters {
+        Meters(-self.0)
+    }
+}
+
+impl std::ops::AddAssign for Meters {
+    fn add_assign(&mut self, other: Meters) {
+        self.0 += other.0;
+    }
+}
+
+impl PartialEq for Meters {
+    fn eq(&self, other: &Meters) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl std::fmt::Display for Meters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} m", self.0)
+    }
+}
+
+impl std::fmt::Debug for Meters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Meters({})", self.0)
+    }
+}
+
+pub fn measure(a: Meters, b: Meters) -> usize {
+    let mut c: Meters = a + b;
+    c += b;
+    let d: Meters = -(c - 1);
+    let same = a == b;
+    let text = format!("{} {:?} {d}", a, b);
+    text.len() + c.to_string().len() + usize::from(same)
+}
+
+pub fn gaps() -> u32 {
+    bound_closures(1) + block_on(fetch(2)) + measure(Meters(1), Meters(2)) as u32 + seeded()
+        + describe_reading(&Reading::Distance { value: Meters(3) }).len() as u32
+        + describe_reading(&Reading::Pair(Meters(1), Meters(2))).len() as u32
+}
+
+fn seed() -> u32 {
+    5
+}
+
+thread_local! {
+    /// Its initializer runs inside the first `SEED.with(..)`.
+    static SEED: std::cell::Cell<u32> = std::cell::Cell::new(seed());
+}
+
+pub fn seeded() -> u32 {
+    SEED.with(|s| s.get())
+}
+
+/// Pattern bindings have the types of the fields they bind.
+pub enum Reading {
+    Distance { value: Meters },
+    Pair(Meters, Meters),
+}
+
+pub fn describe_reading(r: &Reading) -> String {
+    match r {
+        Reading::Distance { value } => format!("{value}"),
+        Reading::Pair(a, _) => format!("{:?}", a),
+    }
 }
