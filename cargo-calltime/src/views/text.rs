@@ -80,7 +80,7 @@ impl TextView<'_> {
         let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
         if inv.truncated_calls > 0 {
             let note = format!(
-                "  truncated: the tree hit the node cap (CALLTIME_NODE_CAP); {} more call{} were counted, not recorded",
+                "  truncated: the tree hit the node cap (--node-cap); {} more call{} were counted, not recorded",
                 inv.truncated_calls,
                 plural(inv.truncated_calls)
             );
@@ -88,7 +88,7 @@ impl TextView<'_> {
         }
         if inv.filtered_nodes > 0 {
             let note = format!(
-                "  {} call{} shorter than CALLTIME_MIN_NS left out with their subtrees",
+                "  {} call{} shorter than --min-node-time left out with their subtrees",
                 inv.filtered_nodes,
                 plural(inv.filtered_nodes)
             );
@@ -300,14 +300,14 @@ impl TextView<'_> {
         };
         if truncated > 0 {
             let note = format!(
-                "  {truncated} invocation{} hit the node cap (CALLTIME_NODE_CAP): calls past it were counted, not recorded",
+                "  {truncated} invocation{} hit the node cap (--node-cap): calls past it were counted, not recorded",
                 plural(truncated)
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
         if stats.dropped > 0 {
             let note = format!(
-                "  {} invocation{} dropped (the trace writer fell behind, or CALLTIME_MAX_INVOCATIONS was reached): \
+                "  {} invocation{} dropped (the trace writer fell behind, or --max-invocations was reached): \
                  the aggregate leaves {} out",
                 stats.dropped,
                 plural(stats.dropped),
@@ -324,11 +324,8 @@ impl TextView<'_> {
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
         if stats.sampled_out > 0 && !no_counters {
-            let note = format!(
-                "  sampling (CALLTIME_SAMPLE) recorded {} of {} invocations",
-                stats.kept + stats.dropped,
-                stats.seen
-            );
+            let note =
+                format!("  sampling (--sample) recorded {} of {} invocations", stats.kept + stats.dropped, stats.seen);
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
     }
