@@ -198,7 +198,13 @@ impl Trace {
     pub fn load(path: &Path, functions: Option<&Path>) -> Result<Trace> {
         let text = std::fs::read(path).with_context(|| format!("cannot read trace {}", path.display()))?;
         let text = String::from_utf8_lossy(&text);
-        let mut trace = parse(&text).with_context(|| format!("{} is not a calltime trace", path.display()))?;
+        let mut trace = parse(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "{} is not a calltime trace: {e:#}\n  hint: pass a trace written by cargo calltime (`--save FILE`, \
+                 `<target>/calltime/last.trace`) or by an instrumented binary (CALLTIME_OUT)",
+                path.display()
+            )
+        })?;
         trace.path = path.to_owned();
         let table_path = match functions {
             Some(p) => Some(p.to_owned()),

@@ -173,8 +173,12 @@ impl Side {
         let mut traces = Vec::with_capacity(files.len());
         for (file, trace) in files.iter().zip(loaded) {
             let trace = trace.map_err(|e| {
+                let text = format!("{e:#}");
+                if text.contains("\n  hint: ") {
+                    return anyhow!(text);
+                }
                 anyhow!(
-                    "{e:#}\n  hint: pass traces written by `cargo calltime --save FILE` (or CALLTIME_OUT), \
+                    "{text}\n  hint: pass traces written by `cargo calltime --save FILE` (or CALLTIME_OUT), \
                      with their `.functions.json` table beside them"
                 )
             })?;
