@@ -448,17 +448,19 @@ impl Index {
         }
     }
 
+    /// `m`, then the scopes it is nested in while `m` is a function body's block scope (a block sees the items of
+    /// the scopes around it; a module does not see its parent's).
+    fn enclosing_scopes(&self, m: ModId) -> impl Iterator<Item = ModId> + '_ {
+        std::iter::successors(Some(m), move |&s| match (self.modules[s].block_of, self.modules[s].parent) {
+            (Some(_), Some(p)) => Some(p),
+            _ => None,
+        })
+    }
+
     /// A name as the first segment of a path: enclosing scopes, then the extern prelude.
     pub fn scope_lookup_type(&self, m: ModId, name: &str) -> Option<TypeRes> {
-        let mut s = m;
-        loop {
-            if let Some(r) = self.lookup_type_in(s, name) {
-                return Some(r);
-            }
-            match (self.modules[s].block_of, self.modules[s].parent) {
-                (Some(_), Some(p)) => s = p,
-                _ => break,
-            }
+        if let Some(r) = self.enclosing_scopes(m).find_map(|s| self.lookup_type_in(s, name)) {
+            return Some(r);
         }
         let krate = &self.crates[self.modules[m].krate];
         if let Some(r) = krate.extern_prelude.get(name) {
@@ -472,28 +474,12 @@ impl Index {
 
     /// Whether `m` or an enclosing block scope glob-imports something outside the workspace.
     pub fn sees_external_glob(&self, m: ModId) -> bool {
-        let mut s = m;
-        loop {
-            if self.modules[s].external_glob {
-                return true;
-            }
-            match (self.modules[s].block_of, self.modules[s].parent) {
-                (Some(_), Some(p)) => s = p,
-                _ => return false,
-            }
-        }
+        self.enclosing_scopes(m).any(|s| self.modules[s].external_glob)
     }
 
     pub fn scope_lookup_values(&self, m: ModId, name: &str) -> Option<&Vec<FnId>> {
-        let mut s = m;
-        loop {
-            if let Some(r) = self.lookup_values_in(s, name) {
-                return Some(r);
-            }
-            match (self.modules[s].block_of, self.modules[s].parent) {
-                (Some(_), Some(p)) => s = p,
-                _ => break,
-            }
+        if let Some(r) = self.enclosing_scopes(m).find_map(|s| self.lookup_values_in(s, name)) {
+            return Some(r);
         }
         let krate = &self.crates[self.modules[m].krate];
         if krate.spec.edition == 2015 {
