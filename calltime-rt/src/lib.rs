@@ -78,8 +78,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The trace format version this runtime writes (`calltime-trace 1`).
-const TRACE_VERSION: u32 = 1;
+/// The trace format version this runtime writes (`calltime-trace 2`).
+const TRACE_VERSION: u32 = 2;
 /// Frames deeper than this are counted as truncated calls, not stored.
 const MAX_DEPTH: usize = 4096;
 /// Node slots a new recorder starts with (96 KiB); it grows by doubling up to the node cap.
@@ -99,6 +99,14 @@ const FLAG_PANICKED: u32 = 1;
 const FLAG_CANCELLED: u32 = 2;
 /// Recorders beyond one per thread and the queue's length: root tasks in progress and the one being written.
 const SPARE_RECORDERS: usize = 65;
+/// Frame keys of a folded invocation have this bit set (node slots never do): `FOLD_KEY | depth`.
+const FOLD_KEY: u32 = 1 << 31;
+/// A frame of a folded invocation that belongs to no call path (past the path cap): its calls are only counted.
+const NO_PATH: u32 = u32::MAX;
+/// `frame_start` of a frame whose call is not timed.
+const UNTIMED: u64 = u64::MAX;
+/// After an invocation folds, the first calls of each call path are timed; later ones 1 in `time_sample`.
+const ALWAYS_TIMED: u64 = 16;
 
 /// `CURRENT` while a sampled-out or dropped invocation runs: probes record nothing and roots do not start anew.
 const SKIP: *mut Recorder = 1 as *mut Recorder;
@@ -220,7 +228,12 @@ impl Scale {
     }
 
     fn ns(&self, ticks: u64) -> u64 {
-        ((ticks.saturating_sub(self.ticks0) as u128 * self.ns_per_tick_q32) >> 32) as u64
+        self.span(ticks.saturating_sub(self.ticks0))
+    }
+
+    /// A duration in ticks, in nanoseconds.
+    fn span(&self, ticks: u64) -> u64 {
+        ((ticks as u128 * self.ns_per_tick_q32) >> 32) as u64
     }
 }
 
@@ -237,6 +250,27 @@ struct Node {
     link: u32,
 }
 
+/// One call path of a folded invocation: every call of `index` under the same chain of ancestors.
+#[derive(Clone, Copy)]
+struct PathNode {
+    calls: u64,
+    /// Calls left until the next timed one (1: the next call is timed).
+    countdown: u64,
+    timed: u64,
+    ticks: u64,
+    min: u64,
+    max: u64,
+    /// Start of the path's first call (`UNTIMED` until known).
+    first_start: u64,
+    index: u32,
+    parent: u32,
+    first_child: u32,
+    next_sibling: u32,
+    /// The child path entered last: loops call the same child again and again.
+    hot_child: u32,
+    flags: u32,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum OwnerKind {
     Thread,
@@ -251,10 +285,27 @@ struct Recorder {
     /// Slots of the frames currently entered; `MAX_DEPTH` long.
     stack: Box<[u32]>,
     depth: usize,
-    /// The node cap (`CALLTIME_NODE_CAP`).
+    /// The node cap (`CALLTIME_NODE_CAP`); also caps the call paths of a folded invocation.
     cap: usize,
-    /// `min(cap, nodes.capacity())`: the one bound the hot path checks.
+    /// `min(cap, nodes.capacity())`: the bound `push` checks.
     limit: usize,
+    /// Calls recorded one node each before the invocation folds (`CALLTIME_FOLD_AFTER`, capped by `cap`); 0 once
+    /// folded, so the hot path tests one bound in both modes.
+    fold_at: usize,
+    fold_after: usize,
+    folded: bool,
+    /// Call paths of the folded invocation, in order of first entry (parents before children).
+    paths: Vec<PathNode>,
+    /// The call path each node of `nodes` was folded into.
+    slot_path: Vec<u32>,
+    /// Per frame of a folded invocation: its call path and its start (`UNTIMED` when the call is not timed).
+    /// Allocated at the first fold of this recorder.
+    frame_path: Box<[u32]>,
+    frame_start: Box<[u64]>,
+    /// Mean gap between timed calls of a busy path (`CALLTIME_TIME_SAMPLE`).
+    time_sample: u64,
+    /// xorshift state for the gaps, so periodic call patterns do not bias the sample.
+    rng: u64,
     truncated: u64,
     /// Process-unique id of the invocation being recorded, so a future can tell whether its context is current.
     invocation: u64,
@@ -264,13 +315,23 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn boxed(cap: usize) -> Box<Recorder> {
+    fn boxed(config: &Config) -> Box<Recorder> {
+        let cap = config.node_cap;
         Box::new(Recorder {
             nodes: Vec::with_capacity(cap.min(INITIAL_NODES)),
             stack: vec![0; MAX_DEPTH].into_boxed_slice(),
             depth: 0,
             cap,
             limit: cap.min(INITIAL_NODES),
+            fold_after: if config.fold_after == 0 { usize::MAX } else { config.fold_after.min(cap) },
+            fold_at: usize::MAX,
+            folded: false,
+            paths: Vec::new(),
+            slot_path: Vec::new(),
+            frame_path: Box::new([]),
+            frame_start: Box::new([]),
+            time_sample: config.time_sample,
+            rng: 0x9E37_79B9_7F4A_7C15,
             truncated: 0,
             invocation: 0,
             kind: OwnerKind::Thread,
@@ -284,8 +345,13 @@ impl Recorder {
         self.nodes.clear();
         self.depth = 0;
         self.limit = self.cap.min(self.nodes.capacity());
+        self.fold_at = self.fold_after;
+        self.folded = false;
+        self.paths.clear();
+        self.slot_path.clear();
         self.truncated = 0;
         self.invocation = INVOCATIONS.fetch_add(1, Relaxed);
+        self.rng ^= self.invocation.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
         self.kind = kind;
         self.owner = owner;
         self.name = name;
@@ -329,6 +395,11 @@ impl Recorder {
         if self.depth >= MAX_DEPTH {
             return false;
         }
+        if self.folded {
+            let path = self.slot_path.get(slot as usize).copied().unwrap_or(NO_PATH);
+            self.push_keyed_frame(slot, path);
+            return true;
+        }
         self.stack[self.depth] = slot;
         self.depth += 1;
         true
@@ -337,6 +408,9 @@ impl Recorder {
     /// Leaves the frame of `slot`; false when it is not on the stack.
     #[inline(always)]
     fn pop(&mut self, slot: u32, end: u64) -> bool {
+        if self.folded {
+            return self.pop_folded(slot, end);
+        }
         let depth = self.depth;
         // SAFETY: depth <= MAX_DEPTH == stack.len(), so depth - 1 is in bounds when depth > 0.
         if depth > 0 && unsafe { *self.stack.get_unchecked(depth - 1) } == slot {
@@ -367,10 +441,288 @@ impl Recorder {
 
     #[inline(always)]
     fn close(&mut self, slot: u32, end: u64, flags: u32) {
+        if self.folded {
+            self.close_folded(slot, end, flags);
+            return;
+        }
         if let Some(node) = self.nodes.get_mut(slot as usize) {
             node.end = end;
             node.link |= flags << PARENT_BITS;
         }
+    }
+
+    // Folded invocations. Past `fold_at` calls an invocation stops storing one node per call: what it has is
+    // merged into call paths (`fold`), and each later call adds one to its path's count and is timed only now and
+    // then (`enter_folded`), so a big invocation costs a counter per call instead of two clock reads and a node.
+    // Frames keep a key: a node slot for the calls entered before the fold (their guards hold it), `FOLD_KEY |
+    // depth` for the later ones.
+
+    /// Merges the per-call nodes into call paths. Cold: once per big invocation.
+    #[cold]
+    #[inline(never)]
+    fn fold(&mut self) {
+        if self.frame_path.is_empty() {
+            self.frame_path = vec![NO_PATH; MAX_DEPTH].into_boxed_slice();
+            self.frame_start = vec![UNTIMED; MAX_DEPTH].into_boxed_slice();
+        }
+        self.paths.clear();
+        self.paths.reserve(self.nodes.len().min(self.cap).max(64));
+        self.slot_path.clear();
+        self.slot_path.reserve(self.nodes.len());
+        for slot in 0..self.nodes.len() {
+            let node = self.nodes[slot];
+            let path = if slot == 0 {
+                self.new_path(NO_PATH, node.index)
+            } else {
+                let parent = (node.link & PARENT_MASK) as usize;
+                let parent_path = if parent < slot { self.slot_path[parent] } else { 0 };
+                if parent_path == NO_PATH {
+                    NO_PATH
+                } else {
+                    self.find_child(parent_path, node.index)
+                }
+            };
+            self.slot_path.push(path);
+            if let Some(p) = self.paths.get_mut(path as usize) {
+                p.calls += 1;
+                if p.first_start == UNTIMED {
+                    p.first_start = node.start;
+                }
+                if node.end != OPEN {
+                    p.add_time(node.end.saturating_sub(node.start));
+                    p.flags |= node.link >> PARENT_BITS;
+                }
+            }
+        }
+        for i in 0..self.depth {
+            self.frame_path[i] = self.slot_path.get(self.stack[i] as usize).copied().unwrap_or(NO_PATH);
+            self.frame_start[i] = UNTIMED;
+        }
+        self.folded = true;
+        self.fold_at = 0;
+    }
+
+    /// A new call path under `parent` (`NO_PATH` for the root's), or `NO_PATH` past the cap.
+    fn new_path(&mut self, parent: u32, index: u32) -> u32 {
+        let id = self.paths.len();
+        if id >= self.cap || id >= NO_PATH as usize {
+            return NO_PATH;
+        }
+        let next_sibling = match self.paths.get_mut(parent as usize) {
+            Some(p) => mem::replace(&mut p.first_child, id as u32),
+            None => NO_PATH,
+        };
+        self.paths.push(PathNode {
+            calls: 0,
+            countdown: 1,
+            timed: 0,
+            ticks: 0,
+            min: u64::MAX,
+            max: 0,
+            first_start: UNTIMED,
+            index,
+            parent,
+            first_child: NO_PATH,
+            next_sibling,
+            hot_child: NO_PATH,
+            flags: 0,
+        });
+        id as u32
+    }
+
+    /// The child path of `parent` for function `index`, created if needed; `NO_PATH` past the cap.
+    #[inline(never)]
+    fn find_child(&mut self, parent: u32, index: u32) -> u32 {
+        let mut child = self.paths[parent as usize].first_child;
+        while child != NO_PATH {
+            let p = &self.paths[child as usize];
+            if p.index == index {
+                break;
+            }
+            child = p.next_sibling;
+        }
+        if child == NO_PATH {
+            child = self.new_path(parent, index);
+        }
+        if child != NO_PATH {
+            self.paths[parent as usize].hot_child = child;
+        }
+        child
+    }
+
+    /// Counts a call of `index` on its call path under the top frame and enters its frame, timed when the path's
+    /// countdown runs out; returns the frame's key, `None` past the depth limit (counted as truncated). A call
+    /// past the path cap gets a frame with no path, so its callees are not counted on the wrong path.
+    #[inline(always)]
+    fn enter_path(&mut self, index: u32) -> Option<u32> {
+        let depth = self.depth;
+        if depth == 0 || depth >= MAX_DEPTH {
+            self.truncated += 1;
+            return None;
+        }
+        // SAFETY: 0 < depth < MAX_DEPTH == frame_path.len() once folded.
+        let parent = unsafe { *self.frame_path.get_unchecked(depth - 1) };
+        let mut path = NO_PATH;
+        let mut start = UNTIMED;
+        if let Some(p) = self.paths.get(parent as usize) {
+            let hot = p.hot_child;
+            path = match self.paths.get(hot as usize) {
+                Some(h) if h.index == index => hot,
+                _ => self.find_child(parent, index),
+            };
+        }
+        match self.paths.get_mut(path as usize) {
+            Some(p) => {
+                p.calls += 1;
+                p.countdown -= 1;
+                if p.countdown == 0 {
+                    start = self.timed_start(path);
+                }
+            }
+            None => self.truncated += 1,
+        }
+        let key = FOLD_KEY | depth as u32;
+        // SAFETY: depth < MAX_DEPTH, the length of all three.
+        unsafe {
+            *self.stack.get_unchecked_mut(depth) = key;
+            *self.frame_path.get_unchecked_mut(depth) = path;
+            *self.frame_start.get_unchecked_mut(depth) = start;
+        }
+        self.depth = depth + 1;
+        Some(key)
+    }
+
+    /// Starts a timed call of `path`: sets its next countdown and reads the clock.
+    #[inline(never)]
+    fn timed_start(&mut self, path: u32) -> u64 {
+        let calls = self.paths[path as usize].calls;
+        let gap = self.next_gap(calls);
+        let start = now();
+        let p = &mut self.paths[path as usize];
+        p.countdown = gap;
+        if p.first_start == UNTIMED {
+            p.first_start = start;
+        }
+        start
+    }
+
+    /// Enters a frame of a folded invocation for `path`, untimed; returns its key.
+    fn push_path_frame(&mut self, path: u32) -> Option<u32> {
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        let key = FOLD_KEY | self.depth as u32;
+        self.push_keyed_frame(key, path);
+        Some(key)
+    }
+
+    /// Enters an untimed frame of a folded invocation; the caller checked the depth.
+    fn push_keyed_frame(&mut self, key: u32, path: u32) {
+        let depth = self.depth;
+        self.stack[depth] = key;
+        self.frame_path[depth] = path;
+        self.frame_start[depth] = UNTIMED;
+        self.depth = depth + 1;
+    }
+
+    /// The gap to the next timed call of a path that has had `calls` calls: 1 while it is young, then uniform in
+    /// 1..2N-1 (mean N).
+    #[inline(never)]
+    fn next_gap(&mut self, calls: u64) -> u64 {
+        if calls < ALWAYS_TIMED || self.time_sample <= 1 {
+            return 1;
+        }
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        1 + x % (2 * self.time_sample - 1)
+    }
+
+    /// Leaves the top frame of a folded invocation when its key is `slot`, timing it if it was timed.
+    #[inline(always)]
+    fn leave_folded(&mut self, slot: u32) -> bool {
+        let depth = self.depth;
+        // SAFETY: depth <= MAX_DEPTH == stack.len(), so depth - 1 is in bounds when depth > 0.
+        let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
+        if depth == 0 || unsafe { *self.stack.get_unchecked(depth - 1) } != slot {
+            let end = now();
+            let popped = self.pop_folded(slot, end);
+            if popped {
+                self.close_folded(slot, end, flags);
+            }
+            return popped;
+        }
+        self.depth = depth - 1;
+        // SAFETY: frame_path and frame_start are MAX_DEPTH long once folded.
+        let (path, start) =
+            unsafe { (*self.frame_path.get_unchecked(depth - 1), *self.frame_start.get_unchecked(depth - 1)) };
+        if start != UNTIMED || slot & FOLD_KEY == 0 {
+            let end = now();
+            if let (true, Some(p)) = (start != UNTIMED, self.paths.get_mut(path as usize)) {
+                p.add_time(end.saturating_sub(start));
+            }
+            self.close_folded(slot, end, flags);
+        }
+        if flags != 0 {
+            if let Some(p) = self.paths.get_mut(path as usize) {
+                p.flags |= flags;
+            }
+        }
+        true
+    }
+
+    /// Leaves the frame keyed `slot` (and any left open above it) without timing it; false when it is not on the
+    /// stack. Frames of calls entered before the fold are closed at `end`.
+    #[cold]
+    #[inline(never)]
+    fn pop_folded(&mut self, slot: u32, end: u64) -> bool {
+        let Some(at) = self.stack[..self.depth].iter().rposition(|&s| s == slot) else { return false };
+        for i in at + 1..self.depth {
+            let above = self.stack[i];
+            if above & FOLD_KEY == 0 {
+                self.close_folded(above, end, 0);
+            }
+        }
+        self.depth = at;
+        true
+    }
+
+    /// Ends a call entered before the fold (its node slot): its duration goes to its call path.
+    fn close_folded(&mut self, slot: u32, end: u64, flags: u32) {
+        if slot & FOLD_KEY != 0 {
+            return;
+        }
+        let Some(node) = self.nodes.get_mut(slot as usize) else { return };
+        if node.end != OPEN {
+            return;
+        }
+        node.end = end;
+        let duration = end.saturating_sub(node.start);
+        let path = self.slot_path.get(slot as usize).copied().unwrap_or(NO_PATH);
+        if let Some(p) = self.paths.get_mut(path as usize) {
+            p.add_time(duration);
+            p.flags |= flags;
+        }
+    }
+
+    /// Ends a call entered after the fold whose start is known (async functions are always timed).
+    fn close_path(&mut self, path: u32, start: u64, end: u64, flags: u32) {
+        if let Some(p) = self.paths.get_mut(path as usize) {
+            p.add_time(end.saturating_sub(start));
+            p.flags |= flags;
+        }
+    }
+}
+
+impl PathNode {
+    #[inline(always)]
+    fn add_time(&mut self, ticks: u64) {
+        self.ticks += ticks;
+        self.timed += 1;
+        self.min = self.min.min(ticks);
+        self.max = self.max.max(ticks);
     }
 }
 
@@ -535,6 +887,11 @@ fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
 
 #[inline(always)]
 unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
+    // SAFETY: the caller passes the live recorder current on this thread.
+    if unsafe { (*rec).nodes.len() >= (*rec).fold_at } {
+        // SAFETY: as above.
+        return unsafe { enter_folded(rec, index) };
+    }
     let start = now();
     // SAFETY: the caller passes the live recorder current on this thread.
     let slot = unsafe { (*rec).push(index, start) };
@@ -562,11 +919,31 @@ impl Drop for Guard {
     }
 }
 
+/// A call of a big invocation: folds it first if it is not folded yet.
+#[inline(never)]
+unsafe fn enter_folded(rec: *mut Recorder, index: u32) -> Guard {
+    // SAFETY: the caller passes the live recorder current on this thread.
+    let r = unsafe { &mut *rec };
+    if !r.folded {
+        r.fold();
+    }
+    match r.enter_path(index) {
+        Some(key) => Guard { rec, slot: key },
+        None => Guard::INERT,
+    }
+}
+
 #[inline(never)]
 unsafe fn leave(rec: *mut Recorder, slot: u32) {
-    let end = now();
     // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
     let r = unsafe { &mut *rec };
+    if r.folded {
+        if r.leave_folded(slot) && r.depth == 0 && r.kind == OwnerKind::Thread {
+            complete_thread_invocation(rec);
+        }
+        return;
+    }
+    let end = now();
     if r.pop(slot, end) {
         let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
         r.close(slot, end, flags);
@@ -608,6 +985,8 @@ struct Config {
     sample: u64,
     max_invocations: u64,
     queue: usize,
+    fold_after: usize,
+    time_sample: u64,
 }
 
 impl Config {
@@ -640,6 +1019,8 @@ impl Config {
             sample: number("CALLTIME_SAMPLE", 1, 1),
             max_invocations: number("CALLTIME_MAX_INVOCATIONS", 100_000, 0),
             queue: number("CALLTIME_QUEUE", 1024, 1).min(1 << 20) as usize,
+            fold_after: number("CALLTIME_FOLD_AFTER", 4096, 0).min(u64::from(PARENT_MASK - 1)) as usize,
+            time_sample: number("CALLTIME_TIME_SAMPLE", 64, 1).min(1 << 30),
         }
     }
 }
@@ -705,7 +1086,7 @@ fn spare_recorder(rt: &Runtime) -> Option<Box<Recorder>> {
         return Some(rec);
     }
     SPARE.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).ok()?;
-    Some(Recorder::boxed(rt.config.node_cap))
+    Some(Recorder::boxed(&rt.config))
 }
 
 fn give_back(rec: Box<Recorder>) {
@@ -741,7 +1122,7 @@ fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Guard {
         .try_with(|slot| {
             let mut slot = slot.try_borrow_mut().ok()?;
             if slot.rec.is_null() {
-                let rec = lock(&POOL).pop().unwrap_or_else(|| Recorder::boxed(rt.config.node_cap));
+                let rec = lock(&POOL).pop().unwrap_or_else(|| Recorder::boxed(&rt.config));
                 slot.rec = Box::into_raw(rec);
                 slot.id = THREAD_IDS.fetch_add(1, Relaxed);
                 slot.name = std::thread::current().name().map(|n| Arc::from(n.replace(['\n', '\r'], " ")));
@@ -816,6 +1197,14 @@ enum TaskState {
         invocation: u64,
         slot: u32,
     },
+    /// A call first polled after its invocation folded: counted on `path`, always timed from `start`.
+    NestedPath {
+        invocation: u64,
+        path: u32,
+        start: u64,
+        /// Key of the frame entered by the first poll.
+        key: u32,
+    },
     Done,
 }
 
@@ -839,6 +1228,23 @@ fn begin_task_node(index: u32, plan: Option<&'static PlanInfo>) -> TaskState {
     }
     // SAFETY: a real CURRENT is live for the duration of this poll.
     let r = unsafe { &mut *cur };
+    if r.nodes.len() >= r.fold_at {
+        if !r.folded {
+            r.fold();
+        }
+        let Some(key) = r.enter_path(index) else { return TaskState::Inert };
+        let top = r.depth - 1;
+        // The frame covers this poll only; the call's own time runs from here to its completion.
+        r.frame_start[top] = UNTIMED;
+        let path = r.frame_path[top];
+        let start = now();
+        if let Some(p) = r.paths.get_mut(path as usize) {
+            if p.first_start == UNTIMED {
+                p.first_start = start;
+            }
+        }
+        return TaskState::NestedPath { invocation: r.invocation, path, start, key };
+    }
     let slot = r.push(index, now());
     if slot == NO_SLOT {
         TaskState::Inert
@@ -880,6 +1286,8 @@ struct PollScope<'a> {
     pushed: bool,
     /// `CURRENT` to restore (roots and skipped roots swap their own context in).
     restore: Option<*mut Recorder>,
+    /// A call entered after its invocation folded: its path and start.
+    path_call: Option<(u32, u64)>,
     returned: bool,
     ready: bool,
 }
@@ -895,7 +1303,11 @@ impl Drop for PollScope<'_> {
                 r.pop(self.slot, end);
             }
             if finished {
-                r.close(self.slot, end, if self.returned { 0 } else { FLAG_PANICKED });
+                let flags = if self.returned { 0 } else { FLAG_PANICKED };
+                match self.path_call {
+                    Some((path, start)) => r.close_path(path, start, end, flags),
+                    None => r.close(self.slot, end, flags),
+                }
             }
         }
         if let Some(prev) = self.restore {
@@ -922,9 +1334,24 @@ impl<F: Future> Future for Instrumented<F> {
             this.state = begin_task_node(this.index, this.plan);
             first = true;
         }
+        let mut path_call = None;
         let (rec, slot, pushed, restore) = match &this.state {
             TaskState::Unpolled | TaskState::Inert | TaskState::Done => return fut.poll(cx),
             TaskState::Skipped => (ptr::null_mut(), NO_SLOT, false, Some(set_current(SKIP))),
+            TaskState::NestedPath { invocation, path, start, key } => {
+                let cur = CURRENT.with(Cell::get);
+                // SAFETY: a real CURRENT is live for the duration of this poll.
+                if cur as usize > SKIP as usize && unsafe { (*cur).invocation } == *invocation {
+                    path_call = Some((*path, *start));
+                    let key = if first { Some(*key) } else { unsafe { (*cur).push_path_frame(*path) } };
+                    match key {
+                        Some(key) => (cur, key, true, None),
+                        None => (cur, NO_SLOT, false, None),
+                    }
+                } else {
+                    (ptr::null_mut(), NO_SLOT, false, None)
+                }
+            }
             TaskState::Root(owned) => {
                 let rec = owned.ptr();
                 let prev = set_current(rec);
@@ -944,7 +1371,8 @@ impl<F: Future> Future for Instrumented<F> {
                 }
             }
         };
-        let mut scope = PollScope { state: &mut this.state, rec, slot, pushed, restore, returned: false, ready: false };
+        let mut scope =
+            PollScope { state: &mut this.state, rec, slot, pushed, restore, path_call, returned: false, ready: false };
         let out = fut.poll(cx);
         scope.returned = true;
         scope.ready = out.is_ready();
@@ -983,6 +1411,15 @@ impl<F> Drop for Instrumented<F> {
                 // SAFETY: a real CURRENT is live on this thread.
                 if cur as usize > SKIP as usize && unsafe { (*cur).invocation } == invocation {
                     unsafe { (*cur).close(slot, now(), FLAG_CANCELLED) };
+                }
+            }
+            TaskState::NestedPath { invocation, path, start, .. } => {
+                // SAFETY: dropped in place exactly once; never used again.
+                unsafe { ManuallyDrop::drop(&mut self.fut) };
+                let cur = CURRENT.with(Cell::get);
+                // SAFETY: a real CURRENT is live on this thread.
+                if cur as usize > SKIP as usize && unsafe { (*cur).invocation } == invocation {
+                    unsafe { (*cur).close_path(path, start, now(), FLAG_CANCELLED) };
                 }
             }
             TaskState::Skipped => {
@@ -1070,13 +1507,21 @@ impl Sink {
             match File::create(&rt.config.out) {
                 Ok(mut file) => {
                     let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default();
+                    let c = &rt.config;
                     let header = format!(
-                        "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\n",
+                        "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
+                         fold_after={} time_sample={} min_ns={} sample={} max_invocations={}\n",
                         std::process::id(),
                         rt.clock.epoch_unix_ns,
                         exe.replace(['\n', '\r'], " "),
                         rt.plan.id,
                         rt.plan.table.replace(['\n', '\r'], " "),
+                        c.node_cap,
+                        c.fold_after,
+                        c.time_sample,
+                        c.min_ns,
+                        c.sample,
+                        c.max_invocations,
                     );
                     if file.write_all(header.as_bytes()).is_ok() {
                         self.file = Some(file);
@@ -1120,6 +1565,10 @@ impl Sink {
         let nodes = &rec.nodes;
         let count = nodes.len();
         if count == 0 {
+            return;
+        }
+        if rec.folded {
+            self.write_folded(rt, rec, scale);
             return;
         }
         self.first_child.clear();
@@ -1179,6 +1628,88 @@ impl Sink {
                 self.walk.push((child, depth + 1, end));
             }
         }
+        self.finish_record(rt, rec, root_start, root_end - root_start, written, filtered);
+    }
+
+    /// Writes a folded invocation: one `a` line per call path, in preorder, children in order of first entry.
+    fn write_folded(&mut self, rt: &Runtime, rec: &Recorder, scale: Scale) {
+        let paths = &rec.paths;
+        let count = paths.len();
+        if count == 0 {
+            return;
+        }
+        // Calls entered before the fold that never ended (cancelled futures, calls open at the root's end).
+        let mut open_flags = vec![0u32; count];
+        for (slot, node) in rec.nodes.iter().enumerate().skip(1) {
+            if node.end == OPEN {
+                if let Some(&path) = rec.slot_path.get(slot) {
+                    if let Some(f) = open_flags.get_mut(path as usize) {
+                        *f |= FLAG_CANCELLED;
+                    }
+                }
+            }
+        }
+        self.first_child.clear();
+        self.first_child.resize(count, NO_SLOT);
+        self.next_sibling.clear();
+        self.next_sibling.resize(count, NO_SLOT);
+        for id in (1..count).rev() {
+            let parent = paths[id].parent as usize;
+            let parent = if parent < id { parent } else { 0 };
+            self.next_sibling[id] = self.first_child[parent];
+            self.first_child[parent] = id as u32;
+        }
+        let root = rec.nodes[0];
+        let root_start = scale.ns(root.start);
+        let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
+        self.body.clear();
+        self.walk.clear();
+        self.walk.push((0, 0, 0));
+        let (mut written, mut filtered) = (0u64, 0u64);
+        while let Some((id, depth, _)) = self.walk.pop() {
+            let p = paths[id as usize];
+            let timed_ns = scale.span(p.ticks);
+            let estimated = if p.timed == 0 {
+                0
+            } else {
+                (u128::from(timed_ns) * u128::from(p.calls) / u128::from(p.timed)) as u64
+            };
+            if id != 0 && estimated < rt.config.min_ns {
+                filtered += self.subtree_size(id);
+                continue;
+            }
+            written += 1;
+            let (min, max) = if p.timed == 0 { (0, 0) } else { (scale.span(p.min), scale.span(p.max)) };
+            let first_start = if p.first_start == UNTIMED { root_start } else { scale.ns(p.first_start) };
+            let flags = p.flags | open_flags[id as usize];
+            self.body.push_str("a ");
+            for (i, value) in [u64::from(depth), u64::from(p.index), p.calls, p.timed, first_start, timed_ns, min, max]
+                .into_iter()
+                .enumerate()
+            {
+                if i > 0 {
+                    self.body.push(' ');
+                }
+                push_decimal(&mut self.body, value);
+            }
+            self.body.push(' ');
+            push_decimal(&mut self.body, u64::from(flags));
+            self.body.push('\n');
+            self.children.clear();
+            let mut child = self.first_child[id as usize];
+            while child != NO_SLOT {
+                self.children.push(child);
+                child = self.next_sibling[child as usize];
+            }
+            for &child in self.children.iter().rev() {
+                self.walk.push((child, depth + 1, 0));
+            }
+        }
+        self.finish_record(rt, rec, root_start, root_end - root_start, written, filtered);
+    }
+
+    /// Wraps the node lines in `body` into an `inv` ... `end` record and writes it with one call.
+    fn finish_record(&mut self, rt: &Runtime, rec: &Recorder, start: u64, duration: u64, written: u64, filtered: u64) {
         let seq = self.seq;
         let kind = match rec.kind {
             OwnerKind::Thread => "thread",
@@ -1187,9 +1718,8 @@ impl Sink {
         self.text.clear();
         let _ = writeln!(
             self.text,
-            "inv {seq} {kind} {} {root_start} {} {written} {} {filtered} {}",
+            "inv {seq} {kind} {} {start} {duration} {written} {} {filtered} {}",
             rec.owner,
-            root_end - root_start,
             rec.truncated,
             rec.name.as_deref().unwrap_or("")
         );

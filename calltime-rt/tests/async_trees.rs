@@ -187,3 +187,30 @@ fn instrumented_is_send_iff_the_future_is() {
     <calltime_rt::Instrumented<NotSendFuture> as AmbiguousIfSend<_>>::some_item();
     <calltime_rt::Guard as AmbiguousIfSend<_>>::some_item();
 }
+
+#[test]
+fn tasks_fold_across_polls() {
+    if is_child("tasks_fold_across_polls") {
+        // Folding after 2 calls: each task folds inside its first poll, before `child` is first polled.
+        run_interleaved(vec![Box::pin(task_root()), Box::pin(task_root())]);
+        let mut task: Task = Box::pin(task_root());
+        assert!(!poll_once(&mut task));
+        drop(task);
+        let mut task: Task = Box::pin(failing_root());
+        assert!(!poll_once(&mut task));
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll_once(&mut task)));
+        assert!(caught.is_err());
+        drop(task);
+        return;
+    }
+    let trace = run_ok("tasks_fold_across_polls", &[("CALLTIME_FOLD_AFTER", "2")]);
+    let folded = "10*1[12*2 11*1[12*2]]";
+    assert_eq!(trace.shapes(), [folded, folded, "10*1~[12*1 11*1~[12*1]]", "10*1![12*1 13*1![12*1]]"]);
+    for inv in &trace.invocations {
+        for node in &inv.nodes {
+            let f = node.folded.unwrap();
+            assert_eq!(f.timed, f.calls, "young paths and async calls are timed: {node:?}");
+        }
+        assert!(inv.nodes[0].duration.abs_diff(inv.duration) <= 1, "the root path's time is the invocation's");
+    }
+}

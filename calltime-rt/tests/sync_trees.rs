@@ -40,7 +40,7 @@ fn nested() {
         return;
     }
     let trace = run_ok("nested", &[]);
-    assert_eq!(trace.header[0], "calltime-trace 1");
+    assert_eq!(trace.header[0], "calltime-trace 2");
     assert!(trace.header[1].starts_with("process "), "{:?}", trace.header);
     assert_eq!(trace.header[2], "plan plan-sync /tmp/sync.functions.json");
     assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]", "0[1[2] 1[2] 2]"]);
@@ -255,10 +255,16 @@ fn node_cap_and_depth_limit_truncate() {
         }
         return;
     }
-    let trace = run_ok("node_cap_and_depth_limit_truncate", &[("CALLTIME_NODE_CAP", "5")]);
+    // Without folding, the cap keeps the first calls and counts the rest.
+    let trace =
+        run_ok("node_cap_and_depth_limit_truncate", &[("CALLTIME_NODE_CAP", "5"), ("CALLTIME_FOLD_AFTER", "0")]);
     assert_eq!(trace.shapes(), ["0[2 2 2 2]"]);
     assert_eq!((trace.invocations[0].node_count, trace.invocations[0].truncated), (5, 6));
     assert_eq!(trace.stats, Some([1, 1, 0, 0, 1]));
+    // By default the invocation folds when it reaches the cap, and keeps counting every call.
+    let trace = run_ok("node_cap_and_depth_limit_truncate", &[("CALLTIME_NODE_CAP", "5")]);
+    assert_eq!(trace.shapes(), ["0*1[2*10]"]);
+    assert_eq!(trace.stats, Some([1, 1, 0, 0, 0]));
 
     let trace = run_ok("node_cap_and_depth_limit_truncate", &[("CALLTIME_NODE_CAP", "100000")]);
     let inv = &trace.invocations[0];

@@ -87,11 +87,14 @@ fn steady_state_probes_do_not_allocate() {
         assert_eq!(outside, 0);
         return;
     }
-    let trace = common::run_ok("steady_state_probes_do_not_allocate", &[]);
-    // Every invocation was recorded in full: the probes really ran.
+    // One node per call (folding off): every invocation was recorded in full, so the probes really ran.
+    let trace = common::run_ok("steady_state_probes_do_not_allocate", &[("CALLTIME_FOLD_AFTER", "0")]);
     assert_eq!(trace.invocations.len(), 3);
     for inv in &trace.invocations {
         assert_eq!(inv.node_count, 1 + CALLS + CALLS / 2);
         assert_eq!(inv.truncated, 0);
     }
+    // Folded (the default past 4096 calls): the same, counted per call path.
+    let trace = common::run_ok("steady_state_probes_do_not_allocate", &[]);
+    assert_eq!(trace.shapes(), ["0*1[1*5000[2*2500]]"; 3]);
 }

@@ -53,6 +53,16 @@ pub struct Node {
     pub start: u64,
     pub duration: u64,
     pub flags: u32,
+    /// `Some` for a call path of a folded invocation (an `a` line): calls, timed calls, min and max ns.
+    pub folded: Option<Folded>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Folded {
+    pub calls: u64,
+    pub timed: u64,
+    pub min: u64,
+    pub max: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +106,7 @@ pub fn parse(text: &str) -> Trace {
         let complete_line = line.ends_with('\n');
         let line = line.trim_end_matches('\n');
         trace.last_line = line.to_string();
-        if i < 3 {
+        if i < 4 && !line.starts_with("inv ") && !line.starts_with("stats ") {
             trace.header.push(line.to_string());
             continue;
         }
@@ -141,6 +151,21 @@ pub fn parse(text: &str) -> Trace {
                     start,
                     duration,
                     flags: flags as u32,
+                    folded: None,
+                });
+            }
+            "a" => {
+                let [depth, index, calls, timed, start, timed_ns, min, max, flags] =
+                    nums::<9>(&words).expect("path fields");
+                assert!(timed <= calls && calls >= 1, "{line}");
+                assert!(timed == 0 || (min <= max && min * timed <= timed_ns && timed_ns <= max * timed), "{line}");
+                open.as_mut().expect("path inside an invocation").nodes.push(Node {
+                    depth: depth as u32,
+                    index: index as u32,
+                    start,
+                    duration: timed_ns,
+                    flags: flags as u32,
+                    folded: Some(Folded { calls, timed, min, max }),
                 });
             }
             "end" => {
@@ -180,6 +205,9 @@ impl Inv {
                 out.push(' ');
             }
             out.push_str(&node.index.to_string());
+            if let Some(folded) = node.folded {
+                out.push_str(&format!("*{}", folded.calls));
+            }
             if node.flags & 1 != 0 {
                 out.push('!');
             }

@@ -1,0 +1,175 @@
+//! Big invocations fold: past `CALLTIME_FOLD_AFTER` calls, an invocation keeps one node per call path with exact
+//! call counts, and times a sample of the calls of busy paths. Each scenario runs in its own child process.
+
+mod common;
+
+use calltime_rt::__private::{enter, enter_root, PlanInfo};
+use common::{is_child, run_ok, Inv};
+use std::hint::black_box;
+
+static PLAN: PlanInfo = PlanInfo { id: "plan-folded", table: "", functions: 16 };
+
+// Function indices: 0 root, 1 a, 2 b, 3 c, 6 boom, 9 x.
+fn a() {
+    let __calltime_guard = enter(1);
+    b();
+}
+
+fn b() {
+    let __calltime_guard = enter(2);
+    black_box(());
+}
+
+fn c() {
+    let __calltime_guard = enter(3);
+    black_box(());
+}
+
+fn boom() {
+    let __calltime_guard = enter(6);
+    b();
+    panic!("boom");
+}
+
+/// Loops inside a call that is open when the invocation folds.
+fn x(n: u32) {
+    let __calltime_guard = enter(9);
+    for i in 0..n {
+        a();
+        if i % 3 == 0 {
+            c();
+        }
+    }
+}
+
+fn loop_root(n: u32) {
+    let __calltime_guard = enter_root(0, &PLAN);
+    for i in 0..n {
+        a();
+        if i % 3 == 0 {
+            c();
+        }
+    }
+}
+
+/// (calls, timed) of each node in preorder.
+fn counts(inv: &Inv) -> Vec<(u64, u64)> {
+    inv.nodes.iter().map(|n| n.folded.map_or((1, 1), |f| (f.calls, f.timed))).collect()
+}
+
+#[test]
+fn big_invocation_folds_with_exact_counts_and_sampled_times() {
+    if is_child("big_invocation_folds_with_exact_counts_and_sampled_times") {
+        loop_root(30); // small: one node per call
+        loop_root(20_000);
+        return;
+    }
+    let trace = run_ok("big_invocation_folds_with_exact_counts_and_sampled_times", &[("CALLTIME_FOLD_AFTER", "100")]);
+    assert!(
+        trace.header.iter().any(|h| h.starts_with("settings ") && h.contains(" fold_after=100 ")),
+        "{:?}",
+        trace.header
+    );
+    assert_eq!(trace.invocations.len(), 2);
+    assert!(trace.invocations[0].nodes.iter().all(|n| n.folded.is_none()), "a small invocation is not folded");
+    assert_eq!(trace.invocations[0].nodes.len(), 1 + 30 * 2 + 10);
+    trace.invocations[0].check_nesting();
+
+    let big = &trace.invocations[1];
+    assert_eq!(big.shape(), "0*1[1*20000[2*20000] 3*6667]");
+    assert_eq!((big.node_count, big.truncated), (4, 0));
+    let counts = counts(big);
+    assert_eq!(counts[0], (1, 1), "the root is timed");
+    assert!(big.nodes[0].duration.abs_diff(big.duration) <= 1, "the root path's time is the invocation's (rounding)");
+    // The calls recorded before the fold (about 100 / 2.3 of each) are all timed; then about 1 in 64.
+    for &(calls, timed) in &counts[1..] {
+        let expected = calls / 64;
+        assert!(timed >= expected / 2 && timed <= expected * 2 + 120, "calls {calls} timed {timed}");
+    }
+    // Estimated totals stay within the root's time (the sample is unbiased; 3x leaves room for noise).
+    for node in &big.nodes[1..] {
+        let f = node.folded.unwrap();
+        let estimate = node.duration as u128 * f.calls as u128 / f.timed as u128;
+        assert!(estimate < 3 * big.duration as u128, "{node:?} vs root {}", big.duration);
+    }
+}
+
+#[test]
+fn time_sample_1_times_every_call() {
+    if is_child("time_sample_1_times_every_call") {
+        loop_root(5_000);
+        return;
+    }
+    let trace =
+        run_ok("time_sample_1_times_every_call", &[("CALLTIME_FOLD_AFTER", "10"), ("CALLTIME_TIME_SAMPLE", "1")]);
+    let inv = &trace.invocations[0];
+    assert_eq!(inv.shape(), "0*1[1*5000[2*5000] 3*1667]");
+    assert!(counts(inv).iter().all(|(calls, timed)| calls == timed), "{:?}", counts(inv));
+}
+
+#[test]
+fn fold_after_0_keeps_one_node_per_call() {
+    if is_child("fold_after_0_keeps_one_node_per_call") {
+        loop_root(3_000);
+        return;
+    }
+    let trace = run_ok("fold_after_0_keeps_one_node_per_call", &[("CALLTIME_FOLD_AFTER", "0")]);
+    let inv = &trace.invocations[0];
+    assert_eq!(inv.nodes.len(), 1 + 3_000 * 2 + 1_000);
+    assert!(inv.nodes.iter().all(|n| n.folded.is_none()));
+}
+
+#[test]
+fn calls_open_at_the_fold_are_timed_whole() {
+    if is_child("calls_open_at_the_fold_are_timed_whole") {
+        let __calltime_guard = enter_root(0, &PLAN);
+        x(1_000);
+        c();
+        return;
+    }
+    let trace = run_ok("calls_open_at_the_fold_are_timed_whole", &[("CALLTIME_FOLD_AFTER", "10")]);
+    let inv = &trace.invocations[0];
+    assert_eq!(inv.shape(), "0*1[9*1[1*1000[2*1000] 3*334] 3*1]");
+    let x_node = &inv.nodes[1];
+    assert_eq!(x_node.folded.unwrap().timed, 1, "x was entered before the fold and left after it");
+    assert!(x_node.duration > 0 && x_node.duration <= inv.duration);
+    assert!(x_node.start >= inv.start);
+}
+
+#[test]
+fn panics_in_a_folded_invocation_are_flagged() {
+    if is_child("panics_in_a_folded_invocation_are_flagged") {
+        let __calltime_guard = enter_root(0, &PLAN);
+        for _ in 0..50 {
+            a();
+        }
+        for _ in 0..3 {
+            assert!(std::panic::catch_unwind(boom).is_err());
+        }
+        c();
+        return;
+    }
+    let trace = run_ok("panics_in_a_folded_invocation_are_flagged", &[("CALLTIME_FOLD_AFTER", "10")]);
+    assert_eq!(trace.shapes(), ["0*1[1*50[2*50] 6*3![2*3] 3*1]"]);
+}
+
+#[test]
+fn path_cap_counts_the_rest_as_truncated() {
+    if is_child("path_cap_counts_the_rest_as_truncated") {
+        let __calltime_guard = enter_root(0, &PLAN);
+        for _ in 0..10 {
+            a();
+        }
+        for _ in 0..5 {
+            x(2); // a new path past the cap: x, and the 2 a, 2 b and 1 c under it, are counted as truncated
+        }
+        b();
+        return;
+    }
+    let trace = run_ok("path_cap_counts_the_rest_as_truncated", &[("CALLTIME_NODE_CAP", "3")]);
+    let inv = &trace.invocations[0];
+    // The cap (3) is reached first: the invocation folds there, and new paths past it are not created.
+    assert_eq!(inv.shape(), "0*1[1*10[2*10]]");
+    assert_eq!(inv.truncated, 5 * 6 + 1);
+    assert_eq!(trace.stats.unwrap()[4], 1, "counted as a truncated invocation");
+}
