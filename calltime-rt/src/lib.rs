@@ -105,6 +105,8 @@ const FOLD_KEY: u32 = 1 << 31;
 const NO_PATH: u32 = u32::MAX;
 /// `frame_start` of a frame whose call is not timed.
 const UNTIMED: u64 = u64::MAX;
+/// Entries of a call path's child cache (a power of two).
+const HOT_CHILDREN: usize = 8;
 /// After an invocation folds, the first calls of each call path are timed; later ones 1 in `time_sample`.
 const ALWAYS_TIMED: u64 = 16;
 
@@ -266,8 +268,9 @@ struct PathNode {
     parent: u32,
     first_child: u32,
     next_sibling: u32,
-    /// The child path entered last: loops call the same child again and again.
-    hot_child: u32,
+    /// Child paths by the low bits of their function index: a loop body calls a few children over and over, and
+    /// this finds each without walking the sibling list.
+    hot: [u32; HOT_CHILDREN],
     flags: u32,
 }
 
@@ -524,7 +527,7 @@ impl Recorder {
             parent,
             first_child: NO_PATH,
             next_sibling,
-            hot_child: NO_PATH,
+            hot: [NO_PATH; HOT_CHILDREN],
             flags: 0,
         });
         id as u32
@@ -545,7 +548,7 @@ impl Recorder {
             child = self.new_path(parent, index);
         }
         if child != NO_PATH {
-            self.paths[parent as usize].hot_child = child;
+            self.paths[parent as usize].hot[index as usize % HOT_CHILDREN] = child;
         }
         child
     }
@@ -565,7 +568,7 @@ impl Recorder {
         let mut path = NO_PATH;
         let mut start = UNTIMED;
         if let Some(p) = self.paths.get(parent as usize) {
-            let hot = p.hot_child;
+            let hot = p.hot[index as usize % HOT_CHILDREN];
             path = match self.paths.get(hot as usize) {
                 Some(h) if h.index == index => hot,
                 _ => self.find_child(parent, index),
@@ -919,9 +922,46 @@ impl Drop for Guard {
     }
 }
 
-/// A call of a big invocation: folds it first if it is not folded yet.
+/// A call of a big invocation. The common case (the path is in its parent's child cache and this call is not
+/// timed) is kept free of anything else, so it compiles to a few loads, a counter and a frame without saving
+/// registers; everything else is in `enter_folded_slow`.
 #[inline(never)]
 unsafe fn enter_folded(rec: *mut Recorder, index: u32) -> Guard {
+    // SAFETY: the caller passes the live recorder current on this thread.
+    let r = unsafe { &mut *rec };
+    let depth = r.depth;
+    if r.folded && depth > 0 && depth < MAX_DEPTH {
+        // SAFETY: 0 < depth < MAX_DEPTH == frame_path.len() == frame_start.len() == stack.len() once folded; path
+        // ids are checked against paths.len() before use.
+        unsafe {
+            let parent = *r.frame_path.get_unchecked(depth - 1) as usize;
+            let count = r.paths.len();
+            if parent < count {
+                let paths = r.paths.as_mut_ptr();
+                let hot = (*paths.add(parent)).hot[index as usize % HOT_CHILDREN];
+                if (hot as usize) < count {
+                    let p = &mut *paths.add(hot as usize);
+                    if p.index == index && p.countdown > 1 {
+                        p.calls += 1;
+                        p.countdown -= 1;
+                        let key = FOLD_KEY | depth as u32;
+                        *r.stack.get_unchecked_mut(depth) = key;
+                        *r.frame_path.get_unchecked_mut(depth) = hot;
+                        *r.frame_start.get_unchecked_mut(depth) = UNTIMED;
+                        r.depth = depth + 1;
+                        return Guard { rec, slot: key };
+                    }
+                }
+            }
+        }
+    }
+    // SAFETY: as above.
+    unsafe { enter_folded_slow(rec, index) }
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn enter_folded_slow(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller passes the live recorder current on this thread.
     let r = unsafe { &mut *rec };
     if !r.folded {
@@ -933,8 +973,29 @@ unsafe fn enter_folded(rec: *mut Recorder, index: u32) -> Guard {
     }
 }
 
+/// The exit probe. As in `enter_folded`, the common case of a folded invocation (an untimed call, not the root,
+/// no panic) is kept apart from the rest.
 #[inline(never)]
 unsafe fn leave(rec: *mut Recorder, slot: u32) {
+    // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
+    let r = unsafe { &mut *rec };
+    let depth = r.depth;
+    // SAFETY: 1 < depth <= MAX_DEPTH == stack.len() == frame_start.len() once folded.
+    if r.folded
+        && depth > 1
+        && slot & FOLD_KEY != 0
+        && unsafe { *r.stack.get_unchecked(depth - 1) == slot && *r.frame_start.get_unchecked(depth - 1) == UNTIMED }
+        && !std::thread::panicking()
+    {
+        r.depth = depth - 1;
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { leave_slow(rec, slot) }
+}
+
+#[inline(never)]
+unsafe fn leave_slow(rec: *mut Recorder, slot: u32) {
     // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
     let r = unsafe { &mut *rec };
     if r.folded {

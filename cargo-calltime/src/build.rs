@@ -383,6 +383,7 @@ mod tests {
             root_args: vec!["a".into()],
             depth: 1,
             filter: None,
+            exclude: None,
             functions: vec![a, b],
             edges: vec![],
             unresolved: vec![],

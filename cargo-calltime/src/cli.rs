@@ -98,6 +98,11 @@ pub struct PlanArgs {
     /// always does, and the traversal goes on through functions it rejects.
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
+    /// Regex on the defining path of functions that get no probe even though they are reached and match
+    /// --filter (the root always gets one; the traversal goes on through them). For fast functions called very
+    /// often, whose probes cost more than they measure: the report after a run suggests a value.
+    #[arg(long, value_name = "REGEX")]
+    pub exclude: Option<String>,
     /// Probe every function of the selected packages, reached from the roots or not (level 0 when not), trivial
     /// ones included, and list the static edges of all of them: for checking the static graph against a run
     /// (docs/graph-json.md).

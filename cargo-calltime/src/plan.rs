@@ -17,6 +17,7 @@ pub struct Plan {
     pub root_args: Vec<String>,
     pub depth: u32,
     pub filter: Option<String>,
+    pub exclude: Option<String>,
     /// Every function reached within `depth` levels, in a deterministic order (level, then path).
     pub functions: Vec<PlannedFunction>,
     /// Static call edges between reached functions, as positions in `functions`.

@@ -21,6 +21,7 @@ const CASES: &[(&str, &str, &[&str])] = &[
     ("use-package", "analysis-use", &["-p", "app", "--root", "run", "--depth", "3"]),
     ("calls", "analysis-calls", &["--root", "entry", "--depth", "10"]),
     ("calls-filter", "analysis-calls", &["--root", "Engine::total", "--depth", "3", "--filter", "::Counter::"]),
+    ("calls-exclude", "analysis-calls", &["--root", "Engine::total", "--depth", "3", "--exclude", "::Counter::"]),
     // Roots in an example target: named by crate, or found by the second look that includes examples.
     ("calls-example", "analysis-calls", &["--root", "demo::main", "--depth", "3"]),
     ("calls-example-helper", "analysis-calls", &["--root", "demo_helper", "--depth", "2"]),
@@ -119,6 +120,7 @@ fn errors_name_the_problem_and_a_hint() {
         ("analysis-calls", &["--root", "nothing_like_this_at_all"]),
         ("analysis-calls", &["--root", "step"]),
         ("analysis-calls", &["--root", "entry", "--filter", "("]),
+        ("analysis-calls", &["--root", "entry", "--exclude", "[z-a]"]),
         ("analysis-calls", &["--root", "entry", "--depth", "0"]),
         ("analysis-edge", &["--root", "edge::limit"]),
     ];
@@ -146,6 +148,7 @@ fn plan_with(dir: &Path, roots: &[&str], depth: u32, filter: Option<&str>, every
         root: roots.iter().map(|r| r.to_string()).collect(),
         depth,
         filter: filter.map(str::to_owned),
+        exclude: None,
         all_functions: false,
         probe_trivial: everything,
     };

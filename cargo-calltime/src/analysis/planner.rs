@@ -18,6 +18,7 @@ use crate::ui;
 use crate::workspace::Workspace;
 
 pub const FILTERED_OUT: &str = "filtered out by --filter";
+pub const EXCLUDED: &str = "excluded by --exclude";
 pub const TRIVIAL: &str = "trivial: no loops and no costly calls (pass --probe-trivial to probe it)";
 
 /// See [`crate::plan::make_plan`].
@@ -30,6 +31,16 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
             Ok(r) => Some(r),
             Err(e) => bail!(
                 "invalid --filter regex `{re}`: {}\n  hint: the filter is a Rust regex on paths like `krate::module::Type::method`, e.g. '^myapp::'",
+                regex_error_text(&e)
+            ),
+        },
+        None => None,
+    };
+    let exclude = match &args.exclude {
+        Some(re) => match regex::Regex::new(re) {
+            Ok(r) => Some(r),
+            Err(e) => bail!(
+                "invalid --exclude regex `{re}`: {}\n  hint: the exclusion is a Rust regex on paths like `krate::module::Type::method`, e.g. '^myapp::strings::'",
                 regex_error_text(&e)
             ),
         },
@@ -159,6 +170,11 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
                     reason = Some(FILTERED_OUT.to_owned());
                 }
             }
+            if let Some(re) = &exclude {
+                if reason.is_none() && re.is_match(&def.match_path) {
+                    reason = Some(EXCLUDED.to_owned());
+                }
+            }
         }
         if reason.is_none()
             && !is_root
@@ -216,6 +232,7 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
         root_args: args.root.clone(),
         depth: args.depth,
         filter: args.filter.clone(),
+        exclude: args.exclude.clone(),
         functions,
         edges,
         unresolved,

@@ -97,7 +97,10 @@ pub fn totals(plan: &Plan) -> Totals {
 
 pub fn render_text(plan: &Plan, root: &Path) -> String {
     let mut out = String::new();
-    let filter = plan.filter.as_deref().map(|f| format!(", filter {f}")).unwrap_or_default();
+    let mut filter = plan.filter.as_deref().map(|f| format!(", filter {f}")).unwrap_or_default();
+    if let Some(exclude) = &plan.exclude {
+        filter.push_str(&format!(", exclude {exclude}"));
+    }
     let _ = writeln!(out, "plan for {} (depth {}{filter})", plan.root_args.join(", "), plan.depth);
     let _ = writeln!(out);
     let _ = writeln!(out, "functions ({}):", plan.functions.len());
@@ -171,6 +174,7 @@ struct JsonGraph<'a> {
     roots: &'a [String],
     depth: u32,
     filter: Option<&'a str>,
+    exclude: Option<&'a str>,
     implicit_calls: &'static str,
     functions: Vec<JsonFunction<'a>>,
     edges: Vec<JsonEdge<'a>>,
@@ -217,6 +221,7 @@ pub fn render_json(plan: &Plan, root: &Path) -> Result<String> {
         roots: &plan.root_args,
         depth: plan.depth,
         filter: plan.filter.as_deref(),
+        exclude: plan.exclude.as_deref(),
         implicit_calls: IMPLICIT_CALLS,
         functions: plan
             .functions
