@@ -190,9 +190,10 @@ impl Node {
         self.timed_calls < self.calls
     }
 
-    /// Time not spent in instrumented children (saturating: clock skew never makes it negative).
+    /// Time not spent in instrumented children (saturating: neither clock skew nor estimated children that add up
+    /// to more than their parent make it negative).
     pub fn self_ns(&self) -> u64 {
-        let children: u64 = self.children.iter().map(|c| c.duration_ns).sum();
+        let children = self.children.iter().fold(0u64, |sum, c| sum.saturating_add(c.duration_ns));
         self.duration_ns.saturating_sub(children)
     }
 
@@ -217,8 +218,8 @@ impl Invocation {
             path.push(node.func);
             let stat = out.entry(path.clone()).or_default();
             stat.calls += node.calls;
-            stat.total_ns += node.duration_ns;
-            stat.self_ns += node.self_ns();
+            stat.total_ns = stat.total_ns.saturating_add(node.duration_ns);
+            stat.self_ns = stat.self_ns.saturating_add(node.self_ns());
             for child in &node.children {
                 walk(child, path, out);
             }

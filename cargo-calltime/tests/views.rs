@@ -328,7 +328,7 @@ fn folded_chrome_slices_nest_one_after_another_with_path_args() {
     // Every child lies inside its parent and after its previous sibling: no overlaps.
     let depth_of = [0, 1, 2, 1, 2, 3, 1, 2, 1];
     let mut open: Vec<(f64, f64)> = Vec::new();
-    let mut previous_end = vec![f64::MIN; 4];
+    let mut previous_end = [f64::MIN; 4];
     for (slice, &depth) in first.iter().zip(&depth_of) {
         open.truncate(depth);
         let (start, end) = span(slice);
@@ -661,4 +661,44 @@ fn deep_recursion_stays_readable_and_bounded() {
     assert!(json.starts_with("{\"version\":2,"));
     assert_eq!(json.matches("\"children\":[").count() as u64, 2 * depth, "invocation tree + aggregate tree");
     assert!(svg_frames(&svg).0.iter().any(|f| f.name() == "(deeper calls)"));
+}
+
+/// A folded invocation whose children's estimates (600ns, 800ns, 2^64 - 1 ns) exceed their parent's 1000ns.
+const OVERSHOOTING: &str = "calltime-trace 2\nprocess 1 0 /x/app\nplan p \nsettings fold_after=4096 time_sample=64\n\
+                            inv 0 thread 1 0 1000 4 0 0 main\na 0 0 1 1 0 1000 1000 1000 0\n\
+                            a 1 1 60 1 10 10 10 10 0\na 1 2 80 1 20 10 10 10 2\n\
+                            a 1 3 18446744073709551615 1 30 18446744073709551615 1 1 0\n\
+                            end 0\nstats 1 1 0 0 0\n";
+
+#[test]
+fn estimates_larger_than_their_parent_stay_inside_it() {
+    let trace = cargo_calltime::trace::parse(OVERSHOOTING).unwrap();
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+    // (No SVG here: inferno adds the counts of all stacks in a usize, which a 2^64 ns estimate overflows.)
+    let rendered = [ViewFormat::Text, ViewFormat::Folded, ViewFormat::Json, ViewFormat::Chrome]
+        .map(|format| render(&trace, &opts(format)).unwrap_or_else(|e| panic!("{format:?}: {e:#}")).bytes);
+    let [text, _, _, chrome] = rendered.map(|b| String::from_utf8(b).unwrap());
+    // Self time saturates at 0; the children are marked as estimates.
+    let root = text.lines().find(|l| l.ends_with(" #0")).unwrap_or_else(|| panic!("{text}"));
+    assert!(root.contains("~0ns"), "{text}");
+    assert!(text.contains("~600ns") && text.contains("~800ns"), "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&chrome).unwrap();
+    let slices: Vec<&serde_json::Value> =
+        doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+    let span =
+        |s: &serde_json::Value| (s["ts"].as_f64().unwrap(), s["ts"].as_f64().unwrap() + s["dur"].as_f64().unwrap());
+    assert_eq!(span(slices[1]), (0.0, 0.6));
+    // The second child starts after the first and is cut at the parent's end; its args keep the estimate.
+    assert_eq!(span(slices[2]), (0.6, 1.0));
+    assert_eq!(slices[2]["args"]["total_ns"], 800);
+    assert_eq!(span(slices[3]), (1.0, 1.0));
+    // Without the 2^64 ns child, the flamegraph and the flame chart draw the overshooting children.
+    let two_children: String =
+        OVERSHOOTING.lines().filter(|l| !l.starts_with("a 1 3 ")).map(|l| format!("{l}\n")).collect();
+    let two_children = cargo_calltime::trace::parse(&two_children).unwrap();
+    for options in [opts(ViewFormat::Svg), ViewOptions { flamechart: true, ..opts(ViewFormat::Svg) }] {
+        let svg = String::from_utf8(render(&two_children, &options).unwrap().bytes).unwrap();
+        let frames = svg_frames(&svg).0;
+        assert!(frames.iter().any(|f| f.name() == "#2"), "{frames:?}");
+    }
 }

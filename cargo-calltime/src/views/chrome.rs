@@ -56,7 +56,8 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
             filtered_nodes: (inv.filtered_nodes > 0).then_some(inv.filtered_nodes),
         };
         let layout = if inv.folded {
-            Layout::Sequential { start_ns: inv.root.start_ns, end_ns: inv.root.start_ns + inv.root.duration_ns }
+            let end_ns = inv.root.start_ns.saturating_add(inv.root.duration_ns);
+            Layout::Sequential { start_ns: inv.root.start_ns, end_ns }
         } else {
             Layout::Recorded
         };

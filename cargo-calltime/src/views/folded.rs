@@ -42,7 +42,8 @@ fn walk(node: &Merged, names: &Names, stack: &mut String, depth: usize, out: &mu
     stack.push_str(&names.get(node.func));
     if node.self_ns > 0 {
         // Distinct call paths have distinct names (Names makes them unique), so this only adds for safety.
-        *out.entry(stack.clone()).or_default() += node.self_ns;
+        let total = out.entry(stack.clone()).or_default();
+        *total = total.saturating_add(node.self_ns);
     }
     for child in &node.children {
         if depth >= MAX_STACK_DEPTH {
@@ -74,7 +75,7 @@ pub fn timeline(root: &Node, names: &Names, folded: bool) -> Vec<(String, u64)> 
             }
             stack.push_str(&self.names.get(node.func));
             let mut at = start_ns;
-            let end = start_ns + node.duration_ns;
+            let end = start_ns.saturating_add(node.duration_ns);
             for child in &node.children {
                 let child_start = if self.folded { at } else { child.start_ns };
                 let gap = child_start.saturating_sub(at);
@@ -86,7 +87,7 @@ pub fn timeline(root: &Node, names: &Names, folded: bool) -> Vec<(String, u64)> 
                 } else {
                     self.node(child, child_start, stack, depth + 1);
                 }
-                at = at.max(child_start + child.duration_ns);
+                at = at.max(child_start.saturating_add(child.duration_ns));
             }
             if end > at {
                 self.out.push((stack.clone(), end - at));
