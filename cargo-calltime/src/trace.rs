@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-/// The only trace format version this reader understands.
-pub const TRACE_VERSION: u32 = 1;
+/// The newest trace format version this reader understands; it also reads every older one (1).
+pub const TRACE_VERSION: u32 = 2;
+/// Versions [`parse`] accepts.
+pub const TRACE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=TRACE_VERSION;
 const MAGIC: &str = "calltime-trace";
 
 /// The side table that names the runtime's dense indices; written by the tool as JSON next to the trace.
@@ -74,6 +76,9 @@ pub struct Trace {
     /// The function table path named by the `plan` line.
     pub table_hint: Option<PathBuf>,
     pub table: FunctionTable,
+    /// The runtime's settings from the `settings` line (version 2: `node_cap`, `fold_after`, `time_sample`,
+    /// `min_ns`, `sample`, `max_invocations`, and whatever later runtimes add); empty for version 1.
+    pub settings: BTreeMap<String, u64>,
     /// Complete invocations, in the order they were written (completion order).
     pub invocations: Vec<Invocation>,
     pub stats: Stats,
@@ -137,25 +142,58 @@ pub struct Invocation {
     pub truncated_calls: u64,
     /// Nodes left out because they were shorter than the minimum duration.
     pub filtered_nodes: u64,
+    /// The tree was recorded folded (version 2 `a` lines): one node per call path, not per call, with exact call
+    /// counts and times that may be estimated from a sample of the calls.
+    pub folded: bool,
     pub root: Node,
 }
 
-/// One call in a tree.
+/// One call in a tree (an `n` line), or every call of one call path in a folded tree (an `a` line).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     /// Dense index into the function table.
     pub func: u32,
+    /// Start of the (first) call.
     pub start_ns: u64,
+    /// Duration of the call; for a call path, the estimated total of its calls (exact when every call was timed).
     pub duration_ns: u64,
-    /// The call was left by unwinding.
+    /// Calls this node stands for: 1 for a single call, the exact count of a call path's calls otherwise.
+    pub calls: u64,
+    /// How many of `calls` were timed (`calls` when the duration is exact).
+    pub timed_calls: u64,
+    /// Shortest and longest timed call (the duration for a single call; 0 when no call was timed).
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// The call was left by unwinding; for a call path, at least one of its calls was.
     pub panicked: bool,
     pub children: Vec<Node>,
 }
 
 impl Node {
-    /// Time not spent in instrumented children (saturating: clock skew never makes it negative).
+    /// One call (an `n` line, or a test's tree).
+    pub fn call(func: u32, start_ns: u64, duration_ns: u64, panicked: bool, children: Vec<Node>) -> Node {
+        Node {
+            func,
+            start_ns,
+            duration_ns,
+            calls: 1,
+            timed_calls: 1,
+            min_ns: duration_ns,
+            max_ns: duration_ns,
+            panicked,
+            children,
+        }
+    }
+
+    /// The duration is an estimate: only some of the calls were timed.
+    pub fn is_estimated(&self) -> bool {
+        self.timed_calls < self.calls
+    }
+
+    /// Time not spent in instrumented children (saturating: neither clock skew nor estimated children that add up
+    /// to more than their parent make it negative).
     pub fn self_ns(&self) -> u64 {
-        let children: u64 = self.children.iter().map(|c| c.duration_ns).sum();
+        let children = self.children.iter().fold(0u64, |sum, c| sum.saturating_add(c.duration_ns));
         self.duration_ns.saturating_sub(children)
     }
 
@@ -165,7 +203,7 @@ impl Node {
     }
 }
 
-/// Totals for one call path (root first) within one invocation.
+/// Totals for one call path (root first) within one invocation; times of a folded tree may be estimates.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PathStat {
     pub calls: u64,
@@ -179,9 +217,9 @@ impl Invocation {
         fn walk(node: &Node, path: &mut Vec<u32>, out: &mut BTreeMap<Vec<u32>, PathStat>) {
             path.push(node.func);
             let stat = out.entry(path.clone()).or_default();
-            stat.calls += 1;
-            stat.total_ns += node.duration_ns;
-            stat.self_ns += node.self_ns();
+            stat.calls += node.calls;
+            stat.total_ns = stat.total_ns.saturating_add(node.duration_ns);
+            stat.self_ns = stat.self_ns.saturating_add(node.self_ns());
             for child in &node.children {
                 walk(child, path, out);
             }
@@ -258,11 +296,13 @@ pub fn parse(text: &str) -> Result<Trace> {
         bail!("the first line is not `{MAGIC} <version>`");
     }
     let version: u32 = head.next().and_then(|v| v.parse().ok()).context("the header has no version number")?;
-    if version != TRACE_VERSION {
-        bail!("trace format version {version} is not supported (this cargo-calltime reads version {TRACE_VERSION})");
+    if !TRACE_VERSIONS.contains(&version) {
+        bail!(
+            "trace format version {version} is not supported (this cargo-calltime reads versions 1 and {TRACE_VERSION})"
+        );
     }
     let mut trace = Trace { version, ..Trace::default() };
-    // (invocation header, flat preorder nodes with depth)
+    // (invocation header, flat preorder nodes with depth); the header's `folded` says which node kind it holds.
     let mut open: Option<(Invocation, Vec<(u32, Node)>)> = None;
     for (lineno, line) in lines {
         let lineno = lineno + 1;
@@ -280,6 +320,21 @@ pub fn parse(text: &str) -> Result<Trace> {
                     trace.plan_id = Some(f.word()?.to_owned());
                     let table = f.rest();
                     trace.table_hint = (!table.is_empty()).then(|| PathBuf::from(table));
+                }
+                "settings" => {
+                    for pair in rest.split_whitespace() {
+                        let Some((key, value)) = pair.split_once('=') else {
+                            bail!("setting `{pair}` is not `key=value`");
+                        };
+                        // Later runtimes may write settings that are not numbers: unknown ones are skipped.
+                        match value.parse() {
+                            Ok(value) => {
+                                trace.settings.insert(key.to_owned(), value);
+                            }
+                            Err(_) if KNOWN_SETTINGS.contains(&key) => bail!("setting {key}=`{value}` is not a number"),
+                            Err(_) => {}
+                        }
+                    }
                 }
                 "inv" => {
                     if open.is_some() {
@@ -306,22 +361,31 @@ pub fn parse(text: &str) -> Result<Trace> {
                         duration_ns,
                         truncated_calls,
                         filtered_nodes,
-                        root: Node { func: 0, start_ns, duration_ns, panicked: false, children: Vec::new() },
+                        folded: false,
+                        root: Node::call(0, start_ns, duration_ns, false, Vec::new()),
                     };
                     open = Some((inv, Vec::with_capacity(nodes.min(1 << 20))));
                 }
                 "n" => {
-                    let Some((_, nodes)) = open.as_mut() else { bail!("a node outside any invocation") };
+                    let Some((inv, nodes)) = open.as_mut() else { bail!("a node outside any invocation") };
+                    if inv.folded {
+                        bail!("an `n` line in a folded invocation (its nodes must all be `a` lines)");
+                    }
                     let mut f = Fields::new(rest, 5);
                     let depth = f.num()? as u32;
                     let func = f.num()? as u32;
                     let start_ns = f.num()?;
                     let duration_ns = f.num()?;
                     let flags = f.num()?;
-                    nodes.push((
-                        depth,
-                        Node { func, start_ns, duration_ns, panicked: flags & 1 != 0, children: Vec::new() },
-                    ));
+                    nodes.push((depth, Node::call(func, start_ns, duration_ns, flags & 1 != 0, Vec::new())));
+                }
+                "a" => {
+                    let Some((inv, nodes)) = open.as_mut() else { bail!("a call path outside any invocation") };
+                    if !inv.folded && !nodes.is_empty() {
+                        bail!("an `a` line after `n` lines (an invocation's nodes are all `n` or all `a` lines)");
+                    }
+                    inv.folded = true;
+                    nodes.push(call_path(rest)?);
                 }
                 "end" => {
                     let Some((mut inv, nodes)) = open.take() else { bail!("`end` without `inv`") };
@@ -363,6 +427,51 @@ pub fn parse(text: &str) -> Result<Trace> {
         ));
     }
     Ok(trace)
+}
+
+/// Settings the runtime writes today: a value of these that is not a number is an error.
+const KNOWN_SETTINGS: [&str; 6] = ["node_cap", "fold_after", "time_sample", "min_ns", "sample", "max_invocations"];
+
+/// Parses the fields of an `a` line:
+/// `<depth> <index> <calls> <timed> <first_start_ns> <timed_ns> <min_ns> <max_ns> <flags>`.
+fn call_path(fields: &str) -> Result<(u32, Node)> {
+    let mut f = Fields::new(fields, 9);
+    let depth = f.num()? as u32;
+    let func = f.num()? as u32;
+    let calls = f.num()?;
+    let timed_calls = f.num()?;
+    let start_ns = f.num()?;
+    let timed_ns = f.num()?;
+    let min_ns = f.num()?;
+    let max_ns = f.num()?;
+    let flags = f.num()?;
+    if calls == 0 {
+        bail!("a call path with 0 calls");
+    }
+    if timed_calls > calls {
+        bail!("{timed_calls} timed calls of {calls}");
+    }
+    let node = Node {
+        func,
+        start_ns,
+        duration_ns: estimated_total(timed_ns, timed_calls, calls),
+        calls,
+        timed_calls,
+        min_ns,
+        max_ns,
+        panicked: flags & 1 != 0,
+        children: Vec::new(),
+    };
+    Ok((depth, node))
+}
+
+/// `timed_ns * calls / timed`, rounded to the nearest ns (0 when nothing was timed); exact when `timed == calls`.
+pub fn estimated_total(timed_ns: u64, timed: u64, calls: u64) -> u64 {
+    if timed == 0 {
+        return 0;
+    }
+    let (timed_ns, timed, calls) = (u128::from(timed_ns), u128::from(timed), u128::from(calls));
+    u64::try_from((timed_ns * calls + timed / 2) / timed).unwrap_or(u64::MAX)
 }
 
 /// Rebuilds a tree from preorder nodes with depths (root at depth 0).
@@ -461,6 +570,91 @@ n 0 0 300 10 0
     #[test]
     fn rejects_other_files() {
         assert!(parse("hello").is_err());
-        assert!(parse("calltime-trace 9").is_err());
+        let err = format!("{:#}", parse("calltime-trace 9").unwrap_err());
+        assert!(err.contains("version 9 is not supported") && err.contains("reads versions 1 and 2"), "{err}");
+    }
+
+    const FOLDED: &str = "calltime-trace 2
+process 4242 1795382232762346307 /work/app/target/release/app
+plan 3fa2c1d0 /work/app/target/calltime/3fa2c1d0.functions.json
+settings node_cap=100000 fold_after=4096 time_sample=64 min_ns=0 sample=1 max_invocations=100000 future=x later=7
+inv 0 thread 1 1000 136000000 4 0 0 main
+a 0 0 1 1 1000 136000000 136000000 136000000 0
+a 1 3 441070 6892 1200 1089000 13 280000 0
+a 2 5 337452 5273 1300 221000 11 247000 0
+a 1 4 3 3 2000 900 200 400 1
+end 0
+inv 1 thread 1 200000000 50 2 0 0 main
+n 0 0 200000000 50 0
+n 1 3 200000010 20 0
+end 1
+stats 2 2 0 0 0
+";
+
+    #[test]
+    fn reads_folded_call_paths_and_settings() {
+        let trace = parse(FOLDED).unwrap();
+        assert_eq!(trace.version, 2);
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        assert_eq!(trace.settings["fold_after"], 4096);
+        assert_eq!(trace.settings["time_sample"], 64);
+        // Unknown settings are kept when they are numbers and skipped otherwise.
+        assert_eq!(trace.settings.get("later"), Some(&7));
+        assert!(!trace.settings.contains_key("future"));
+        assert_eq!(trace.invocations.len(), 2);
+        let folded = &trace.invocations[0];
+        assert!(folded.folded && !trace.invocations[1].folded);
+        let root = &folded.root;
+        assert_eq!((root.calls, root.timed_calls, root.duration_ns, root.is_estimated()), (1, 1, 136_000_000, false));
+        let busy = &root.children[0];
+        assert_eq!((busy.func, busy.calls, busy.timed_calls, busy.start_ns), (3, 441_070, 6892, 1200));
+        assert_eq!((busy.min_ns, busy.max_ns), (13, 280_000));
+        // 1_089_000 ns over 6892 timed calls, scaled to 441_070 calls: 69_693_155.8 ns.
+        assert_eq!(busy.duration_ns, 69_693_156);
+        assert!(busy.is_estimated() && !busy.panicked);
+        assert_eq!(busy.children[0].duration_ns, estimated_total(221_000, 5273, 337_452));
+        // Every call timed: the total is exact; flag bit 0 is the panic.
+        let exact = &root.children[1];
+        assert_eq!((exact.duration_ns, exact.is_estimated(), exact.panicked), (900, false, true));
+        assert_eq!(root.self_ns(), 136_000_000 - 69_693_156 - 900);
+        let paths = folded.path_stats();
+        assert_eq!(paths[&vec![0, 3]].calls, 441_070);
+        assert_eq!(paths[&vec![0, 3, 5]].calls, 337_452);
+        assert_eq!(paths[&vec![0, 4]], PathStat { calls: 3, total_ns: 900, self_ns: 900 });
+        // A version 1 style invocation in the same file is read per call, as before.
+        assert_eq!(trace.invocations[1].root.children[0].calls, 1);
+    }
+
+    #[test]
+    fn estimates_scale_timed_time_to_every_call() {
+        assert_eq!(estimated_total(1000, 10, 10), 1000);
+        assert_eq!(estimated_total(1000, 3, 10), 3333);
+        assert_eq!(estimated_total(2000, 3, 10), 6667);
+        assert_eq!(estimated_total(5, 0, 10), 0);
+        assert_eq!(estimated_total(u64::MAX, 1, u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn malformed_call_paths_drop_their_invocation_with_a_warning() {
+        let bad = |line: &str| {
+            let text = format!(
+                "calltime-trace 2\nprocess 1 0 /x\nplan p \ninv 0 thread 1 0 10 2 0 0 \n\
+                 a 0 0 1 1 0 10 10 10 0\n{line}\nend 0\ninv 1 thread 1 20 5 1 0 0 \nn 0 0 20 5 0\nend 1\n"
+            );
+            let trace = parse(&text).unwrap();
+            assert_eq!(trace.invocations.len(), 1, "{line}");
+            assert_eq!(trace.invocations[0].seq, 1, "the next invocation is still read");
+            trace.warnings[0].clone()
+        };
+        assert!(bad("a 1 2 3 4 0 10 1 5 0").contains("4 timed calls of 3"));
+        assert!(bad("a 1 2 0 0 0 0 0 0 0").contains("0 calls"));
+        assert!(bad("n 1 2 3 4 0").contains("an `n` line in a folded invocation"));
+        assert!(bad("a 1 2 3").contains("too few fields"));
+        let mixed = "calltime-trace 2\nplan p \ninv 0 thread 1 0 10 2 0 0 \nn 0 0 0 10 0\na 1 1 1 1 0 5 5 5 0\nend 0\n";
+        let trace = parse(mixed).unwrap();
+        assert!(trace.invocations.is_empty());
+        assert!(trace.warnings[0].contains("an `a` line after `n` lines"), "{:?}", trace.warnings);
+        let trace = parse("calltime-trace 2\nsettings fold_after=lots\n").unwrap();
+        assert!(trace.warnings[0].contains("setting fold_after=`lots` is not a number"), "{:?}", trace.warnings);
     }
 }

@@ -425,6 +425,84 @@ fn same_code_is_never_called_changed_over_many_seeds() {
     );
 }
 
+/// Writes `runs` runs of 200 folded invocations (trace format 2) into `dir`: `handle -> route -> lookup`,
+/// `handle -> record` called `record_calls` times (10ns each, sampled as the runtime does: the first 16 calls timed,
+/// then 1 in 64), `handle -> page`.
+fn write_folded_side(dir: &Path, functions: &FunctionTable, record_calls: u64, runs: u64, first_seed: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    for run in 1..=runs {
+        let noise = noise(first_seed + run);
+        let mut rng = Rng(noise.seed);
+        let mut time = |ns: u64| (ns as f64 * noise.run_factor * (0.8 + 0.4 * rng.unit())).round() as u64;
+        let mut text = format!(
+            "calltime-trace 2\nprocess {} 1700000000000000000 /synthetic/app\nplan synthetic \n\
+             settings node_cap=100000 fold_after=4096 time_sample=64 min_ns=0 sample=1 max_invocations=100000\n",
+            1000 + noise.seed
+        );
+        let mut clock = 1_000;
+        for seq in 0..200 {
+            let timed = record_calls.min(16 + record_calls.saturating_sub(16) / 64);
+            let record_timed_ns: u64 = (0..timed).map(|_| time(10)).sum();
+            let record_ns = cargo_calltime::trace::estimated_total(record_timed_ns, timed, record_calls);
+            let (lookup, route_self, page, handle_self) = (time(50_000), time(5_000), time(30_000), time(20_000));
+            let route = route_self + lookup;
+            let handle = handle_self + route + record_ns + page;
+            let one =
+                |depth: u32, func: u32, start: u64, ns: u64| format!("a {depth} {func} 1 1 {start} {ns} {ns} {ns} 0\n");
+            text.push_str(&format!("inv {seq} thread 1 {clock} {handle} 5 0 0 main\n"));
+            text.push_str(&one(0, HANDLE, clock, handle));
+            text.push_str(&one(1, ROUTE, clock + 10, route));
+            text.push_str(&one(2, LOOKUP, clock + 20, lookup));
+            text.push_str(&format!("a 1 {RECORD} {record_calls} {timed} {} {record_timed_ns} 8 12 0\n", clock + route));
+            text.push_str(&one(1, PAGE, clock + route + record_ns, page));
+            text.push_str(&format!("end {seq}\n"));
+            clock += handle + 500;
+        }
+        text.push_str("stats 200 200 0 0 0\n");
+        let path = dir.join(format!("run-{run}.trace"));
+        std::fs::write(&path, text).unwrap();
+        functions.save(&cargo_calltime::trace::functions_path_for(&path)).unwrap();
+    }
+}
+
+#[test]
+fn folded_traces_compare_exact_call_counts_and_estimated_times() {
+    let functions = app_functions();
+    let folded_case = |head_record_calls: u64| {
+        let tmp = tempfile::tempdir().unwrap();
+        let (base, head) = (tmp.path().join("base"), tmp.path().join("head"));
+        write_folded_side(&base, &functions, 100_000, 5, 100);
+        write_folded_side(&head, &functions, head_record_calls, 5, 200);
+        Case { _tmp: tmp, base, head }
+    };
+    // Same code twice: nothing changed, though record's time is estimated from 1578 of its 100000 calls.
+    let same = folded_case(100_000);
+    let json = diff_json(&same, &["--fail-above", "5"]);
+    let summary = &json["summary"];
+    assert_eq!((summary["regressed"].as_u64(), summary["improved"].as_u64()), (Some(0), Some(0)), "{json:#}");
+    assert_eq!((summary["calls_changed"].as_u64(), summary["unchanged"].as_u64()), (Some(0), Some(5)), "{json:#}");
+    assert_eq!(json["base"]["invocations"], 1000);
+    let record = path_entry(&json, "handle -> record");
+    assert_eq!(
+        (record["calls"]["base"].as_f64(), record["calls"]["head"].as_f64()),
+        (Some(100_000.0), Some(100_000.0))
+    );
+    // One extra call per invocation among 100000 sampled ones: counts are exact, so it is reported, exactly.
+    let extra = folded_case(100_001);
+    let json = diff_json(&extra, &[]);
+    let record = path_entry(&json, "handle -> record");
+    assert_eq!(
+        (record["calls"]["base"].as_f64(), record["calls"]["head"].as_f64()),
+        (Some(100_000.0), Some(100_001.0))
+    );
+    assert_eq!(record["calls"]["changed"], true);
+    assert_eq!(json["summary"]["calls_changed"], 1, "{json:#}");
+    assert_eq!(json["paths"][0]["display"], "handle -> record", "{json:#}");
+    let out = diff(&extra, &["--format", "markdown"], true);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("**100000 → 100001** |"), "{md}");
+}
+
 #[test]
 fn paths_that_read_alike_are_shown_in_full() {
     let tmp = tempfile::tempdir().unwrap();

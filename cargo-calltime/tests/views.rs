@@ -254,11 +254,122 @@ fn json_matches_expected_files() {
     check(&expect("many.json"), &render_text(&load("many"), &opts(ViewFormat::Json)));
 }
 
+// ---- folded invocations (trace format 2) ----
+
+/// folded.trace: invocation 1 folded into call paths on thread 1 (an estimated path of 441070 calls with the panic
+/// flag, under it another estimated path; exact multi-call paths), invocation 2 recorded per call (`n` lines),
+/// invocation 3 a folded root of another function on a task with every call timed and a truncation count.
+#[test]
+fn folded_trace_views_match_expected_files() {
+    let folded = load("folded");
+    assert_eq!(folded.version, 2);
+    assert_eq!(folded.settings.get("time_sample"), Some(&64));
+    assert!(folded.warnings.is_empty(), "{:?}", folded.warnings);
+    check(&expect("folded.txt"), &render_text(&folded, &ViewOptions::default()));
+    // `--min-time` on folded nodes compares their (estimated) totals; the "(N more)" line keeps the `~`.
+    let first = ViewOptions { invocation: Some(1), min_time_ns: Some(25_000_000), ..ViewOptions::default() };
+    check(&expect("folded.invocation-1.min-time.txt"), &render_text(&folded, &first));
+    check(&expect("folded.folded"), &render_text(&folded, &opts(ViewFormat::Folded)));
+    check(&expect("folded.json"), &render_text(&folded, &opts(ViewFormat::Json)));
+    check(&expect("folded.chrome.json"), &render_text(&folded, &opts(ViewFormat::Chrome)));
+}
+
+#[test]
+fn folded_text_counts_calls_exactly_and_marks_estimates() {
+    let text = render_text(&load("folded"), &ViewOptions::default());
+    let line = |needle: &str| -> &str {
+        text.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no line with {needle} in\n{text}"))
+    };
+    assert!(line("folded into call paths after 4096 calls").contains("sampled 1 in 64 (~ = estimated)"), "{text}");
+    // decode: 441070 calls, 6892 of them timed; the total is scaled up from those.
+    let decode = line("decode (min");
+    assert!(decode.contains("~69.7ms") && decode.contains(" 441070  "), "{decode}");
+    assert!(decode.contains("(min 13ns, mean ~158ns, max 280µs; 6892 timed) [panicked ≥1 of 441070]"), "{decode}");
+    // header: 5000 calls, all timed: exact, no `~`.
+    let header = line("parse::header");
+    assert!(header.contains("(min 3.00µs, mean 4.00µs, max 9.00µs)") && !header.contains('~'), "{header}");
+    // The root's self time is its time minus estimated children: an estimate too.
+    assert!(line("db::Pool::query").contains("~10.3ms"), "{}", line("db::Pool::query"));
+    // The all-timed folded invocation says so; its truncation note names call paths.
+    assert!(text.contains("folded into call paths after 4096 calls (calls counted exactly, every call timed)"));
+    assert!(text.contains("12 more calls were counted, not recorded (the cap counts call paths here)"), "{text}");
+    // The aggregate over a folded and a per-call invocation: exact calls, no percentiles where calls were folded.
+    assert!(text.contains("p50 and p99 are left out (-) where calls were recorded folded"), "{text}");
+}
+
+#[test]
+fn folded_chrome_slices_nest_one_after_another_with_path_args() {
+    let folded = load("folded");
+    let text = render_text(&folded, &opts(ViewFormat::Chrome));
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let slices: Vec<&serde_json::Value> =
+        doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+    let nodes: usize = folded.invocations.iter().map(|i| i.root.count()).sum();
+    assert_eq!(slices.len(), nodes, "one slice per node");
+    let first = &slices[..9];
+    let span = |s: &serde_json::Value| {
+        let ts = s["ts"].as_f64().unwrap();
+        (ts, ts + s["dur"].as_f64().unwrap())
+    };
+    // Root (1000ns), then parse_request from the root's start, then query right after parse_request's 30ms.
+    assert_eq!(span(first[0]), (1.0, 136_001.0));
+    assert_eq!(span(first[1]), (1.0, 30_001.0));
+    assert_eq!(span(first[2]), (1.0, 20_001.0));
+    assert_eq!(first[3]["name"], "db::Pool::query");
+    assert_eq!(span(first[3]), (30_001.0, 110_001.0));
+    assert_eq!(first[4]["args"]["calls"], 441_070);
+    assert_eq!(first[4]["args"]["timed"], 6892);
+    assert_eq!((first[4]["args"]["min_ns"].as_u64(), first[4]["args"]["max_ns"].as_u64()), (Some(13), Some(280_000)));
+    assert_eq!(
+        (first[4]["args"]["estimated"].as_bool(), first[4]["args"]["panicked"].as_bool()),
+        (Some(true), Some(true))
+    );
+    assert_eq!(first[2]["args"]["estimated"], false);
+    // Every child lies inside its parent and after its previous sibling: no overlaps.
+    let depth_of = [0, 1, 2, 1, 2, 3, 1, 2, 1];
+    let mut open: Vec<(f64, f64)> = Vec::new();
+    let mut previous_end = [f64::MIN; 4];
+    for (slice, &depth) in first.iter().zip(&depth_of) {
+        open.truncate(depth);
+        let (start, end) = span(slice);
+        if let Some(&(parent_start, parent_end)) = open.last() {
+            assert!(parent_start <= start && end <= parent_end, "{slice} outside its parent");
+        }
+        assert!(start >= previous_end[depth], "{slice} overlaps its previous sibling");
+        previous_end[depth] = end;
+        previous_end[depth + 1..].iter_mut().for_each(|e| *e = f64::MIN);
+        open.push((start, end));
+    }
+    // The per-call invocation keeps its recorded times and has no path args.
+    assert_eq!(span(slices[9]), (140_000.0, 140_050.0));
+    assert!(slices[9]["args"]["calls"].is_null());
+}
+
+#[test]
+fn folded_flame_chart_lays_paths_out_one_after_another() {
+    let folded = load("folded");
+    let chart = ViewOptions { flamechart: true, invocation: Some(1), ..opts(ViewFormat::Svg) };
+    let svg = String::from_utf8(render(&folded, &chart).unwrap().bytes).unwrap();
+    let (frames, texts) = svg_frames(&svg);
+    assert!(texts[1].starts_with("flame chart (folded: call paths one after another, not in time order)"), "{texts:?}");
+    let x = |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}")).x;
+    assert!(x("parse::parse_request") < x("db::Pool::query"));
+    assert!(x("db::Pool::query") < x("render::render"));
+    // A folded path is one frame, however many calls it holds.
+    assert_eq!(frames.iter().filter(|f| f.name() == "<db::Row as codec::Decode>::decode").count(), 1);
+    // The per-call invocation keeps its time order.
+    let chart = ViewOptions { flamechart: true, invocation: Some(2), ..opts(ViewFormat::Svg) };
+    let svg = String::from_utf8(render(&folded, &chart).unwrap().bytes).unwrap();
+    let (frames, texts) = svg_frames(&svg);
+    assert!(texts[1].starts_with("flame chart (time runs left to right)"), "{texts:?}");
+    assert_eq!(frames.iter().filter(|f| f.name() == "<db::Row as codec::Decode>::decode").count(), 2);
+}
+
 #[test]
 fn json_schema_has_the_documented_fields() {
     let text = render_text(&load("many"), &opts(ViewFormat::Json));
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["version"], 2);
     assert_eq!(doc["root"], "demo::server::handle");
     let fields = ["path", "display", "file", "line", "calls", "total_ns", "self_ns", "min_ns", "max_ns", "panicked"];
     let inv = &doc["invocations"][0];
@@ -274,10 +385,12 @@ fn json_schema_has_the_documented_fields() {
     }
     assert_eq!(doc["stats"]["dropped"], 5);
     assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("cut off")));
-    // docs/json.md names every field the JSON has.
+    // docs/json.md names every field the JSON has (a folded trace's too).
     let docs = std::fs::read_to_string(util::repo_root().join("docs/json.md")).unwrap();
     let mut keys = BTreeSet::new();
     collect_keys(&doc, &mut keys);
+    let folded = render_text(&load("folded"), &opts(ViewFormat::Json));
+    collect_keys(&serde_json::from_str(&folded).unwrap(), &mut keys);
     for key in keys {
         assert!(docs.contains(&format!("`{key}`")), "docs/json.md does not describe `{key}`");
     }
@@ -545,7 +658,47 @@ fn deep_recursion_stays_readable_and_bounded() {
     assert_eq!(folded.lines().count(), 513);
     // Deep JSON is written compact (pretty-printing would be quadratic in the depth), every level present.
     assert_eq!(json.lines().count(), 1);
-    assert!(json.starts_with("{\"version\":1,"));
+    assert!(json.starts_with("{\"version\":2,"));
     assert_eq!(json.matches("\"children\":[").count() as u64, 2 * depth, "invocation tree + aggregate tree");
     assert!(svg_frames(&svg).0.iter().any(|f| f.name() == "(deeper calls)"));
+}
+
+/// A folded invocation whose children's estimates (600ns, 800ns, 2^64 - 1 ns) exceed their parent's 1000ns.
+const OVERSHOOTING: &str = "calltime-trace 2\nprocess 1 0 /x/app\nplan p \nsettings fold_after=4096 time_sample=64\n\
+                            inv 0 thread 1 0 1000 4 0 0 main\na 0 0 1 1 0 1000 1000 1000 0\n\
+                            a 1 1 60 1 10 10 10 10 0\na 1 2 80 1 20 10 10 10 2\n\
+                            a 1 3 18446744073709551615 1 30 18446744073709551615 1 1 0\n\
+                            end 0\nstats 1 1 0 0 0\n";
+
+#[test]
+fn estimates_larger_than_their_parent_stay_inside_it() {
+    let trace = cargo_calltime::trace::parse(OVERSHOOTING).unwrap();
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+    // (No SVG here: inferno adds the counts of all stacks in a usize, which a 2^64 ns estimate overflows.)
+    let rendered = [ViewFormat::Text, ViewFormat::Folded, ViewFormat::Json, ViewFormat::Chrome]
+        .map(|format| render(&trace, &opts(format)).unwrap_or_else(|e| panic!("{format:?}: {e:#}")).bytes);
+    let [text, _, _, chrome] = rendered.map(|b| String::from_utf8(b).unwrap());
+    // Self time saturates at 0; the children are marked as estimates.
+    let root = text.lines().find(|l| l.ends_with(" #0")).unwrap_or_else(|| panic!("{text}"));
+    assert!(root.contains("~0ns"), "{text}");
+    assert!(text.contains("~600ns") && text.contains("~800ns"), "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&chrome).unwrap();
+    let slices: Vec<&serde_json::Value> =
+        doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+    let span =
+        |s: &serde_json::Value| (s["ts"].as_f64().unwrap(), s["ts"].as_f64().unwrap() + s["dur"].as_f64().unwrap());
+    assert_eq!(span(slices[1]), (0.0, 0.6));
+    // The second child starts after the first and is cut at the parent's end; its args keep the estimate.
+    assert_eq!(span(slices[2]), (0.6, 1.0));
+    assert_eq!(slices[2]["args"]["total_ns"], 800);
+    assert_eq!(span(slices[3]), (1.0, 1.0));
+    // Without the 2^64 ns child, the flamegraph and the flame chart draw the overshooting children.
+    let two_children: String =
+        OVERSHOOTING.lines().filter(|l| !l.starts_with("a 1 3 ")).map(|l| format!("{l}\n")).collect();
+    let two_children = cargo_calltime::trace::parse(&two_children).unwrap();
+    for options in [opts(ViewFormat::Svg), ViewOptions { flamechart: true, ..opts(ViewFormat::Svg) }] {
+        let svg = String::from_utf8(render(&two_children, &options).unwrap().bytes).unwrap();
+        let frames = svg_frames(&svg).0;
+        assert!(frames.iter().any(|f| f.name() == "#2"), "{frames:?}");
+    }
 }

@@ -1,5 +1,9 @@
 //! Merged trees: repeated calls to one function under one parent folded into one node (per invocation), and the
 //! aggregate over many invocations keyed by call path. Every view is built from these.
+//!
+//! A node of a folded trace (version 2 `a` line) already stands for many calls: it adds its exact call count, its
+//! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
+//! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
 use crate::trace::{Invocation, Node, Trace};
 
@@ -9,20 +13,26 @@ pub struct Merged {
     /// Dense index into the function table.
     pub func: u32,
     pub calls: u64,
-    /// Sum of the calls' durations.
+    /// Calls whose duration was measured (`calls` unless a folded node sampled its timings).
+    pub timed_calls: u64,
+    /// Sum of the calls' durations; an estimate when `timed_calls < calls`.
     pub total_ns: u64,
     /// Sum of the calls' self times (time not spent in instrumented children).
     pub self_ns: u64,
-    /// Shortest and longest single call.
+    /// Shortest and longest timed call (0 when none was timed).
     pub min_ns: u64,
     pub max_ns: u64,
-    /// Calls left by unwinding.
+    /// Calls left by unwinding; a folded node with the panic flag counts 1 (at least one of its calls panicked).
     pub panicked: u64,
+    /// `panicked` is a lower bound: some of it comes from folded nodes, which only say "at least one".
+    pub panicked_at_least: bool,
+    /// Calls recorded in folded nodes of several calls: they have no duration of their own.
+    pub folded_calls: u64,
     /// Start of the first call (trace epoch ns).
     pub start_ns: u64,
     /// Invocations in which this call path occurs.
     pub invocations: u64,
-    /// Every call's duration, sorted; kept only for aggregates (percentiles).
+    /// Every call's duration, sorted; kept only for aggregates (percentiles), and only of calls with their own.
     pub durations: Vec<u64>,
     /// In order of the first call.
     pub children: Vec<Merged>,
@@ -35,11 +45,14 @@ impl Merged {
         Merged {
             func,
             calls: 0,
+            timed_calls: 0,
             total_ns: 0,
             self_ns: 0,
             min_ns: u64::MAX,
             max_ns: 0,
             panicked: 0,
+            panicked_at_least: false,
+            folded_calls: 0,
             start_ns,
             invocations: 0,
             durations: Vec::new(),
@@ -52,22 +65,30 @@ impl Merged {
     pub fn of_invocation(inv: &Invocation) -> Merged {
         let mut merged = Merged::new(inv.root.func, inv.root.start_ns);
         merged.add(&inv.root, 0, false);
+        merged.finish();
         merged
     }
 
     fn add(&mut self, node: &Node, invocation: usize, keep_durations: bool) {
-        self.calls += 1;
-        self.total_ns += node.duration_ns;
-        self.self_ns += node.self_ns();
-        self.min_ns = self.min_ns.min(node.duration_ns);
-        self.max_ns = self.max_ns.max(node.duration_ns);
+        self.calls += node.calls;
+        self.timed_calls += node.timed_calls;
+        self.total_ns = self.total_ns.saturating_add(node.duration_ns);
+        self.self_ns = self.self_ns.saturating_add(node.self_ns());
+        if node.timed_calls > 0 {
+            self.min_ns = self.min_ns.min(node.min_ns);
+            self.max_ns = self.max_ns.max(node.max_ns);
+        }
         self.start_ns = self.start_ns.min(node.start_ns);
         self.panicked += u64::from(node.panicked);
+        self.panicked_at_least |= node.panicked && node.calls > 1;
         if self.last_invocation != invocation {
             self.last_invocation = invocation;
             self.invocations += 1;
         }
-        if keep_durations {
+        let single_call = node.calls == 1 && node.timed_calls == 1;
+        if !single_call {
+            self.folded_calls += node.calls;
+        } else if keep_durations {
             self.durations.push(node.duration_ns);
         }
         for child in &node.children {
@@ -82,25 +103,44 @@ impl Merged {
         }
     }
 
-    fn sort_durations(&mut self) {
+    /// Sorts the durations and gives a node with no timed call a min of 0, recursively.
+    fn finish(&mut self) {
         self.durations.sort_unstable();
+        if self.min_ns == u64::MAX {
+            self.min_ns = 0;
+        }
         for child in &mut self.children {
-            child.sort_durations();
+            child.finish();
         }
     }
 
-    /// Mean duration of one call, rounded to the nearest ns.
+    /// Mean duration of one call, rounded to the nearest ns (an estimate when [`Merged::is_estimated`]).
     pub fn mean_ns(&self) -> u64 {
-        (self.total_ns + self.calls / 2).checked_div(self.calls).unwrap_or(0)
+        let (total, calls) = (u128::from(self.total_ns), u128::from(self.calls));
+        total.checked_add(calls / 2).and_then(|t| t.checked_div(calls)).map_or(0, |mean| mean as u64)
     }
 
-    /// Nearest-rank percentile (`q` in 0..=1) of the call durations; aggregates only.
-    pub fn percentile_ns(&self, q: f64) -> u64 {
+    /// The times are estimates: some calls (of folded nodes) were not timed.
+    pub fn is_estimated(&self) -> bool {
+        self.timed_calls < self.calls
+    }
+
+    /// This subtree has a node with estimated times.
+    pub fn has_estimates(&self) -> bool {
+        self.is_estimated() || self.children.iter().any(Merged::has_estimates)
+    }
+
+    /// Nearest-rank percentile (`q` in 0..=1) of the call durations; aggregates only. `None` when some calls were
+    /// recorded folded: they have no durations of their own, and percentiles of the others alone would mislead.
+    pub fn percentile_ns(&self, q: f64) -> Option<u64> {
+        if self.folded_calls > 0 {
+            return None;
+        }
         if self.durations.is_empty() {
-            return 0;
+            return Some(0);
         }
         let rank = (q * self.durations.len() as f64).ceil() as usize;
-        self.durations[rank.clamp(1, self.durations.len()) - 1]
+        Some(self.durations[rank.clamp(1, self.durations.len()) - 1])
     }
 }
 
@@ -138,7 +178,7 @@ pub fn aggregate<'a>(invocations: impl IntoIterator<Item = &'a Invocation>) -> V
         out[at].tree.add(&inv.root, i, true);
     }
     for agg in &mut out {
-        agg.tree.sort_durations();
+        agg.tree.finish();
     }
     out
 }
@@ -168,7 +208,22 @@ mod tests {
     use crate::trace::{ThreadKind, ThreadRef};
 
     fn node(func: u32, start_ns: u64, duration_ns: u64, children: Vec<Node>) -> Node {
-        Node { func, start_ns, duration_ns, panicked: false, children }
+        Node::call(func, start_ns, duration_ns, false, children)
+    }
+
+    /// A folded call path: `calls` calls of which `timed` took `timed_ns` together, `min`..`max` each.
+    fn path(func: u32, calls: u64, timed: u64, timed_ns: u64, (min, max): (u64, u64), children: Vec<Node>) -> Node {
+        Node {
+            func,
+            start_ns: 0,
+            duration_ns: crate::trace::estimated_total(timed_ns, timed, calls),
+            calls,
+            timed_calls: timed,
+            min_ns: min,
+            max_ns: max,
+            panicked: false,
+            children,
+        }
     }
 
     fn inv(root: Node) -> Invocation {
@@ -179,6 +234,7 @@ mod tests {
             duration_ns: root.duration_ns,
             truncated_calls: 0,
             filtered_nodes: 0,
+            folded: false,
             root,
         }
     }
@@ -213,8 +269,59 @@ mod tests {
         assert_eq!(aggs.len(), 1);
         let tree = &aggs[0].tree;
         assert_eq!((tree.calls, tree.invocations, tree.total_ns), (100, 100, 5050));
-        assert_eq!((tree.percentile_ns(0.5), tree.percentile_ns(0.99), tree.percentile_ns(1.0)), (50, 99, 100));
+        let percentiles = (tree.percentile_ns(0.5), tree.percentile_ns(0.99), tree.percentile_ns(1.0));
+        assert_eq!(percentiles, (Some(50), Some(99), Some(100)));
         assert_eq!(tree.mean_ns(), 51);
         assert_eq!(aggs[0].calls_per_invocation(&tree.children[0]), 1.0);
+    }
+
+    #[test]
+    fn folded_nodes_add_their_calls_and_combine_min_and_max() {
+        // Two sibling nodes of function 1 (as in a tree with a repeated path): one exact, one sampled.
+        let root = path(
+            0,
+            1,
+            1,
+            10_000,
+            (10_000, 10_000),
+            vec![path(1, 100, 100, 5_000, (20, 90), vec![]), path(1, 1000, 10, 300, (5, 200), vec![])],
+        );
+        let invocation = Invocation { folded: true, ..inv(root) };
+        let merged = Merged::of_invocation(&invocation);
+        let one = &merged.children[0];
+        assert_eq!((one.calls, one.timed_calls, one.total_ns, one.min_ns, one.max_ns), (1100, 110, 35_000, 5, 200));
+        assert!(one.is_estimated() && !merged.is_estimated() && merged.has_estimates());
+        assert_eq!(one.mean_ns(), 32);
+        // The children's estimated 35µs exceed the root's measured 10µs: self time saturates at 0.
+        assert_eq!(merged.self_ns, 0);
+        // Untimed calls only: min and max say 0, not u64::MAX.
+        let untimed = Invocation { folded: true, ..inv(path(0, 5, 0, 0, (0, 0), vec![])) };
+        let merged = Merged::of_invocation(&untimed);
+        assert_eq!((merged.min_ns, merged.max_ns, merged.total_ns, merged.mean_ns()), (0, 0, 0, 0));
+    }
+
+    #[test]
+    fn aggregates_have_no_percentiles_where_calls_were_folded() {
+        let exact = inv(node(0, 0, 100, vec![node(1, 0, 40, vec![]), node(2, 50, 10, vec![])]));
+        let folded = Invocation {
+            folded: true,
+            ..inv(path(
+                0,
+                1,
+                1,
+                200,
+                (200, 200),
+                vec![path(1, 50, 5, 50, (8, 12), vec![]), path(2, 1, 1, 7, (7, 7), vec![])],
+            ))
+        };
+        let aggs = aggregate([&exact, &folded]);
+        let tree = &aggs[0].tree;
+        // The root and `2` were single calls in both: per-call durations exist.
+        assert_eq!(tree.percentile_ns(0.5), Some(100));
+        assert_eq!(tree.children[1].percentile_ns(1.0), Some(10));
+        // `1` was 50 calls in one folded node: no percentile, but exact calls and an estimated total.
+        let one = &tree.children[0];
+        assert_eq!((one.calls, one.total_ns, one.percentile_ns(0.5), one.is_estimated()), (51, 540, None, true));
+        assert_eq!((one.min_ns, one.max_ns, one.invocations), (8, 40, 2));
     }
 }

@@ -1,5 +1,9 @@
 //! Chrome trace event JSON (`{"traceEvents":[...]}`) for Perfetto and chrome://tracing: one track per thread or
 //! task, one complete ("X") slice per recorded call, times in µs.
+//!
+//! A folded invocation (trace format 2) has one node per call path, not per call, and no order of calls: each
+//! node is one slice of its (estimated) total time, its children laid out one after another from its start, with
+//! `calls`, `timed`, `min_ns`, `max_ns` and `estimated` in its args.
 
 use std::collections::BTreeMap;
 
@@ -51,7 +55,13 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
             truncated_calls: (inv.truncated_calls > 0).then_some(inv.truncated_calls),
             filtered_nodes: (inv.filtered_nodes > 0).then_some(inv.filtered_nodes),
         };
-        slices(&inv.root, &names, &functions, track, Some(root), &mut events);
+        let layout = if inv.folded {
+            let end_ns = inv.root.start_ns.saturating_add(inv.root.duration_ns);
+            Layout::Sequential { start_ns: inv.root.start_ns, end_ns }
+        } else {
+            Layout::Recorded
+        };
+        slices(&inv.root, layout, &names, &functions, track, Some(root), &mut events);
     }
     let mut out = events.out;
     out.push_str("\n],\"displayTimeUnit\":\"ns\"}\n");
@@ -110,7 +120,33 @@ struct Args<'a> {
     index: Option<u32>,
     panicked: bool,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    path_stats: Option<PathArgs>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
     root: Option<RootArgs>,
+}
+
+/// Extra arguments of a folded invocation's slice: it stands for every call of one call path.
+#[derive(Serialize, Clone, Copy)]
+struct PathArgs {
+    /// The path's (estimated) total: the slice is shorter only where it had to be cut at its parent's end.
+    total_ns: u64,
+    calls: u64,
+    timed: u64,
+    /// Shortest and longest timed call.
+    min_ns: u64,
+    max_ns: u64,
+    /// The slice's duration is estimated from the timed calls.
+    estimated: bool,
+}
+
+/// Where a node's slice goes on the time line.
+#[derive(Clone, Copy)]
+enum Layout {
+    /// Where the call happened.
+    Recorded,
+    /// A folded node, at `start_ns` and ending by `end_ns` (its parent's end): its calls have no single place in
+    /// time.
+    Sequential { start_ns: u64, end_ns: u64 },
 }
 
 /// Extra arguments of an invocation's root slice.
@@ -131,6 +167,7 @@ struct Function {
 
 fn slices(
     node: &Node,
+    layout: Layout,
     names: &Names,
     functions: &BTreeMap<u32, Function>,
     track: Track,
@@ -146,12 +183,27 @@ fn slices(
             unnamed.as_str()
         }
     };
+    let (start_ns, duration_ns, path_stats) = match layout {
+        Layout::Recorded => (node.start_ns, node.duration_ns, None),
+        Layout::Sequential { start_ns, end_ns } => (
+            start_ns,
+            node.duration_ns.min(end_ns.saturating_sub(start_ns)),
+            Some(PathArgs {
+                total_ns: node.duration_ns,
+                calls: node.calls,
+                timed: node.timed_calls,
+                min_ns: node.min_ns,
+                max_ns: node.max_ns,
+                estimated: node.is_estimated(),
+            }),
+        ),
+    };
     events.push(&Slice {
         name,
         cat: "calltime",
         ph: "X",
-        ts: node.start_ns as f64 / 1000.0,
-        dur: node.duration_ns as f64 / 1000.0,
+        ts: start_ns as f64 / 1000.0,
+        dur: duration_ns as f64 / 1000.0,
         pid: track.pid,
         tid: track.tid,
         args: Args {
@@ -159,10 +211,20 @@ fn slices(
             location: function.map(|f| f.location.as_str()),
             index: function.is_none().then_some(node.func),
             panicked: node.panicked,
+            path_stats,
             root,
         },
     });
+    // Sequential children start where the previous one ended. Estimated totals can add up to more than the
+    // parent's time: then the slices are cut at the parent's end (a slice never sticks out of its parent).
+    let end_ns = start_ns.saturating_add(duration_ns);
+    let mut next_ns = start_ns;
     for child in &node.children {
-        slices(child, names, functions, track, None, events);
+        let child_layout = match layout {
+            Layout::Recorded => Layout::Recorded,
+            Layout::Sequential { .. } => Layout::Sequential { start_ns: next_ns.min(end_ns), end_ns },
+        };
+        next_ns = next_ns.saturating_add(child.duration_ns);
+        slices(child, child_layout, names, functions, track, None, events);
     }
 }

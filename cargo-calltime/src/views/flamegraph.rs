@@ -41,14 +41,17 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
         let what = plan_summary_for(trace, &[trace.table.path(inv.root.func)]);
         options.title = format!("{what}: invocation #{k} of {count}");
         let slowest = if opts.invocation.is_none() && count > 1 { ", the slowest" } else { "" };
-        options.subtitle = Some(format!(
-            "flame chart (time runs left to right){slowest} · {} · took {}",
-            inv.thread,
-            format_ns(inv.duration_ns)
-        ));
+        // A folded invocation has no order of calls: its call paths are laid out one after another.
+        let order = if inv.folded {
+            "folded: call paths one after another, not in time order"
+        } else {
+            "time runs left to right"
+        };
+        options.subtitle =
+            Some(format!("flame chart ({order}){slowest} · {} · took {}", inv.thread, format_ns(inv.duration_ns)));
         let names = Names::new(&trace.table);
         // inferno reverses a flame chart's lines before laying them out, so they are given latest first.
-        timeline(&inv.root, &names).into_iter().rev().map(|(stack, ns)| format!("{stack} {ns}")).collect()
+        timeline(&inv.root, &names, inv.folded).into_iter().rev().map(|(stack, ns)| format!("{stack} {ns}")).collect()
     } else {
         match opts.invocation {
             Some(_) => {

@@ -42,7 +42,8 @@ fn walk(node: &Merged, names: &Names, stack: &mut String, depth: usize, out: &mu
     stack.push_str(&names.get(node.func));
     if node.self_ns > 0 {
         // Distinct call paths have distinct names (Names makes them unique), so this only adds for safety.
-        *out.entry(stack.clone()).or_default() += node.self_ns;
+        let total = out.entry(stack.clone()).or_default();
+        *total = total.saturating_add(node.self_ns);
     }
     for child in &node.children {
         if depth >= MAX_STACK_DEPTH {
@@ -56,33 +57,45 @@ fn walk(node: &Merged, names: &Names, stack: &mut String, depth: usize, out: &mu
 
 /// Time-ordered stacks of one invocation for a flame chart: each node's self time is cut into the gaps before,
 /// between and after its children, so consecutive lines replay the call as it happened.
-pub fn timeline(root: &Node, names: &Names) -> Vec<(String, u64)> {
-    fn walk(node: &Node, names: &Names, stack: &mut String, depth: usize, out: &mut Vec<(String, u64)>) {
-        let len = stack.len();
-        if !stack.is_empty() {
-            stack.push(';');
-        }
-        stack.push_str(&names.get(node.func));
-        let mut at = node.start_ns;
-        let end = node.start_ns + node.duration_ns;
-        for child in &node.children {
-            let gap = child.start_ns.saturating_sub(at);
-            if gap > 0 {
-                out.push((stack.clone(), gap));
-            }
-            if depth >= MAX_STACK_DEPTH {
-                out.push((format!("{stack};{DEEPER}"), child.duration_ns));
-            } else {
-                walk(child, names, stack, depth + 1, out);
-            }
-            at = at.max(child.start_ns + child.duration_ns);
-        }
-        if end > at {
-            out.push((stack.clone(), end - at));
-        }
-        stack.truncate(len);
+///
+/// A folded invocation (`folded`) has no order of calls: each node's children are laid out one after another from
+/// its start, in the order their call paths were first entered, and its self time comes after them.
+pub fn timeline(root: &Node, names: &Names, folded: bool) -> Vec<(String, u64)> {
+    struct Walk<'a> {
+        names: &'a Names,
+        folded: bool,
+        out: Vec<(String, u64)>,
     }
-    let mut out = Vec::new();
-    walk(root, names, &mut String::new(), 1, &mut out);
-    out
+    impl Walk<'_> {
+        /// `start_ns`: where `node` begins on the chart (its recorded start, or its place after its siblings).
+        fn node(&mut self, node: &Node, start_ns: u64, stack: &mut String, depth: usize) {
+            let len = stack.len();
+            if !stack.is_empty() {
+                stack.push(';');
+            }
+            stack.push_str(&self.names.get(node.func));
+            let mut at = start_ns;
+            let end = start_ns.saturating_add(node.duration_ns);
+            for child in &node.children {
+                let child_start = if self.folded { at } else { child.start_ns };
+                let gap = child_start.saturating_sub(at);
+                if gap > 0 {
+                    self.out.push((stack.clone(), gap));
+                }
+                if depth >= MAX_STACK_DEPTH {
+                    self.out.push((format!("{stack};{DEEPER}"), child.duration_ns));
+                } else {
+                    self.node(child, child_start, stack, depth + 1);
+                }
+                at = at.max(child_start.saturating_add(child.duration_ns));
+            }
+            if end > at {
+                self.out.push((stack.clone(), end - at));
+            }
+            stack.truncate(len);
+        }
+    }
+    let mut walk = Walk { names, folded, out: Vec::new() };
+    walk.node(root, root.start_ns, &mut String::new(), 1);
+    walk.out
 }

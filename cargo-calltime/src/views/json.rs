@@ -1,13 +1,16 @@
 //! The JSON view: a versioned schema (docs/json.md) with every invocation's merged tree and the aggregate.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::aggregate::{aggregate, select, Aggregate, Merged};
 use super::{root_paths, ViewOptions};
 use crate::trace::{Node, Stats, ThreadRef, Trace};
 
-/// Bumped on any change that can break a reader; fields may be added without a bump.
-pub const JSON_VERSION: u32 = 1;
+/// Bumped on any change that can break a reader; fields may be added without a bump. 2: `p50_ns` and `p99_ns`
+/// may be null (call paths recorded folded have no per-call durations).
+pub const JSON_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -22,6 +25,8 @@ struct Document<'a> {
     pid: u32,
     exe: &'a str,
     epoch_unix_ns: u64,
+    /// The runtime's settings (trace format 2); empty for older traces.
+    settings: &'a BTreeMap<String, u64>,
     invocations: Vec<JsonInvocation<'a>>,
     aggregate: Vec<JsonAggregate>,
     stats: Stats,
@@ -38,6 +43,8 @@ struct JsonInvocation<'a> {
     duration_ns: u64,
     truncated_calls: u64,
     filtered_nodes: u64,
+    /// Recorded folded: one node per call path, exact call counts, times possibly estimated.
+    folded: bool,
     tree: JsonNode,
 }
 
@@ -48,6 +55,9 @@ struct JsonNode {
     file: String,
     line: u32,
     calls: u64,
+    timed_calls: u64,
+    /// `total_ns`, `self_ns` and the mean are estimates (`timed_calls < calls`).
+    estimated: bool,
     total_ns: u64,
     self_ns: u64,
     min_ns: u64,
@@ -74,13 +84,16 @@ struct JsonAggregateNode {
     /// Invocations in which this call path occurs.
     invocations: u64,
     calls_per_invocation: f64,
+    timed_calls: u64,
+    estimated: bool,
     total_ns: u64,
     self_ns: u64,
     min_ns: u64,
     max_ns: u64,
     mean_ns: u64,
-    p50_ns: u64,
-    p99_ns: u64,
+    /// None where calls were recorded folded.
+    p50_ns: Option<u64>,
+    p99_ns: Option<u64>,
     panicked: u64,
     children: Vec<JsonAggregateNode>,
 }
@@ -98,6 +111,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         pid: trace.pid,
         exe: &trace.exe,
         epoch_unix_ns: trace.epoch_unix_ns,
+        settings: &trace.settings,
         invocations: selected
             .iter()
             .map(|&(index, inv)| JsonInvocation {
@@ -108,6 +122,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
                 duration_ns: inv.duration_ns,
                 truncated_calls: inv.truncated_calls,
                 filtered_nodes: inv.filtered_nodes,
+                folded: inv.folded,
                 tree: node(trace, &Merged::of_invocation(inv)),
             })
             .collect(),
@@ -149,6 +164,8 @@ fn node(trace: &Trace, m: &Merged) -> JsonNode {
         file,
         line,
         calls: m.calls,
+        timed_calls: m.timed_calls,
+        estimated: m.is_estimated(),
         total_ns: m.total_ns,
         self_ns: m.self_ns,
         min_ns: m.min_ns,
@@ -169,6 +186,8 @@ fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged) -> JsonAggregateNo
         calls: m.calls,
         invocations: m.invocations,
         calls_per_invocation: agg.calls_per_invocation(m),
+        timed_calls: m.timed_calls,
+        estimated: m.is_estimated(),
         total_ns: m.total_ns,
         self_ns: m.self_ns,
         min_ns: m.min_ns,

@@ -80,9 +80,10 @@ impl TextView<'_> {
         let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
         if inv.truncated_calls > 0 {
             let note = format!(
-                "  truncated: the tree hit the node cap (--node-cap); {} more call{} were counted, not recorded",
+                "  truncated: the tree hit the node cap (--node-cap); {} more call{} were counted, not recorded{}",
                 inv.truncated_calls,
-                plural(inv.truncated_calls)
+                plural(inv.truncated_calls),
+                if inv.folded { " (the cap counts call paths here)" } else { "" }
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
@@ -95,12 +96,16 @@ impl TextView<'_> {
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
         let tree = Merged::of_invocation(inv);
+        if inv.folded {
+            let note = format!("  {}", self.folded_note(tree.has_estimates()));
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
+        }
         let root_total = tree.total_ns;
         let mut rows = Vec::new();
         let cells = |node: &Merged| Row {
             cells: vec![
-                format_ns(node.total_ns),
-                format_ns(node.self_ns),
+                approx(node.total_ns, node.is_estimated()),
+                approx(node.self_ns, self_is_estimated(node)),
                 percent(node.total_ns, root_total),
                 node.calls.to_string(),
             ],
@@ -108,8 +113,8 @@ impl TextView<'_> {
         };
         self.rows(&tree, &mut rows, String::new(), 0, None, &Columns { spread: true, cells: &cells, invocations: 1 });
         // The "(N more)" line of `--min-time` shows the folded calls' total and share.
-        let folded = |total: u64, calls: u64| {
-            vec![format_ns(total), String::new(), percent(total, root_total), calls.to_string()]
+        let folded = |total: u64, calls: u64, estimated: bool| {
+            vec![approx(total, estimated), String::new(), percent(total, root_total), calls.to_string()]
         };
         self.table(out, &["total", "self", "%root", "calls"], 0, rows, &folded);
     }
@@ -122,15 +127,21 @@ impl TextView<'_> {
             self.names.get(agg.tree.func)
         );
         let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
+        if has_folded_calls(&agg.tree) {
+            let note = "  p50 and p99 are left out (-) where calls were recorded folded: they have no durations of \
+                        their own";
+            let _ = writeln!(out, "{}", self.paint.s(dim(), note));
+        }
         let mut rows = Vec::new();
+        let percentile = |node: &Merged, q: f64| node.percentile_ns(q).map_or_else(|| "-".to_owned(), format_ns);
         let cells = |node: &Merged| Row {
             cells: vec![
                 calls_per_invocation(agg.calls_per_invocation(node)),
-                format_ns(node.total_ns),
-                format_ns(node.self_ns),
-                format_ns(node.mean_ns()),
-                format_ns(node.percentile_ns(0.5)),
-                format_ns(node.percentile_ns(0.99)),
+                approx(node.total_ns, node.is_estimated()),
+                approx(node.self_ns, self_is_estimated(node)),
+                approx(node.mean_ns(), node.is_estimated()),
+                percentile(node, 0.5),
+                percentile(node, 0.99),
                 format_ns(node.max_ns),
             ],
             ..Row::default()
@@ -144,8 +155,8 @@ impl TextView<'_> {
             &Columns { spread: false, cells: &cells, invocations: agg.invocations },
         );
         let invocations = agg.invocations.max(1) as f64;
-        let folded = |total: u64, calls: u64| {
-            let mut cells = vec![calls_per_invocation(calls as f64 / invocations), format_ns(total)];
+        let folded = |total: u64, calls: u64, estimated: bool| {
+            let mut cells = vec![calls_per_invocation(calls as f64 / invocations), approx(total, estimated)];
             cells.resize(7, String::new());
             cells
         };
@@ -178,21 +189,24 @@ impl TextView<'_> {
             _ => Heat::Normal,
         };
         if node.calls > 1 && columns.spread {
+            // min and max are those of the timed calls; with sampling, say how many that was.
+            let timed = if node.is_estimated() { format!("; {} timed", node.timed_calls) } else { String::new() };
             row.tags.push((
                 dim(),
                 format!(
-                    "(min {}, mean {}, max {})",
+                    "(min {}, mean {}, max {}{timed})",
                     format_ns(node.min_ns),
-                    format_ns(node.mean_ns()),
+                    approx(node.mean_ns(), node.is_estimated()),
                     format_ns(node.max_ns)
                 ),
             ));
         }
         if node.panicked > 0 {
+            let at_least = if node.panicked_at_least { "≥" } else { "" };
             let tag = if node.calls == 1 {
                 "[panicked]".to_owned()
             } else {
-                format!("[panicked {} of {}]", node.panicked, node.calls)
+                format!("[panicked {at_least}{} of {}]", node.panicked, node.calls)
             };
             row.tags.push((alarm(), tag));
         }
@@ -215,10 +229,11 @@ impl TextView<'_> {
             let marker = if depth + 1 > MAX_INDENT { format!("[depth {}] ", depth + 1) } else { String::new() };
             let total: u64 = small.iter().map(|c| c.total_ns).sum();
             let calls: u64 = small.iter().map(|c| c.calls).sum();
+            let estimated = small.iter().any(|c| c.is_estimated());
             rows.push(Row {
-                folded: Some((total, calls)),
+                folded: Some((total, calls, estimated)),
                 prefix: format!("{child_indent}{marker}└─ "),
-                name: format!("({} more, {})", small.len(), format_ns(total)),
+                name: format!("({} more, {})", small.len(), approx(total, estimated)),
                 ..Row::default()
             });
         }
@@ -231,11 +246,11 @@ impl TextView<'_> {
         header: &[&str],
         hot_column: usize,
         mut rows: Vec<Row>,
-        folded: &dyn Fn(u64, u64) -> Vec<String>,
+        folded: &dyn Fn(u64, u64, bool) -> Vec<String>,
     ) {
         for row in &mut rows {
-            if let Some((total, calls)) = row.folded {
-                row.cells = folded(total, calls);
+            if let Some((total, calls, estimated)) = row.folded {
+                row.cells = folded(total, calls, estimated);
             }
         }
         let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -278,6 +293,22 @@ impl TextView<'_> {
             }
             let _ = writeln!(out, "{}", line.trim_end());
         }
+    }
+
+    /// How a folded invocation was recorded, from the trace's `settings` when it has them.
+    fn folded_note(&self, has_estimates: bool) -> String {
+        let settings = &self.trace.settings;
+        let mut note = match settings.get("fold_after") {
+            Some(after) => format!("folded into call paths after {after} call{}", plural(*after)),
+            None => "folded into call paths".to_owned(),
+        };
+        note.push_str(" (calls counted exactly");
+        match (has_estimates, settings.get("time_sample")) {
+            (true, Some(n)) => note.push_str(&format!("); times of busy paths sampled 1 in {n} (~ = estimated)")),
+            (true, None) => note.push_str("); times of busy paths sampled (~ = estimated)"),
+            (false, _) => note.push_str(", every call timed)"),
+        }
+        note
     }
 
     fn summary(&self, out: &mut String) {
@@ -349,8 +380,8 @@ struct Row {
     heat: Heat,
     /// Styled text after the name.
     tags: Vec<(Style, String)>,
-    /// A `--min-time` "(N more)" line: (total ns, calls) of the folded siblings.
-    folded: Option<(u64, u64)>,
+    /// A `--min-time` "(N more)" line: (total ns, calls, whether the total is estimated) of the folded siblings.
+    folded: Option<(u64, u64, bool)>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -409,6 +440,25 @@ fn plural(n: u64) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// `~1.23ms` for an estimate, `1.23ms` otherwise.
+fn approx(ns: u64, estimated: bool) -> String {
+    if estimated {
+        format!("~{}", format_ns(ns))
+    } else {
+        format_ns(ns)
+    }
+}
+
+/// A node's self time is its total minus its children's: an estimate when any of those is one.
+fn self_is_estimated(node: &Merged) -> bool {
+    node.is_estimated() || node.children.iter().any(Merged::is_estimated)
+}
+
+/// Some call path of the tree holds calls without their own duration (percentiles are left out there).
+fn has_folded_calls(node: &Merged) -> bool {
+    node.folded_calls > 0 || node.children.iter().any(has_folded_calls)
 }
 
 fn percent(part: u64, whole: u64) -> String {
