@@ -98,9 +98,11 @@ pub struct PlanArgs {
     /// always does, and the traversal goes on through functions it rejects.
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
-    /// Regex on the defining path of functions that get no probe even though they are reached and match
-    /// --filter (the root always gets one; the traversal goes on through them). For fast functions called very
-    /// often, whose probes cost more than they measure: the report after a run suggests a value.
+    /// Regex on the paths of functions that get no probe even though they are reached and match --filter: a
+    /// function is left out when the regex matches its defining path (`krate::module::Type::method`) or its
+    /// rustc-style one (`<krate::Type as krate::Trait>::method`). The root always gets a probe and the traversal
+    /// goes on through excluded functions. For fast functions called very often, whose probes cost about as much
+    /// as they measure: the note after a run names them and gives a value.
     #[arg(long, value_name = "REGEX")]
     pub exclude: Option<String>,
     /// Probe every function of the selected packages, reached from the roots or not (level 0 when not), trivial
@@ -203,9 +205,18 @@ pub struct RunArgs {
 /// leave the runtime's defaults, see docs/trace-format.md).
 #[derive(Debug, Clone, Default, Args)]
 pub struct RecordArgs {
-    /// Most calls stored per invocation; calls past it are counted and the tree is marked truncated [default: 100000].
+    /// Most nodes stored per invocation: calls before it folds, call paths after; calls past it are counted and the
+    /// tree is marked truncated [default: 100000].
     #[arg(long, value_name = "N")]
     pub node_cap: Option<u64>,
+    /// Calls an invocation records one node each before it folds into call paths (exact counts; times of busy
+    /// paths sampled, see --time-sample); 0 never folds (one node per call up to --node-cap) [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub fold_after: Option<u64>,
+    /// In a folded invocation, time 1 in N calls of a call path once it has had 16 (at random gaps); 1 times every
+    /// call [default: 64].
+    #[arg(long, value_name = "N")]
+    pub time_sample: Option<u64>,
     /// Leave out calls shorter than this (with their subtrees), e.g. `1us`; they are counted as filtered.
     #[arg(long, value_name = "DURATION")]
     pub min_node_time: Option<String>,
@@ -223,6 +234,15 @@ impl RecordArgs {
         let mut env = Vec::new();
         if let Some(n) = self.node_cap {
             env.push(("CALLTIME_NODE_CAP", n.to_string()));
+        }
+        if let Some(n) = self.fold_after {
+            env.push(("CALLTIME_FOLD_AFTER", n.to_string()));
+        }
+        if let Some(n) = self.time_sample {
+            if n == 0 {
+                anyhow::bail!("--time-sample must be at least 1 (time 1 in N calls)\n  hint: use --time-sample 1 to time every call");
+            }
+            env.push(("CALLTIME_TIME_SAMPLE", n.to_string()));
         }
         if let Some(d) = &self.min_node_time {
             env.push(("CALLTIME_MIN_NS", crate::units::parse_duration(d)?.to_string()));

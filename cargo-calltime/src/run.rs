@@ -70,6 +70,9 @@ pub fn run_command(args: &RunArgs) -> Result<i32> {
         ),
     );
     render(&trace, args, &calltime_dir)?;
+    if let Some(note) = crate::views::overhead::exclude_note(&trace) {
+        ui::note(&note);
+    }
     Ok(code)
 }
 

@@ -57,6 +57,15 @@ pub fn warn(message: &str) {
     let _ = writeln!(anstream::stderr(), "{style}warning{style:#}: {message}");
 }
 
+/// A `note:` on stderr: advice about the run, left out with `-q`.
+pub fn note(message: &str) {
+    if QUIET.load(Ordering::Relaxed) {
+        return;
+    }
+    let style = Style::new().bold().fg_color(Some(AnsiColor::Cyan.into()));
+    let _ = writeln!(anstream::stderr(), "{style}note{style:#}: {message}");
+}
+
 /// Prints an error chain as `error: outer: inner` plus any `hint:` lines the message carries.
 pub fn error(err: &anyhow::Error) {
     let style = Style::new().bold().fg_color(Some(AnsiColor::Red.into()));

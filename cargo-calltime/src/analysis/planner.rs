@@ -171,7 +171,7 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
                 }
             }
             if let Some(re) = &exclude {
-                if reason.is_none() && re.is_match(&def.match_path) {
+                if reason.is_none() && (re.is_match(&def.match_path) || re.is_match(&def.path)) {
                     reason = Some(EXCLUDED.to_owned());
                 }
             }

@@ -7,6 +7,7 @@ mod flamegraph;
 mod folded;
 mod json;
 mod names;
+pub mod overhead;
 mod text;
 
 use std::io::Write;
@@ -194,6 +195,9 @@ fn report(args: &ReportArgs) -> Result<i32> {
         _ => trace_path.with_extension("svg"),
     };
     emit(&trace, &args.view, &svg_path)?;
+    if let Some(note) = overhead::exclude_note(&trace) {
+        ui::note(&note);
+    }
     Ok(0)
 }
 
