@@ -291,3 +291,34 @@ fn every_function_form_builds_and_behaves_the_same() {
     util::check(&util::data("e2e/forms-tree.txt"), &tree_dump(&json));
     assert_eq!(before, snapshot(&dir), "the user's workspace changed");
 }
+
+/// The aggregate lines of `tree_dump` (call paths with their total calls over every invocation).
+fn aggregate_dump(report: &Value) -> String {
+    let dump = tree_dump(report);
+    dump.lines().skip_while(|l| !l.starts_with("aggregate of")).map(|l| format!("{l}\n")).collect()
+}
+
+#[test]
+fn folded_invocations_count_every_call_like_unfolded_ones() {
+    let (tmp, dir) = util::copy_test_crate("demo");
+    let report = |name: &str, extra: &[&str]| -> Value {
+        let path = tmp.path().join(name);
+        util::run(
+            util::calltime()
+                .args(["--root", "server::handle", "--depth", "5", "-q", "--format", "json", "-o"])
+                .arg(&path)
+                .args(extra)
+                .current_dir(&dir),
+            true,
+        );
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    };
+    let exact = report("exact.json", &["--fold-after", "0"]);
+    let folded = report("folded.json", &["--fold-after", "2", "--time-sample", "3"]);
+    let folded_count = folded["invocations"].as_array().unwrap().iter().filter(|i| i["folded"] == true).count();
+    assert!(folded_count >= 10, "most demo requests make more than 2 probed calls: {folded_count} folded");
+    assert!(exact["invocations"].as_array().unwrap().iter().all(|i| i["folded"] == false));
+    // Call paths and their call counts are the same whether an invocation folds or not.
+    assert_eq!(aggregate_dump(&folded), aggregate_dump(&exact));
+    assert!(aggregate_dump(&exact).lines().count() > 10, "{}", aggregate_dump(&exact));
+}
