@@ -66,7 +66,14 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
     let shown: Vec<String> =
         fast.iter().take(5).map(|f| format!("{} ({} calls, {})", f.display, f.calls, format_ns(f.mean_ns))).collect();
     let more = if fast.len() > 5 { format!(" and {} more", fast.len() - 5) } else { String::new() };
-    let alternatives: Vec<String> = fast.iter().map(|f| regex::escape(&f.path)).collect();
+    // Two impls can share a path (`<T as AddAssign>::add_assign` for two right-hand types): one alternative each.
+    let mut alternatives: Vec<String> = Vec::new();
+    for f in &fast {
+        let escaped = regex::escape(&f.path);
+        if !alternatives.contains(&escaped) {
+            alternatives.push(escaped);
+        }
+    }
     let pattern = format!("^(?:{})$", alternatives.join("|"));
     Some(format!(
         "{} probed function{} ran {calls} times at under {} a call on average: {}{more}. Their probes cost about as \
