@@ -6,9 +6,12 @@ use divan::{black_box, Bencher};
 
 static PLAN: PlanInfo = PlanInfo { id: "bench", table: "", functions: 4 };
 
-/// Probes per root invocation in the recording benchmark (below the default node cap of 100000, so every probe is
-/// stored; 240 KB of nodes); the root is then restarted, which adds well under 0.1 ns per probe.
-const PROBES_PER_INVOCATION: u32 = 10_000;
+/// Probes per root invocation in the recording benchmark: below the default fold (4096 calls), so every probe is
+/// stored as its own node (96 KB of nodes); the root is then restarted, which adds well under 0.1 ns per probe.
+const PROBES_PER_INVOCATION: u32 = 4_000;
+/// Probes per root invocation in the folded benchmark: past the first 4096, each is counted on its call path and
+/// 1 in 64 is timed.
+const FOLDED_PROBES_PER_INVOCATION: u32 = 1_000_000;
 
 fn main() {
     std::env::set_var("CALLTIME_OUT", std::env::temp_dir().join("calltime-rt-bench.trace"));
@@ -64,6 +67,31 @@ fn recording_probe_pair(bencher: Bencher) {
         probed_fn();
         probes += 1;
         if probes == PROBES_PER_INVOCATION {
+            probes = 0;
+            root = None;
+            root = Some(enter_root(0, &PLAN));
+        }
+    });
+    drop(root);
+}
+
+/// A probed call inside a big invocation, after it folded into call paths: counted on its path, timed 1 in 64
+/// (the average over both kinds of call; subtract `bare_call` for the probe pair alone). A fixed sample size: with
+/// the few iterations divan otherwise picks for it, a sample's timer reads outweigh the calls.
+#[divan::bench(sample_size = 4096)]
+fn folded_probe_pair(bencher: Bencher) {
+    for _ in 0..3 {
+        let _root = enter_root(0, &PLAN);
+        for _ in 0..FOLDED_PROBES_PER_INVOCATION {
+            probed_fn();
+        }
+    }
+    let mut root = Some(enter_root(0, &PLAN));
+    let mut probes = 0;
+    bencher.bench_local(|| {
+        probed_fn();
+        probes += 1;
+        if probes == FOLDED_PROBES_PER_INVOCATION {
             probes = 0;
             root = None;
             root = Some(enter_root(0, &PLAN));

@@ -290,7 +290,8 @@ struct Recorder {
     depth: usize,
     /// The node cap (`CALLTIME_NODE_CAP`); also caps the call paths of a folded invocation.
     cap: usize,
-    /// `min(cap, nodes.capacity())`: the bound `push` checks.
+    /// `min(cap, nodes.capacity(), fold_at)`: the one bound the hot path checks; past it, a cold path grows the
+    /// buffer, folds the invocation or counts the call as truncated.
     limit: usize,
     /// Calls recorded one node each before the invocation folds (`CALLTIME_FOLD_AFTER`, capped by `cap`); 0 once
     /// folded, so the hot path tests one bound in both modes.
@@ -347,8 +348,8 @@ impl Recorder {
         static INVOCATIONS: AtomicU64 = AtomicU64::new(1);
         self.nodes.clear();
         self.depth = 0;
-        self.limit = self.cap.min(self.nodes.capacity());
         self.fold_at = self.fold_after;
+        self.limit = self.cap.min(self.nodes.capacity()).min(self.fold_at);
         self.folded = false;
         self.paths.clear();
         self.slot_path.clear();
@@ -384,12 +385,13 @@ impl Recorder {
     #[cold]
     #[inline(never)]
     fn grow(&mut self) -> bool {
-        if self.limit >= self.cap {
+        let bound = self.cap.min(self.fold_at);
+        if self.limit >= bound {
             return false;
         }
-        let wanted = (self.nodes.capacity() * 2).clamp(INITIAL_NODES, self.cap);
-        self.nodes.reserve_exact(wanted - self.nodes.len());
-        self.limit = self.cap.min(self.nodes.capacity());
+        let wanted = (self.nodes.capacity() * 2).max(INITIAL_NODES).min(bound);
+        self.nodes.reserve_exact(wanted.saturating_sub(self.nodes.len()));
+        self.limit = self.cap.min(self.nodes.capacity()).min(self.fold_at);
         self.nodes.len() < self.limit
     }
 
@@ -503,6 +505,7 @@ impl Recorder {
         }
         self.folded = true;
         self.fold_at = 0;
+        self.limit = 0;
     }
 
     /// A new call path under `parent` (`NO_PATH` for the root's), or `NO_PATH` past the cap.
@@ -891,9 +894,15 @@ fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
 #[inline(always)]
 unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller passes the live recorder current on this thread.
-    if unsafe { (*rec).nodes.len() >= (*rec).fold_at } {
+    if unsafe { (*rec).nodes.len() >= (*rec).limit } {
         // SAFETY: as above.
-        return unsafe { enter_folded(rec, index) };
+        return unsafe {
+            if (*rec).folded {
+                enter_folded(rec, index)
+            } else {
+                enter_past_limit(rec, index)
+            }
+        };
     }
     let start = now();
     // SAFETY: the caller passes the live recorder current on this thread.
@@ -914,11 +923,33 @@ impl Drop for Guard {
         if rec as usize > SKIP as usize {
             // SAFETY: guards are dropped in reverse order of creation on their own thread (they are !Send locals
             // of the probed functions), so the recorder they point to is still the live context of their
-            // invocation.
-            unsafe { leave(rec, self.slot) }
+            // invocation. Calls entered after their invocation folded have keys with FOLD_KEY set.
+            if self.slot & FOLD_KEY != 0 {
+                unsafe { leave_folded_call(rec, self.slot) }
+            } else {
+                unsafe { leave(rec, self.slot) }
+            }
         } else if rec == SKIP {
             end_skipped_invocation();
         }
+    }
+}
+
+/// A call past the node buffer's current bound: a folded invocation, one that folds now, a buffer to grow, or a
+/// call counted as truncated (folding off and the cap reached).
+#[inline(never)]
+unsafe fn enter_past_limit(rec: *mut Recorder, index: u32) -> Guard {
+    // SAFETY: the caller passes the live recorder current on this thread.
+    let r = unsafe { &mut *rec };
+    if r.folded || r.nodes.len() >= r.fold_at {
+        // SAFETY: as above.
+        return unsafe { enter_folded(rec, index) };
+    }
+    let slot = r.push(index, now());
+    if slot == NO_SLOT {
+        Guard::INERT
+    } else {
+        Guard { rec, slot }
     }
 }
 
@@ -973,17 +1004,35 @@ unsafe fn enter_folded_slow(rec: *mut Recorder, index: u32) -> Guard {
     }
 }
 
-/// The exit probe. As in `enter_folded`, the common case of a folded invocation (an untimed call, not the root,
-/// no panic) is kept apart from the rest.
+/// The exit probe of a call that has its own node (entered before its invocation folded, if it did).
 #[inline(never)]
 unsafe fn leave(rec: *mut Recorder, slot: u32) {
+    // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
+    let r = unsafe { &mut *rec };
+    if r.folded {
+        // SAFETY: as above.
+        return unsafe { leave_slow(rec, slot) };
+    }
+    let end = now();
+    if r.pop(slot, end) {
+        let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
+        r.close(slot, end, flags);
+        if r.depth == 0 && r.kind == OwnerKind::Thread {
+            complete_thread_invocation(rec);
+        }
+    }
+}
+
+/// The exit probe of a call entered after its invocation folded. As in `enter_folded`, the common case (an untimed
+/// call, not the root, no panic) is kept apart from the rest.
+#[inline(never)]
+unsafe fn leave_folded_call(rec: *mut Recorder, slot: u32) {
     // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
     let r = unsafe { &mut *rec };
     let depth = r.depth;
     // SAFETY: 1 < depth <= MAX_DEPTH == stack.len() == frame_start.len() once folded.
     if r.folded
         && depth > 1
-        && slot & FOLD_KEY != 0
         && unsafe { *r.stack.get_unchecked(depth - 1) == slot && *r.frame_start.get_unchecked(depth - 1) == UNTIMED }
         && !std::thread::panicking()
     {
