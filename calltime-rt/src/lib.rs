@@ -13,6 +13,12 @@
 //! thread that appends it to the trace file and flushes it. Probes entered outside any invocation record nothing and
 //! cost a thread-local load and a branch.
 //!
+//! A big invocation *folds*: past `CALLTIME_FOLD_AFTER` calls, its nodes are merged into one node per call path
+//! (every call of a function under the same chain of ancestors) and each later call adds one to its path's count.
+//! Counts stay exact; a path's first 16 calls are timed, then 1 in `CALLTIME_TIME_SAMPLE` at random gaps, so the
+//! common call costs a counter and a frame instead of two clock reads, and a tree of millions of calls stays
+//! complete in a bounded buffer.
+//!
 //! Async functions are wrapped in [`Instrumented`]: it enters on every poll and leaves when the poll returns, so the
 //! node of an async function spans its first poll to its completion, its children are what it called during its
 //! polls, other tasks polled on the same thread never become its children, and a task moving between threads keeps
@@ -29,7 +35,9 @@
 //! | variable | default | meaning |
 //! |---|---|---|
 //! | `CALLTIME_OUT` | `calltime-<pid>.trace` in the current directory | trace file path (created or truncated) |
-//! | `CALLTIME_NODE_CAP` | 100000 | nodes stored per invocation; later calls are counted in `truncated_calls` |
+//! | `CALLTIME_NODE_CAP` | 100000 | nodes stored per invocation (calls, or call paths once folded); later calls are counted in `truncated_calls` |
+//! | `CALLTIME_FOLD_AFTER` | 4096 | calls recorded one node each before an invocation folds into call paths; 0 never folds |
+//! | `CALLTIME_TIME_SAMPLE` | 64 | in a folded invocation, time 1 in N calls of a path past its first 16; 1 times every call |
 //! | `CALLTIME_MIN_NS` | 0 | nodes shorter than this are left out with their subtrees and counted in `filtered` |
 //! | `CALLTIME_SAMPLE` | 1 | record 1 in N root invocations (the others are counted as `sampled_out`) |
 //! | `CALLTIME_MAX_INVOCATIONS` | 100000 | invocations recorded at most; later ones are counted as `dropped` |
@@ -38,7 +46,8 @@
 //!
 //! # Costs and bounds
 //! Per call: one thread-local access, one clock read on entry and one on exit, a write into a preallocated
-//! per-thread buffer. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
+//! per-thread buffer; in a folded invocation, a lookup in the parent path's child cache, a counter and a frame, and
+//! the clock reads only for the sampled calls. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
 //! converted to nanoseconds and trees are formatted on the writer thread. Each thread allocates one node buffer
 //! (24 bytes a node; 4096 nodes, doubled on a cold path up to `CALLTIME_NODE_CAP` when an invocation needs more, and
 //! kept at that size when recycled) at its first root entry; at most `CALLTIME_QUEUE + 65` more buffers
