@@ -422,9 +422,6 @@ impl Recorder {
     /// Leaves the frame of `slot`; false when it is not on the stack.
     #[inline(always)]
     fn pop(&mut self, slot: u32, end: u64) -> bool {
-        if self.folded {
-            return self.pop_folded(slot, end);
-        }
         let depth = self.depth;
         // SAFETY: depth <= MAX_DEPTH == stack.len(), so depth - 1 is in bounds when depth > 0.
         if depth > 0 && unsafe { *self.stack.get_unchecked(depth - 1) } == slot {
@@ -455,10 +452,6 @@ impl Recorder {
 
     #[inline(always)]
     fn close(&mut self, slot: u32, end: u64, flags: u32) {
-        if self.folded {
-            self.close_folded(slot, end, flags);
-            return;
-        }
         if let Some(node) = self.nodes.get_mut(slot as usize) {
             node.end = end;
             node.link |= flags << PARENT_BITS;
@@ -497,14 +490,12 @@ impl Recorder {
                 }
             };
             self.slot_path.push(path);
+            // Times and flags of these calls are added when the invocation is written: calls still open now end
+            // later, through their own guards, exactly as before the fold.
             if let Some(p) = self.paths.get_mut(path as usize) {
                 p.calls += 1;
                 if p.first_start == UNTIMED {
                     p.first_start = node.start;
-                }
-                if node.end != OPEN {
-                    p.add_time(node.end.saturating_sub(node.start));
-                    p.flags |= node.link >> PARENT_BITS;
                 }
             }
         }
@@ -662,23 +653,17 @@ impl Recorder {
         // SAFETY: depth <= MAX_DEPTH == stack.len(), so depth - 1 is in bounds when depth > 0.
         let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
         if depth == 0 || unsafe { *self.stack.get_unchecked(depth - 1) } != slot {
-            let end = now();
-            let popped = self.pop_folded(slot, end);
-            if popped {
-                self.close_folded(slot, end, flags);
-            }
-            return popped;
+            return self.pop(slot, now());
         }
         self.depth = depth - 1;
         // SAFETY: frame_path and frame_start are MAX_DEPTH long once folded.
         let (path, start) =
             unsafe { (*self.frame_path.get_unchecked(depth - 1), *self.frame_start.get_unchecked(depth - 1)) };
-        if start != UNTIMED || slot & FOLD_KEY == 0 {
+        if start != UNTIMED {
             let end = now();
-            if let (true, Some(p)) = (start != UNTIMED, self.paths.get_mut(path as usize)) {
+            if let Some(p) = self.paths.get_mut(path as usize) {
                 p.add_time(end.saturating_sub(start));
             }
-            self.close_folded(slot, end, flags);
         }
         if flags != 0 {
             if let Some(p) = self.paths.get_mut(path as usize) {
@@ -686,40 +671,6 @@ impl Recorder {
             }
         }
         true
-    }
-
-    /// Leaves the frame keyed `slot` (and any left open above it) without timing it; false when it is not on the
-    /// stack. Frames of calls entered before the fold are closed at `end`.
-    #[cold]
-    #[inline(never)]
-    fn pop_folded(&mut self, slot: u32, end: u64) -> bool {
-        let Some(at) = self.stack[..self.depth].iter().rposition(|&s| s == slot) else { return false };
-        for i in at + 1..self.depth {
-            let above = self.stack[i];
-            if above & FOLD_KEY == 0 {
-                self.close_folded(above, end, 0);
-            }
-        }
-        self.depth = at;
-        true
-    }
-
-    /// Ends a call entered before the fold (its node slot): its duration goes to its call path.
-    fn close_folded(&mut self, slot: u32, end: u64, flags: u32) {
-        if slot & FOLD_KEY != 0 {
-            return;
-        }
-        let Some(node) = self.nodes.get_mut(slot as usize) else { return };
-        if node.end != OPEN {
-            return;
-        }
-        node.end = end;
-        let duration = end.saturating_sub(node.start);
-        let path = self.slot_path.get(slot as usize).copied().unwrap_or(NO_PATH);
-        if let Some(p) = self.paths.get_mut(path as usize) {
-            p.add_time(duration);
-            p.flags |= flags;
-        }
     }
 
     /// Ends a call entered after the fold whose start is known (async functions are always timed).
@@ -900,27 +851,29 @@ fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
     unsafe { record_enter(rec, index) }
 }
 
+/// Inlined into every probed function, and kept to the per-call case: everything else (folding, growing the
+/// buffer, the caps) is one out-of-line call, so the probed function saves no registers for it and an inert probe
+/// stays a thread-local load and a branch.
 #[inline(always)]
 unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller passes the live recorder current on this thread.
-    if unsafe { (*rec).nodes.len() >= (*rec).limit } {
+    let r = unsafe { &mut *rec };
+    let slot = r.nodes.len();
+    let depth = r.depth;
+    if slot >= r.limit || depth >= MAX_DEPTH {
         // SAFETY: as above.
-        return unsafe {
-            if (*rec).folded {
-                enter_folded(rec, index)
-            } else {
-                enter_past_limit(rec, index)
-            }
-        };
+        return unsafe { enter_past_limit(rec, index) };
     }
     let start = now();
-    // SAFETY: the caller passes the live recorder current on this thread.
-    let slot = unsafe { (*rec).push(index, start) };
-    if slot == NO_SLOT {
-        Guard::INERT
-    } else {
-        Guard { rec, slot }
+    // SAFETY: depth < MAX_DEPTH == stack.len(); slot < limit <= nodes.capacity().
+    unsafe {
+        let parent = if depth == 0 { NO_PARENT } else { *r.stack.get_unchecked(depth - 1) };
+        r.nodes.as_mut_ptr().add(slot).write(Node { start, end: OPEN, index, link: parent });
+        r.nodes.set_len(slot + 1);
+        *r.stack.get_unchecked_mut(depth) = slot as u32;
     }
+    r.depth = depth + 1;
+    Guard { rec, slot: slot as u32 }
 }
 
 impl Drop for Guard {
@@ -932,12 +885,8 @@ impl Drop for Guard {
         if rec as usize > SKIP as usize {
             // SAFETY: guards are dropped in reverse order of creation on their own thread (they are !Send locals
             // of the probed functions), so the recorder they point to is still the live context of their
-            // invocation. Calls entered after their invocation folded have keys with FOLD_KEY set.
-            if self.slot & FOLD_KEY != 0 {
-                unsafe { leave_folded_call(rec, self.slot) }
-            } else {
-                unsafe { leave(rec, self.slot) }
-            }
+            // invocation.
+            unsafe { leave(rec, self.slot) }
         } else if rec == SKIP {
             end_skipped_invocation();
         }
@@ -950,7 +899,7 @@ impl Drop for Guard {
 unsafe fn enter_past_limit(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller passes the live recorder current on this thread.
     let r = unsafe { &mut *rec };
-    if r.folded || r.nodes.len() >= r.fold_at {
+    if r.folded || (r.nodes.len() >= r.fold_at && r.depth < MAX_DEPTH) {
         // SAFETY: as above.
         return unsafe { enter_folded(rec, index) };
     }
@@ -1013,15 +962,18 @@ unsafe fn enter_folded_slow(rec: *mut Recorder, index: u32) -> Guard {
     }
 }
 
-/// The exit probe of a call that has its own node (entered before its invocation folded, if it did).
+/// The exit probe. A call entered after its invocation folded has a key with `FOLD_KEY` set and goes to
+/// `leave_folded_call`; the others have their own node (entered before the fold, if there was one).
 #[inline(never)]
 unsafe fn leave(rec: *mut Recorder, slot: u32) {
     // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
-    let r = unsafe { &mut *rec };
-    if r.folded {
+    if slot & FOLD_KEY != 0 {
         // SAFETY: as above.
-        return unsafe { leave_slow(rec, slot) };
+        return unsafe { leave_folded_call(rec, slot) };
     }
+    let r = unsafe { &mut *rec };
+    // The same after a fold: the frame stack keeps this call's slot as its key, and the writer adds the node's
+    // time to its call path.
     let end = now();
     if r.pop(slot, end) {
         let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
@@ -1586,6 +1538,8 @@ struct Sink {
     children: Vec<u32>,
     body: String,
     text: String,
+    /// A folded invocation's call paths with the times of its pre-fold calls added.
+    paths: Vec<PathNode>,
 }
 
 static SINK: Mutex<Sink> = Mutex::new(Sink {
@@ -1600,6 +1554,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     children: Vec::new(),
     body: String::new(),
     text: String::new(),
+    paths: Vec::new(),
 });
 
 /// Appends `value` in decimal.
@@ -1769,20 +1724,24 @@ impl Sink {
 
     /// Writes a folded invocation: one `a` line per call path, in preorder, children in order of first entry.
     fn write_folded(&mut self, rt: &Runtime, rec: &Recorder, scale: Scale) {
-        let paths = &rec.paths;
-        let count = paths.len();
+        let count = rec.paths.len();
         if count == 0 {
             return;
         }
-        // Calls entered before the fold that never ended (cancelled futures, calls open at the root's end).
-        let mut open_flags = vec![0u32; count];
-        for (slot, node) in rec.nodes.iter().enumerate().skip(1) {
+        // The calls entered before the fold add their times and flags to their paths now; those that never ended
+        // (cancelled futures, calls open at the root's end) are marked cancelled.
+        let mut paths = mem::take(&mut self.paths);
+        paths.clear();
+        paths.extend_from_slice(&rec.paths);
+        for (slot, node) in rec.nodes.iter().enumerate() {
+            let Some(p) = rec.slot_path.get(slot).and_then(|&path| paths.get_mut(path as usize)) else { continue };
             if node.end == OPEN {
-                if let Some(&path) = rec.slot_path.get(slot) {
-                    if let Some(f) = open_flags.get_mut(path as usize) {
-                        *f |= FLAG_CANCELLED;
-                    }
+                if slot > 0 {
+                    p.flags |= FLAG_CANCELLED;
                 }
+            } else {
+                p.add_time(node.end.saturating_sub(node.start));
+                p.flags |= node.link >> PARENT_BITS;
             }
         }
         self.first_child.clear();
@@ -1817,7 +1776,7 @@ impl Sink {
             written += 1;
             let (min, max) = if p.timed == 0 { (0, 0) } else { (scale.span(p.min), scale.span(p.max)) };
             let first_start = if p.first_start == UNTIMED { root_start } else { scale.ns(p.first_start) };
-            let flags = p.flags | open_flags[id as usize];
+            let flags = p.flags;
             self.body.push_str("a ");
             for (i, value) in [u64::from(depth), u64::from(p.index), p.calls, p.timed, first_start, timed_ns, min, max]
                 .into_iter()
@@ -1841,6 +1800,7 @@ impl Sink {
                 self.walk.push((child, depth + 1, 0));
             }
         }
+        self.paths = paths;
         self.finish_record(rt, rec, root_start, root_end - root_start, written, filtered);
     }
 
