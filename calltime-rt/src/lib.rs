@@ -862,7 +862,13 @@ unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
     let depth = r.depth;
     if slot >= r.limit || depth >= MAX_DEPTH {
         // SAFETY: as above.
-        return unsafe { enter_past_limit(rec, index) };
+        return unsafe {
+            if r.folded {
+                enter_folded(rec, index)
+            } else {
+                enter_past_limit(rec, index)
+            }
+        };
     }
     let start = now();
     // SAFETY: depth < MAX_DEPTH == stack.len(); slot < limit <= nodes.capacity().
