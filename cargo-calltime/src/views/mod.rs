@@ -157,6 +157,7 @@ pub fn report_command(args: &ReportArgs) -> Result<i32> {
 }
 
 fn report(args: &ReportArgs) -> Result<i32> {
+    ui::set_quiet(args.cargo.quiet);
     // (An SVG needs its default place even with `-o -`: the refusal to write to a terminal names it.)
     let needs_svg_path = args.view.format == ViewFormat::Svg;
     // The workspace is only needed to find the last trace or the default SVG place; `cargo metadata` is not free.

@@ -63,8 +63,11 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
         return None;
     }
     let calls: u64 = fast.iter().map(|f| f.calls).sum();
-    let shown: Vec<String> =
-        fast.iter().take(5).map(|f| format!("{} ({} calls, {})", f.display, f.calls, format_ns(f.mean_ns))).collect();
+    let shown: Vec<String> = fast
+        .iter()
+        .take(5)
+        .map(|f| format!("{} ({} calls, {})", f.display, thousands(f.calls), format_ns(f.mean_ns)))
+        .collect();
     let more = if fast.len() > 5 { format!(" and {} more", fast.len() - 5) } else { String::new() };
     // Two impls can share a path (`<T as AddAssign>::add_assign` for two right-hand types): one alternative each.
     let mut alternatives: Vec<String> = Vec::new();
@@ -76,15 +79,29 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
     }
     let pattern = format!("^(?:{})$", alternatives.join("|"));
     Some(format!(
-        "{} probed function{} ran {calls} times at under {} a call on average: {}{more}. Their probes cost about as \
+        "{} probed function{} ran {} times at under {} a call on average: {}{more}. Their probes cost about as \
          much as what they measure; to leave them out of the plan (their time then counts in their callers' self \
          time), add:\n  --exclude {}",
         fast.len(),
         if fast.len() == 1 { "" } else { "s" },
+        thousands(calls),
         format_ns(FAST_NS),
         shown.join(", "),
         shell_quote(&pattern)
     ))
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Single-quotes `text` for POSIX shells (`'` becomes `'\''`).
@@ -147,7 +164,11 @@ mod tests {
         assert_eq!(fast.len(), 1);
         assert_eq!((fast[0].func, fast[0].calls, fast[0].mean_ns), (1, 50_000, 28));
         let note = exclude_note(&trace).unwrap();
-        assert!(note.contains("Cow::deref (50000 calls, 28ns)"), "{note}");
+        assert!(note.contains("ran 50,000 times") && note.contains("Cow::deref (50,000 calls, 28ns)"), "{note}");
+        assert_eq!(
+            (thousands(0), thousands(999), thousands(1000), thousands(1234567)),
+            ("0".into(), "999".into(), "1,000".into(), "1,234,567".into())
+        );
         let pattern = r"^(?:<k::Cow<'a> as core::ops::Deref>::deref)$";
         assert!(note.ends_with(&format!("--exclude {}", shell_quote(pattern))), "{note}");
         assert!(regex::Regex::new(pattern).unwrap().is_match("<k::Cow<'a> as core::ops::Deref>::deref"));
