@@ -91,8 +91,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const TRACE_VERSION: u32 = 2;
 /// Frames deeper than this are counted as truncated calls, not stored.
 const MAX_DEPTH: usize = 4096;
-/// Node slots a new recorder starts with (96 KiB); it grows by doubling up to the node cap.
-const INITIAL_NODES: usize = 4096;
+/// Node slots a new recorder starts with (6 KiB); it grows by doubling up to the fold or the node cap. Small, because
+/// programs with many short invocations take a fresh recorder for each one queued to the writer.
+const INITIAL_NODES: usize = 256;
 /// Slot of a guard that records nothing.
 const NO_SLOT: u32 = u32::MAX;
 /// `Node::end` of a node that has not been left yet.
@@ -261,6 +262,52 @@ struct Node {
     link: u32,
 }
 
+/// A per-depth array of `MAX_DEPTH` slots, left uninitialised: a slot is always set when its frame is entered and
+/// read only while the frame is on the stack, so only the depths a program reaches are ever touched. (Zero-filling
+/// the 16-64 KB of each recorder's arrays up front showed up as page faults in programs with many short
+/// invocations, which take a fresh recorder each.)
+struct DepthArray<T: Copy> {
+    /// Length 0, capacity `MAX_DEPTH` (or 0 before `new`): the slots live in the spare capacity.
+    buf: Vec<T>,
+}
+
+impl<T: Copy> DepthArray<T> {
+    fn new() -> DepthArray<T> {
+        DepthArray { buf: Vec::with_capacity(MAX_DEPTH) }
+    }
+
+    fn unallocated() -> DepthArray<T> {
+        DepthArray { buf: Vec::new() }
+    }
+
+    fn is_allocated(&self) -> bool {
+        self.buf.capacity() >= MAX_DEPTH
+    }
+
+    /// # Safety
+    /// `i < MAX_DEPTH` and the array is allocated.
+    #[inline(always)]
+    unsafe fn set(&mut self, i: usize, value: T) {
+        // SAFETY: the allocation holds MAX_DEPTH slots (caller's contract).
+        unsafe { self.buf.as_mut_ptr().add(i).write(value) }
+    }
+
+    /// # Safety
+    /// `i < MAX_DEPTH` and slot `i` was set.
+    #[inline(always)]
+    unsafe fn get(&self, i: usize) -> T {
+        // SAFETY: in bounds and initialised (caller's contract).
+        unsafe { self.buf.as_ptr().add(i).read() }
+    }
+
+    /// # Safety
+    /// Slots `0..n` were set.
+    unsafe fn prefix(&self, n: usize) -> &[T] {
+        // SAFETY: initialised and in bounds (caller's contract).
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), n) }
+    }
+}
+
 /// One call path of a folded invocation: every call of `index` under the same chain of ancestors.
 #[derive(Clone, Copy)]
 struct PathNode {
@@ -295,7 +342,7 @@ struct Recorder {
     /// keeps what it grew to, so steady state allocates nothing while idle recorders in the pool stay small.
     nodes: Vec<Node>,
     /// Slots of the frames currently entered; `MAX_DEPTH` long.
-    stack: Box<[u32]>,
+    stack: DepthArray<u32>,
     depth: usize,
     /// The node cap (`CALLTIME_NODE_CAP`); also caps the call paths of a folded invocation.
     cap: usize,
@@ -313,8 +360,8 @@ struct Recorder {
     slot_path: Vec<u32>,
     /// Per frame of a folded invocation: its call path and its start (`UNTIMED` when the call is not timed).
     /// Allocated at the first fold of this recorder.
-    frame_path: Box<[u32]>,
-    frame_start: Box<[u64]>,
+    frame_path: DepthArray<u32>,
+    frame_start: DepthArray<u64>,
     /// Mean gap between timed calls of a busy path (`CALLTIME_TIME_SAMPLE`).
     time_sample: u64,
     /// xorshift state for the gaps, so periodic call patterns do not bias the sample.
@@ -332,7 +379,7 @@ impl Recorder {
         let cap = config.node_cap;
         Box::new(Recorder {
             nodes: Vec::with_capacity(cap.min(INITIAL_NODES)),
-            stack: vec![0; MAX_DEPTH].into_boxed_slice(),
+            stack: DepthArray::new(),
             depth: 0,
             cap,
             limit: cap.min(INITIAL_NODES),
@@ -341,8 +388,8 @@ impl Recorder {
             folded: false,
             paths: Vec::new(),
             slot_path: Vec::new(),
-            frame_path: Box::new([]),
-            frame_start: Box::new([]),
+            frame_path: DepthArray::unallocated(),
+            frame_start: DepthArray::unallocated(),
             time_sample: config.time_sample,
             rng: 0x9E37_79B9_7F4A_7C15,
             truncated: 0,
@@ -379,12 +426,12 @@ impl Recorder {
             self.truncated += 1;
             return NO_SLOT;
         }
-        // SAFETY: depth < MAX_DEPTH == stack.len(); slot < limit <= nodes.capacity().
+        // SAFETY: depth < MAX_DEPTH, the depth arrays' size; frame depth - 1 was set on entry; slot < limit <= nodes.capacity().
         unsafe {
-            let parent = if depth == 0 { NO_PARENT } else { *self.stack.get_unchecked(depth - 1) };
+            let parent = if depth == 0 { NO_PARENT } else { self.stack.get(depth - 1) };
             self.nodes.as_mut_ptr().add(slot).write(Node { start, end: OPEN, index, link: parent });
             self.nodes.set_len(slot + 1);
-            *self.stack.get_unchecked_mut(depth) = slot as u32;
+            self.stack.set(depth, slot as u32);
         }
         self.depth = depth + 1;
         slot as u32
@@ -414,7 +461,8 @@ impl Recorder {
             self.push_keyed_frame(slot, path);
             return true;
         }
-        self.stack[self.depth] = slot;
+        // SAFETY: depth < MAX_DEPTH (checked above).
+        unsafe { self.stack.set(self.depth, slot) };
         self.depth += 1;
         true
     }
@@ -423,8 +471,8 @@ impl Recorder {
     #[inline(always)]
     fn pop(&mut self, slot: u32, end: u64) -> bool {
         let depth = self.depth;
-        // SAFETY: depth <= MAX_DEPTH == stack.len(), so depth - 1 is in bounds when depth > 0.
-        if depth > 0 && unsafe { *self.stack.get_unchecked(depth - 1) } == slot {
+        // SAFETY: frames 0..depth (depth <= MAX_DEPTH) were set when entered.
+        if depth > 0 && unsafe { self.stack.get(depth - 1) } == slot {
             self.depth = depth - 1;
             true
         } else {
@@ -437,9 +485,11 @@ impl Recorder {
     #[cold]
     #[inline(never)]
     fn pop_out_of_order(&mut self, slot: u32, end: u64) -> bool {
-        let Some(at) = self.stack[..self.depth].iter().rposition(|&s| s == slot) else { return false };
+        // SAFETY: frames 0..depth were set when they were entered.
+        let Some(at) = unsafe { self.stack.prefix(self.depth) }.iter().rposition(|&s| s == slot) else { return false };
         for i in at + 1..self.depth {
-            let above = self.stack[i];
+            // SAFETY: as above (i < depth).
+            let above = unsafe { self.stack.get(i) };
             if let Some(node) = self.nodes.get_mut(above as usize) {
                 if node.end == OPEN {
                     node.end = end;
@@ -468,9 +518,9 @@ impl Recorder {
     #[cold]
     #[inline(never)]
     fn fold(&mut self) {
-        if self.frame_path.is_empty() {
-            self.frame_path = vec![NO_PATH; MAX_DEPTH].into_boxed_slice();
-            self.frame_start = vec![UNTIMED; MAX_DEPTH].into_boxed_slice();
+        if !self.frame_path.is_allocated() {
+            self.frame_path = DepthArray::new();
+            self.frame_start = DepthArray::new();
         }
         self.paths.clear();
         self.paths.reserve(self.nodes.len().min(self.cap).max(64));
@@ -500,8 +550,12 @@ impl Recorder {
             }
         }
         for i in 0..self.depth {
-            self.frame_path[i] = self.slot_path.get(self.stack[i] as usize).copied().unwrap_or(NO_PATH);
-            self.frame_start[i] = UNTIMED;
+            // SAFETY: i < depth <= MAX_DEPTH, and frame i was set when it was entered.
+            unsafe {
+                let path = self.slot_path.get(self.stack.get(i) as usize).copied().unwrap_or(NO_PATH);
+                self.frame_path.set(i, path);
+                self.frame_start.set(i, UNTIMED);
+            }
         }
         self.folded = true;
         self.fold_at = 0;
@@ -566,8 +620,8 @@ impl Recorder {
             self.truncated += 1;
             return None;
         }
-        // SAFETY: 0 < depth < MAX_DEPTH == frame_path.len() once folded.
-        let parent = unsafe { *self.frame_path.get_unchecked(depth - 1) };
+        // SAFETY: 0 < depth < MAX_DEPTH; frame depth - 1 was set (on entry or by the fold).
+        let parent = unsafe { self.frame_path.get(depth - 1) };
         let mut path = NO_PATH;
         let mut start = UNTIMED;
         if let Some(p) = self.paths.get(parent as usize) {
@@ -590,9 +644,9 @@ impl Recorder {
         let key = FOLD_KEY | depth as u32;
         // SAFETY: depth < MAX_DEPTH, the length of all three.
         unsafe {
-            *self.stack.get_unchecked_mut(depth) = key;
-            *self.frame_path.get_unchecked_mut(depth) = path;
-            *self.frame_start.get_unchecked_mut(depth) = start;
+            self.stack.set(depth, key);
+            self.frame_path.set(depth, path);
+            self.frame_start.set(depth, start);
         }
         self.depth = depth + 1;
         Some(key)
@@ -625,9 +679,12 @@ impl Recorder {
     /// Enters an untimed frame of a folded invocation; the caller checked the depth.
     fn push_keyed_frame(&mut self, key: u32, path: u32) {
         let depth = self.depth;
-        self.stack[depth] = key;
-        self.frame_path[depth] = path;
-        self.frame_start[depth] = UNTIMED;
+        // SAFETY: the caller checked depth < MAX_DEPTH; the arrays are allocated once folded.
+        unsafe {
+            self.stack.set(depth, key);
+            self.frame_path.set(depth, path);
+            self.frame_start.set(depth, UNTIMED);
+        }
         self.depth = depth + 1;
     }
 
@@ -650,15 +707,14 @@ impl Recorder {
     #[inline(always)]
     fn leave_folded(&mut self, slot: u32) -> bool {
         let depth = self.depth;
-        // SAFETY: depth <= MAX_DEPTH == stack.len(), so depth - 1 is in bounds when depth > 0.
+        // SAFETY: frames 0..depth (depth <= MAX_DEPTH) were set when entered.
         let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
-        if depth == 0 || unsafe { *self.stack.get_unchecked(depth - 1) } != slot {
+        if depth == 0 || unsafe { self.stack.get(depth - 1) } != slot {
             return self.pop(slot, now());
         }
         self.depth = depth - 1;
         // SAFETY: frame_path and frame_start are MAX_DEPTH long once folded.
-        let (path, start) =
-            unsafe { (*self.frame_path.get_unchecked(depth - 1), *self.frame_start.get_unchecked(depth - 1)) };
+        let (path, start) = unsafe { (self.frame_path.get(depth - 1), self.frame_start.get(depth - 1)) };
         if start != UNTIMED {
             let end = now();
             if let Some(p) = self.paths.get_mut(path as usize) {
@@ -871,12 +927,12 @@ unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
         };
     }
     let start = now();
-    // SAFETY: depth < MAX_DEPTH == stack.len(); slot < limit <= nodes.capacity().
+    // SAFETY: depth < MAX_DEPTH, the depth arrays' size; frame depth - 1 was set on entry; slot < limit <= nodes.capacity().
     unsafe {
-        let parent = if depth == 0 { NO_PARENT } else { *r.stack.get_unchecked(depth - 1) };
+        let parent = if depth == 0 { NO_PARENT } else { r.stack.get(depth - 1) };
         r.nodes.as_mut_ptr().add(slot).write(Node { start, end: OPEN, index, link: parent });
         r.nodes.set_len(slot + 1);
-        *r.stack.get_unchecked_mut(depth) = slot as u32;
+        r.stack.set(depth, slot as u32);
     }
     r.depth = depth + 1;
     Guard { rec, slot: slot as u32 }
@@ -926,10 +982,10 @@ unsafe fn enter_folded(rec: *mut Recorder, index: u32) -> Guard {
     let r = unsafe { &mut *rec };
     let depth = r.depth;
     if r.folded && depth > 0 && depth < MAX_DEPTH {
-        // SAFETY: 0 < depth < MAX_DEPTH == frame_path.len() == frame_start.len() == stack.len() once folded; path
+        // SAFETY: 0 < depth < MAX_DEPTH, the depth arrays are allocated once folded and frame depth - 1 was set; path
         // ids are checked against paths.len() before use.
         unsafe {
-            let parent = *r.frame_path.get_unchecked(depth - 1) as usize;
+            let parent = r.frame_path.get(depth - 1) as usize;
             let count = r.paths.len();
             if parent < count {
                 let paths = r.paths.as_mut_ptr();
@@ -940,9 +996,9 @@ unsafe fn enter_folded(rec: *mut Recorder, index: u32) -> Guard {
                         p.calls += 1;
                         p.countdown -= 1;
                         let key = FOLD_KEY | depth as u32;
-                        *r.stack.get_unchecked_mut(depth) = key;
-                        *r.frame_path.get_unchecked_mut(depth) = hot;
-                        *r.frame_start.get_unchecked_mut(depth) = UNTIMED;
+                        r.stack.set(depth, key);
+                        r.frame_path.set(depth, hot);
+                        r.frame_start.set(depth, UNTIMED);
                         r.depth = depth + 1;
                         return Guard { rec, slot: key };
                     }
@@ -997,10 +1053,10 @@ unsafe fn leave_folded_call(rec: *mut Recorder, slot: u32) {
     // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
     let r = unsafe { &mut *rec };
     let depth = r.depth;
-    // SAFETY: 1 < depth <= MAX_DEPTH == stack.len() == frame_start.len() once folded.
+    // SAFETY: 1 < depth <= MAX_DEPTH; frame depth - 1 was set when entered.
     if r.folded
         && depth > 1
-        && unsafe { *r.stack.get_unchecked(depth - 1) == slot && *r.frame_start.get_unchecked(depth - 1) == UNTIMED }
+        && unsafe { r.stack.get(depth - 1) == slot && r.frame_start.get(depth - 1) == UNTIMED }
         && !std::thread::panicking()
     {
         r.depth = depth - 1;
@@ -1328,8 +1384,11 @@ fn begin_task_node(index: u32, plan: Option<&'static PlanInfo>) -> TaskState {
         let Some(key) = r.enter_path(index) else { return TaskState::Inert };
         let top = r.depth - 1;
         // The frame covers this poll only; the call's own time runs from here to its completion.
-        r.frame_start[top] = UNTIMED;
-        let path = r.frame_path[top];
+        // SAFETY: enter_path entered frame `top` (< MAX_DEPTH) just now.
+        let path = unsafe {
+            r.frame_start.set(top, UNTIMED);
+            r.frame_path.get(top)
+        };
         let start = now();
         if let Some(p) = r.paths.get_mut(path as usize) {
             if p.first_start == UNTIMED {
