@@ -49,7 +49,7 @@
 //! per-thread buffer; in a folded invocation, a lookup in the parent path's child cache, a counter and a frame, and
 //! the clock reads only for the sampled calls. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
 //! converted to nanoseconds and trees are formatted on the writer thread. Each thread allocates one node buffer
-//! (24 bytes a node; 4096 nodes, doubled on a cold path up to `CALLTIME_NODE_CAP` when an invocation needs more, and
+//! (24 bytes a node; 256 nodes, doubled on a cold path up to the fold or `CALLTIME_NODE_CAP` when an invocation needs more, and
 //! kept at that size when recycled) at its first root entry; at most `CALLTIME_QUEUE + 65` more buffers
 //! exist (queued, being written, or owned by root tasks in progress). When none is free the invocation is dropped
 //! and counted, never waited for.
