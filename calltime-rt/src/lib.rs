@@ -1229,6 +1229,8 @@ fn give_back(rec: Box<Recorder>) {
     }
 }
 
+/// Records gathered before the writer writes them out, even in the middle of a drain.
+const FLUSH_BYTES: usize = 1 << 18;
 /// How often the writer thread looks at the queue by itself.
 const WRITER_PERIOD: Duration = Duration::from_millis(20);
 /// Wake the writer at most this often (ns) when invocations end in a burst: a wake is a futex call and a context
@@ -1602,7 +1604,10 @@ struct Sink {
     walk: Vec<(u32, u32, u64)>,
     children: Vec<u32>,
     body: String,
-    text: String,
+    /// Complete records not yet written (see `flush_pending`).
+    pending: String,
+    pending_records: u64,
+    pending_truncated: u64,
     /// A folded invocation's call paths with the times of its pre-fold calls added.
     paths: Vec<PathNode>,
 }
@@ -1618,21 +1623,31 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     walk: Vec::new(),
     children: Vec::new(),
     body: String::new(),
-    text: String::new(),
+    pending: String::new(),
+    pending_records: 0,
+    pending_truncated: 0,
     paths: Vec::new(),
 });
 
-/// Appends `value` in decimal.
+/// Appends `value` in decimal, two digits per division (the writer spends much of its time here).
 fn push_decimal(out: &mut String, mut value: u64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
+                                5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
     let mut digits = [0u8; 20];
     let mut at = digits.len();
-    loop {
+    while value >= 100 {
+        let pair = (value % 100) as usize * 2;
+        value /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if value >= 10 {
+        let pair = value as usize * 2;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         at -= 1;
-        digits[at] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
+        digits[at] = b'0' + value as u8;
     }
     // SAFETY: ASCII digits are valid UTF-8.
     unsafe { out.as_mut_vec() }.extend_from_slice(&digits[at..]);
@@ -1698,7 +1713,35 @@ impl Sink {
             let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
             self.write_invocation(rt, &rec, scale);
             give_back(rec);
+            if self.pending.len() >= FLUSH_BYTES {
+                self.flush_pending(rt);
+            }
         }
+        self.flush_pending(rt);
+    }
+
+    /// Writes the records gathered since the last flush with one `write` call: one call per invocation made the
+    /// writer fall behind programs with tens of thousands of short invocations (a syscall costs more than
+    /// formatting a small tree).
+    fn flush_pending(&mut self, rt: &Runtime) {
+        if self.pending_records == 0 {
+            return;
+        }
+        let pending = mem::take(&mut self.pending);
+        let written_ok = match self.file(rt) {
+            Some(file) => file.write_all(pending.as_bytes()).is_ok(),
+            None => false,
+        };
+        self.pending = pending;
+        self.pending.clear();
+        if written_ok {
+            KEPT.fetch_add(self.pending_records, Relaxed);
+            TRUNCATED.fetch_add(self.pending_truncated, Relaxed);
+        } else {
+            DROPPED.fetch_add(self.pending_records, Relaxed);
+        }
+        self.pending_records = 0;
+        self.pending_truncated = 0;
     }
 
     /// Appends a `stats` line unless the last one says the same (a program that catches many panics would
@@ -1784,7 +1827,7 @@ impl Sink {
                 self.walk.push((child, depth + 1, end));
             }
         }
-        self.finish_record(rt, rec, root_start, root_end - root_start, written, filtered);
+        self.finish_record(rec, root_start, root_end - root_start, written, filtered);
     }
 
     /// Writes a folded invocation: one `a` line per call path, in preorder, children in order of first entry.
@@ -1866,40 +1909,29 @@ impl Sink {
             }
         }
         self.paths = paths;
-        self.finish_record(rt, rec, root_start, root_end - root_start, written, filtered);
+        self.finish_record(rec, root_start, root_end - root_start, written, filtered);
     }
 
     /// Wraps the node lines in `body` into an `inv` ... `end` record and writes it with one call.
-    fn finish_record(&mut self, rt: &Runtime, rec: &Recorder, start: u64, duration: u64, written: u64, filtered: u64) {
+    fn finish_record(&mut self, rec: &Recorder, start: u64, duration: u64, written: u64, filtered: u64) {
         let seq = self.seq;
         let kind = match rec.kind {
             OwnerKind::Thread => "thread",
             OwnerKind::Task => "task",
         };
-        self.text.clear();
         let _ = writeln!(
-            self.text,
+            self.pending,
             "inv {seq} {kind} {} {start} {duration} {written} {} {filtered} {}",
             rec.owner,
             rec.truncated,
             rec.name.as_deref().unwrap_or("")
         );
-        self.text.push_str(&self.body);
-        let _ = writeln!(self.text, "end {seq}");
-        let text = mem::take(&mut self.text);
-        let written_ok = match self.file(rt) {
-            Some(file) => file.write_all(text.as_bytes()).is_ok(),
-            None => false,
-        };
-        self.text = text;
-        if written_ok {
-            self.seq += 1;
-            KEPT.fetch_add(1, Relaxed);
-            if rec.truncated > 0 {
-                TRUNCATED.fetch_add(1, Relaxed);
-            }
-        } else {
-            DROPPED.fetch_add(1, Relaxed);
+        self.pending.push_str(&self.body);
+        let _ = writeln!(self.pending, "end {seq}");
+        self.seq += 1;
+        self.pending_records += 1;
+        if rec.truncated > 0 {
+            self.pending_truncated += 1;
         }
     }
 
@@ -1982,4 +2014,16 @@ pub fn flush() {
 /// directory current at the first root entry).
 pub fn trace_path() -> Option<PathBuf> {
     RUNTIME.get().map(|rt| rt.config.out.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn push_decimal_writes_every_width() {
+        for value in [0, 7, 9, 10, 42, 99, 100, 101, 999, 1000, 65_536, 1_234_567_890, u64::MAX] {
+            let mut out = String::from("x");
+            super::push_decimal(&mut out, value);
+            assert_eq!(out, format!("x{value}"));
+        }
+    }
 }
