@@ -55,7 +55,8 @@
 //! and counted, never waited for.
 //!
 //! # Durability
-//! Each tree is written with one `write` call and flushed as soon as its root returns. A chained panic hook writes
+//! Finished trees are written by the writer thread within about 20 ms of their root's return, many per `write`
+//! call. A chained panic hook writes
 //! the queued trees before the previous hook runs (so `panic = "abort"` keeps them), and an `atexit` handler writes
 //! them and a final `stats` line (so `std::process::exit` and returning from `main` keep them).
 //!
