@@ -105,6 +105,11 @@ pub struct PlanArgs {
     /// as they measure: the note after a run names them and gives a value.
     #[arg(long, value_name = "REGEX")]
     pub exclude: Option<String>,
+    /// Also leave out every function that earlier runs of this workspace found too fast to probe (the ones each
+    /// run's note names; they are remembered in `<target>/calltime/fast-functions.txt`, which may be edited or
+    /// deleted).
+    #[arg(long)]
+    pub exclude_fast: bool,
     /// Probe every function of the selected packages, reached from the roots or not (level 0 when not), trivial
     /// ones included, and list the static edges of all of them: for checking the static graph against a run
     /// (docs/graph-json.md).

@@ -128,7 +128,30 @@ impl Plan {
 
 /// Analyses the workspace and builds the plan: index, call graph, traversal, filter, indices.
 pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
-    crate::analysis::planner::make_plan(ws, args)
+    if !args.exclude_fast {
+        return crate::analysis::planner::make_plan(ws, args);
+    }
+    let file = crate::views::overhead::remembered_path(&ws.calltime_dir());
+    let fast = crate::views::overhead::remembered(&file);
+    let mut args = args.clone();
+    if fast.is_empty() {
+        crate::ui::warn(&format!(
+            "--exclude-fast: no earlier run of this workspace found functions too fast to probe ({} is empty or \
+             missing); probing as usual",
+            file.display()
+        ));
+    } else {
+        crate::ui::status(
+            "Excluding",
+            &format!("{} functions earlier runs found too fast to probe ({})", fast.len(), file.display()),
+        );
+        let fast_pattern = crate::views::overhead::exact_paths_regex(&fast);
+        args.exclude = Some(match &args.exclude {
+            Some(own) => format!("(?:{own})|{fast_pattern}"),
+            None => fast_pattern,
+        });
+    }
+    crate::analysis::planner::make_plan(ws, &args)
 }
 
 /// `cargo calltime graph`.

@@ -72,6 +72,10 @@ pub fn run_command(args: &RunArgs) -> Result<i32> {
     render(&trace, args, &calltime_dir)?;
     if let Some(note) = crate::views::overhead::exclude_note(&trace) {
         ui::note(&note);
+        let file = crate::views::overhead::remembered_path(&calltime_dir);
+        if let Err(e) = crate::views::overhead::remember(&file, &crate::views::overhead::fast_functions(&trace)) {
+            ui::warn(&format!("{e:#}"));
+        }
     }
     Ok(code)
 }

@@ -149,6 +149,7 @@ fn plan_with(dir: &Path, roots: &[&str], depth: u32, filter: Option<&str>, every
         depth,
         filter: filter.map(str::to_owned),
         exclude: None,
+        exclude_fast: false,
         all_functions: false,
         probe_trivial: everything,
     };

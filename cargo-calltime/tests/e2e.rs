@@ -322,3 +322,37 @@ fn folded_invocations_count_every_call_like_unfolded_ones() {
     assert_eq!(aggregate_dump(&folded), aggregate_dump(&exact));
     assert!(aggregate_dump(&exact).lines().count() > 10, "{}", aggregate_dump(&exact));
 }
+
+/// A function called 20,000 times at a few nanoseconds a call is named in the note after the run, with the
+/// `--exclude` value, remembered for `--exclude-fast`, and left out by it.
+#[test]
+fn fast_busy_functions_are_named_and_left_out_with_exclude_fast() {
+    let (_tmp, dir) = util::copy_test_crate("e2e-hot");
+    let out = util::run(util::calltime().args(["--root", "run", "--depth", "3"]).current_dir(&dir), true);
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains("note: 1 probed function ran 20,003 times at under 250ns a call on average: mix (20,003 calls"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("  --exclude '^(?:e2e_hot::mix)$'"), "{stderr}");
+    let remembered = std::fs::read_to_string(dir.join("target/calltime/fast-functions.txt")).unwrap();
+    assert_eq!(remembered.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>(), ["e2e_hot::mix"]);
+
+    // The suggested value and --exclude-fast give the same plan: `mix` without a probe, `slow` still probed.
+    for extra in [&["--exclude", "^(?:e2e_hot::mix)$"][..], &["--exclude-fast"][..]] {
+        let out = util::run(
+            util::calltime().args(["graph", "--root", "run", "--depth", "3"]).args(extra).current_dir(&dir),
+            true,
+        );
+        let plan = String::from_utf8_lossy(&out.stdout);
+        let line = |name: &str| plan.lines().find(|l| l.contains(name)).unwrap_or_default().to_owned();
+        assert!(line("e2e_hot::mix ").contains("skipped: excluded by --exclude"), "{extra:?}:\n{plan}");
+        assert!(line("e2e_hot::slow ").contains("probe #"), "{extra:?}:\n{plan}");
+    }
+    // Run with it: no note any more, the same output.
+    let again =
+        util::run(util::calltime().args(["--root", "run", "--depth", "3", "--exclude-fast"]).current_dir(&dir), true);
+    assert_eq!(again.stdout, out.stdout);
+    assert!(!stderr_of(&again).contains("note:"), "{}", stderr_of(&again));
+    assert!(stderr_of(&again).contains("Excluding 1 functions earlier runs found too fast"), "{}", stderr_of(&again));
+}

@@ -3,7 +3,8 @@
 //! that leaves them out of the next plan, instead of silently changing the plan between runs (which would make
 //! two runs' call counts incomparable).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 use crate::trace::{Node, Trace};
 use crate::units::format_ns;
@@ -69,19 +70,12 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
         .map(|f| format!("{} ({} calls, {})", f.display, thousands(f.calls), format_ns(f.mean_ns)))
         .collect();
     let more = if fast.len() > 5 { format!(" and {} more", fast.len() - 5) } else { String::new() };
-    // Two impls can share a path (`<T as AddAssign>::add_assign` for two right-hand types): one alternative each.
-    let mut alternatives: Vec<String> = Vec::new();
-    for f in &fast {
-        let escaped = regex::escape(&f.path);
-        if !alternatives.contains(&escaped) {
-            alternatives.push(escaped);
-        }
-    }
-    let pattern = format!("^(?:{})$", alternatives.join("|"));
+    let paths: Vec<String> = fast.iter().map(|f| f.path.clone()).collect();
+    let pattern = exact_paths_regex(&paths);
     Some(format!(
-        "{} probed function{} ran {} times at under {} a call on average: {}{more}. Their probes cost about as \
-         much as what they measure; to leave them out of the plan (their time then counts in their callers' self \
-         time), add:\n  --exclude {}",
+        "{} probed function{} ran {} times at under {} a call on average: {}{more}. Probes on such functions \
+         cost about as much as what they measure; to leave them out of the plan (their time then counts in their \
+         callers' self time), add `--exclude-fast` (every function runs of this workspace found too fast) or:\n  --exclude {}",
         fast.len(),
         if fast.len() == 1 { "" } else { "s" },
         thousands(calls),
@@ -89,6 +83,51 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
         shown.join(", "),
         shell_quote(&pattern)
     ))
+}
+
+/// A regex matching exactly these paths (once each: two impls can share a path, `<T as AddAssign>::add_assign`
+/// for two right-hand types).
+pub fn exact_paths_regex(paths: &[String]) -> String {
+    let mut alternatives: Vec<String> = Vec::new();
+    for path in paths {
+        let escaped = regex::escape(path);
+        if !alternatives.contains(&escaped) {
+            alternatives.push(escaped);
+        }
+    }
+    format!("^(?:{})$", alternatives.join("|"))
+}
+
+/// Where the functions found too fast are remembered for `--exclude-fast`.
+pub fn remembered_path(calltime_dir: &Path) -> PathBuf {
+    calltime_dir.join("fast-functions.txt")
+}
+
+/// The remembered paths (empty when the file is missing or unreadable; `#` lines are comments).
+pub fn remembered(file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_owned).collect()
+}
+
+/// Adds this run's fast functions to the remembered ones; returns how many were new.
+pub fn remember(file: &Path, fast: &[FastFunction]) -> anyhow::Result<usize> {
+    use anyhow::Context;
+    let mut all: BTreeSet<String> = remembered(file).into_iter().collect();
+    let before = all.len();
+    all.extend(fast.iter().map(|f| f.path.clone()));
+    if all.len() == before {
+        return Ok(0);
+    }
+    let mut text = String::from(
+        "# Functions cargo calltime found too fast to probe: called at least 10,000 times in a run at under 250 ns\n\
+         # a call. `cargo calltime --exclude-fast` leaves them out of the plan. One path per line; edit or delete.\n",
+    );
+    for path in &all {
+        text.push_str(path);
+        text.push('\n');
+    }
+    std::fs::write(file, text).with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(all.len() - before)
 }
 
 /// `1234567` as `1,234,567`.
@@ -172,5 +211,16 @@ mod tests {
         let pattern = r"^(?:<k::Cow<'a> as core::ops::Deref>::deref)$";
         assert!(note.ends_with(&format!("--exclude {}", shell_quote(pattern))), "{note}");
         assert!(regex::Regex::new(pattern).unwrap().is_match("<k::Cow<'a> as core::ops::Deref>::deref"));
+
+        // Remembered across runs, once each, comments kept out.
+        let dir = tempfile::tempdir().unwrap();
+        let file = remembered_path(dir.path());
+        assert!(remembered(&file).is_empty());
+        assert_eq!(remember(&file, &fast).unwrap(), 1);
+        assert_eq!(remember(&file, &fast).unwrap(), 0);
+        let other = FastFunction { path: "k::other".into(), ..fast[0].clone() };
+        assert_eq!(remember(&file, &[other]).unwrap(), 1);
+        assert_eq!(remembered(&file), ["<k::Cow<'a> as core::ops::Deref>::deref", "k::other"]);
+        assert!(std::fs::read_to_string(&file).unwrap().starts_with("# "));
     }
 }
