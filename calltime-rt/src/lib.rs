@@ -643,7 +643,7 @@ impl Recorder {
             None => self.truncated += 1,
         }
         let key = FOLD_KEY | depth as u32;
-        // SAFETY: depth < MAX_DEPTH, the length of all three.
+        // SAFETY: depth < MAX_DEPTH, the size of all three arrays (allocated once folded).
         unsafe {
             self.stack.set(depth, key);
             self.frame_path.set(depth, path);
@@ -714,7 +714,7 @@ impl Recorder {
             return self.pop(slot, now());
         }
         self.depth = depth - 1;
-        // SAFETY: frame_path and frame_start are MAX_DEPTH long once folded.
+        // SAFETY: frame depth - 1 (< MAX_DEPTH) was set when it was entered or by the fold.
         let (path, start) = unsafe { (self.frame_path.get(depth - 1), self.frame_start.get(depth - 1)) };
         if start != UNTIMED {
             let end = now();
