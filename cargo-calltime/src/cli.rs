@@ -357,7 +357,34 @@ pub fn parse_from_env() -> Cli {
     if args.get(1).is_some_and(|a| a == "calltime") {
         args.remove(1);
     }
-    Cli::parse_from(args)
+    Cli::parse_from(hoist_global_flags(args))
+}
+
+/// Cargo takes its global flags before a subcommand too (`cargo -q build`), and so does `cargo calltime -q report`:
+/// the flags cargo treats as global, given before a subcommand's name, are moved after it (where clap expects them).
+/// Anything else before the name (a run flag such as `--root`) stops the search: that is the default command.
+fn hoist_global_flags(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const SUBCOMMANDS: [&str; 4] = ["graph", "build", "report", "diff"];
+    const FLAGS: [&str; 7] = ["-q", "--quiet", "--verbose", "--offline", "--locked", "--frozen", "--color"];
+    const WITH_VALUE: [&str; 2] = ["--color", "--manifest-path"];
+    let mut at = 1;
+    while let Some(arg) = args.get(at).and_then(|a| a.to_str()) {
+        if SUBCOMMANDS.contains(&arg) {
+            if at > 1 {
+                let name = args.remove(at);
+                args.insert(1, name);
+            }
+            break;
+        }
+        let flag = arg.split('=').next().unwrap_or(arg);
+        let verbose =
+            arg.len() > 1 && arg.starts_with('-') && !arg.starts_with("--") && arg[1..].chars().all(|c| c == 'v');
+        if !(FLAGS.contains(&flag) || flag == "--manifest-path" || verbose) {
+            break;
+        }
+        at += if WITH_VALUE.contains(&arg) { 2 } else { 1 };
+    }
+    args
 }
 
 #[cfg(test)]
@@ -365,6 +392,25 @@ mod tests {
     use clap::CommandFactory;
 
     use super::*;
+
+    #[test]
+    fn global_flags_before_a_subcommand_move_after_it() {
+        let hoist = |args: &[&str]| -> Vec<String> {
+            let args = args.iter().map(std::ffi::OsString::from).collect();
+            hoist_global_flags(args).into_iter().map(|a| a.into_string().unwrap()).collect()
+        };
+        assert_eq!(hoist(&["c", "-q", "report"]), ["c", "report", "-q"]);
+        assert_eq!(
+            hoist(&["c", "--color", "never", "-vv", "--manifest-path=x/Cargo.toml", "graph", "--root", "f"]),
+            ["c", "graph", "--color", "never", "-vv", "--manifest-path=x/Cargo.toml", "--root", "f"]
+        );
+        // A run flag first: the default command, nothing moves (even a program argument named like a subcommand).
+        assert_eq!(hoist(&["c", "--root", "f", "--", "report"]), ["c", "--root", "f", "--", "report"]);
+        assert_eq!(hoist(&["c", "-q", "--root", "f"]), ["c", "-q", "--root", "f"]);
+        assert!(
+            matches!(Cli::parse_from(hoist(&["c", "-q", "report"])).command, Some(Command::Report(ref r)) if r.cargo.quiet)
+        );
+    }
 
     #[test]
     fn cli_is_consistent() {
