@@ -55,9 +55,14 @@ fn two_clock_reads() -> (u64, u64) {
 fn recording_probe_pair(bencher: Bencher) {
     // Steady state: every buffer the runtime may allocate exists and has been written once (first-touch page
     // faults are a start-up cost), and the thread's buffer is reused for each invocation.
-    for _ in 0..200 {
+    probed_calls_in_invocations(bencher, PROBES_PER_INVOCATION, 200);
+}
+
+/// Benchmarks `probed_fn` inside root invocations of `per_invocation` calls each, after `warm_up` such invocations.
+fn probed_calls_in_invocations(bencher: Bencher, per_invocation: u32, warm_up: u32) {
+    for _ in 0..warm_up {
         let _root = enter_root(0, &PLAN);
-        for _ in 0..PROBES_PER_INVOCATION {
+        for _ in 0..per_invocation {
             probed_fn();
         }
     }
@@ -66,7 +71,7 @@ fn recording_probe_pair(bencher: Bencher) {
     bencher.bench_local(|| {
         probed_fn();
         probes += 1;
-        if probes == PROBES_PER_INVOCATION {
+        if probes == per_invocation {
             probes = 0;
             root = None;
             root = Some(enter_root(0, &PLAN));
@@ -80,24 +85,7 @@ fn recording_probe_pair(bencher: Bencher) {
 /// the few iterations divan otherwise picks for it, a sample's timer reads outweigh the calls.
 #[divan::bench(sample_size = 4096)]
 fn folded_probe_pair(bencher: Bencher) {
-    for _ in 0..3 {
-        let _root = enter_root(0, &PLAN);
-        for _ in 0..FOLDED_PROBES_PER_INVOCATION {
-            probed_fn();
-        }
-    }
-    let mut root = Some(enter_root(0, &PLAN));
-    let mut probes = 0;
-    bencher.bench_local(|| {
-        probed_fn();
-        probes += 1;
-        if probes == FOLDED_PROBES_PER_INVOCATION {
-            probes = 0;
-            root = None;
-            root = Some(enter_root(0, &PLAN));
-        }
-    });
-    drop(root);
+    probed_calls_in_invocations(bencher, FOLDED_PROBES_PER_INVOCATION, 3);
 }
 
 /// A probed call with no invocation in progress: a thread-local load and a branch (subtract `bare_call`).

@@ -427,7 +427,18 @@ impl Recorder {
             self.truncated += 1;
             return NO_SLOT;
         }
-        // SAFETY: depth < MAX_DEPTH, the depth arrays' size; frame depth - 1 was set on entry; slot < limit <= nodes.capacity().
+        // SAFETY: checked just above.
+        unsafe { self.push_node(slot, depth, index, start) };
+        slot as u32
+    }
+
+    /// Stores node `slot` and enters its frame at `depth`.
+    ///
+    /// # Safety
+    /// `slot == nodes.len() < limit <= nodes.capacity()` and `depth == self.depth < MAX_DEPTH`.
+    #[inline(always)]
+    unsafe fn push_node(&mut self, slot: usize, depth: usize, index: u32, start: u64) {
+        // SAFETY: the caller's contract; frame depth - 1 was set when it was entered.
         unsafe {
             let parent = if depth == 0 { NO_PARENT } else { self.stack.get(depth - 1) };
             self.nodes.as_mut_ptr().add(slot).write(Node { start, end: OPEN, index, link: parent });
@@ -435,7 +446,6 @@ impl Recorder {
             self.stack.set(depth, slot as u32);
         }
         self.depth = depth + 1;
-        slot as u32
     }
 
     /// Doubles the node buffer, up to the cap; false at the cap. Cold: it runs a few times per recorder, ever.
@@ -643,14 +653,24 @@ impl Recorder {
             None => self.truncated += 1,
         }
         let key = FOLD_KEY | depth as u32;
-        // SAFETY: depth < MAX_DEPTH, the size of all three arrays (allocated once folded).
+        // SAFETY: depth < MAX_DEPTH, checked above.
+        unsafe { self.push_frame_at(depth, key, path, start) };
+        Some(key)
+    }
+
+    /// Enters the frame at `depth` (== `self.depth`) of a folded invocation.
+    ///
+    /// # Safety
+    /// `depth < MAX_DEPTH` and the invocation has folded (the arrays are allocated).
+    #[inline(always)]
+    unsafe fn push_frame_at(&mut self, depth: usize, key: u32, path: u32, start: u64) {
+        // SAFETY: the caller's contract.
         unsafe {
             self.stack.set(depth, key);
             self.frame_path.set(depth, path);
             self.frame_start.set(depth, start);
         }
         self.depth = depth + 1;
-        Some(key)
     }
 
     /// Starts a timed call of `path`: sets its next countdown and reads the clock.
@@ -679,14 +699,8 @@ impl Recorder {
 
     /// Enters an untimed frame of a folded invocation; the caller checked the depth.
     fn push_keyed_frame(&mut self, key: u32, path: u32) {
-        let depth = self.depth;
-        // SAFETY: the caller checked depth < MAX_DEPTH; the arrays are allocated once folded.
-        unsafe {
-            self.stack.set(depth, key);
-            self.frame_path.set(depth, path);
-            self.frame_start.set(depth, UNTIMED);
-        }
-        self.depth = depth + 1;
+        // SAFETY: the caller checked depth < MAX_DEPTH; only folded invocations get here.
+        unsafe { self.push_frame_at(self.depth, key, path, UNTIMED) };
     }
 
     /// The gap to the next timed call of a path that has had `calls` calls: 1 while it is young, then uniform in
@@ -928,14 +942,8 @@ unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
         };
     }
     let start = now();
-    // SAFETY: depth < MAX_DEPTH, the depth arrays' size; frame depth - 1 was set on entry; slot < limit <= nodes.capacity().
-    unsafe {
-        let parent = if depth == 0 { NO_PARENT } else { r.stack.get(depth - 1) };
-        r.nodes.as_mut_ptr().add(slot).write(Node { start, end: OPEN, index, link: parent });
-        r.nodes.set_len(slot + 1);
-        r.stack.set(depth, slot as u32);
-    }
-    r.depth = depth + 1;
+    // SAFETY: slot == nodes.len() < limit and depth < MAX_DEPTH, checked above.
+    unsafe { r.push_node(slot, depth, index, start) };
     Guard { rec, slot: slot as u32 }
 }
 
@@ -997,10 +1005,7 @@ unsafe fn enter_folded(rec: *mut Recorder, index: u32) -> Guard {
                         p.calls += 1;
                         p.countdown -= 1;
                         let key = FOLD_KEY | depth as u32;
-                        r.stack.set(depth, key);
-                        r.frame_path.set(depth, hot);
-                        r.frame_start.set(depth, UNTIMED);
-                        r.depth = depth + 1;
+                        r.push_frame_at(depth, key, hot, UNTIMED);
                         return Guard { rec, slot: key };
                     }
                 }
@@ -1771,17 +1776,7 @@ impl Sink {
             self.write_folded(rt, rec, scale);
             return;
         }
-        self.first_child.clear();
-        self.first_child.resize(count, NO_SLOT);
-        self.next_sibling.clear();
-        self.next_sibling.resize(count, NO_SLOT);
-        for slot in (1..count).rev() {
-            let parent = nodes[slot].link & PARENT_MASK;
-            // Anything without a valid earlier parent hangs under the root.
-            let parent = if (parent as usize) < slot { parent as usize } else { 0 };
-            self.next_sibling[slot] = self.first_child[parent];
-            self.first_child[parent] = slot as u32;
-        }
+        self.link_children(count, |slot| (nodes[slot].link & PARENT_MASK) as usize);
         let root = nodes[0];
         let root_start = scale.ns(root.start);
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
@@ -1806,27 +1801,8 @@ impl Sink {
                 continue;
             }
             written += 1;
-            // By hand: `writeln!` through core::fmt took about half of the writer's time on large trees.
-            self.body.push_str("n ");
-            push_decimal(&mut self.body, u64::from(depth));
-            self.body.push(' ');
-            push_decimal(&mut self.body, u64::from(node.index));
-            self.body.push(' ');
-            push_decimal(&mut self.body, start);
-            self.body.push(' ');
-            push_decimal(&mut self.body, duration);
-            self.body.push(' ');
-            push_decimal(&mut self.body, u64::from(flags));
-            self.body.push('\n');
-            self.children.clear();
-            let mut child = self.first_child[slot as usize];
-            while child != NO_SLOT {
-                self.children.push(child);
-                child = self.next_sibling[child as usize];
-            }
-            for &child in self.children.iter().rev() {
-                self.walk.push((child, depth + 1, end));
-            }
+            self.push_line("n", &[u64::from(depth), u64::from(node.index), start, duration, u64::from(flags)]);
+            self.walk_children(slot, depth, end);
         }
         self.finish_record(rec, root_start, root_end - root_start, written, filtered);
     }
@@ -1853,16 +1829,7 @@ impl Sink {
                 p.flags |= node.link >> PARENT_BITS;
             }
         }
-        self.first_child.clear();
-        self.first_child.resize(count, NO_SLOT);
-        self.next_sibling.clear();
-        self.next_sibling.resize(count, NO_SLOT);
-        for id in (1..count).rev() {
-            let parent = paths[id].parent as usize;
-            let parent = if parent < id { parent } else { 0 };
-            self.next_sibling[id] = self.first_child[parent];
-            self.first_child[parent] = id as u32;
-        }
+        self.link_children(count, |id| paths[id].parent as usize);
         let root = rec.nodes[0];
         let root_start = scale.ns(root.start);
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
@@ -1885,32 +1852,54 @@ impl Sink {
             written += 1;
             let (min, max) = if p.timed == 0 { (0, 0) } else { (scale.span(p.min), scale.span(p.max)) };
             let first_start = if p.first_start == UNTIMED { root_start } else { scale.ns(p.first_start) };
-            let flags = p.flags;
-            self.body.push_str("a ");
-            for (i, value) in [u64::from(depth), u64::from(p.index), p.calls, p.timed, first_start, timed_ns, min, max]
-                .into_iter()
-                .enumerate()
-            {
-                if i > 0 {
-                    self.body.push(' ');
-                }
-                push_decimal(&mut self.body, value);
-            }
-            self.body.push(' ');
-            push_decimal(&mut self.body, u64::from(flags));
-            self.body.push('\n');
-            self.children.clear();
-            let mut child = self.first_child[id as usize];
-            while child != NO_SLOT {
-                self.children.push(child);
-                child = self.next_sibling[child as usize];
-            }
-            for &child in self.children.iter().rev() {
-                self.walk.push((child, depth + 1, 0));
-            }
+            let flags = u64::from(p.flags);
+            self.push_line(
+                "a",
+                &[u64::from(depth), u64::from(p.index), p.calls, p.timed, first_start, timed_ns, min, max, flags],
+            );
+            self.walk_children(id, depth, 0);
         }
         self.paths = paths;
         self.finish_record(rec, root_start, root_end - root_start, written, filtered);
+    }
+
+    /// Builds `first_child`/`next_sibling` for `count` nodes from each one's parent (children in index order);
+    /// anything without a valid earlier parent hangs under the root.
+    fn link_children(&mut self, count: usize, parent_of: impl Fn(usize) -> usize) {
+        self.first_child.clear();
+        self.first_child.resize(count, NO_SLOT);
+        self.next_sibling.clear();
+        self.next_sibling.resize(count, NO_SLOT);
+        for id in (1..count).rev() {
+            let parent = parent_of(id);
+            let parent = if parent < id { parent } else { 0 };
+            self.next_sibling[id] = self.first_child[parent];
+            self.first_child[parent] = id as u32;
+        }
+    }
+
+    /// Queues the children of `id` for the preorder walk, first child on top.
+    fn walk_children(&mut self, id: u32, depth: u32, end: u64) {
+        self.children.clear();
+        let mut child = self.first_child[id as usize];
+        while child != NO_SLOT {
+            self.children.push(child);
+            child = self.next_sibling[child as usize];
+        }
+        for &child in self.children.iter().rev() {
+            self.walk.push((child, depth + 1, end));
+        }
+    }
+
+    /// Appends a node line: its kind, then the fields. By hand: `writeln!` through core::fmt took about half of the
+    /// writer's time on large trees.
+    fn push_line(&mut self, kind: &str, fields: &[u64]) {
+        self.body.push_str(kind);
+        for &value in fields {
+            self.body.push(' ');
+            push_decimal(&mut self.body, value);
+        }
+        self.body.push('\n');
     }
 
     /// Wraps the node lines in `body` into an `inv` ... `end` record and writes it with one call.

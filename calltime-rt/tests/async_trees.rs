@@ -147,17 +147,22 @@ fn tasks_inside_a_sync_root_are_its_children() {
     trace.invocations[0].check_nesting();
 }
 
+/// A task dropped after its first poll, then one whose child panics in its second poll.
+fn drop_one_task_and_fail_another() {
+    let mut task: Task = Box::pin(task_root());
+    assert!(!poll_once(&mut task));
+    drop(task);
+    let mut task: Task = Box::pin(failing_root());
+    assert!(!poll_once(&mut task));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll_once(&mut task)));
+    assert!(caught.is_err());
+    drop(task);
+}
+
 #[test]
 fn dropped_task_is_cancelled_and_panicking_task_is_marked() {
     if is_child("dropped_task_is_cancelled_and_panicking_task_is_marked") {
-        let mut task: Task = Box::pin(task_root());
-        assert!(!poll_once(&mut task));
-        drop(task);
-        let mut task: Task = Box::pin(failing_root());
-        assert!(!poll_once(&mut task));
-        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll_once(&mut task)));
-        assert!(caught.is_err());
-        drop(task);
+        drop_one_task_and_fail_another();
         return;
     }
     let trace = run_ok("dropped_task_is_cancelled_and_panicking_task_is_marked", &[]);
@@ -193,14 +198,7 @@ fn tasks_fold_across_polls() {
     if is_child("tasks_fold_across_polls") {
         // Folding after 2 calls: each task folds inside its first poll, before `child` is first polled.
         run_interleaved(vec![Box::pin(task_root()), Box::pin(task_root())]);
-        let mut task: Task = Box::pin(task_root());
-        assert!(!poll_once(&mut task));
-        drop(task);
-        let mut task: Task = Box::pin(failing_root());
-        assert!(!poll_once(&mut task));
-        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll_once(&mut task)));
-        assert!(caught.is_err());
-        drop(task);
+        drop_one_task_and_fail_another();
         return;
     }
     let trace = run_ok("tasks_fold_across_polls", &[("CALLTIME_FOLD_AFTER", "2")]);

@@ -26,26 +26,8 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
     if args.depth == 0 {
         bail!("--depth must be at least 1 (the root is level 1)\n  hint: use --depth 1 to time only the root");
     }
-    let filter = match &args.filter {
-        Some(re) => match regex::Regex::new(re) {
-            Ok(r) => Some(r),
-            Err(e) => bail!(
-                "invalid --filter regex `{re}`: {}\n  hint: the filter is a Rust regex on paths like `krate::module::Type::method`, e.g. '^myapp::'",
-                regex_error_text(&e)
-            ),
-        },
-        None => None,
-    };
-    let exclude = match &args.exclude {
-        Some(re) => match regex::Regex::new(re) {
-            Ok(r) => Some(r),
-            Err(e) => bail!(
-                "invalid --exclude regex `{re}`: {}\n  hint: the exclusion is a Rust regex on paths like `krate::module::Type::method`, e.g. '^myapp::strings::'",
-                regex_error_text(&e)
-            ),
-        },
-        None => None,
-    };
+    let filter = path_regex(&args.filter, "--filter", "the filter", "'^myapp::'")?;
+    let exclude = path_regex(&args.exclude, "--exclude", "the exclusion", "'^myapp::strings::'")?;
     if args.root.is_empty() {
         bail!("no --root given\n  hint: name the function to time, e.g. --root myapp::server::handle");
     }
@@ -237,6 +219,17 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
         edges,
         unresolved,
         warnings,
+    })
+}
+
+/// Compiles a `--filter`/`--exclude` value, or says what is wrong with it.
+fn path_regex(re: &Option<String>, flag: &str, what: &str, example: &str) -> Result<Option<regex::Regex>> {
+    let Some(re) = re else { return Ok(None) };
+    regex::Regex::new(re).map(Some).map_err(|e| {
+        anyhow::anyhow!(
+            "invalid {flag} regex `{re}`: {}\n  hint: {what} is a Rust regex on paths like `krate::module::Type::method`, e.g. {example}",
+            regex_error_text(&e)
+        )
     })
 }
 

@@ -118,9 +118,11 @@ pub fn remember(file: &Path, fast: &[FastFunction]) -> anyhow::Result<usize> {
     if all.len() == before {
         return Ok(0);
     }
-    let mut text = String::from(
-        "# Functions cargo calltime found too fast to probe: called at least 10,000 times in a run at under 250 ns\n\
+    let mut text = format!(
+        "# Functions cargo calltime found too fast to probe: called at least {} times in a run at under {}\n\
          # a call. `cargo calltime --exclude-fast` leaves them out of the plan. One path per line; edit or delete.\n",
+        thousands(BUSY_CALLS),
+        format_ns(FAST_NS)
     );
     for path in &all {
         text.push_str(path);
