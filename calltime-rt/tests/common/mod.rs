@@ -141,7 +141,7 @@ fn flatten(inv: &reader::Invocation) -> Inv {
             index: node.func,
             start: node.start_ns,
             duration: node.timed_ns,
-            flags: u32::from(node.panicked) | u32::from(node.cancelled) << 1,
+            flags: u32::from(node.panicked) | (u32::from(node.cancelled) << 1),
             folded: path,
         });
         for child in &node.children {

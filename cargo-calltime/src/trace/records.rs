@@ -200,7 +200,7 @@ fn set_flags(node: &mut Node, flags: u64) {
 }
 
 fn flags(node: &Node) -> u64 {
-    u64::from(node.panicked) * PANICKED | u64::from(node.cancelled) * CANCELLED
+    (if node.panicked { PANICKED } else { 0 }) | (if node.cancelled { CANCELLED } else { 0 })
 }
 
 /// `end <seq>`
