@@ -90,22 +90,6 @@ fn preorder(node: &Node, depth: u32, visit: &mut impl FnMut(u32, &Node)) {
     }
 }
 
-impl Invocation {
-    /// An invocation of `root` on `thread`: its span is the root's, nothing truncated or filtered, not folded.
-    pub fn new(seq: u64, thread: super::ThreadRef, root: Node) -> Invocation {
-        Invocation {
-            seq,
-            thread,
-            start_ns: root.start_ns,
-            duration_ns: root.duration_ns,
-            truncated_calls: 0,
-            filtered_nodes: 0,
-            folded: false,
-            root,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::parse;

@@ -216,6 +216,22 @@ pub struct PathStat {
 }
 
 impl Invocation {
+    /// An invocation of `root` on `thread`: its span is the root's, nothing truncated or filtered, not folded.
+    pub fn new(seq: u64, thread: ThreadRef, root: Node) -> Invocation {
+        Invocation {
+            seq,
+            thread,
+            start_ns: root.start_ns,
+            duration_ns: root.duration_ns,
+            truncated_calls: 0,
+            filtered_nodes: 0,
+            folded: false,
+            root,
+        }
+    }
+}
+
+impl Invocation {
     /// Every call path in the tree (as function indices from the root) with its calls, total and self time.
     pub fn path_stats(&self) -> BTreeMap<Vec<u32>, PathStat> {
         fn walk(node: &Node, path: &mut Vec<u32>, out: &mut BTreeMap<Vec<u32>, PathStat>) {
