@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::modules::{CrateSpec, DepTarget, SourceSet};
+use crate::plan::SkipReason;
 use super::syntax::{FnItem, ModItems, ModKind, PathRef, TyRef, UseItem, UseKind};
 
 pub type ModId = usize;
@@ -145,7 +146,6 @@ pub struct Index {
     pub lines: usize,
 }
 
-const TEST_ONLY_REASON: &str = "compiled only for tests (#[cfg(test)])";
 
 impl Index {
     pub fn build(specs: Vec<CrateSpec>, sources: &SourceSet) -> Index {
@@ -370,7 +370,7 @@ impl Index {
             value_params: f.value_params.clone(),
         };
         if test_only && item.skip.is_none() {
-            item.skip = Some(TEST_ONLY_REASON.to_owned());
+            item.skip = Some(SkipReason::TestOnly);
         }
         let krate = self.modules[m].krate;
         self.fns.push(FnDef {
