@@ -167,6 +167,7 @@ fn probe_offsets_point_into_the_files_on_disk() {
         let text = std::fs::read_to_string(&f.file).unwrap();
         let bytes = text.as_bytes();
         kinds_seen.push(probe.kind);
+        assert_eq!(probe.line, cargo_calltime::rewrite::line_of(&text, probe.open), "{}: line of the probe", f.path);
         match probe.kind {
             ProbeKind::Sync => {
                 assert_eq!(probe.open, probe.close, "{}", f.path);
@@ -268,4 +269,27 @@ fn everything_reachable_gets_a_probe_with_filter_dot() {
             assert!(has_parent, "{krate}: {} at level {} has no caller a level above", f.path, f.level);
         }
     }
+}
+
+/// `--exclude-fast` leaves out the functions earlier runs remembered and says so by its own name, next to
+/// `--exclude`'s (issue 12, item 13a: it used to say "excluded by --exclude").
+#[test]
+fn exclude_fast_names_itself_apart_from_exclude() {
+    let (_tmp, dir) = copy_test_crate("analysis-calls");
+    let remembered = dir.join("target/calltime/fast-functions.txt");
+    std::fs::create_dir_all(remembered.parent().unwrap()).unwrap();
+    std::fs::write(&remembered, "# remembered\nanalysis_calls::Counter::check\n").unwrap();
+    let args = ["--root", "Engine::total", "--depth", "3", "--exclude", "::bump$", "--exclude-fast"];
+    let (text, stderr) = graph(&dir, &args, "text", true);
+    check(&data("analysis/calls-exclude-fast.txt"), &text);
+    assert!(stderr.contains("Excluding 1 functions earlier runs found too fast to probe"), "{stderr}");
+    let (json, _) = graph(&dir, &args, "json", true);
+    let value: serde_json::Value = serde_json::from_str(&json).expect("graph JSON parses");
+    let code = |path: &str| {
+        let functions = value["functions"].as_array().expect("functions");
+        let f = functions.iter().find(|f| f["path"] == path).unwrap_or_else(|| panic!("{path} listed"));
+        f["skip_code"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(code("analysis_calls::Counter::check"), "excluded_fast");
+    assert_eq!(code("analysis_calls::Counter::bump"), "excluded");
 }
