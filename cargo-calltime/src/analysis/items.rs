@@ -194,120 +194,25 @@ impl Extractor {
                 out.fns.push(item);
             }
             Item::Impl(imp) => {
-                let test_only = scope.test_only || is_cfg_test(&imp.attrs);
-                let impl_generics = [scope.generics.clone(), generics_of(&imp.generics)].concat();
-                let mut info = ImplItemInfo {
-                    self_ty: ty_ref(&imp.self_ty, &impl_generics),
-                    self_ty_text: type_text(&imp.self_ty),
-                    trait_path: imp.trait_.as_ref().map(|(_, p, _)| PathRef::from_syn(p)),
-                    fns: Vec::new(),
-                };
-                for ii in &imp.items {
-                    match ii {
-                        ImplItem::Fn(m) => {
-                            let test_only = test_only || is_cfg_test(&m.attrs) || m.attrs.iter().any(is_test_attr);
-                            let generics = [impl_generics.clone(), generics_of(&m.sig.generics)].concat();
-                            let fn_scope = Scope { test_only, generics };
-                            info.fns.push(self.function(&m.attrs, &m.sig, Some(&m.block), &fn_scope));
-                        }
-                        ImplItem::Macro(m) => {
-                            if let Ok(items) = m.mac.parse_body_with(parse_impl_items) {
-                                let name = macro_name(&m.mac);
-                                let saved = self.in_macro.replace(name);
-                                for ii in &items {
-                                    if let ImplItem::Fn(f) = ii {
-                                        let fn_scope = Scope { test_only, generics: impl_generics.clone() };
-                                        info.fns.push(self.function(&f.attrs, &f.sig, Some(&f.block), &fn_scope));
-                                    }
-                                }
-                                self.in_macro = saved;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
+                let info = self.impl_item(imp, scope);
                 out.impls.push(info);
             }
             Item::Trait(t) => {
-                let test_only = scope.test_only || is_cfg_test(&t.attrs);
-                let trait_generics = [scope.generics.clone(), generics_of(&t.generics)].concat();
-                let mut info = TraitItemInfo {
-                    name: t.ident.to_string(),
-                    method_names: Vec::new(),
-                    defaults: Vec::new(),
-                    supertraits: bounds_of(t.supertraits.iter()),
-                    test_only,
-                };
-                for ti in &t.items {
-                    if let TraitItem::Fn(m) = ti {
-                        info.method_names.push(m.sig.ident.to_string());
-                        if let Some(block) = &m.default {
-                            let generics = [trait_generics.clone(), generics_of(&m.sig.generics)].concat();
-                            let fn_scope = Scope { test_only, generics };
-                            info.defaults.push(self.function(&m.attrs, &m.sig, Some(block), &fn_scope));
-                        }
-                    }
-                }
+                let info = self.trait_item(t, scope);
                 out.traits.push(info);
             }
             Item::Mod(m) => {
-                let test_only = scope.test_only || is_cfg_test(&m.attrs);
-                let kind = match &m.content {
-                    Some((_, items)) => {
-                        let mut inner = ModItems::default();
-                        let mod_scope = Scope { test_only, generics: Vec::new() };
-                        self.items(items, &mut inner, &mod_scope);
-                        ModKind::Inline(Box::new(inner))
-                    }
-                    None => {
-                        self.next_decl += 1;
-                        ModKind::External { decl: self.next_decl - 1 }
-                    }
-                };
-                out.mods.push(ModItem {
-                    name: m.ident.to_string(),
-                    line: line_of(m.ident.span()),
-                    path_attr: path_attr(&m.attrs),
-                    test_only,
-                    kind,
-                });
+                let info = self.mod_item(m, scope);
+                out.mods.push(info);
             }
             Item::Use(u) => {
                 let mut prefix = PathRef { segs: Vec::new(), leading_colon: u.leading_colon.is_some() };
                 flatten_use(&u.tree, &mut prefix, &mut out.uses);
             }
-            Item::ExternCrate(e) => {
-                let name = e.ident.to_string();
-                let alias = e.rename.as_ref().map(|(_, i)| i.to_string()).unwrap_or_else(|| name.clone());
-                if name == "self" {
-                    out.uses.push(UseItem {
-                        path: PathRef { segs: vec!["crate".into()], leading_colon: false },
-                        kind: UseKind::Name(alias),
-                    });
-                } else {
-                    out.uses.push(UseItem {
-                        path: PathRef { segs: vec![name], leading_colon: true },
-                        kind: UseKind::Name(alias),
-                    });
-                }
-            }
+            Item::ExternCrate(e) => out.uses.push(extern_crate_use(e)),
             Item::Struct(s) => {
                 let generics = generics_of(&s.generics);
-                let fields = s
-                    .fields
-                    .iter()
-                    .enumerate()
-                    .map(|(i, f)| {
-                        let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_else(|| i.to_string());
-                        (name, ty_ref(&f.ty, &generics))
-                    })
-                    .collect();
-                out.types.push(TypeItem {
-                    name: s.ident.to_string(),
-                    fields,
-                    alias: None,
-                    is_copy: derives_copy(&s.attrs),
-                });
+                out.types.push(data_type(&s.ident, &s.attrs, numbered_fields(&s.fields, "", &generics)));
             }
             Item::Union(u) => {
                 let generics = generics_of(&u.generics);
@@ -317,34 +222,18 @@ impl Extractor {
                     .iter()
                     .filter_map(|f| f.ident.as_ref().map(|i| (i.to_string(), ty_ref(&f.ty, &generics))))
                     .collect();
-                out.types.push(TypeItem {
-                    name: u.ident.to_string(),
-                    fields,
-                    alias: None,
-                    is_copy: derives_copy(&u.attrs),
-                });
+                out.types.push(data_type(&u.ident, &u.attrs, fields));
             }
-            Item::Enum(e) => out.types.push(TypeItem {
-                name: e.ident.to_string(),
+            Item::Enum(e) => {
+                let generics = generics_of(&e.generics);
                 // Variant fields as `Variant::field` (`Variant::0`), for the bindings of patterns.
-                fields: e
+                let fields = e
                     .variants
                     .iter()
-                    .flat_map(|v| {
-                        let generics = generics_of(&e.generics);
-                        v.fields
-                            .iter()
-                            .enumerate()
-                            .map(|(i, f)| {
-                                let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_else(|| i.to_string());
-                                (format!("{}::{name}", v.ident), ty_ref(&f.ty, &generics))
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                    .collect(),
-                alias: None,
-                is_copy: derives_copy(&e.attrs),
-            }),
+                    .flat_map(|v| numbered_fields(&v.fields, &format!("{}::", v.ident), &generics))
+                    .collect();
+                out.types.push(data_type(&e.ident, &e.attrs, fields));
+            }
             Item::Type(t) => {
                 let generics = generics_of(&t.generics);
                 out.types.push(TypeItem {
@@ -354,40 +243,7 @@ impl Extractor {
                     is_copy: false,
                 });
             }
-            Item::ForeignMod(fm) => {
-                for fi in &fm.items {
-                    match fi {
-                        syn::ForeignItem::Fn(f) => {
-                            let mut item = self.function(&f.attrs, &f.sig, None, scope);
-                            item.skip = Some(SkipReason::ExternBlock);
-                            out.fns.push(item);
-                        }
-                        // syn keeps edition 2024's `safe fn` items as raw tokens: `... fn name (...) ...;`
-                        syn::ForeignItem::Verbatim(tokens) => {
-                            let tts: Vec<TokenTree> = tokens.clone().into_iter().collect();
-                            let found = tts.windows(3).find_map(|w| match w {
-                                [TokenTree::Ident(kw), TokenTree::Ident(name), TokenTree::Group(g)]
-                                    if kw == "fn" && g.delimiter() == Delimiter::Parenthesis =>
-                                {
-                                    Some((name.clone(), count_args(&g.stream())))
-                                }
-                                _ => None,
-                            });
-                            if let Some((name, arity)) = found {
-                                out.fns.push(FnItem {
-                                    name: name.to_string(),
-                                    line: line_of(name.span()),
-                                    skip: Some(SkipReason::ExternBlock),
-                                    test_only: scope.test_only,
-                                    arity,
-                                    ..FnItem::default()
-                                });
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
+            Item::ForeignMod(fm) => self.foreign_items(fm, out, scope),
             Item::Macro(m) => {
                 // `macro_rules!` bodies are templates, not code; other item macros often wrap plain items.
                 if m.ident.is_some() || m.mac.path.is_ident("macro_rules") {
@@ -400,6 +256,118 @@ impl Extractor {
                 }
             }
             _ => {}
+        }
+    }
+
+    fn impl_item(&mut self, imp: &syn::ItemImpl, scope: &Scope) -> ImplItemInfo {
+        let test_only = scope.test_only || is_cfg_test(&imp.attrs);
+        let impl_generics = [scope.generics.clone(), generics_of(&imp.generics)].concat();
+        let mut info = ImplItemInfo {
+            self_ty: ty_ref(&imp.self_ty, &impl_generics),
+            self_ty_text: type_text(&imp.self_ty),
+            trait_path: imp.trait_.as_ref().map(|(_, p, _)| PathRef::from_syn(p)),
+            fns: Vec::new(),
+        };
+        for ii in &imp.items {
+            match ii {
+                ImplItem::Fn(m) => {
+                    let test_only = test_only || is_cfg_test(&m.attrs) || m.attrs.iter().any(is_test_attr);
+                    let generics = [impl_generics.clone(), generics_of(&m.sig.generics)].concat();
+                    let fn_scope = Scope { test_only, generics };
+                    info.fns.push(self.function(&m.attrs, &m.sig, Some(&m.block), &fn_scope));
+                }
+                ImplItem::Macro(m) => {
+                    if let Ok(items) = m.mac.parse_body_with(parse_impl_items) {
+                        let name = macro_name(&m.mac);
+                        let saved = self.in_macro.replace(name);
+                        for ii in &items {
+                            if let ImplItem::Fn(f) = ii {
+                                let fn_scope = Scope { test_only, generics: impl_generics.clone() };
+                                info.fns.push(self.function(&f.attrs, &f.sig, Some(&f.block), &fn_scope));
+                            }
+                        }
+                        self.in_macro = saved;
+                    }
+                }
+                _ => {}
+            }
+        }
+        info
+    }
+
+    fn trait_item(&mut self, t: &syn::ItemTrait, scope: &Scope) -> TraitItemInfo {
+        let test_only = scope.test_only || is_cfg_test(&t.attrs);
+        let trait_generics = [scope.generics.clone(), generics_of(&t.generics)].concat();
+        let mut info = TraitItemInfo {
+            name: t.ident.to_string(),
+            method_names: Vec::new(),
+            defaults: Vec::new(),
+            supertraits: bounds_of(t.supertraits.iter()),
+            test_only,
+        };
+        for ti in &t.items {
+            if let TraitItem::Fn(m) = ti {
+                info.method_names.push(m.sig.ident.to_string());
+                if let Some(block) = &m.default {
+                    let generics = [trait_generics.clone(), generics_of(&m.sig.generics)].concat();
+                    let fn_scope = Scope { test_only, generics };
+                    info.defaults.push(self.function(&m.attrs, &m.sig, Some(block), &fn_scope));
+                }
+            }
+        }
+        info
+    }
+
+    fn mod_item(&mut self, m: &syn::ItemMod, scope: &Scope) -> ModItem {
+        let test_only = scope.test_only || is_cfg_test(&m.attrs);
+        let kind = match &m.content {
+            Some((_, items)) => {
+                let mut inner = ModItems::default();
+                let mod_scope = Scope { test_only, generics: Vec::new() };
+                self.items(items, &mut inner, &mod_scope);
+                ModKind::Inline(Box::new(inner))
+            }
+            None => {
+                self.next_decl += 1;
+                ModKind::External { decl: self.next_decl - 1 }
+            }
+        };
+        ModItem { name: m.ident.to_string(), line: line_of(m.ident.span()), path_attr: path_attr(&m.attrs), test_only, kind }
+    }
+
+    /// The functions an `extern` block declares: never probed.
+    fn foreign_items(&mut self, fm: &syn::ItemForeignMod, out: &mut ModItems, scope: &Scope) {
+        for fi in &fm.items {
+            match fi {
+                syn::ForeignItem::Fn(f) => {
+                    let mut item = self.function(&f.attrs, &f.sig, None, scope);
+                    item.skip = Some(SkipReason::ExternBlock);
+                    out.fns.push(item);
+                }
+                // syn keeps edition 2024's `safe fn` items as raw tokens: `... fn name (...) ...;`
+                syn::ForeignItem::Verbatim(tokens) => {
+                    let tts: Vec<TokenTree> = tokens.clone().into_iter().collect();
+                    let found = tts.windows(3).find_map(|w| match w {
+                        [TokenTree::Ident(kw), TokenTree::Ident(name), TokenTree::Group(g)]
+                            if kw == "fn" && g.delimiter() == Delimiter::Parenthesis =>
+                        {
+                            Some((name.clone(), count_args(&g.stream())))
+                        }
+                        _ => None,
+                    });
+                    if let Some((name, arity)) = found {
+                        out.fns.push(FnItem {
+                            name: name.to_string(),
+                            line: line_of(name.span()),
+                            skip: Some(SkipReason::ExternBlock),
+                            test_only: scope.test_only,
+                            arity,
+                            ..FnItem::default()
+                        });
+                    }
+                }
+                _ => {}
+            }
         }
     }
 
@@ -562,6 +530,35 @@ impl Extractor {
         write_type_erased(ty, &erase.0, &mut text);
         Some(text)
     }
+}
+
+/// `extern crate x as y;` as the `use` it amounts to.
+fn extern_crate_use(e: &syn::ItemExternCrate) -> UseItem {
+    let name = e.ident.to_string();
+    let alias = e.rename.as_ref().map(|(_, i)| i.to_string()).unwrap_or_else(|| name.clone());
+    let path = if name == "self" {
+        PathRef { segs: vec!["crate".into()], leading_colon: false }
+    } else {
+        PathRef { segs: vec![name], leading_colon: true }
+    };
+    UseItem { path, kind: UseKind::Name(alias) }
+}
+
+/// Fields by name, or by position for tuple fields, each prefixed with `prefix`.
+fn numbered_fields(fields: &syn::Fields, prefix: &str, generics: &[(String, Vec<PathRef>)]) -> Vec<(String, TyRef)> {
+    fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_else(|| i.to_string());
+            (format!("{prefix}{name}"), ty_ref(&f.ty, generics))
+        })
+        .collect()
+}
+
+/// A struct, enum or union.
+fn data_type(ident: &syn::Ident, attrs: &[Attribute], fields: Vec<(String, TyRef)>) -> TypeItem {
+    TypeItem { name: ident.to_string(), fields, alias: None, is_copy: derives_copy(attrs) }
 }
 
 fn parse_impl_items(input: syn::parse::ParseStream) -> syn::Result<Vec<ImplItem>> {
