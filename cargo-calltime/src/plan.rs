@@ -41,7 +41,9 @@ impl PlanOptions {
     /// Options for `roots` with `depth` levels and nothing else set; says what is wrong with either.
     pub fn new(roots: Vec<String>, depth: u32) -> Result<PlanOptions, UserError> {
         if roots.is_empty() {
-            return Err(UserError::new("no --root given").hint("name the function to time, e.g. --root myapp::server::handle"));
+            return Err(
+                UserError::new("no --root given").hint("name the function to time, e.g. --root myapp::server::handle")
+            );
         }
         if depth == 0 {
             return Err(UserError::new("--depth 0 instruments nothing")
@@ -292,3 +294,51 @@ impl Plan {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skip_codes_are_distinct_snake_case() {
+        let all = [
+            SkipReason::FilteredOut,
+            SkipReason::Excluded,
+            SkipReason::ExcludedFast,
+            SkipReason::Trivial,
+            SkipReason::ConstFn,
+            SkipReason::Naked,
+            SkipReason::ExternBlock,
+            SkipReason::TestFunction,
+            SkipReason::TestOnly,
+            SkipReason::GeneratedByMacro("m".into()),
+            SkipReason::FutureWithoutAsyncTail,
+            SkipReason::NoBody,
+            SkipReason::PackageNotSelected("p".into()),
+            SkipReason::SameSource("k::f".into()),
+        ];
+        let mut codes: Vec<&str> = all.iter().map(SkipReason::code).collect();
+        assert!(codes.iter().all(|c| c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '_')), "{codes:?}");
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len());
+    }
+
+    #[test]
+    fn exclusions_say_which_flag_left_a_function_out() {
+        let fast = ["k::fast".to_owned()].into_iter().collect();
+        let exclusions = Exclusions { pattern: Some(path_regex("--exclude", "^k::slow$").unwrap()), fast: Some(fast) };
+        assert_eq!(exclusions.reason("k::slow", "k::slow"), Some(SkipReason::Excluded));
+        assert_eq!(exclusions.reason("k::fast", "k::fast"), Some(SkipReason::ExcludedFast));
+        assert_eq!(exclusions.reason("k::other", "k::other"), None);
+    }
+
+    #[test]
+    fn options_are_validated_once_with_hints() {
+        let depth = PlanOptions::new(vec!["main".into()], 0).unwrap_err();
+        assert_eq!(depth.message, "--depth 0 instruments nothing");
+        assert_eq!(depth.hints.len(), 1);
+        let regex = path_regex("--filter", "(").unwrap_err();
+        assert_eq!(regex.message, "invalid --filter regex `(`: unclosed group");
+        assert!(PlanOptions::new(Vec::new(), 3).is_err());
+    }
+}

@@ -5,8 +5,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::build::{self, Target, TargetKind};
 use crate::analysis::render;
+use crate::build::{self, Target, TargetKind};
 use crate::cli::{self, BuildArgs, CargoArgs, GraphArgs, PlanArgs, RunArgs, TargetArgs};
 use crate::plan::{self, Plan, PlanOptions};
 use crate::rewrite::PlanInfo;
@@ -217,7 +217,8 @@ pub fn plan_showing_progress(ws: &Workspace, options: &PlanOptions) -> Result<Pl
                 file.display()
             ));
         } else {
-            let excluding = format!("{} functions earlier runs found too fast to probe ({})", fast.len(), file.display());
+            let excluding =
+                format!("{} functions earlier runs found too fast to probe ({})", fast.len(), file.display());
             ui::status("Excluding", &excluding);
         }
     }

@@ -293,3 +293,37 @@ fn exclude_fast_names_itself_apart_from_exclude() {
     assert_eq!(code("analysis_calls::Counter::check"), "excluded_fast");
     assert_eq!(code("analysis_calls::Counter::bump"), "excluded");
 }
+
+/// The analysis and the plan types are stages: they take options and return values, and never reach up into the
+/// command line, the printer or later stages (tidy check, as rust-analyzer has).
+#[test]
+fn analysis_and_plan_do_not_import_cli_ui_or_later_stages() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files: Vec<_> = std::fs::read_dir(src.join("analysis")).unwrap().map(|e| e.unwrap().path()).collect();
+    files.push(src.join("plan.rs"));
+    let forbidden = ["cli", "ui", "run", "build", "shadow", "rewrite", "views", "diff"];
+    let mut offences = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let is_plan = file.ends_with("plan.rs");
+        for (n, line) in text.lines().enumerate() {
+            // Doc links may point anywhere; code may not.
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for (at, _) in line.match_indices("crate::") {
+                let module: String = line[at + 7..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                // plan.rs is a leaf: it may name only other leaf modules.
+                let bad = if is_plan {
+                    !["error", "trace"].contains(&module.as_str())
+                } else {
+                    forbidden.contains(&module.as_str())
+                };
+                if bad {
+                    offences.push(format!("{}:{}: crate::{module}", file.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(offences.is_empty(), "stage modules import what they must not:\n{}", offences.join("\n"));
+}

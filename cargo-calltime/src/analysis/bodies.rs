@@ -727,5 +727,4 @@ mod tests {
         ];
         assert_eq!(got, want);
     }
-
 }

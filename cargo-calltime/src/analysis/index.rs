@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::modules::{CrateSpec, DepTarget, SourceSet};
-use crate::plan::SkipReason;
 use super::syntax::{FnItem, ModItems, ModKind, PathRef, TyRef, UseItem, UseKind};
+use crate::plan::SkipReason;
 
 pub type ModId = usize;
 pub type FnId = usize;
@@ -145,7 +145,6 @@ pub struct Index {
     pub warnings: Vec<String>,
     pub lines: usize,
 }
-
 
 impl Index {
     pub fn build(specs: Vec<CrateSpec>, sources: &SourceSet) -> Index {

@@ -332,7 +332,13 @@ impl Extractor {
                 ModKind::External { decl: self.next_decl - 1 }
             }
         };
-        ModItem { name: m.ident.to_string(), line: line_of(m.ident.span()), path_attr: path_attr(&m.attrs), test_only, kind }
+        ModItem {
+            name: m.ident.to_string(),
+            line: line_of(m.ident.span()),
+            path_attr: path_attr(&m.attrs),
+            test_only,
+            kind,
+        }
     }
 
     /// The functions an `extern` block declares: never probed.
@@ -591,7 +597,6 @@ fn derives_copy(attrs: &[Attribute]) -> bool {
                 .is_ok_and(|paths| paths.iter().any(|p| p.segments.last().is_some_and(|s| s.ident == "Copy")))
     })
 }
-
 
 /// `impl Future<..>`, `Pin<Box<dyn Future<..>>>`, `BoxFuture<..>`: a function that hands back a future.
 fn returns_future(ty: &Type) -> bool {

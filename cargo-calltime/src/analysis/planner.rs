@@ -74,7 +74,8 @@ impl Analysis {
         // Probes: roots first (in --root order), then the others in plan order.
         let mut visit: Vec<usize> = roots.iter().map(|r| position[r]).collect();
         visit.extend((0..order.len()).filter(|p| !functions[*p].is_root));
-        let mut probes = Probes { ws, index, options, next_index: 0, trivial: Trivial::default(), taken: HashMap::new() };
+        let mut probes =
+            Probes { ws, index, options, next_index: 0, trivial: Trivial::default(), taken: HashMap::new() };
         for pos in visit {
             probes.decide(order[pos].0, &mut functions[pos])?;
         }
@@ -182,11 +183,14 @@ impl Probes<'_> {
         if reason.is_none() && !krate.selected {
             let package = &self.ws.metadata.packages[krate.package].name;
             if is_root {
-                return Err(UserError::new(format!("root `{}` is in package `{package}`, which is not selected", def.path))
-                    .hint(format!(
-                        "pass -p {package}, or run from the workspace root (a member's directory or manifest selects \
+                return Err(UserError::new(format!(
+                    "root `{}` is in package `{package}`, which is not selected",
+                    def.path
+                ))
+                .hint(format!(
+                    "pass -p {package}, or run from the workspace root (a member's directory or manifest selects \
                          only that member)"
-                    )));
+                )));
             }
             reason = Some(SkipReason::PackageNotSelected(package.clone()));
         }
@@ -198,8 +202,10 @@ impl Probes<'_> {
             }
         }
         match reason {
-            Some(reason) if is_root => Err(UserError::new(format!("root `{}` cannot take a probe: {reason}", def.path))
-                .hint("choose a function it calls, or one that calls it")),
+            Some(reason) if is_root => {
+                Err(UserError::new(format!("root `{}` cannot take a probe: {reason}", def.path))
+                    .hint("choose a function it calls, or one that calls it"))
+            }
             reason => Ok(reason),
         }
     }

@@ -113,7 +113,8 @@ pub(super) const FORMAT_MACROS: &[&str] = &[
 
 /// Primitive types: a by-value parameter of one is dropped without running code.
 pub(super) const PRIMITIVES: &[&str] = &[
-    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool", "char",
+    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool",
+    "char",
 ];
 
 /// Operand types whose operators are std's (the primitives, `str` and `String`), never workspace impls.
@@ -241,4 +242,3 @@ arguments of format!/write!/println! and `.to_string()` (Display/Debug impls), `
 (workspace From impls); a `thread_local!`/`lazy_static!` initializer's calls belong to each function of the same \
 file that names the static; not modelled: `?` (From::from), deref coercions, callbacks stored in fields, Drop of \
 temporaries and fields";
-

@@ -95,4 +95,3 @@ impl Trivial {
         (total <= TRIVIAL_MAX_STATEMENTS).then_some(total)
     }
 }
-
