@@ -5,7 +5,7 @@ use syn::Expr;
 use syn::Pat;
 
 use super::bodies::{is_type_like, BodyVisitor};
-use super::std_model::{binary_op_trait, OPERATOR_PRIMITIVES, RANGE_RECEIVER, STD_RESULT_METHODS, STD_VALUE_MACROS};
+use super::std_model::{binary_op_trait, returns_std_value, OPERATOR_PRIMITIVES, RANGE_RECEIVER, STD_VALUE_MACROS};
 use super::syntax::*;
 
 impl BodyVisitor<'_> {
@@ -144,7 +144,7 @@ impl BodyVisitor<'_> {
             Expr::Macro(m) if STD_VALUE_MACROS.iter().any(|n| m.mac.path.is_ident(n)) => {
                 (Receiver::Std, format!("{}!(..)", macro_name(&m.mac)))
             }
-            Expr::MethodCall(mc) if STD_RESULT_METHODS.iter().any(|n| mc.method == n) => {
+            Expr::MethodCall(mc) if returns_std_value(&mc.method.to_string()) => {
                 (Receiver::Std, format!("_.{}(..)", mc.method))
             }
             Expr::Struct(s) if s.qself.is_none() => {

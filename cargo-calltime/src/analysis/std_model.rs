@@ -2,8 +2,21 @@
 //! return std values, which traits operators and formatting call, which methods derives provide, and which
 //! implicit calls the graph follows ([`IMPLICIT_CALLS`]).
 
+/// Constant-time queries that return a std value (`usize`, `bool`) on any std collection or wrapper.
+const STD_QUERIES: &[&str] = &["len", "is_empty", "is_some", "is_none", "is_ok", "is_err"];
+
+/// Whether `x.method(..)` returns a std value whatever `x` is: an iterator adaptor, a string view, a query.
+pub(super) fn returns_std_value(method: &str) -> bool {
+    STD_RESULT_METHODS.contains(&method) || STD_QUERIES.contains(&method)
+}
+
+/// Whether a std method of this name runs in constant time without allocating.
+pub(super) fn is_cheap_std_method(name: &str) -> bool {
+    CHEAP_STD_METHODS.contains(&name) || STD_QUERIES.contains(&name)
+}
+
 /// Methods whose result is a std type whatever they are called on (iterator adaptors, string views).
-pub(super) const STD_RESULT_METHODS: &[&str] = &[
+const STD_RESULT_METHODS: &[&str] = &[
     "enumerate",
     "zip",
     "chain",
@@ -34,12 +47,6 @@ pub(super) const STD_RESULT_METHODS: &[&str] = &[
     "trim_end",
     "as_str",
     "as_bytes",
-    "len",
-    "is_empty",
-    "is_some",
-    "is_none",
-    "is_ok",
-    "is_err",
 ];
 
 /// The receiver text of a method called on a range expression.
@@ -178,13 +185,7 @@ pub(super) const TRIVIAL_MAX_STATEMENTS: u32 = 6;
 /// Std methods that run in constant time without allocating (`Vec::len`, `Option::unwrap`, `slice::get`): a call
 /// to one of these, and to nothing in the workspace, keeps a body trivial. A workspace method of the same name is
 /// judged by its own body instead.
-pub(super) const CHEAP_STD_METHODS: &[&str] = &[
-    "len",
-    "is_empty",
-    "is_some",
-    "is_none",
-    "is_ok",
-    "is_err",
+const CHEAP_STD_METHODS: &[&str] = &[
     "unwrap",
     "expect",
     "unwrap_or",

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::index::{FnId, Index, Owner, SelfRes};
-use super::std_model::{CHEAP_STD_FNS, CHEAP_STD_METHODS, RANGE_RECEIVER, TRIVIAL_MAX_STATEMENTS};
+use super::std_model::{is_cheap_std_method, CHEAP_STD_FNS, RANGE_RECEIVER, TRIVIAL_MAX_STATEMENTS};
 use super::syntax::{CallKind, Receiver};
 use crate::plan::ProbeKind;
 
@@ -61,11 +61,11 @@ impl Trivial {
             let targets: Vec<FnId> = targets.iter().copied().filter(|t| !index.fns[*t].item.test_only).collect();
             let cheap_external = match &site.kind {
                 CallKind::Method { name, args, .. } => {
-                    CHEAP_STD_METHODS.contains(&name.as_str())
+                    is_cheap_std_method(name)
                         || (name == "contains" && site.text.starts_with(&format!("{RANGE_RECEIVER}.")))
                         || CHEAP_STD_FNS.iter().any(|(n, a)| n == name && args.is_some_and(|x| x + 1 == *a))
                 }
-                CallKind::Qualified { name, .. } => CHEAP_STD_METHODS.contains(&name.as_str()),
+                CallKind::Qualified { name, .. } => is_cheap_std_method(name),
                 CallKind::Path { path, args, called } => {
                     *called && path.segs.last().is_some_and(|l| CHEAP_STD_FNS.contains(&(l.as_str(), *args)))
                 }
