@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use crate::analysis::render;
 use crate::build::{self, Target, TargetKind};
 use crate::cli::{self, BuildArgs, CargoArgs, GraphArgs, PlanArgs, RunArgs, TargetArgs};
+use crate::error::UserError;
 use crate::plan::{self, Plan, PlanOptions};
 use crate::rewrite::PlanInfo;
 use crate::shadow;
@@ -250,8 +251,9 @@ pub fn graph_command(args: &GraphArgs) -> Result<i32> {
     let out = render::render(&plan, &ws.root, format)?;
     match &args.output {
         Some(path) => {
-            std::fs::write(path, out).with_context(|| {
-                format!("cannot write {}\n  hint: check that the directory exists and is writable", path.display())
+            std::fs::write(path, out).map_err(|err| {
+                UserError::new(format!("cannot write {}: {err}", path.display()))
+                    .hint("check that the directory exists and is writable")
             })?;
             ui::status("Wrote", &path.display().to_string());
         }
