@@ -72,7 +72,6 @@
 //!   code that spawned it; a spawned async root starts its own invocation.
 //! - A panic hook installed by the program after the first root entry replaces ours.
 #![deny(missing_docs)]
-
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 

@@ -3,10 +3,10 @@
 
 use std::ptr;
 
+use crate::__private::PlanInfo;
 use crate::clock::now;
 use crate::invocation::{complete_thread_invocation, current, end_skipped_invocation, start_thread_invocation, SKIP};
 use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, MAX_DEPTH, NO_SLOT};
-use crate::__private::PlanInfo;
 
 /// The guard returned by a sync function's probe: records the function's exit when dropped. Inert (and free to
 /// drop) outside any invocation. Not `Send`: it refers to the current thread's recording context.
@@ -49,17 +49,18 @@ pub(crate) fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
 
 /// Inlined into every probed function, and kept to the per-call case: everything else (folding, growing the
 /// buffer, the caps) is one out-of-line call, so the probed function saves no registers for it and an inert probe
-/// stays a thread-local load and a branch.
+/// stays a thread-local load and a branch. It reads the recorder's fields directly: getters would each add stack
+/// slots to every probed function of an unoptimised (dev profile) build.
 #[inline(always)]
 pub(crate) unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller passes the live recorder current on this thread.
     let r = unsafe { &mut *rec };
-    let slot = r.len();
-    let depth = r.depth();
-    if slot >= r.limit() || depth >= MAX_DEPTH {
+    let slot = r.nodes.len();
+    let depth = r.depth;
+    if slot >= r.limit || depth >= MAX_DEPTH {
         // SAFETY: as above.
         return unsafe {
-            if r.is_folded() {
+            if r.folded {
                 enter_folded(rec, index)
             } else {
                 enter_past_limit(rec, index)
@@ -95,7 +96,7 @@ impl Drop for Guard {
 unsafe fn enter_past_limit(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller passes the live recorder current on this thread.
     let r = unsafe { &mut *rec };
-    if r.is_folded() || (r.past_fold() && r.depth() < MAX_DEPTH) {
+    if r.folded || (r.past_fold() && r.depth < MAX_DEPTH) {
         // SAFETY: as above.
         return unsafe { enter_folded(rec, index) };
     }
@@ -126,7 +127,7 @@ unsafe fn enter_folded(rec: *mut Recorder, index: u32) -> Guard {
 unsafe fn enter_folded_slow(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller passes the live recorder current on this thread.
     let r = unsafe { &mut *rec };
-    if !r.is_folded() {
+    if !r.folded {
         r.fold();
     }
     match r.enter_path(index) {
@@ -183,7 +184,7 @@ unsafe fn leave_folded_call(rec: *mut Recorder, slot: u32) {
 unsafe fn leave_slow(rec: *mut Recorder, slot: u32) {
     // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
     let r = unsafe { &mut *rec };
-    if r.is_folded() {
+    if r.folded {
         if r.leave_folded(slot) && r.thread_root_left() {
             complete_thread_invocation(rec);
         }

@@ -39,7 +39,6 @@ pub(crate) const HOT_CHILDREN: usize = 8;
 /// After an invocation folds, the first calls of each call path are timed; later ones 1 in `time_sample`.
 const ALWAYS_TIMED: u64 = 16;
 
-
 /// One call: written at entry, its `end` patched at exit. Preorder is rebuilt from `link` by the writer, because
 /// interleaved async children are not contiguous in entry order.
 #[derive(Clone, Copy)]
@@ -103,23 +102,27 @@ pub(crate) enum OwnerKind {
 }
 
 /// A recording context: the node buffer and frame stack of one invocation. Allocated once and recycled.
+///
+/// Fields are private to this module and `fold`, except the four the inlined entry probe (`probe::record_enter`)
+/// reads: there a getter would add stack slots to every probed function of an unoptimised build. Only the
+/// recorder's own methods write them.
 pub(crate) struct Recorder {
     /// Starts at `INITIAL_NODES` (or `cap` if smaller) and doubles on a cold path up to `cap`; a recycled recorder
     /// keeps what it grew to, so steady state allocates nothing while idle recorders in the pool stay small.
-    nodes: Vec<Node>,
+    pub(crate) nodes: Vec<Node>,
     /// Slots of the frames currently entered; `MAX_DEPTH` long.
     stack: DepthArray<u32>,
-    depth: usize,
+    pub(crate) depth: usize,
     /// The node cap (`CALLTIME_NODE_CAP`); also caps the call paths of a folded invocation.
     cap: usize,
     /// `min(cap, nodes.capacity(), fold_at)`: the one bound the hot path checks; past it, a cold path grows the
     /// buffer, folds the invocation or counts the call as truncated.
-    limit: usize,
+    pub(crate) limit: usize,
     /// Calls recorded one node each before the invocation folds (`CALLTIME_FOLD_AFTER`, capped by `cap`); 0 once
     /// folded, so the hot path tests one bound in both modes.
     fold_at: usize,
     fold_after: usize,
-    folded: bool,
+    pub(crate) folded: bool,
     /// Call paths of the folded invocation, in order of first entry (parents before children).
     paths: Vec<PathNode>,
     /// The call path each node of `nodes` was folded into.
@@ -141,30 +144,7 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    // Read by the probes (inlined: each is one load) and by the writer.
-
-    /// Nodes stored so far (calls recorded one node each).
-    #[inline(always)]
-    pub(crate) fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// The bound on `len` the hot path checks (see the field).
-    #[inline(always)]
-    pub(crate) fn limit(&self) -> usize {
-        self.limit
-    }
-
-    /// Frames currently entered.
-    #[inline(always)]
-    pub(crate) fn depth(&self) -> usize {
-        self.depth
-    }
-
-    #[inline(always)]
-    pub(crate) fn is_folded(&self) -> bool {
-        self.folded
-    }
+    // Read by the probes and the writer.
 
     /// True when the root frame of a thread's invocation was just left: the invocation is complete.
     #[inline(always)]

@@ -227,7 +227,7 @@ impl Sink {
         if count == 0 {
             return;
         }
-        if rec.is_folded() {
+        if rec.folded {
             self.write_folded(rt, rec, scale);
             return;
         }

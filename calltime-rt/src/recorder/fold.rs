@@ -359,4 +359,3 @@ impl PathNode {
         self.max = self.max.max(ticks);
     }
 }
-
