@@ -12,6 +12,7 @@ pub mod diff;
 pub mod plan;
 pub mod rewrite;
 pub mod run;
+pub mod runtime_sources;
 pub mod shadow;
 pub mod trace;
 pub mod ui;
