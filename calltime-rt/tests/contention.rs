@@ -13,26 +13,16 @@ static PLAN: PlanInfo = PlanInfo { id: "plan-contention", table: "", functions: 
 const THREADS: u64 = 4;
 const ROOTS_PER_THREAD: u64 = 200_000;
 
-// Function indices: 0 root, 1 a, 2 b, 3 c.
+// Function indices: 0 root, 1 to 3 the small calls.
 fn root() {
     let __calltime_guard = enter_root(0, &PLAN);
-    a();
-    b();
-    c();
+    small::<1>();
+    small::<2>();
+    small::<3>();
 }
 
-fn a() {
-    let __calltime_guard = enter(1);
-    black_box(());
-}
-
-fn b() {
-    let __calltime_guard = enter(2);
-    black_box(());
-}
-
-fn c() {
-    let __calltime_guard = enter(3);
+fn small<const INDEX: u32>() {
+    let __calltime_guard = enter(INDEX);
     black_box(());
 }
 
