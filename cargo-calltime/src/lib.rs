@@ -13,6 +13,7 @@ pub mod error;
 pub mod plan;
 pub mod rewrite;
 pub mod run;
+pub mod runtime_sources;
 pub mod shadow;
 pub mod trace;
 pub mod ui;
@@ -36,7 +37,7 @@ pub fn main() -> i32 {
     ui::init(verbose, color);
     let result = match cli.command {
         None => run::run_command(&cli.run),
-        Some(Command::Graph(args)) => plan::graph_command(&args),
+        Some(Command::Graph(args)) => run::graph_command(&args),
         Some(Command::Build(args)) => run::build_command(&args),
         Some(Command::Report(args)) => views::report_command(&args),
         Some(Command::Diff(args)) => diff::diff_command(&args),
