@@ -31,6 +31,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // Functions cheaper than a probe are left out by default, and kept with --probe-trivial.
     ("trivial", "analysis-trivial", &["--root", "Doc::render", "--depth", "3"]),
     ("trivial-probed", "analysis-trivial", &["--root", "Doc::render", "--depth", "3", "--probe-trivial"]),
+    // Issue 12.6: workspace traits implemented for std types, called on literals, `vec![..]`, `String`, `&str`,
+    // slices and `Option`; a std value of unknown type and an unknown receiver are over-approximated with a note.
+    ("std-impls", "analysis-faults", &["--root", "shapes::shown", "--depth", "2", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

@@ -64,8 +64,10 @@ pub enum Receiver {
     /// `Result<T, _>` or anything else, so a missing method is not worth a note.
     Guessed(TyRef),
     /// Evidently a standard-library value: a literal, `format!(..)`, or what a std adaptor (`.enumerate()`,
-    /// `.chars()`, `.to_string()`, ...) returns. Only workspace traits with blanket impls can add methods to it.
-    Std,
+    /// `.chars()`, `.to_string()`, ...) returns: the std type's name when the syntax shows it (`str`, `Vec`,
+    /// `String`, `u8`; `{integer}` and `{float}` for unsuffixed literals), else empty. Only workspace impls on std
+    /// types and blanket impls can add methods to it.
+    Std(&'static str),
     Unknown,
 }
 
