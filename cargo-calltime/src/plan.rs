@@ -98,7 +98,9 @@ pub struct Plan {
     pub edges: Vec<Edge>,
     /// Call sites that could not be resolved, or were resolved by over-approximation.
     pub unresolved: Vec<CallSiteNote>,
-    /// Files that could not be read or parsed, and anything else the user should know (the caller prints them).
+    /// Files that could not be read or parsed, and anything else the user should know (the caller prints them):
+    /// the analysis's own first (those of [`crate::analysis::Analysis::warnings`]), then the planning's (a
+    /// `--filter` that leaves only the roots probed). A warning may carry `\n  hint: ..` lines.
     pub warnings: Vec<String>,
     /// How much source the analysis read, for the caller's status line.
     pub analysed: AnalysedCounts,

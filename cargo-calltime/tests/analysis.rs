@@ -274,6 +274,22 @@ fn everything_reachable_gets_a_probe_with_filter_dot() {
     }
 }
 
+/// A `--filter` that rejects every reached function but the root is warned about, with the crate names that
+/// would match (issue 12.9: the README's own `--filter '^myapp::'` on the demo, whose crate is `demo`).
+#[test]
+fn filter_that_leaves_only_the_root_is_a_warning() {
+    let (_tmp, dir) = copy_test_crate("demo");
+    let plan = plan_for(&dir, &["server::handle"], 5, Some("^myapp::"));
+    assert_eq!(plan.instrumented().count(), 1, "only the root is probed");
+    check(&data("analysis/filter-only-root.txt"), &plan.warnings.join("\n"));
+    let (text, _) = graph(&dir, &["--root", "server::handle", "--filter", "^myapp::"], "text", true);
+    assert!(text.contains("--filter `^myapp::` rejected all"), "graph shows the warning:\n{text}");
+    // A filter that keeps some of them says nothing.
+    let plan = plan_for(&dir, &["server::handle"], 5, Some("^demo::server::"));
+    assert!(plan.instrumented().count() > 1);
+    assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
+}
+
 /// `--exclude-fast` leaves out the functions earlier runs remembered and says so by its own name, next to
 /// `--exclude`'s (issue 12, item 13a: it used to say "excluded by --exclude").
 #[test]

@@ -84,7 +84,11 @@ impl Analysis {
         edges.sort_by_key(|e| (e.from, e.to));
         let unresolved = call_site_notes(index, &reached);
         tracing::info!("plan ready in {:?}", started.elapsed());
-        let Analysis { index, counts, warnings } = self;
+        let crate_names: Vec<&str> =
+            order.iter().map(|(f, _)| index.crates[index.fns[*f].krate].spec.name.as_str()).collect();
+        let filter_warning = filter_leaves_only_roots(options, &functions, &crate_names);
+        let Analysis { index, counts, mut warnings } = self;
+        warnings.extend(filter_warning);
         // Freeing tens of thousands of small allocations takes a noticeable share of the analysis time; nothing
         // waits for it, so it happens off the main thread.
         let _ = std::thread::Builder::new().name("calltime-free-index".into()).spawn(move || drop(index));
@@ -222,6 +226,43 @@ impl Probes<'_> {
         let judge_trivial = !self.options.probe_trivial && !self.options.all_functions;
         (judge_trivial && self.trivial.cost(self.index, f).is_some()).then_some(SkipReason::Trivial)
     }
+}
+
+/// A `--filter` that rejected every reached function but the roots (the README's `^myapp::` on a crate named
+/// `demo`, say) instruments nothing useful: says so, with the crate names that would match.
+/// `crate_names` holds each function's crate name, by position.
+fn filter_leaves_only_roots(
+    options: &PlanOptions,
+    functions: &[PlannedFunction],
+    crate_names: &[&str],
+) -> Option<String> {
+    let filter = options.filter.as_ref()?;
+    let rejected = functions.iter().filter(|f| f.skip_reason == Some(SkipReason::FilteredOut)).count();
+    let others_probed = functions.iter().any(|f| !f.is_root && f.probe.is_some());
+    if rejected == 0 || others_probed {
+        return None;
+    }
+    let mut crates: Vec<&str> = functions
+        .iter()
+        .zip(crate_names)
+        .filter(|(f, _)| f.skip_reason == Some(SkipReason::FilteredOut))
+        .map(|(_, name)| *name)
+        .collect();
+    crates.sort_unstable();
+    crates.dedup();
+    let others = functions.iter().filter(|f| !f.is_root).count();
+    let what = if rejected == others {
+        format!("all {rejected} reached {} but the roots", if rejected == 1 { "function" } else { "functions" })
+    } else {
+        format!("{rejected} of the {others} reached functions, and none of the others gets a probe")
+    };
+    let example = crates.first().map(|c| format!(", e.g. --filter '^{c}::'")).unwrap_or_default();
+    Some(format!(
+        "--filter `{}` rejected {what}: only the roots get a probe\n  hint: the filter matches defining paths, \
+         which start with the crate name ({}){example}",
+        filter.as_str(),
+        crates.join(", ")
+    ))
 }
 
 /// The notes on unresolved and over-approximated call sites, by place.
