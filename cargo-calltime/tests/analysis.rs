@@ -127,6 +127,10 @@ fn errors_name_the_problem_and_a_hint() {
         ("analysis-calls", &["--root", "entry", "--exclude", "[z-a]"]),
         ("analysis-calls", &["--root", "entry", "--depth", "0"]),
         ("analysis-edge", &["--root", "edge::limit"]),
+        // Issue 12.8: proc-macro crates are not analysed, by crate name or by a function of theirs.
+        ("analysis-faults", &["--root", "derive_probe::expand"]),
+        ("analysis-faults", &["--root", "derive_probe"]),
+        ("analysis-faults", &["--root", "expand"]),
     ];
     let mut all = String::new();
     for (krate, args) in cases {

@@ -55,7 +55,8 @@ impl Analysis {
         let index = &self.index;
         let mut roots: Vec<FnId> = Vec::new();
         for arg in &options.roots {
-            for f in find_root(index, arg, &ws.root)? {
+            let found = find_root(index, arg, &ws.root).map_err(|err| proc_macro_root(ws, arg).unwrap_or(err))?;
+            for f in found {
                 if !roots.contains(&f) {
                     roots.push(f);
                 }
@@ -104,6 +105,41 @@ impl Analysis {
             analysed: counts,
         })
     }
+}
+
+/// A root that is not found because it is in a proc-macro crate, which is never indexed: the crate is named by
+/// the root's first segment, or its root file defines a function of the root's last segment.
+fn proc_macro_root(ws: &Workspace, arg: &str) -> Option<UserError> {
+    let wanted = arg.trim().trim_start_matches("::");
+    let first = wanted.split("::").next().unwrap_or(wanted);
+    let last = wanted.rsplit("::").next().unwrap_or(wanted);
+    let meta = &ws.metadata;
+    let proc_macros = meta
+        .packages
+        .iter()
+        .filter(|p| meta.workspace_members.contains(&p.id))
+        .flat_map(|p| p.targets.iter())
+        .filter(|t| t.kind.iter().any(|k| k.to_string() == "proc-macro"));
+    for target in proc_macros {
+        let crate_name = target.name.replace('-', "_");
+        let defines = || {
+            let text = std::fs::read_to_string(&target.src_path).ok()?;
+            let summary = super::extract_file(&text).ok()?;
+            Some(summary.items.fns.iter().any(|f| f.name == last))
+        };
+        if first == crate_name || defines() == Some(true) {
+            return Some(
+                UserError::new(format!(
+                    "root `{arg}` is in proc-macro crate `{crate_name}`, which cargo calltime does not analyse"
+                ))
+                .hint(
+                    "a proc macro runs inside the compiler, not in your program; time the code it generates by \
+                     choosing a root in a lib or bin crate that uses it",
+                ),
+            );
+        }
+    }
+    None
 }
 
 /// Functions in a deterministic order: level, then path, then place; the unreached ones of --all-functions
