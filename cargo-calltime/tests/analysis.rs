@@ -3,6 +3,7 @@
 
 mod util;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use cargo_calltime::analysis::make_plan;
@@ -349,4 +350,39 @@ fn analysis_and_plan_do_not_import_cli_ui_or_later_stages() {
         }
     }
     assert!(offences.is_empty(), "stage modules import what they must not:\n{}", offences.join("\n"));
+}
+
+/// Without cargo's resolve (`graph` runs `cargo metadata --no-deps`), the features of each member are worked out
+/// from the manifests; they must be cargo's (issue 12.12).
+#[test]
+fn features_without_resolve_are_cargo_metadatas() {
+    let (_tmp, dir) = copy_test_crate("analysis-faults");
+    let variants: &[(&[&str], bool, bool)] = &[
+        (&[], false, false),
+        (&["grain"], false, false),
+        (&[], false, true),
+        (&[], true, false),
+        (&["shapes/fine"], false, false),
+        (&["grain,shapes/fine"], false, true),
+    ];
+    for &(features, all_features, no_default_features) in variants {
+        let cargo = CargoArgs {
+            manifest_path: Some(dir.join("Cargo.toml")),
+            features: features.iter().map(|f| f.to_string()).collect(),
+            all_features,
+            no_default_features,
+            offline: true,
+            ..CargoArgs::default()
+        };
+        let by_name = |ws: &Workspace| -> BTreeMap<String, Vec<String>> {
+            ws.features
+                .iter()
+                .map(|(&i, set)| (ws.metadata.packages[i].name.to_string(), set.iter().cloned().collect()))
+                .collect()
+        };
+        let resolved = by_name(&Workspace::load(&cargo).expect("workspace loads"));
+        let worked_out = by_name(&Workspace::load_members_only(&cargo).expect("workspace loads"));
+        assert_eq!(worked_out, resolved, "features {features:?} all {all_features} no-default {no_default_features}");
+        assert!(resolved.contains_key("shapes"));
+    }
 }
