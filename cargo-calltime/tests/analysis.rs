@@ -35,6 +35,12 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // Issue 12.6: workspace traits implemented for std types, called on literals, `vec![..]`, `String`, `&str`,
     // slices and `Option`; a std value of unknown type and an unknown receiver are over-approximated with a note.
     ("std-impls", "analysis-faults", &["--root", "shapes::shown", "--depth", "2", "--probe-trivial"]),
+    // Issue 12.12: items under a `#[cfg]` that is false for the active features (defaults, --features,
+    // --no-default-features) or the host target are compiled out: skipped with `cfg_disabled`, their calls not
+    // followed; unknown predicates (a --cfg flag, debug_assertions) keep the item.
+    ("cfg-default", "analysis-faults", &["--root", "faults::main", "--depth", "4"]),
+    ("cfg-grain", "analysis-faults", &["--root", "faults::main", "--depth", "4", "--features", "grain"]),
+    ("cfg-no-default", "analysis-faults", &["--root", "faults::main", "--depth", "4", "--no-default-features"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {
@@ -252,6 +258,7 @@ fn everything_reachable_gets_a_probe_with_filter_dot() {
                 | SkipReason::ExternBlock
                 | SkipReason::GeneratedByMacro(_)
                 | SkipReason::FutureWithoutAsyncTail
+                | SkipReason::CfgDisabled(_)
         )
     };
     for (krate, root) in [
@@ -288,7 +295,7 @@ fn filter_that_leaves_only_the_root_is_a_warning() {
     assert_eq!(plan.instrumented().count(), 1, "only the root is probed");
     check(&data("analysis/filter-only-root.txt"), &plan.warnings.join("\n"));
     let (text, _) = graph(&dir, &["--root", "server::handle", "--filter", "^myapp::"], "text", true);
-    assert!(text.contains("--filter `^myapp::` rejected all"), "graph shows the warning:\n{text}");
+    assert!(text.contains("--filter `^myapp::` matches none of the 24"), "graph shows the warning:\n{text}");
     // A filter that keeps some of them says nothing.
     let plan = plan_for(&dir, &["server::handle"], 5, Some("^demo::server::"));
     assert!(plan.instrumented().count() > 1);

@@ -11,6 +11,7 @@ use syn::visit::Visit;
 use syn::{Attribute, Expr, FnArg, ImplItem, Item, Pat, ReturnType, Stmt, TraitItem, Type, TypeParamBound};
 
 use super::bodies::{BodyVisitor, StraightLine};
+use super::cfg;
 use super::std_model::{BOXED_FUTURES, PRIMITIVES};
 use super::syntax::*;
 use crate::plan::{ProbeKind, SkipReason};
@@ -190,7 +191,8 @@ impl Extractor {
                 let test_only = scope.test_only || is_cfg_test(&f.attrs) || f.attrs.iter().any(is_test_attr);
                 let generics = generics_of(&f.sig.generics);
                 let fn_scope = Scope { test_only, generics: [scope.generics.clone(), generics].concat() };
-                let item = self.function(&f.attrs, &f.sig, Some(&f.block), &fn_scope);
+                let mut item = self.function(&f.attrs, &f.sig, Some(&f.block), &fn_scope);
+                item.cfg = cfg::of_attrs(&f.attrs);
                 out.fns.push(item);
             }
             Item::Impl(imp) => {
@@ -267,6 +269,7 @@ impl Extractor {
             self_ty_text: type_text(&imp.self_ty),
             trait_path: imp.trait_.as_ref().map(|(_, p, _)| PathRef::from_syn(p)),
             fns: Vec::new(),
+            cfg: cfg::of_attrs(&imp.attrs),
         };
         for ii in &imp.items {
             match ii {
@@ -274,7 +277,9 @@ impl Extractor {
                     let test_only = test_only || is_cfg_test(&m.attrs) || m.attrs.iter().any(is_test_attr);
                     let generics = [impl_generics.clone(), generics_of(&m.sig.generics)].concat();
                     let fn_scope = Scope { test_only, generics };
-                    info.fns.push(self.function(&m.attrs, &m.sig, Some(&m.block), &fn_scope));
+                    let mut item = self.function(&m.attrs, &m.sig, Some(&m.block), &fn_scope);
+                    item.cfg = cfg::of_attrs(&m.attrs);
+                    info.fns.push(item);
                 }
                 ImplItem::Macro(m) => {
                     if let Ok(items) = m.mac.parse_body_with(parse_impl_items) {
@@ -304,6 +309,7 @@ impl Extractor {
             defaults: Vec::new(),
             supertraits: bounds_of(t.supertraits.iter()),
             test_only,
+            cfg: cfg::of_attrs(&t.attrs),
         };
         for ti in &t.items {
             if let TraitItem::Fn(m) = ti {
@@ -311,7 +317,9 @@ impl Extractor {
                 if let Some(block) = &m.default {
                     let generics = [trait_generics.clone(), generics_of(&m.sig.generics)].concat();
                     let fn_scope = Scope { test_only, generics };
-                    info.defaults.push(self.function(&m.attrs, &m.sig, Some(block), &fn_scope));
+                    let mut item = self.function(&m.attrs, &m.sig, Some(block), &fn_scope);
+                    item.cfg = cfg::of_attrs(&m.attrs);
+                    info.defaults.push(item);
                 }
             }
         }
@@ -337,6 +345,7 @@ impl Extractor {
             line: line_of(m.ident.span()),
             path_attr: path_attr(&m.attrs),
             test_only,
+            cfg: cfg::of_attrs(&m.attrs),
             kind,
         }
     }

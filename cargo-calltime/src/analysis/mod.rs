@@ -15,6 +15,7 @@
 //! out in the [`crate::plan::Plan`].
 
 mod bodies;
+pub mod cfg;
 pub mod graph;
 pub mod index;
 mod items;

@@ -55,7 +55,11 @@ impl Analysis {
         let index = &self.index;
         let mut roots: Vec<FnId> = Vec::new();
         for arg in &options.roots {
-            let found = find_root(index, arg, &ws.root).map_err(|err| proc_macro_root(ws, arg).unwrap_or(err))?;
+            let mut found = find_root(index, arg, &ws.root).map_err(|err| proc_macro_root(ws, arg).unwrap_or(err))?;
+            // `#[cfg]` variants of one function: the compiled-out ones are not roots when another one is compiled.
+            if found.iter().any(|&f| !index.fns[f].compiled_out()) {
+                found.retain(|&f| !index.fns[f].compiled_out());
+            }
             for f in found {
                 if !roots.contains(&f) {
                     roots.push(f);
@@ -85,9 +89,11 @@ impl Analysis {
         edges.sort_by_key(|e| (e.from, e.to));
         let unresolved = call_site_notes(index, &reached);
         tracing::info!("plan ready in {:?}", started.elapsed());
-        let crate_names: Vec<&str> =
-            order.iter().map(|(f, _)| index.crates[index.fns[*f].krate].spec.name.as_str()).collect();
-        let filter_warning = filter_leaves_only_roots(options, &functions, &crate_names);
+        let names: Vec<(&str, &str)> = order
+            .iter()
+            .map(|(f, _)| (index.crates[index.fns[*f].krate].spec.name.as_str(), index.fns[*f].match_path.as_str()))
+            .collect();
+        let filter_warning = filter_leaves_only_roots(options, &functions, &names);
         let Analysis { index, counts, mut warnings } = self;
         warnings.extend(filter_warning);
         // Freeing tens of thousands of small allocations takes a noticeable share of the analysis time; nothing
@@ -264,40 +270,30 @@ impl Probes<'_> {
     }
 }
 
-/// A `--filter` that rejected every reached function but the roots (the README's `^myapp::` on a crate named
-/// `demo`, say) instruments nothing useful: says so, with the crate names that would match.
-/// `crate_names` holds each function's crate name, by position.
+/// A `--filter` that matches none of the reached functions but the roots (the README's `^myapp::` on a crate named
+/// `demo`, say) instruments nothing useful: says so, with the crate names that would match. `names` holds each
+/// function's (crate name, defining path), by position.
 fn filter_leaves_only_roots(
     options: &PlanOptions,
     functions: &[PlannedFunction],
-    crate_names: &[&str],
+    names: &[(&str, &str)],
 ) -> Option<String> {
     let filter = options.filter.as_ref()?;
-    let rejected = functions.iter().filter(|f| f.skip_reason == Some(SkipReason::FilteredOut)).count();
-    let others_probed = functions.iter().any(|f| !f.is_root && f.probe.is_some());
-    if rejected == 0 || others_probed {
+    let others: Vec<usize> = (0..functions.len()).filter(|&i| !functions[i].is_root).collect();
+    if others.is_empty() || others.iter().any(|&i| filter.is_match(names[i].1)) {
         return None;
     }
-    let mut crates: Vec<&str> = functions
-        .iter()
-        .zip(crate_names)
-        .filter(|(f, _)| f.skip_reason == Some(SkipReason::FilteredOut))
-        .map(|(_, name)| *name)
-        .collect();
+    let mut crates: Vec<&str> = others.iter().map(|&i| names[i].0).collect();
     crates.sort_unstable();
     crates.dedup();
-    let others = functions.iter().filter(|f| !f.is_root).count();
-    let what = if rejected == others {
-        format!("all {rejected} reached {} but the roots", if rejected == 1 { "function" } else { "functions" })
-    } else {
-        format!("{rejected} of the {others} reached functions, and none of the others gets a probe")
-    };
-    let example = crates.first().map(|c| format!(", e.g. --filter '^{c}::'")).unwrap_or_default();
+    let n = others.len();
+    let noun = if n == 1 { "function" } else { "functions" };
     Some(format!(
-        "--filter `{}` rejected {what}: only the roots get a probe\n  hint: the filter matches defining paths, \
-         which start with the crate name ({}){example}",
+        "--filter `{}` matches none of the {n} reached {noun} but the roots: only the roots get a probe\n  hint: \
+         the filter matches defining paths, which start with the crate name ({}), e.g. --filter '^{}::'",
         filter.as_str(),
-        crates.join(", ")
+        crates.join(", "),
+        crates[0]
     ))
 }
 
