@@ -393,3 +393,31 @@ fn features_without_resolve_are_cargo_metadatas() {
         assert!(resolved.contains_key("shapes"));
     }
 }
+
+/// Issue 12.11: a large generated file is parsed one item at a time, so the analysis holds one item's syntax
+/// tree at once instead of the whole file's (a 7 MB file took 966 MB). This one is about 1 MB, to stay fast.
+#[test]
+fn large_generated_file_is_analysed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("big");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"big\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n")
+        .unwrap();
+    let count = 2500;
+    let mut text = String::new();
+    for i in 0..count {
+        let next = (i + 1) % count;
+        text.push_str(&format!(
+            "/// Generated function {i}.\npub fn f{i}(x: u64) -> u64 {{\n    let mut total = x;\n    for k in 0..3 {{\n        \
+             total = total.wrapping_mul(31).wrapping_add(k);\n    }}\n    let v = vec![total, x, {i}];\n    \
+             let s: u64 = v.iter().copied().sum();\n    if x > 1_000_000 {{ return s; }}\n    \
+             println!(\"step {{}} of {i}\", s);\n    f{next}(x + 1).wrapping_add(s)\n}}\n"
+        ));
+    }
+    assert!(text.len() > 600_000, "{} bytes", text.len());
+    std::fs::write(dir.join("src/lib.rs"), &text).unwrap();
+    let plan = plan_for(&dir, &["big::f0"], 3, None);
+    assert_eq!(plan.analysed.functions, count);
+    let paths: Vec<&str> = plan.functions.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["big::f0", "big::f1", "big::f2"]);
+}

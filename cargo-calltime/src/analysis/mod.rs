@@ -16,6 +16,7 @@
 
 mod bodies;
 pub mod cfg;
+mod chunks;
 pub mod graph;
 pub mod index;
 mod items;
