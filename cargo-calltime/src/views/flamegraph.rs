@@ -11,11 +11,12 @@ use crate::units::format_ns;
 
 pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
     if trace.invocations.is_empty() {
-        bail!(
-            "{} holds no complete invocation: there is nothing to draw\n  hint: check that the program called the root \
-             (`cargo calltime report --format text` shows the counters)",
+        return Err(crate::error::UserError::new(format!(
+            "{} holds no complete invocation: there is nothing to draw",
             trace.path.display()
-        );
+        ))
+        .hint("check that the program called the root (`cargo calltime report --format text` shows the counters)")
+        .into());
     }
     let what = plan_summary(trace);
     let count = trace.invocations.len();
