@@ -9,7 +9,6 @@ use crate::ui;
 use crate::workspace::Workspace;
 
 pub fn graph(global: &GlobalArgs, args: &GraphArgs) -> Result<i32> {
-    options::check_plan_args(&args.plan)?;
     let cargo = options::cargo_options(global, &args.cargo);
     let started = std::time::Instant::now();
     // The graph needs no dependency resolution: `--no-deps` keeps `cargo metadata` off the registry and fast.

@@ -37,7 +37,6 @@ pub fn analyse_and_build(
     target_args: &TargetArgs,
     plan_args: &PlanArgs,
 ) -> Result<Built> {
-    options::check_plan_args(plan_args)?;
     let opts = BuildPlan {
         cargo: options::cargo_options(global, cargo_args),
         build: options::build_options(global, target_args),

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::cargo::{BuildOptions, NamedTarget, TargetKind};
-use crate::cli::{self, CargoArgs, ColorChoice, GlobalArgs, PlanArgs, RecordArgs, TargetArgs, ViewArgs};
+use crate::cli::{self, CargoArgs, ColorChoice, GlobalArgs, RecordArgs, TargetArgs, ViewArgs};
 use crate::error::UserError;
 use crate::run::RecordOptions;
 use crate::views::{ViewFormat, ViewOptions};
@@ -61,26 +61,6 @@ pub fn named_target(args: &TargetArgs) -> Result<Option<NamedTarget>> {
             .into());
     }
     Ok(given.into_iter().next())
-}
-
-/// Checks the plan flags the analysis would also reject, before the slow steps. (The analysis takes the flags
-/// themselves until its typed `PlanOptions` lands.)
-pub fn check_plan_args(args: &PlanArgs) -> Result<()> {
-    if args.depth == 0 {
-        return Err(UserError::new("--depth 0 instruments nothing")
-            .hint("--depth 1 probes only the root, --depth 5 five levels of calls")
-            .into());
-    }
-    if let Some(filter) = &args.filter {
-        if let Err(err) = regex::Regex::new(filter) {
-            let text = err.to_string();
-            let detail = text.lines().last().unwrap_or("").trim().trim_start_matches("error: ").to_owned();
-            return Err(UserError::new(format!("invalid --filter regex `{filter}`: {detail}"))
-                .hint("the syntax is the regex crate's (https://docs.rs/regex)")
-                .into());
-        }
-    }
-    Ok(())
 }
 
 /// A duration flag (`250us`, `1.5ms`), in nanoseconds.
