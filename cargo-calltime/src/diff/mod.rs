@@ -151,7 +151,8 @@ impl Side {
         let mut traces = Vec::with_capacity(files.len());
         for (file, trace) in files.iter().zip(loaded) {
             let trace = trace.map_err(|e| {
-                if !hints_of(&e).is_empty() {
+                // (The text test is for trace.rs errors not yet typed; it goes when they are UserErrors.)
+                if !hints_of(&e).is_empty() || format!("{e:#}").contains("\n  hint: ") {
                     return e;
                 }
                 UserError::new(format!("{e:#}"))
