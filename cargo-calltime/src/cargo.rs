@@ -95,7 +95,8 @@ pub fn select_target(ws: &Workspace, named: Option<&NamedTarget>, cargo: &CargoO
         // An explicit name is looked up in every member when no -p narrows it, like cargo does.
         let search: Vec<&cargo_metadata::Package> =
             if cargo.packages.is_empty() { meta.workspace_packages() } else { scope.clone() };
-        let of_kind = |p: &&cargo_metadata::Package| p.targets.iter().filter(|t| is_kind(t, *kind)).cloned().collect::<Vec<_>>();
+        let of_kind =
+            |p: &&cargo_metadata::Package| p.targets.iter().filter(|t| is_kind(t, *kind)).cloned().collect::<Vec<_>>();
         for p in &search {
             if let Some(t) = of_kind(p).iter().find(|t| t.name == *name) {
                 return Ok(make(p, *kind, &t.name));

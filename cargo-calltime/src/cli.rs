@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::PossibleValue;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
@@ -180,18 +181,27 @@ pub struct ViewArgs {
     pub flamechart: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ViewFormat {
-    /// Indented trees, slowest invocations first, then the aggregate and a summary.
-    Text,
-    /// Flamegraph SVG (inferno).
-    Svg,
-    /// Folded stacks `a;b;c <self ns>` for inferno, flamegraph.pl and speedscope.
-    Folded,
-    /// Chrome trace event JSON for Perfetto and chrome://tracing.
-    Chrome,
-    /// Versioned JSON (docs/json.md).
-    Json,
+pub use crate::views::ViewFormat;
+
+/// The view formats on the command line, with their help (the type is the views' own).
+impl ValueEnum for ViewFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[ViewFormat::Text, ViewFormat::Svg, ViewFormat::Folded, ViewFormat::Chrome, ViewFormat::Json]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            ViewFormat::Text => PossibleValue::new("text")
+                .help("Indented trees, slowest invocations first, then the aggregate and a summary"),
+            ViewFormat::Svg => PossibleValue::new("svg").help("Flamegraph SVG (inferno)"),
+            ViewFormat::Folded => PossibleValue::new("folded")
+                .help("Folded stacks `a;b;c <self ns>` for inferno, flamegraph.pl and speedscope"),
+            ViewFormat::Chrome => {
+                PossibleValue::new("chrome").help("Chrome trace event JSON for Perfetto and chrome://tracing")
+            }
+            ViewFormat::Json => PossibleValue::new("json").help("Versioned JSON (docs/json.md)"),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -286,14 +296,24 @@ pub struct ReportArgs {
     pub view: ViewArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DiffFormat {
-    Text,
-    Json,
-    /// GitHub-flavoured Markdown for a pull-request comment.
-    Markdown,
-    /// Differential flamegraph SVG.
-    Svg,
+pub use crate::diff::DiffFormat;
+
+/// The diff formats on the command line, with their help (the type is the diff's own).
+impl ValueEnum for DiffFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[DiffFormat::Text, DiffFormat::Json, DiffFormat::Markdown, DiffFormat::Svg]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            DiffFormat::Text => PossibleValue::new("text"),
+            DiffFormat::Json => PossibleValue::new("json"),
+            DiffFormat::Markdown => {
+                PossibleValue::new("markdown").help("GitHub-flavoured Markdown for a pull-request comment")
+            }
+            DiffFormat::Svg => PossibleValue::new("svg").help("Differential flamegraph SVG"),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]

@@ -72,8 +72,7 @@ pub fn new_trace_path(calltime_dir: &Path) -> Result<PathBuf> {
 
 /// The environment `cargo run` gives a program, pointed at the user's package rather than the copy.
 fn set_cargo_run_env(cmd: &mut Command, ws: &Workspace, target: &Target, executable: &Path) {
-    let package =
-        ws.metadata.packages.iter().find(|p| format!("{}@{}", p.name, p.version) == target.package_spec);
+    let package = ws.metadata.packages.iter().find(|p| format!("{}@{}", p.name, p.version) == target.package_spec);
     cmd.env("CARGO_MANIFEST_DIR", &target.package_dir);
     if let Some(p) = package {
         cmd.env("CARGO_PKG_NAME", p.name.as_str()).env("CARGO_PKG_VERSION", p.version.to_string());

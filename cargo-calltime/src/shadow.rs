@@ -337,7 +337,8 @@ mod tests {
         write(".git/HEAD", "ref: x\n");
         write("target/CACHEDIR.TAG", "tag\n");
         write("target/debug/junk", "junk\n");
-        let args = crate::workspace::CargoOptions { manifest_path: Some(ws_dir.join("Cargo.toml")), ..Default::default() };
+        let args =
+            crate::workspace::CargoOptions { manifest_path: Some(ws_dir.join("Cargo.toml")), ..Default::default() };
         let ws = Workspace::load(&args).unwrap();
         let copy = tmp.path().join("copy");
         let rt = tmp.path().join("rt");

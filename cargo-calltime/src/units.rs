@@ -50,7 +50,9 @@ pub fn parse_duration(text: &str) -> Result<u64, UserError> {
         "ms" => 1e6,
         "s" => 1e9,
         other => {
-            return Err(UserError::new(format!("unknown duration unit `{other}` in `{text}`")).hint("use ns, us, ms or s"))
+            return Err(
+                UserError::new(format!("unknown duration unit `{other}` in `{text}`")).hint("use ns, us, ms or s")
+            )
         }
     };
     Ok((value * scale).round() as u64)

@@ -20,9 +20,8 @@ fn layer_violations(source: &str) -> Vec<(usize, String)> {
             text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|word| word == "cli" || word == "ui")
         };
         let direct = ["crate::cli", "crate::ui"].iter().any(|m| {
-            code.match_indices(m).any(|(at, _)| {
-                !code[at + m.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
-            })
+            code.match_indices(m)
+                .any(|(at, _)| !code[at + m.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_'))
         });
         // `use crate::{cli, ui::status};`, possibly over several lines.
         if code.starts_with("use crate::{") || code.starts_with("pub use crate::{") {

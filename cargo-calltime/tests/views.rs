@@ -7,8 +7,8 @@ mod util;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use cargo_calltime::views::ViewFormat;
 use cargo_calltime::trace::Trace;
+use cargo_calltime::views::ViewFormat;
 use cargo_calltime::views::{render, ViewOptions};
 use quick_xml::events::Event;
 use util::{check, data};

@@ -2,8 +2,8 @@
 
 use anyhow::Result;
 
-use crate::cli::{self, DiffArgs};
-use crate::diff::{self, stats::Bootstrap, DiffFormat, Settings, Side, ALPHA, EXIT_REGRESSION};
+use crate::cli::DiffArgs;
+use crate::diff::{self, stats::Bootstrap, Settings, Side, ALPHA, EXIT_REGRESSION};
 use crate::error::UserError;
 use crate::ui;
 
@@ -14,12 +14,6 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         fail_above_pct: args.fail_above.map(|pct| percentage("--fail-above", pct, 20)).transpose()?,
         bootstrap: Bootstrap::default(),
     };
-    let format = match args.format {
-        cli::DiffFormat::Text => DiffFormat::Text,
-        cli::DiffFormat::Json => DiffFormat::Json,
-        cli::DiffFormat::Markdown => DiffFormat::Markdown,
-        cli::DiffFormat::Svg => DiffFormat::Svg,
-    };
     let base = Side::load(&args.base, &args.base_label)?;
     let head = Side::load(&args.head, &args.head_label)?;
     for warning in base.warnings.iter().chain(&head.warnings) {
@@ -27,7 +21,7 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
     }
     let report = diff::compare(&base, &head, &settings);
     let color = args.output.is_none() && ui::color_stdout();
-    let rendered = diff::render(&base, &head, &report, format, color)?;
+    let rendered = diff::render(&base, &head, &report, args.format, color)?;
     match &args.output {
         Some(path) => {
             super::write_file(path, &rendered)?;

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::cargo::{BuildOptions, NamedTarget, TargetKind};
-use crate::cli::{self, CargoArgs, ColorChoice, GlobalArgs, RecordArgs, TargetArgs, ViewArgs};
+use crate::cli::{CargoArgs, ColorChoice, GlobalArgs, RecordArgs, TargetArgs, ViewArgs};
 use crate::error::UserError;
 use crate::run::RecordOptions;
 use crate::views::{ViewFormat, ViewOptions};
@@ -99,13 +99,7 @@ pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
 
 /// The view flags; `color` says whether the text goes to a terminal that takes colour.
 pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
-    let format = match args.format {
-        cli::ViewFormat::Text => ViewFormat::Text,
-        cli::ViewFormat::Svg => ViewFormat::Svg,
-        cli::ViewFormat::Folded => ViewFormat::Folded,
-        cli::ViewFormat::Chrome => ViewFormat::Chrome,
-        cli::ViewFormat::Json => ViewFormat::Json,
-    };
+    let format = args.format;
     if args.flamechart && format != ViewFormat::Svg {
         return Err(UserError::new("--flamechart draws an SVG flame chart")
             .hint("add `--format svg` (and `--invocation K` to pick the invocation)")

@@ -14,7 +14,8 @@ use crate::views::{self, overhead, Rendered, ViewFormat};
 use crate::workspace::Workspace;
 
 pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<i32> {
-    let view = options::view_options(&args.view, ui::color_stdout() && options::to_stdout(args.view.output.as_deref()))?;
+    let view =
+        options::view_options(&args.view, ui::color_stdout() && options::to_stdout(args.view.output.as_deref()))?;
     let cargo = options::cargo_options(global, &args.cargo);
     // (An SVG needs its default place even with `-o -`: the refusal to write to a terminal names it.)
     let needs_svg_path = view.format == ViewFormat::Svg;

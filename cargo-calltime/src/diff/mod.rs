@@ -41,14 +41,12 @@ pub const COMMENT_HEADROOM: usize = 1_000;
 /// Separator of the functions of a call path in every format but the flamegraph.
 pub const PATH_SEPARATOR: &str = " -> ";
 
-/// The formats a diff renders to.
+/// The formats a diff renders to (`--format`; their help is in cli.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiffFormat {
     Text,
     Json,
-    /// GitHub-flavoured Markdown for a pull-request comment.
     Markdown,
-    /// Differential flamegraph SVG.
     Svg,
 }
 

@@ -221,57 +221,32 @@ p = { path = "/p" }
         );
     }
 
+    /// Edits a root manifest `/w/Cargo.toml`, with the runtime at `/rt` as a dependency and/or a crates.io patch.
+    fn edit_root(text: &str, runtime: bool, patch: bool) -> String {
+        let rt = Path::new("/rt");
+        let (runtime, patch) = (runtime.then_some(rt), patch.then_some(rt));
+        edit_manifest(text, Path::new("/w/Cargo.toml"), Path::new("/w"), runtime, true, patch).unwrap()
+    }
+
     #[test]
     fn root_manifest_gets_a_workspace_table_and_dependencies_when_missing() {
-        let out = edit_manifest(
-            "[package]\nname = \"a\"\n",
-            Path::new("/w/Cargo.toml"),
-            Path::new("/w"),
-            Some(Path::new("/rt")),
-            true,
-            None,
-        )
-        .unwrap();
+        let out = edit_root("[package]\nname = \"a\"\n", true, false);
         assert_eq!(
             out,
             "[package]\nname = \"a\"\n\n[dependencies]\ncalltime-rt = { path = \"/rt\" }\n\n[workspace]\n\n[profile.dev.package.calltime-rt]\nopt-level = 3\n"
         );
-        let out = edit_manifest(
-            "[workspace]\nmembers = [\"a\"]\n",
-            Path::new("/w/Cargo.toml"),
-            Path::new("/w"),
-            None,
-            true,
-            None,
-        )
-        .unwrap();
+        let out = edit_root("[workspace]\nmembers = [\"a\"]\n", false, false);
         assert_eq!(out, "[workspace]\nmembers = [\"a\"]\n\n[profile.dev.package.calltime-rt]\nopt-level = 3\n");
     }
 
     #[test]
     fn a_registry_runtime_is_patched_with_the_probes_runtime() {
-        let out = edit_manifest(
-            "[workspace]\n\n[patch.crates-io]\nserde = { path = \"s\" }\n",
-            Path::new("/w/Cargo.toml"),
-            Path::new("/w"),
-            None,
-            true,
-            Some(Path::new("/rt")),
-        )
-        .unwrap();
+        let out = edit_root("[workspace]\n\n[patch.crates-io]\nserde = { path = \"s\" }\n", false, true);
         assert_eq!(
             out,
             "[workspace]\n\n[patch.crates-io]\nserde = { path = \"s\" }\ncalltime-rt = { path = \"/rt\" }\n\n[profile.dev.package.calltime-rt]\nopt-level = 3\n"
         );
-        let out = edit_manifest(
-            "[workspace]\n",
-            Path::new("/w/Cargo.toml"),
-            Path::new("/w"),
-            None,
-            true,
-            Some(Path::new("/rt")),
-        )
-        .unwrap();
+        let out = edit_root("[workspace]\n", false, true);
         assert_eq!(out, "[workspace]\n\n[patch.crates-io]\ncalltime-rt = { path = \"/rt\" }\n\n[profile.dev.package.calltime-rt]\nopt-level = 3\n");
     }
 }

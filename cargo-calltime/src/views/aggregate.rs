@@ -195,7 +195,10 @@ pub fn select(trace: &Trace, invocation: Option<usize>) -> anyhow::Result<Vec<(u
             None => {
                 let count = trace.invocations.len();
                 Err(crate::error::UserError::new(format!("invocation {k} does not exist in {}", trace.path.display()))
-                    .hint(format!("the trace holds {}: pass --invocation 1..={count}", crate::units::plural(count as u64, "invocation")))
+                    .hint(format!(
+                        "the trace holds {}: pass --invocation 1..={count}",
+                        crate::units::plural(count as u64, "invocation")
+                    ))
                     .into())
             }
         },

@@ -21,18 +21,13 @@ use crate::workspace::Workspace;
 pub use json::JSON_VERSION;
 pub use names::Names;
 
-/// The formats a trace renders to.
+/// The formats a trace renders to (`--format`; their help is in cli.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ViewFormat {
-    /// Indented trees, slowest invocations first, then the aggregate and a summary.
     Text,
-    /// Flamegraph SVG (inferno).
     Svg,
-    /// Folded stacks `a;b;c <self ns>`.
     Folded,
-    /// Chrome trace event JSON.
     Chrome,
-    /// Versioned JSON (docs/json.md).
     Json,
 }
 
