@@ -58,6 +58,15 @@ pub fn parse_duration(text: &str) -> Result<u64, UserError> {
     Ok((value * scale).round() as u64)
 }
 
+/// Calls per invocation: `3` for whole numbers, `2.50` and `0.33` otherwise (two decimals, so table columns line
+/// up).
+pub fn format_calls(calls: f64) -> String {
+    if (calls - calls.round()).abs() < 1e-9 {
+        return format!("{calls:.0}");
+    }
+    format!("{calls:.2}")
+}
+
 /// `1 invocation`, `2 invocations`.
 pub fn plural(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();

@@ -19,6 +19,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{hints_of, UserError};
+use crate::units::format_calls;
 use crate::trace::Trace;
 use stats::Bootstrap;
 
@@ -262,7 +263,7 @@ impl Side {
             .filter_map(|p| {
                 let mean = (p.self_ns_sum / u128::from(self.invocations.max(1))) as u64;
                 (mean > 0).then(|| {
-                    let frames: Vec<String> = p.display.iter().map(|f| f.replace(';', ":")).collect();
+                    let frames: Vec<String> = p.display.iter().map(|f| crate::views::stack_safe(f)).collect();
                     format!("{} {mean}", frames.join(";"))
                 })
             })
@@ -633,15 +634,6 @@ fn format_pct_plain(pct: f64) -> String {
     let text = format!("{pct:.2}");
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text}%")
-}
-
-/// Calls per invocation: `3`, `2.5`, `0.33`.
-pub fn format_calls(calls: f64) -> String {
-    if (calls - calls.round()).abs() < 1e-9 {
-        return format!("{calls:.0}");
-    }
-    let text = format!("{calls:.2}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// The change column: `+52.1%` or `new` / `gone` / `n/a`.

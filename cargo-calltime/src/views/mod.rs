@@ -19,7 +19,7 @@ use crate::trace::Trace;
 use crate::workspace::Workspace;
 
 pub use json::JSON_VERSION;
-pub use names::Names;
+pub use names::{stack_safe, Names};
 
 /// The formats a trace renders to (`--format`; their help is in cli.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
