@@ -95,14 +95,12 @@ pub fn select_target(ws: &Workspace, named: Option<&NamedTarget>, cargo: &CargoO
         // An explicit name is looked up in every member when no -p narrows it, like cargo does.
         let search: Vec<&cargo_metadata::Package> =
             if cargo.packages.is_empty() { meta.workspace_packages() } else { scope.clone() };
-        let of_kind =
-            |p: &&cargo_metadata::Package| p.targets.iter().filter(|t| is_kind(t, *kind)).cloned().collect::<Vec<_>>();
         for p in &search {
-            if let Some(t) = of_kind(p).iter().find(|t| t.name == *name) {
+            if let Some(t) = targets_of(p, *kind).find(|t| t.name == *name) {
                 return Ok(make(p, *kind, &t.name));
             }
         }
-        let available: Vec<String> = search.iter().flat_map(|p| of_kind(p)).map(|t| t.name).collect();
+        let available: Vec<&str> = search.iter().flat_map(|p| targets_of(p, *kind)).map(|t| t.name.as_str()).collect();
         let what = kind.noun();
         let hint = if available.is_empty() {
             format!("the selected packages have no {what} targets")
@@ -141,13 +139,14 @@ pub fn select_target(ws: &Workspace, named: Option<&NamedTarget>, cargo: &CargoO
     }
 }
 
-fn is_kind(target: &cargo_metadata::Target, kind: TargetKind) -> bool {
-    match kind {
-        TargetKind::Bin => target.is_bin(),
-        TargetKind::Example => target.is_example(),
-        TargetKind::Test => target.is_test(),
-        TargetKind::Bench => target.is_bench(),
-    }
+/// The package's targets of one kind.
+fn targets_of(package: &cargo_metadata::Package, kind: TargetKind) -> impl Iterator<Item = &cargo_metadata::Target> {
+    package.targets.iter().filter(move |t| match kind {
+        TargetKind::Bin => t.is_bin(),
+        TargetKind::Example => t.is_example(),
+        TargetKind::Test => t.is_test(),
+        TargetKind::Bench => t.is_bench(),
+    })
 }
 
 /// The first compiler error of a build: where, and what.

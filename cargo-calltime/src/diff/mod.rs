@@ -19,8 +19,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{hints_of, UserError};
-use crate::units::format_calls;
 use crate::trace::Trace;
+use crate::units::format_calls;
 use stats::Bootstrap;
 
 /// Version of the JSON diff format (docs/ci.md); bumped on any incompatible change.

@@ -63,7 +63,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
                     Some(format!("self time by call path · {} · took {}", inv.thread, format_ns(inv.duration_ns)));
             }
             None => {
-                options.title = format!("{what}: {count} invocation{}", if count == 1 { "" } else { "s" });
+                options.title = format!("{what}: {count} invocation{}", crate::units::plural_s(count as u64));
                 options.subtitle = Some(if count == 1 {
                     "self time by call path".to_owned()
                 } else {
