@@ -38,13 +38,15 @@ for args in "tokenizer" "many-roots" "threads 4"; do
   if cmp -s <("$work/plain" $args) <("$bin" $args); then echo "$args: identical"; else echo "$args: DIFFERENT"; fi
 done
 
-echo "== tokenizer: tree means vs the plain build's own (bench-calls truth, median of 3 runs)"
-for i in 1 2 3; do "$work/plain" truth 100 > "$work/truth.$i"; done
+echo "== tokenizer: tree means vs the plain build's own (bench-calls truth; 3 of each, interleaved, medians)"
+for i in 1 2 3; do
+  "$work/plain" truth 100 > "$work/truth.$i"
+  CALLTIME_OUT=$work/tokenizer.$i.trace "$work/tokenizer" tokenizer > /dev/null
+  "$CC" calltime report "$work/tokenizer.$i.trace" --format json -o "$work/tokenizer.$i.json" 2> "$work/report.stderr" \
+    || fail "cargo calltime report failed on $work/tokenizer.$i.trace: $(cat "$work/report.stderr")"
+done
 grep tokens_per_invocation "$work/truth.1"
-CALLTIME_OUT=$work/tokenizer.trace "$work/tokenizer" tokenizer > /dev/null
-"$CC" calltime report "$work/tokenizer.trace" --format json -o "$work/tokenizer.json" 2> "$work/report.stderr" \
-  || fail "cargo calltime report failed on $work/tokenizer.trace: $(cat "$work/report.stderr")"
-python3 "$repo/scripts/truth-compare.py" "$work/tokenizer.json" "$work"/truth.[123]
+python3 "$repo/scripts/truth-compare.py" "$work"/tokenizer.[123].json "$work"/truth.[123]
 
 echo "== side by side, alternating ($runs runs of the tokenizer, $((runs / 2)) of the others; medians)"
 alt=$repo/scripts/alternate-runs.py
@@ -60,12 +62,13 @@ done
 
 echo "== summary"
 awk -v tok="$work/runs.tokenizer" -v files="$work/runs.files" -v n=200000 '
-  FILENAME == tok { t[$1] = $2 } FILENAME == files { w[$1] = $2; c[$1] = $3 }
+  FILENAME == tok { t[$1] = $2; tc[$1] = $3 } FILENAME == files { w[$1] = $2; c[$1] = $3 }
   function per(a, b, m) { return (m[a] - m[b]) * 1e6 / n }
   END {
-    printf "tokenizer wall ratio instrumented/plain: %.2fx\n", t["instrumented"] / t["plain"]
-    printf "many-roots wall ratio: %.2fx; per invocation: %.0f ns wall, %.0f ns cpu (all threads)\n",
-      w["instrumented"] / w["plain"], per("instrumented", "plain", w), per("instrumented", "plain", c)
+    printf "tokenizer ratio instrumented/plain: wall %.2fx, cpu %.2fx\n", t["instrumented"] / t["plain"],
+      tc["instrumented"] / tc["plain"]
+    printf "many-roots ratio: wall %.2fx, cpu %.2fx; per invocation: %.0f ns wall, %.0f ns cpu (all threads)\n",
+      w["instrumented"] / w["plain"], c["instrumented"] / c["plain"], per("instrumented", "plain", w), per("instrumented", "plain", c)
     printf "threads 1: %.0f ns cpu per invocation (%.0f ns wall); threads 4: %.0f ns cpu (%.0f ns wall); 4/1 cpu: %.2fx\n",
       per("instrumented-t1", "plain-t1", c), per("instrumented-t1", "plain-t1", w),
       per("instrumented-t4", "plain-t4", c), per("instrumented-t4", "plain-t4", w),
