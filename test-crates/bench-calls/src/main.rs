@@ -61,9 +61,7 @@ fn run(args: &[String]) -> Result<u64, String> {
             let text = tokenizer::generate_text(TEXT_LEN, 0x5eed);
             Ok(truth::run(&text, arg_u64(args, 2, 200)? as u32))
         }
-        _ => Err(format!(
-            "bench-calls: unknown workload `{workload}`; use tokenizer, many-roots, threads N or truth"
-        )),
+        _ => Err(format!("bench-calls: unknown workload `{workload}`; use tokenizer, many-roots, threads N or truth")),
     }
 }
 

@@ -112,9 +112,8 @@ pub fn generate_text(len: usize, seed: u64) -> Vec<u8> {
         state ^= state << 17;
         state
     };
-    let words: [&[u8]; 12] = [
-        b"fn", b"let", b"x", b"value", b"if", b"parse", b"tok", b"else", b"buffer", b"a", b"match", b"id",
-    ];
+    let words: [&[u8]; 12] =
+        [b"fn", b"let", b"x", b"value", b"if", b"parse", b"tok", b"else", b"buffer", b"a", b"match", b"id"];
     let mut text = Vec::with_capacity(len + 16);
     while text.len() < len {
         let r = next();

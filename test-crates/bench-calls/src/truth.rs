@@ -11,11 +11,7 @@ fn token_spans(text: &[u8]) -> Vec<(usize, usize, u8)> {
     let mut start = 0;
     while start < text.len() {
         let class = class_of(text[start]);
-        let run = if class == PUNCT {
-            1
-        } else {
-            text[start..].iter().take_while(|&&b| class_of(b) == class).count()
-        };
+        let run = if class == PUNCT { 1 } else { text[start..].iter().take_while(|&&b| class_of(b) == class).count() };
         if class != SPACE {
             spans.push((start, start + run, class));
         }
