@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod build;
 pub mod cli;
 pub mod diff;
+pub mod error;
 pub mod plan;
 pub mod rewrite;
 pub mod run;

@@ -77,4 +77,7 @@ pub fn error(err: &anyhow::Error) {
         text.push_str(&cause.to_string());
     }
     let _ = writeln!(anstream::stderr(), "{style}error{style:#}: {text}");
+    for hint in crate::error::hints_of(err) {
+        let _ = writeln!(anstream::stderr(), "  hint: {hint}");
+    }
 }
