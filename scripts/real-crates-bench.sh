@@ -50,6 +50,7 @@ echo "== inputs"
 if [ ! -s "$work/big.md" ]; then
   find -L "$HOME"/.cargo/registry/src -maxdepth 3 -name '*.md' -print0 | sort -z | xargs -0 cat > "$work/one.md"
   [ -s "$work/one.md" ] || fail "no *.md files in ~/.cargo/registry/src for the pulldown-cmark input"
+  : > "$work/big.md"
   while [ "$(wc -c < "$work/big.md" 2>/dev/null || echo 0)" -lt 6000000 ]; do cat "$work/one.md" >> "$work/big.md"; done
 fi
 # tokei: performance.md's list of crate directories; the versions this registry lacks are skipped, and further
@@ -84,11 +85,12 @@ echo "big.md $(wc -c < "$work/big.md") bytes; tkin $(find "$work/tkin" -type f |
 echo "== builds (plain, then the default plan from a fresh calltime target dir)"
 build() { # DIR NAME BIN ROOT CARGO_ARGS...
   local dir=$1 name=$2 bin=$3 root=$4 built; shift 4
-  (cd "$dir" && cargo build -q --release "$@") || fail "cannot build $name plainly in $dir"
+  (cd "$dir" && cargo build -q --release "$@") 2> "$work/build-$name.log" \
+    || fail "cannot build $name plainly in $dir (see $work/build-$name.log)"
   cp "$dir/target/release/$bin" "$work/$name-plain"
   rm -rf "$dir/target/calltime"
-  built=$(cd "$dir" && "$CC" calltime build -q --release --root "$root" --depth 5 "$@" | tail -1) \
-    || fail "cannot build $name instrumented from $root"
+  built=$(cd "$dir" && "$CC" calltime build -q --release --root "$root" --depth 5 "$@" 2>> "$work/build-$name.log" | tail -1) \
+    || fail "cannot build $name instrumented from $root (see $work/build-$name.log)"
   cp "$built" "$work/$name-d5"
 }
 build "$work/pc" pc pulldown-cmark write_html_io --features getopts
