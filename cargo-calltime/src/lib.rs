@@ -13,6 +13,7 @@ pub mod error;
 pub mod plan;
 pub mod rewrite;
 pub mod run;
+pub mod runtime_sources;
 pub mod shadow;
 pub mod trace;
 pub mod ui;

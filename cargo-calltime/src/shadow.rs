@@ -14,10 +14,8 @@ use toml_edit::{DocumentMut, Item, Value};
 
 use crate::plan::Plan;
 use crate::rewrite::{self, PlanInfo, Probe};
+use crate::runtime_sources::RUNTIME_SOURCES;
 use crate::workspace::Workspace;
-
-/// The runtime's sources, shipped inside the tool so no network or registry is needed.
-pub const RUNTIME_SOURCE: &str = include_str!("../../calltime-rt/src/lib.rs");
 
 /// Appended to edition-2015 crate roots (no newline: line numbers stay as they are).
 const EXTERN_CRATE: &str = " #[allow(unused_extern_crates)] extern crate calltime_rt;";
@@ -47,8 +45,31 @@ pub fn write_runtime(calltime_dir: &Path) -> Result<PathBuf> {
                     [package]\nname = \"calltime-rt\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
                     [lib]\npath = \"src/lib.rs\"\n\n[dependencies]\n\n[workspace]\n";
     write_if_changed(&dir.join("Cargo.toml"), manifest.as_bytes())?;
-    write_if_changed(&dir.join("src/lib.rs"), RUNTIME_SOURCE.as_bytes())?;
+    let src = dir.join("src");
+    for (path, contents) in RUNTIME_SOURCES {
+        write_if_changed(&src.join(path), contents.as_bytes())?;
+    }
+    remove_stale_runtime_files(&src, &src)?;
     Ok(dir)
+}
+
+/// Removes files under `dir` that are not runtime sources (left by an older version of the tool: a module that
+/// moved from `x.rs` to `x/mod.rs` would otherwise be found twice).
+fn remove_stale_runtime_files(src: &Path, dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+    for entry in entries {
+        let path = entry.with_context(|| format!("cannot list {}", dir.display()))?.path();
+        if path.is_dir() {
+            remove_stale_runtime_files(src, &path)?;
+            continue;
+        }
+        let rel = path.strip_prefix(src).unwrap_or(&path);
+        let rel = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        if !RUNTIME_SOURCES.iter().any(|(known, _)| *known == rel) {
+            std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The runtime the probes link: the workspace's own `calltime-rt` member when it has one (cargo-calltime's own
