@@ -401,8 +401,11 @@ fn large_generated_file_is_analysed() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("big");
     std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"big\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n")
-        .unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"big\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+    )
+    .unwrap();
     let count = 2500;
     let mut text = String::new();
     for i in 0..count {

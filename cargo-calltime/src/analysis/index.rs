@@ -230,10 +230,8 @@ impl Index {
     /// compiled out when `outer` is or its own `#[cfg]` is false for its crate.
     fn inherit(&self, m: ModId, outer: &Inherited, test_only: bool, cfg: Option<&Cfg>) -> Inherited {
         let env = &self.crates[self.modules[m].krate].spec.cfg;
-        let compiled_out = outer
-            .compiled_out
-            .clone()
-            .or_else(|| cfg.filter(|c| env.eval(c) == Some(false)).map(|c| c.to_string()));
+        let compiled_out =
+            outer.compiled_out.clone().or_else(|| cfg.filter(|c| env.eval(c) == Some(false)).map(|c| c.to_string()));
         Inherited { test_only: outer.test_only || test_only, compiled_out }
     }
 

@@ -39,9 +39,8 @@ pub(super) const INTEGERS: &[&str] =
 
 /// The std type of a literal: `str`, `bool`, `char`, the suffix's type, `{integer}`/`{float}` without one.
 pub(super) fn literal_type(lit: &syn::Lit) -> &'static str {
-    let suffixed = |suffix: &str, default: &'static str| {
-        PRIMITIVES.iter().copied().find(|p| *p == suffix).unwrap_or(default)
-    };
+    let suffixed =
+        |suffix: &str, default: &'static str| PRIMITIVES.iter().copied().find(|p| *p == suffix).unwrap_or(default);
     match lit {
         syn::Lit::Str(_) => "str",
         syn::Lit::Bool(_) => "bool",
