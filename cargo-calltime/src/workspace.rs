@@ -193,7 +193,7 @@ fn member_features(
             work.extend(dep.features.iter().map(|f| (j, f.clone())));
         }
     }
-    for feature in args.features.iter().cloned() {
+    for feature in &args.features {
         match feature.split_once('/') {
             Some((package, f)) => work.extend(member_named(package).map(|j| (j, f.to_owned()))),
             None => work.extend(plain_targets.iter().map(|&i| (i, feature.clone()))),
