@@ -14,6 +14,7 @@ pub mod plan;
 pub mod rewrite;
 pub mod run;
 pub mod shadow;
+pub mod store;
 pub mod trace;
 pub mod ui;
 pub mod units;

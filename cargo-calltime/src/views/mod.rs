@@ -2,9 +2,11 @@
 //! JSON and versioned JSON, all from one [`Trace`]; and `cargo calltime report`, which renders a saved trace.
 
 pub mod aggregate;
+pub mod chart;
 mod chrome;
 mod flamegraph;
 mod folded;
+pub mod html;
 mod json;
 mod names;
 pub mod overhead;

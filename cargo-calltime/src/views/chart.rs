@@ -1,0 +1,148 @@
+//! Charts across runs (`cargo calltime history --chart`, and the HTML report): for one root function, the mean,
+//! p50 and p99 time per invocation and the calls per invocation, one point per run, dirty runs crossed out.
+//! Drawn with plotters' SVG backend.
+
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+
+use crate::store::SeriesPoint;
+use crate::units::format_ns;
+
+/// Series colours (the SVG's `fill` of each series' points); tests count points by them.
+pub const MEAN_COLOR: RGBColor = RGBColor(31, 119, 180);
+pub const P50_COLOR: RGBColor = RGBColor(44, 160, 44);
+pub const P99_COLOR: RGBColor = RGBColor(255, 127, 14);
+pub const CALLS_COLOR: RGBColor = RGBColor(148, 103, 189);
+pub const DIRTY_COLOR: RGBColor = RGBColor(214, 39, 40);
+
+const WIDTH: u32 = 900;
+const TIMES_HEIGHT: u32 = 340;
+const CALLS_HEIGHT: u32 = 220;
+
+/// The chart of `root` over `points` (oldest first) as an SVG document.
+pub fn render_svg(root: &str, points: &[SeriesPoint]) -> Result<String> {
+    if points.is_empty() {
+        anyhow::bail!("no run recorded {root}: there is nothing to chart");
+    }
+    let mut svg = String::new();
+    {
+        let area = SVGBackend::with_string(&mut svg, (WIDTH, TIMES_HEIGHT + CALLS_HEIGHT)).into_drawing_area();
+        area.fill(&WHITE).map_err(draw_error)?;
+        let (times, calls) = area.split_vertically(TIMES_HEIGHT);
+        draw_times(&times, root, points)?;
+        draw_calls(&calls, points)?;
+        area.present().map_err(draw_error)?;
+    }
+    Ok(svg)
+}
+
+fn draw_error(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("cannot draw the chart: {e}")
+}
+
+/// The x axis: run `i` at `i`, labelled with its id (and label).
+fn x_range(points: &[SeriesPoint]) -> std::ops::Range<f64> {
+    -0.5..points.len() as f64 - 0.5
+}
+
+fn x_label(points: &[SeriesPoint], x: f64) -> String {
+    let at = x.round();
+    if (x - at).abs() > 1e-6 || at < 0.0 {
+        return String::new();
+    }
+    points.get(at as usize).map_or_else(String::new, |p| match &p.label {
+        Some(label) => format!("#{} {label}", p.run_id),
+        None => format!("#{}", p.run_id),
+    })
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+fn draw_times(area: &Area<'_>, root: &str, points: &[SeriesPoint]) -> Result<()> {
+    let series: [(&str, RGBColor, Vec<Option<u64>>); 3] = [
+        ("mean", MEAN_COLOR, points.iter().map(|p| Some(p.stat.mean_ns)).collect()),
+        ("p50", P50_COLOR, points.iter().map(|p| p.stat.p50_ns).collect()),
+        ("p99", P99_COLOR, points.iter().map(|p| p.stat.p99_ns).collect()),
+    ];
+    let top = series.iter().flat_map(|(_, _, v)| v.iter().flatten()).copied().max().unwrap_or(1).max(1) as f64;
+    let mut chart = ChartBuilder::on(area)
+        .caption(format!("{root}: time per invocation, by run"), ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(28)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x_range(points), 0.0..top * 1.1)
+        .map_err(draw_error)?;
+    chart
+        .configure_mesh()
+        .x_labels(points.len().min(12))
+        .x_label_formatter(&|x| x_label(points, *x))
+        .y_label_formatter(&|y| format_ns(y.max(0.0) as u64))
+        .draw()
+        .map_err(draw_error)?;
+    for (name, color, values) in &series {
+        let xy: Vec<(f64, f64)> =
+            values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i as f64, v as f64))).collect();
+        let color = *color;
+        chart
+            .draw_series(LineSeries::new(xy.clone(), color.stroke_width(2)))
+            .map_err(draw_error)?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        chart.draw_series(xy.iter().map(|&p| Circle::new(p, 4, color.filled()))).map_err(draw_error)?;
+    }
+    draw_dirty_marks(&mut chart, points, |p| p.stat.mean_ns as f64)?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(draw_error)?;
+    Ok(())
+}
+
+fn draw_calls(area: &Area<'_>, points: &[SeriesPoint]) -> Result<()> {
+    let top = points.iter().map(|p| p.stat.calls_per_invocation).fold(1.0, f64::max);
+    let mut chart = ChartBuilder::on(area)
+        .caption("calls per invocation", ("sans-serif", 15))
+        .margin(12)
+        .x_label_area_size(28)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x_range(points), 0.0..top * 1.15)
+        .map_err(draw_error)?;
+    chart
+        .configure_mesh()
+        .x_labels(points.len().min(12))
+        .x_label_formatter(&|x| x_label(points, *x))
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()
+        .map_err(draw_error)?;
+    let xy: Vec<(f64, f64)> = points.iter().enumerate().map(|(i, p)| (i as f64, p.stat.calls_per_invocation)).collect();
+    chart.draw_series(LineSeries::new(xy.clone(), CALLS_COLOR.stroke_width(2))).map_err(draw_error)?;
+    chart.draw_series(xy.iter().map(|&p| Circle::new(p, 4, CALLS_COLOR.filled()))).map_err(draw_error)?;
+    draw_dirty_marks(&mut chart, points, |p| p.stat.calls_per_invocation)?;
+    Ok(())
+}
+
+/// A cross over each dirty run's point, in the legend as "dirty run".
+fn draw_dirty_marks(
+    chart: &mut ChartContext<
+        '_,
+        SVGBackend<'_>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    points: &[SeriesPoint],
+    y: impl Fn(&SeriesPoint) -> f64,
+) -> Result<()> {
+    let dirty: Vec<(f64, f64)> =
+        points.iter().enumerate().filter(|(_, p)| p.dirty.is_some()).map(|(i, p)| (i as f64, y(p))).collect();
+    if dirty.is_empty() {
+        return Ok(());
+    }
+    chart
+        .draw_series(dirty.iter().map(|&p| Cross::new(p, 8, DIRTY_COLOR.stroke_width(3))))
+        .map_err(draw_error)?
+        .label("dirty run")
+        .legend(|(x, y)| Cross::new((x + 9, y), 5, DIRTY_COLOR.stroke_width(2)));
+    Ok(())
+}
