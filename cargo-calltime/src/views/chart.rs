@@ -75,6 +75,7 @@ fn draw_times(area: &Area<'_>, root: &str, points: &[SeriesPoint]) -> Result<()>
     chart
         .configure_mesh()
         .x_labels(points.len().min(12))
+        .light_line_style(TRANSPARENT)
         .x_label_formatter(&|x| x_label(points, *x))
         .y_label_formatter(&|y| format_ns(y.max(0.0) as u64))
         .draw()
@@ -113,6 +114,7 @@ fn draw_calls(area: &Area<'_>, points: &[SeriesPoint]) -> Result<()> {
     chart
         .configure_mesh()
         .x_labels(points.len().min(12))
+        .light_line_style(TRANSPARENT)
         .x_label_formatter(&|x| x_label(points, *x))
         .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
