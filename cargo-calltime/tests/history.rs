@@ -67,7 +67,10 @@ fn filters_return_exactly_the_right_runs() {
             &["run-3", "run-4", "run-5", "run-6", "run-7"],
         ),
         // A date-only --until takes in its whole day: run-4 was recorded at 23:59:59.
-        (RunFilter { until_ms: date("2026-03-04", DayEnd::End), ..Default::default() }, &["run-1", "run-2", "run-3", "run-4"]),
+        (
+            RunFilter { until_ms: date("2026-03-04", DayEnd::End), ..Default::default() },
+            &["run-1", "run-2", "run-3", "run-4"],
+        ),
         (
             RunFilter {
                 since_ms: date("2026-03-05", DayEnd::Start),
@@ -241,8 +244,9 @@ fn big_record(n: usize) -> RunRecord {
     let mut run = record("runs/run-1.trace", Some(format!("writer-{}", std::process::id())));
     let template = run.path_stats[0].clone();
     run.recorded_ms += n as i64;
-    run.path_stats =
-        (0..2000).map(|i| PathRow { path: format!("{};demo::path_{i:05}", template.path), ..template.clone() }).collect();
+    run.path_stats = (0..2000)
+        .map(|i| PathRow { path: format!("{};demo::path_{i:05}", template.path), ..template.clone() })
+        .collect();
     run
 }
 
@@ -251,7 +255,8 @@ fn big_record(n: usize) -> RunRecord {
 #[test]
 #[ignore = "run as a child process by the store concurrency tests"]
 fn writer_process() {
-    let (Some(path), Some(writes)) = (std::env::var_os("CALLTIME_TEST_STORE"), std::env::var("CALLTIME_TEST_WRITES").ok())
+    let (Some(path), Some(writes)) =
+        (std::env::var_os("CALLTIME_TEST_STORE"), std::env::var("CALLTIME_TEST_WRITES").ok())
     else {
         panic!("writer_process is run by the concurrency tests, with CALLTIME_TEST_STORE and CALLTIME_TEST_WRITES");
     };

@@ -286,7 +286,7 @@ fn functions(page: &mut String, trace: &Trace, names: &Names) {
 fn across_runs(page: &mut String, history: &[(String, Vec<SeriesPoint>)]) -> Result<()> {
     page.push_str("<section id=\"history\"><h2>Across runs</h2>\n");
     for (root, points) in history.iter().filter(|(_, points)| !points.is_empty()) {
-        let _ = writeln!(page, "<h3>{}</h3>\n<div class=\"chart\">", escape(root));
+        let _ = write!(page, "<h3>{}</h3>\n<div class=\"chart\">", escape(root));
         // plotters' SVG has no script and no ids: it is safe to inline as is.
         page.push_str(&super::chart::render_svg(root, points)?);
         page.push_str("</div>\n<table class=\"runs\"><thead><tr><th>Run</th><th>Recorded (UTC)</th><th>Label</th>");
