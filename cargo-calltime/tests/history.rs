@@ -320,3 +320,13 @@ fn a_writer_killed_mid_write_leaves_a_readable_store() {
         assert_eq!(assert_whole(&store), before + 1);
     }
 }
+
+#[test]
+fn listing_shows_each_run_and_root_with_dirty_runs_marked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, _) = filled_store(tmp.path());
+    let runs = store.runs(&RunFilter::default()).unwrap();
+    util::check(&data("history/expected/listing.txt"), &cargo_calltime::views::history::render(&runs));
+    let main = store.runs(&RunFilter { label: Some("main".into()), ..Default::default() }).unwrap();
+    util::check(&data("history/expected/listing-main.txt"), &cargo_calltime::views::history::render(&main));
+}

@@ -9,6 +9,7 @@
 pub mod dates;
 mod record;
 mod schema;
+mod select;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,6 +20,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use crate::error::UserError;
 
 pub use record::{machine_description, GitInfo, PathRow, RootStat, RunRecord, Source};
+pub use select::Selector;
 
 /// How long a writer waits for another one before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -428,4 +430,47 @@ pub fn series(runs: &[StoredRun], root: &str) -> Vec<SeriesPoint> {
         }
     }
     points
+}
+
+/// How a trace enters the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreOptions {
+    pub label: Option<String>,
+    pub source: Source,
+    /// Trace files kept (the newest runs'); older runs keep only their summaries.
+    pub keep: usize,
+    /// The workspace whose git commit and branch are recorded.
+    pub workspace_root: Option<PathBuf>,
+}
+
+/// What recording a run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub id: i64,
+    pub trace_path: PathBuf,
+    /// Runs whose trace files retention removed.
+    pub released: Vec<i64>,
+}
+
+/// Records `trace` (loaded from `trace_file`) in the store of `calltime_dir`: its trace file copied under `runs/`,
+/// its row and aggregates inserted, then retention. Walks the trees: call it on a big stack.
+pub fn record_run(
+    calltime_dir: &Path,
+    trace: &crate::trace::Trace,
+    trace_file: &Path,
+    opts: &StoreOptions,
+) -> Result<Recorded> {
+    let mut run = RunRecord::from_trace(trace);
+    run.label = opts.label.clone();
+    run.source = opts.source;
+    if let Some(root) = &opts.workspace_root {
+        run.git = GitInfo::detect(root);
+    }
+    let runs_dir = runs_dir(calltime_dir);
+    let kept = keep_trace_file(&runs_dir, trace_file, run.recorded_ms)?;
+    run.trace_path = Some(kept.clone());
+    let mut store = Store::open(&store_path(calltime_dir))?;
+    let id = store.insert(&run)?;
+    let released = store.retain_traces(opts.keep, &runs_dir)?;
+    Ok(Recorded { id, trace_path: kept, released })
 }

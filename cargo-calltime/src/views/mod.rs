@@ -6,6 +6,7 @@ pub mod chart;
 mod chrome;
 mod flamegraph;
 mod folded;
+pub mod history;
 pub mod html;
 mod json;
 mod names;
