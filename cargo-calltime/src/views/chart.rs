@@ -3,6 +3,7 @@
 //! Drawn with plotters' SVG backend.
 
 use anyhow::{anyhow, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::store::SeriesPoint;
@@ -57,6 +58,44 @@ fn x_label(points: &[SeriesPoint], x: f64) -> String {
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// One panel: runs along x (labelled with their ids), 0..`top` up y, a light mesh.
+fn panel<'a, 'b>(
+    area: &'a Area<'b>,
+    caption: (String, u32),
+    top: f64,
+    points: &[SeriesPoint],
+    y_label: &dyn Fn(&f64) -> String,
+) -> Result<Chart<'a, 'b>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption.0, ("sans-serif", caption.1))
+        .margin(12)
+        .x_label_area_size(28)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x_range(points), 0.0..top)
+        .map_err(draw_error)?;
+    chart
+        .configure_mesh()
+        .x_labels(points.len().min(12))
+        .light_line_style(TRANSPARENT)
+        .x_label_formatter(&|x| x_label(points, *x))
+        .y_label_formatter(y_label)
+        .draw()
+        .map_err(draw_error)?;
+    Ok(chart)
+}
+
+/// A line through `xy` with a dot on each point; the legend entry `name`.
+fn draw_line(chart: &mut Chart<'_, '_>, xy: Vec<(f64, f64)>, color: RGBColor, name: &str) -> Result<()> {
+    chart
+        .draw_series(LineSeries::new(xy.clone(), color.stroke_width(2)))
+        .map_err(draw_error)?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+    chart.draw_series(xy.iter().map(|&p| Circle::new(p, 4, color.filled()))).map_err(draw_error)?;
+    Ok(())
+}
 
 fn draw_times(area: &Area<'_>, root: &str, points: &[SeriesPoint]) -> Result<()> {
     let series: [(&str, RGBColor, Vec<Option<u64>>); 3] = [
@@ -65,31 +104,11 @@ fn draw_times(area: &Area<'_>, root: &str, points: &[SeriesPoint]) -> Result<()>
         ("p99", P99_COLOR, points.iter().map(|p| p.stat.p99_ns).collect()),
     ];
     let top = series.iter().flat_map(|(_, _, v)| v.iter().flatten()).copied().max().unwrap_or(1).max(1) as f64;
-    let mut chart = ChartBuilder::on(area)
-        .caption(format!("{root}: time per invocation, by run"), ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(28)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x_range(points), 0.0..top * 1.1)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_labels(points.len().min(12))
-        .light_line_style(TRANSPARENT)
-        .x_label_formatter(&|x| x_label(points, *x))
-        .y_label_formatter(&|y| format_ns(y.max(0.0) as u64))
-        .draw()
-        .map_err(draw_error)?;
-    for (name, color, values) in &series {
-        let xy: Vec<(f64, f64)> =
-            values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i as f64, v as f64))).collect();
-        let color = *color;
-        chart
-            .draw_series(LineSeries::new(xy.clone(), color.stroke_width(2)))
-            .map_err(draw_error)?
-            .label(*name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-        chart.draw_series(xy.iter().map(|&p| Circle::new(p, 4, color.filled()))).map_err(draw_error)?;
+    let caption = (format!("{root}: time per invocation, by run"), 18);
+    let mut chart = panel(area, caption, top * 1.1, points, &|y| format_ns(y.max(0.0) as u64))?;
+    for (name, color, values) in series {
+        let xy = values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i as f64, v as f64))).collect();
+        draw_line(&mut chart, xy, color, name)?;
     }
     draw_dirty_marks(&mut chart, points, |p| p.stat.mean_ns as f64)?;
     chart
@@ -104,24 +123,9 @@ fn draw_times(area: &Area<'_>, root: &str, points: &[SeriesPoint]) -> Result<()>
 
 fn draw_calls(area: &Area<'_>, points: &[SeriesPoint]) -> Result<()> {
     let top = points.iter().map(|p| p.stat.calls_per_invocation).fold(1.0, f64::max);
-    let mut chart = ChartBuilder::on(area)
-        .caption("calls per invocation", ("sans-serif", 15))
-        .margin(12)
-        .x_label_area_size(28)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x_range(points), 0.0..top * 1.15)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_labels(points.len().min(12))
-        .light_line_style(TRANSPARENT)
-        .x_label_formatter(&|x| x_label(points, *x))
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .draw()
-        .map_err(draw_error)?;
-    let xy: Vec<(f64, f64)> = points.iter().enumerate().map(|(i, p)| (i as f64, p.stat.calls_per_invocation)).collect();
-    chart.draw_series(LineSeries::new(xy.clone(), CALLS_COLOR.stroke_width(2))).map_err(draw_error)?;
-    chart.draw_series(xy.iter().map(|&p| Circle::new(p, 4, CALLS_COLOR.filled()))).map_err(draw_error)?;
+    let mut chart = panel(area, ("calls per invocation".to_owned(), 15), top * 1.15, points, &|y| format!("{y:.0}"))?;
+    let xy = points.iter().enumerate().map(|(i, p)| (i as f64, p.stat.calls_per_invocation)).collect();
+    draw_line(&mut chart, xy, CALLS_COLOR, "calls per invocation")?;
     draw_dirty_marks(&mut chart, points, |p| p.stat.calls_per_invocation)?;
     Ok(())
 }
