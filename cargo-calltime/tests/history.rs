@@ -330,3 +330,34 @@ fn listing_shows_each_run_and_root_with_dirty_runs_marked() {
     let main = store.runs(&RunFilter { label: Some("main".into()), ..Default::default() }).unwrap();
     util::check(&data("history/expected/listing-main.txt"), &cargo_calltime::views::history::render(&main));
 }
+
+#[test]
+fn recorded_runs_are_found_by_label_and_id_until_retention_drops_their_traces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let calltime_dir = tmp.path().join("target/calltime");
+    let mut ids = Vec::new();
+    for (file, label) in manifest() {
+        let source = data("history").join(&file);
+        let trace = Trace::load(&source, None).unwrap();
+        let opts = store::StoreOptions { label, source: store::Source::Import, keep: 3, workspace_root: None };
+        let recorded = store::record_run(&calltime_dir, &trace, &source, &opts).unwrap();
+        assert!(recorded.trace_path.starts_with(store::runs_dir(&calltime_dir)));
+        ids.push(recorded.id);
+    }
+    let store = Store::open(&store::store_path(&calltime_dir)).unwrap();
+    let main = store::Selector::parse("@label:main").unwrap().unwrap();
+    assert_eq!(main.runs(&store).unwrap().iter().map(|r| r.id).collect::<Vec<_>>(), [ids[0], ids[1], ids[3], ids[6]]);
+    // Only the newest three runs (5, 6, 7) keep their traces: run 4 of `main` lost its.
+    let err = main.trace_files(&store).unwrap_err();
+    assert!(err.to_string().contains(&format!("#{}, #{}, #{}", ids[0], ids[1], ids[3])), "{err:#}");
+    assert!(cargo_calltime::error::hints_of(&err)[0].contains("--keep N"));
+    let pr = store::Selector::parse("@label:pr-42").unwrap().unwrap();
+    assert!(pr.trace_files(&store).is_err(), "run 3 of pr-42 lost its trace");
+    let last = store::Selector::parse(&format!("@run:{}", ids[6])).unwrap().unwrap();
+    let files = last.trace_files(&store).unwrap();
+    let trace = Trace::load(&files[0], None).unwrap();
+    assert_eq!((trace.invocations.len(), trace.warnings.len()), (2, 0));
+    assert_eq!(store.run(ids[6]).unwrap().unwrap().record.source, store::Source::Import);
+    let err = store::Selector::parse("@run:999").unwrap().unwrap().runs(&store).unwrap_err();
+    assert!(err.to_string().starts_with("no stored run has id 999"), "{err:#}");
+}

@@ -174,3 +174,12 @@ fn report_works_in_headless_chromium() {
         std::fs::write(path, browser.screenshot()).unwrap();
     }
 }
+
+#[test]
+fn folded_invocations_show_estimates_and_the_runtime_settings() {
+    let page = html::render(&load("views/folded.trace"), &HtmlOptions { top: 2, history: Vec::new() }).unwrap();
+    assert!(page.contains("<span class=\"total\">~"), "a sampled node's total is marked as an estimate");
+    assert!(page.contains("data-key=\"total\" data-v=\"") && page.contains(">~"));
+    let summary = &page[page.find("id=\"summary\"").unwrap()..page.find("id=\"slowest\"").unwrap()];
+    assert!(summary.contains("runtime settings</th><td>fold_after="), "a version 2 trace's settings are shown");
+}
