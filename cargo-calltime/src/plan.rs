@@ -153,8 +153,3 @@ pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
     }
     crate::analysis::planner::make_plan(ws, &args)
 }
-
-/// `cargo calltime graph`.
-pub fn graph_command(args: &crate::cli::GraphArgs) -> Result<i32> {
-    crate::analysis::render::graph_command(args)
-}

@@ -5,9 +5,9 @@ mod util;
 
 use std::path::Path;
 
-use cargo_calltime::cli::{CargoArgs, PlanArgs};
+use cargo_calltime::cli::PlanArgs;
 use cargo_calltime::plan::{make_plan, Plan, ProbeKind};
-use cargo_calltime::workspace::Workspace;
+use cargo_calltime::workspace::{CargoOptions, Workspace};
 use util::{calltime, check, copy_test_crate, data, normalize_path, run};
 
 /// (expectation name, test crate, graph arguments)
@@ -142,7 +142,7 @@ fn plan_for(dir: &Path, roots: &[&str], depth: u32, filter: Option<&str>) -> Pla
 }
 
 fn plan_with(dir: &Path, roots: &[&str], depth: u32, filter: Option<&str>, everything: bool) -> Plan {
-    let cargo = CargoArgs { manifest_path: Some(dir.join("Cargo.toml")), ..CargoArgs::default() };
+    let cargo = CargoOptions { manifest_path: Some(dir.join("Cargo.toml")), ..CargoOptions::default() };
     let ws = Workspace::load(&cargo).expect("workspace loads");
     let args = PlanArgs {
         root: roots.iter().map(|r| r.to_string()).collect(),

@@ -7,43 +7,10 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::IMPLICIT_CALLS;
-use crate::cli::{GraphArgs, GraphFormat};
-use crate::plan::{make_plan, Plan, ProbeKind};
-use crate::ui;
-use crate::workspace::Workspace;
+use crate::plan::{Plan, ProbeKind};
 
 /// Version of the JSON document; bump on incompatible changes.
 pub const GRAPH_JSON_VERSION: u32 = 1;
-
-pub fn graph_command(args: &GraphArgs) -> Result<i32> {
-    ui::set_quiet(args.cargo.quiet);
-    let started = std::time::Instant::now();
-    // The graph needs no dependency resolution: `--no-deps` keeps `cargo metadata` off the registry and fast.
-    let ws = Workspace::load_members_only(&args.cargo)?;
-    tracing::info!("cargo metadata in {:?}", started.elapsed());
-    let plan = make_plan(&ws, &args.plan)?;
-    let out = match args.format {
-        GraphFormat::Text => render_text(&plan, &ws.root),
-        GraphFormat::Json => render_json(&plan, &ws.root)?,
-        GraphFormat::Dot => render_dot(&plan),
-    };
-    match &args.output {
-        Some(path) => {
-            std::fs::write(path, out).with_context(|| {
-                format!("cannot write {}\n  hint: check that the directory exists and is writable", path.display())
-            })?;
-            ui::status("Wrote", &path.display().to_string());
-        }
-        None => {
-            use std::io::Write;
-            let mut stdout = std::io::stdout().lock();
-            // A closed pipe (`| head`) is not an error worth a message.
-            let _ = stdout.write_all(out.as_bytes());
-        }
-    }
-    tracing::info!("graph command done in {:?}", started.elapsed());
-    Ok(0)
-}
 
 pub fn plural(n: usize, noun: &str) -> String {
     if n == 1 {

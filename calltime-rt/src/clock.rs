@@ -1,0 +1,131 @@
+//! The runtime clock: raw ticks on the hot path (the invariant TSC on x86_64, else `Instant`), converted to
+//! nanoseconds since the trace epoch on the writer thread.
+
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+static USE_TSC: AtomicBool = AtomicBool::new(false);
+static CLOCK: OnceLock<ClockBase> = OnceLock::new();
+
+/// The trace epoch: a (ticks, Instant, wall clock) triple taken together at the first use.
+pub(crate) struct ClockBase {
+    tsc: bool,
+    ticks0: u64,
+    instant0: Instant,
+    epoch_unix_ns: u64,
+}
+
+impl ClockBase {
+    /// Wall-clock time of the epoch, in nanoseconds since the Unix epoch.
+    pub(crate) fn epoch_unix_ns(&self) -> u64 {
+        self.epoch_unix_ns
+    }
+
+    /// Nanoseconds since the epoch, by `Instant` (whatever the tick source).
+    pub(crate) fn elapsed_ns(&self) -> u64 {
+        self.instant0.elapsed().as_nanos() as u64
+    }
+}
+
+/// Ticks of the runtime clock: TSC cycles where the TSC is invariant, else nanoseconds since the trace epoch.
+#[inline(always)]
+pub(crate) fn now() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if USE_TSC.load(Relaxed) {
+            // SAFETY: rdtsc has no preconditions on x86_64.
+            #[allow(unused_unsafe)]
+            return unsafe { std::arch::x86_64::_rdtsc() };
+        }
+    }
+    instant_ticks()
+}
+
+#[inline(never)]
+fn instant_ticks() -> u64 {
+    match CLOCK.get() {
+        Some(base) => base.instant0.elapsed().as_nanos() as u64,
+        None => 0,
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn invariant_tsc() -> bool {
+    use std::arch::x86_64::__cpuid;
+    // SAFETY: cpuid exists on every x86_64 CPU; leaf 0x80000000 reports the highest extended leaf.
+    #[allow(unused_unsafe)]
+    unsafe {
+        let max_extended = __cpuid(0x8000_0000).eax;
+        max_extended >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn invariant_tsc() -> bool {
+    false
+}
+
+pub(crate) fn clock() -> &'static ClockBase {
+    CLOCK.get_or_init(|| {
+        let forced_instant = std::env::var("CALLTIME_CLOCK").map(|v| v.trim() == "instant").unwrap_or(false);
+        let tsc = !forced_instant && invariant_tsc();
+        let instant0 = Instant::now();
+        let epoch_unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let ticks0 = if tsc { tsc_now() } else { 0 };
+        USE_TSC.store(tsc, Relaxed);
+        ClockBase { tsc, ticks0, instant0, epoch_unix_ns }
+    })
+}
+
+fn tsc_now() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86_64.
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::arch::x86_64::_rdtsc()
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// Ticks to nanoseconds since the trace epoch, as a 32.32 fixed-point factor.
+#[derive(Clone, Copy)]
+pub(crate) struct Scale {
+    ticks0: u64,
+    ns_per_tick_q32: u128,
+}
+
+impl Scale {
+    /// Calibrates the TSC against `Instant` over everything since the epoch (at least 10 ms: the caller, always off
+    /// the hot path, waits for the rest), so the factor gets more precise as the program runs.
+    pub(crate) fn current(base: &ClockBase) -> Scale {
+        if !base.tsc {
+            return Scale { ticks0: 0, ns_per_tick_q32: 1 << 32 };
+        }
+        let min = Duration::from_millis(10);
+        let elapsed = base.instant0.elapsed();
+        if elapsed < min {
+            std::thread::sleep(min - elapsed);
+        }
+        let before = tsc_now();
+        let instant = Instant::now();
+        let after = tsc_now();
+        let ticks = (before / 2 + after / 2).saturating_sub(base.ticks0).max(1);
+        let ns = instant.duration_since(base.instant0).as_nanos();
+        Scale { ticks0: base.ticks0, ns_per_tick_q32: (ns << 32) / ticks as u128 }
+    }
+
+    pub(crate) fn ns(&self, ticks: u64) -> u64 {
+        self.span(ticks.saturating_sub(self.ticks0))
+    }
+
+    /// A duration in ticks, in nanoseconds.
+    pub(crate) fn span(&self, ticks: u64) -> u64 {
+        ((ticks as u128 * self.ns_per_tick_q32) >> 32) as u64
+    }
+}

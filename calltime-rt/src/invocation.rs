@@ -1,0 +1,355 @@
+//! Invocations: the thread's current recording context (`CURRENT`), who owns which recorder, the settings, and
+//! starting, admitting and handing off an invocation to the writer.
+
+use std::cell::{Cell, RefCell};
+use std::mem;
+use std::path::PathBuf;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use crate::__private::PlanInfo;
+use crate::clock::{clock, ClockBase};
+use crate::probe::{record_enter, Guard};
+use crate::recorder::{OwnerKind, Recorder, PARENT_MASK};
+use crate::writer::{install_flush_hooks, start_writer};
+
+/// Recorders beyond one per thread and the queue's length: root tasks in progress and the one being written.
+const SPARE_RECORDERS: usize = 65;
+
+/// `CURRENT` while a sampled-out or dropped invocation runs: probes record nothing and roots do not start anew.
+pub(crate) const SKIP: *mut Recorder = 1 as *mut Recorder;
+
+thread_local! {
+    /// The recording context of the invocation in progress on this thread: null outside any invocation, `SKIP` in
+    /// one that is not recorded, else the thread's recorder or (during a poll) a root task's recorder.
+    static CURRENT: Cell<*mut Recorder> = const { Cell::new(ptr::null_mut()) };
+    /// This thread's own recorder and identity; touched only when an invocation starts or ends.
+    static THREAD: RefCell<ThreadSlot> = const { RefCell::new(ThreadSlot { rec: ptr::null_mut(), id: 0, name: None }) };
+}
+
+/// The recording context current on this thread (see `CURRENT`).
+#[inline(always)]
+pub(crate) fn current() -> *mut Recorder {
+    CURRENT.with(Cell::get)
+}
+
+/// A recorder owned by a root task. Like a `Box`, it owns its recorder uniquely; the raw pointer is published in
+/// `CURRENT` only during a poll of its owner, on the polling thread, and withdrawn before that poll returns, so
+/// moving the owner to another thread between polls moves sole access with it.
+pub(crate) struct OwnedRecorder(NonNull<Recorder>);
+
+// SAFETY: see the type's documentation: access is unique, as with Box<Recorder>, and Recorder is Send.
+unsafe impl Send for OwnedRecorder {}
+// SAFETY: `&OwnedRecorder` gives no access to the recorder.
+unsafe impl Sync for OwnedRecorder {}
+
+impl OwnedRecorder {
+    pub(crate) fn new(rec: Box<Recorder>) -> OwnedRecorder {
+        OwnedRecorder(NonNull::from(Box::leak(rec)))
+    }
+
+    pub(crate) fn ptr(&self) -> *mut Recorder {
+        self.0.as_ptr()
+    }
+
+    fn into_box(self) -> Box<Recorder> {
+        let rec = self.0.as_ptr();
+        mem::forget(self);
+        // SAFETY: the pointer came from Box::leak and is owned by self, which is forgotten.
+        unsafe { Box::from_raw(rec) }
+    }
+}
+
+impl Drop for OwnedRecorder {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from Box::leak and is owned by self.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
+struct ThreadSlot {
+    rec: *mut Recorder,
+    id: u64,
+    name: Option<Arc<str>>,
+}
+
+impl Drop for ThreadSlot {
+    fn drop(&mut self) {
+        if self.rec.is_null() {
+            return;
+        }
+        // An invocation still in progress during thread teardown keeps its recorder (leaked) rather than risk a
+        // guard writing into freed memory.
+        if CURRENT.with(Cell::get) == self.rec {
+            return;
+        }
+        // SAFETY: the pointer came from Box::into_raw and is owned by this slot.
+        let rec = unsafe { Box::from_raw(self.rec) };
+        self.rec = ptr::null_mut();
+        give_back(rec);
+    }
+}
+
+pub(crate) fn set_current(rec: *mut Recorder) -> *mut Recorder {
+    CURRENT.with(|c| c.replace(rec))
+}
+/// Ends an invocation that was not recorded (its root guard was dropped).
+#[cold]
+#[inline(never)]
+pub(crate) fn end_skipped_invocation() {
+    CURRENT.with(|c| c.set(ptr::null_mut()));
+}
+
+// Counters of `crate::Stats` (KEPT and TRUNCATED are counted by the writer, when a record reaches the file).
+pub(crate) static SEEN: AtomicU64 = AtomicU64::new(0);
+static ADMITTED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static SAMPLED_OUT: AtomicU64 = AtomicU64::new(0);
+pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static KEPT: AtomicU64 = AtomicU64::new(0);
+pub(crate) static TRUNCATED: AtomicU64 = AtomicU64::new(0);
+static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
+static TASK_IDS: AtomicU64 = AtomicU64::new(1);
+/// Recorders that may still be allocated beyond one per thread.
+static SPARE: AtomicUsize = AtomicUsize::new(0);
+/// Recorders handed back by the writer, ready for reuse. Boxed: a recorder's address is published in `CURRENT` and
+/// must not move when the pool's vector does.
+#[allow(clippy::vec_box)]
+static POOL: Mutex<Vec<Box<Recorder>>> = Mutex::new(Vec::new());
+
+/// The settings, read from the environment once (see the crate docs).
+pub(crate) struct Config {
+    pub(crate) out: PathBuf,
+    pub(crate) node_cap: usize,
+    pub(crate) min_ns: u64,
+    pub(crate) sample: u64,
+    pub(crate) max_invocations: u64,
+    pub(crate) queue: usize,
+    pub(crate) fold_after: usize,
+    pub(crate) time_sample: u64,
+}
+
+impl Config {
+    fn from_env() -> Config {
+        fn number(name: &str, default: u64, min: u64) -> u64 {
+            match std::env::var(name) {
+                Err(_) => default,
+                Ok(text) => match text.trim().parse::<u64>() {
+                    Ok(n) => n.max(min),
+                    Err(_) => {
+                        eprintln!("calltime: {name}={text:?} is not a number; using {default}");
+                        default
+                    }
+                },
+            }
+        }
+        let out = match std::env::var_os("CALLTIME_OUT") {
+            Some(path) if !path.is_empty() => PathBuf::from(path),
+            _ => PathBuf::from(format!("calltime-{}.trace", std::process::id())),
+        };
+        // Resolved now so a later change of directory does not move the file.
+        let out = match std::env::current_dir() {
+            Ok(dir) if out.is_relative() => dir.join(out),
+            _ => out,
+        };
+        Config {
+            out,
+            node_cap: number("CALLTIME_NODE_CAP", 100_000, 1).min(u64::from(PARENT_MASK - 1)) as usize,
+            min_ns: number("CALLTIME_MIN_NS", 0, 0),
+            sample: number("CALLTIME_SAMPLE", 1, 1),
+            max_invocations: number("CALLTIME_MAX_INVOCATIONS", 100_000, 0),
+            queue: number("CALLTIME_QUEUE", 1024, 1).min(1 << 20) as usize,
+            fold_after: number("CALLTIME_FOLD_AFTER", 4096, 0).min(u64::from(PARENT_MASK - 1)) as usize,
+            time_sample: number("CALLTIME_TIME_SAMPLE", 64, 1).min(1 << 30),
+        }
+    }
+}
+
+/// The process's runtime, set up at the first root entry.
+pub(crate) struct Runtime {
+    pub(crate) config: Config,
+    pub(crate) clock: &'static ClockBase,
+    pub(crate) plan: &'static PlanInfo,
+    sender: SyncSender<Box<Recorder>>,
+    writer: Option<std::thread::Thread>,
+}
+
+pub(crate) static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
+    RUNTIME.get_or_init(|| {
+        let config = Config::from_env();
+        let clock = clock();
+        let (sender, receiver) = sync_channel(config.queue);
+        SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);
+        lock(&POOL).reserve(config.queue + SPARE_RECORDERS + 8);
+        let writer = start_writer(receiver);
+        install_flush_hooks();
+        Runtime { config, clock, plan, sender, writer }
+    })
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+enum Admission {
+    Record,
+    Skip,
+}
+
+fn admit(rt: &Runtime) -> Admission {
+    let seen = SEEN.fetch_add(1, Relaxed);
+    if seen % rt.config.sample != 0 {
+        SAMPLED_OUT.fetch_add(1, Relaxed);
+        return Admission::Skip;
+    }
+    if ADMITTED.fetch_add(1, Relaxed) >= rt.config.max_invocations {
+        DROPPED.fetch_add(1, Relaxed);
+        return Admission::Skip;
+    }
+    Admission::Record
+}
+
+/// A free recorder from the pool, or a new one while the spare budget lasts.
+fn spare_recorder(rt: &Runtime) -> Option<Box<Recorder>> {
+    if let Some(rec) = lock(&POOL).pop() {
+        return Some(rec);
+    }
+    SPARE.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).ok()?;
+    Some(Recorder::boxed(&rt.config))
+}
+
+pub(crate) fn give_back(rec: Box<Recorder>) {
+    let mut pool = lock(&POOL);
+    if pool.len() < pool.capacity() {
+        pool.push(rec);
+    }
+}
+
+/// Wake the writer at most this often (ns) when invocations end in a burst: a wake is a futex call and a context
+/// switch, which cost a program with thousands of short invocations more than its probes did.
+const WAKE_EVERY_NS: u64 = 5_000_000;
+static LAST_WAKE_NS: AtomicU64 = AtomicU64::new(0);
+/// Invocations sent to the writer and not yet received by it.
+static QUEUED: AtomicUsize = AtomicUsize::new(0);
+
+/// Hands a completed invocation to the writer; drops it (counted) when the queue is full.
+fn send(rt: &Runtime, rec: Box<Recorder>) {
+    // Counted before the send, so the writer's decrement (after its receive) can never come first and wrap the
+    // counter; undone when the send fails.
+    let queued = QUEUED.fetch_add(1, Relaxed).wrapping_add(1);
+    match rt.sender.try_send(rec) {
+        Ok(()) => {
+            let now_ns = rt.clock.elapsed_ns();
+            let last = LAST_WAKE_NS.load(Relaxed);
+            // Woken right away after a quiet spell (so a program killed between requests loses nothing), and
+            // before the queue fills up in a burst.
+            if now_ns.saturating_sub(last) >= WAKE_EVERY_NS || queued >= rt.config.queue / 2 {
+                LAST_WAKE_NS.store(now_ns, Relaxed);
+                if let Some(writer) = &rt.writer {
+                    writer.unpark();
+                }
+            }
+        }
+        Err(TrySendError::Full(rec)) | Err(TrySendError::Disconnected(rec)) => {
+            QUEUED.fetch_sub(1, Relaxed);
+            DROPPED.fetch_add(1, Relaxed);
+            give_back(rec);
+        }
+    }
+}
+
+/// The writer received one invocation from the queue.
+pub(crate) fn dequeued() {
+    // Never below zero: every receive follows its send's increment. Saturating all the same, so a miscount can
+    // never wrap the counter and wake the writer on every send.
+    let _ = QUEUED.fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+}
+
+/// The root probe of a thread with no invocation in progress: admits (or skips) a new invocation and enters its
+/// root in the thread's recorder.
+#[cold]
+#[inline(never)]
+pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Guard {
+    let rt = runtime(plan);
+    if let Admission::Skip = admit(rt) {
+        CURRENT.with(|c| c.set(SKIP));
+        return Guard::SKIPPED;
+    }
+    let rec = THREAD
+        .try_with(|slot| {
+            let mut slot = slot.try_borrow_mut().ok()?;
+            if slot.rec.is_null() {
+                let rec = lock(&POOL).pop().unwrap_or_else(|| Recorder::boxed(&rt.config));
+                slot.rec = Box::into_raw(rec);
+                slot.id = THREAD_IDS.fetch_add(1, Relaxed);
+                slot.name = std::thread::current().name().map(|n| Arc::from(n.replace(['\n', '\r'], " ")));
+            }
+            // SAFETY: the slot owns the recorder and no invocation is in progress on this thread.
+            unsafe { (*slot.rec).begin(OwnerKind::Thread, slot.id, slot.name.clone()) };
+            Some(slot.rec)
+        })
+        .ok()
+        .flatten();
+    let Some(rec) = rec else {
+        // Thread teardown: nothing can be recorded here.
+        DROPPED.fetch_add(1, Relaxed);
+        CURRENT.with(|c| c.set(SKIP));
+        return Guard::SKIPPED;
+    };
+    CURRENT.with(|c| c.set(rec));
+    // SAFETY: rec is this thread's live recorder.
+    unsafe { record_enter(rec, index) }
+}
+
+/// The root frame of a thread invocation was left: hand the tree to the writer and take a fresh recorder.
+#[cold]
+#[inline(never)]
+pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
+    CURRENT.with(|c| c.set(ptr::null_mut()));
+    let Some(rt) = RUNTIME.get() else { return };
+    let filled = THREAD
+        .try_with(|slot| {
+            let mut slot = slot.try_borrow_mut().ok()?;
+            if slot.rec != rec {
+                return None;
+            }
+            let fresh = spare_recorder(rt)?;
+            Some(mem::replace(&mut slot.rec, Box::into_raw(fresh)))
+        })
+        .ok()
+        .flatten();
+    match filled {
+        // SAFETY: the pointer came from Box::into_raw and the slot no longer refers to it.
+        Some(filled) => send(rt, unsafe { Box::from_raw(filled) }),
+        // No free recorder: the tree is dropped and the recorder reused for the next invocation.
+        None => {
+            DROPPED.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// Admits a new root task's invocation: a recorder begun for it, or `None` when it is not recorded (sampled out,
+/// past the invocation limit, or no free recorder; counted).
+pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recorder>> {
+    let rt = runtime(plan);
+    if let Admission::Skip = admit(rt) {
+        return None;
+    }
+    let Some(mut rec) = spare_recorder(rt) else {
+        DROPPED.fetch_add(1, Relaxed);
+        return None;
+    };
+    rec.begin(OwnerKind::Task, TASK_IDS.fetch_add(1, Relaxed), None);
+    Some(rec)
+}
+
+/// A root task's invocation ended: hand its tree to the writer.
+pub(crate) fn finish_task(owned: OwnedRecorder) {
+    match RUNTIME.get() {
+        Some(rt) => send(rt, owned.into_box()),
+        None => drop(owned),
+    }
+}

@@ -1,0 +1,195 @@
+//! The sync probes: what `enter`/`enter_root` do on entry and what `Guard::drop` does on exit. The per-call case is
+//! inlined into every probed function; everything else is one out-of-line call.
+
+use std::ptr;
+
+use crate::__private::PlanInfo;
+use crate::clock::now;
+use crate::invocation::{complete_thread_invocation, current, end_skipped_invocation, start_thread_invocation, SKIP};
+use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, MAX_DEPTH, NO_SLOT};
+
+/// The guard returned by a sync function's probe: records the function's exit when dropped. Inert (and free to
+/// drop) outside any invocation. Not `Send`: it refers to the current thread's recording context.
+#[must_use = "the guard records the exit when it is dropped"]
+pub struct Guard {
+    rec: *mut Recorder,
+    slot: u32,
+}
+
+impl Guard {
+    /// Records nothing.
+    pub(crate) const INERT: Guard = Guard { rec: ptr::null_mut(), slot: NO_SLOT };
+    /// The root guard of an invocation that is not recorded: its drop ends the skipped invocation.
+    pub(crate) const SKIPPED: Guard = Guard { rec: SKIP, slot: NO_SLOT };
+}
+
+#[inline(always)]
+pub(crate) fn enter(index: u32) -> Guard {
+    let rec = current();
+    if rec as usize <= SKIP as usize {
+        return Guard::INERT;
+    }
+    // SAFETY: a non-null, non-SKIP CURRENT points to a live recorder owned by this thread or by the task being
+    // polled on it.
+    unsafe { record_enter(rec, index) }
+}
+
+#[inline(always)]
+pub(crate) fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
+    let rec = current();
+    if rec.is_null() {
+        return start_thread_invocation(index, plan);
+    }
+    if rec == SKIP {
+        return Guard::INERT;
+    }
+    // SAFETY: as in `enter`.
+    unsafe { record_enter(rec, index) }
+}
+
+/// Inlined into every probed function, and kept to the per-call case: everything else (folding, growing the
+/// buffer, the caps) is one out-of-line call, so the probed function saves no registers for it and an inert probe
+/// stays a thread-local load and a branch. It reads the recorder's fields directly: getters would each add stack
+/// slots to every probed function of an unoptimised (dev profile) build.
+#[inline(always)]
+pub(crate) unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
+    // SAFETY: the caller passes the live recorder current on this thread.
+    let r = unsafe { &mut *rec };
+    let slot = r.nodes.len();
+    let depth = r.depth;
+    if slot >= r.limit || depth >= MAX_DEPTH {
+        // SAFETY: as above.
+        return unsafe {
+            if r.folded {
+                enter_folded(rec, index)
+            } else {
+                enter_past_limit(rec, index)
+            }
+        };
+    }
+    let start = now();
+    // SAFETY: slot == nodes.len() < limit and depth < MAX_DEPTH, checked above.
+    unsafe { r.push_node(slot, depth, index, start) };
+    Guard { rec, slot: slot as u32 }
+}
+
+impl Drop for Guard {
+    /// Small enough to be inlined into every probed function, so an inert guard (whose null pointer the optimizer
+    /// sees from `enter`) costs nothing; the recording exit is one direct call.
+    #[inline(always)]
+    fn drop(&mut self) {
+        let rec = self.rec;
+        if rec as usize > SKIP as usize {
+            // SAFETY: guards are dropped in reverse order of creation on their own thread (they are !Send locals
+            // of the probed functions), so the recorder they point to is still the live context of their
+            // invocation.
+            unsafe { leave(rec, self.slot) }
+        } else if rec == SKIP {
+            end_skipped_invocation();
+        }
+    }
+}
+
+/// A call past the node buffer's current bound: a folded invocation, one that folds now, a buffer to grow, or a
+/// call counted as truncated (folding off and the cap reached).
+#[inline(never)]
+unsafe fn enter_past_limit(rec: *mut Recorder, index: u32) -> Guard {
+    // SAFETY: the caller passes the live recorder current on this thread.
+    let r = unsafe { &mut *rec };
+    if r.folded || (r.past_fold() && r.depth < MAX_DEPTH) {
+        // SAFETY: as above.
+        return unsafe { enter_folded(rec, index) };
+    }
+    let slot = r.push(index, now());
+    if slot == NO_SLOT {
+        Guard::INERT
+    } else {
+        Guard { rec, slot }
+    }
+}
+
+/// A call of a big invocation. The common case (the path is in its parent's child cache and this call is not
+/// timed) is kept free of anything else, so it compiles to a few loads, a counter and a frame without saving
+/// registers; everything else is in `enter_folded_slow`.
+#[inline(never)]
+unsafe fn enter_folded(rec: *mut Recorder, index: u32) -> Guard {
+    // SAFETY: the caller passes the live recorder current on this thread.
+    let r = unsafe { &mut *rec };
+    if let Some(key) = r.enter_cached_path(index) {
+        return Guard { rec, slot: key };
+    }
+    // SAFETY: as above.
+    unsafe { enter_folded_slow(rec, index) }
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn enter_folded_slow(rec: *mut Recorder, index: u32) -> Guard {
+    // SAFETY: the caller passes the live recorder current on this thread.
+    let r = unsafe { &mut *rec };
+    if !r.folded {
+        r.fold();
+    }
+    match r.enter_path(index) {
+        Some(key) => Guard { rec, slot: key },
+        None => Guard::INERT,
+    }
+}
+
+/// The exit probe. A call entered after its invocation folded has a key with `FOLD_KEY` set and goes to
+/// `leave_folded_call`; the others have their own node (entered before the fold, if there was one).
+#[inline(never)]
+unsafe fn leave(rec: *mut Recorder, slot: u32) {
+    if slot & FOLD_KEY != 0 {
+        // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
+        return unsafe { leave_folded_call(rec, slot) };
+    }
+    // The same after a fold: the frame stack keeps this call's slot as its key, and the writer adds the node's
+    // time to its call path.
+    // SAFETY: as above.
+    unsafe { leave_node(rec, slot) }
+}
+
+/// The exit of a call that has its own node: closes it, and completes the invocation when it was a thread's root.
+///
+/// # Safety
+/// `rec` is the live recorder the guard of `slot` was created in.
+#[inline(always)]
+unsafe fn leave_node(rec: *mut Recorder, slot: u32) {
+    // SAFETY: the caller's contract.
+    let r = unsafe { &mut *rec };
+    let end = now();
+    if r.pop(slot, end) {
+        let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
+        r.close(slot, end, flags);
+        if r.thread_root_left() {
+            complete_thread_invocation(rec);
+        }
+    }
+}
+
+/// The exit probe of a call entered after its invocation folded. As in `enter_folded`, the common case (an untimed
+/// call, not the root, no panic) is kept apart from the rest.
+#[inline(never)]
+unsafe fn leave_folded_call(rec: *mut Recorder, slot: u32) {
+    // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
+    if unsafe { (*rec).leave_untimed(slot) } {
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { leave_slow(rec, slot) }
+}
+
+#[inline(never)]
+unsafe fn leave_slow(rec: *mut Recorder, slot: u32) {
+    // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
+    let r = unsafe { &mut *rec };
+    if r.folded {
+        if r.leave_folded(slot) && r.thread_root_left() {
+            complete_thread_invocation(rec);
+        }
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { leave_node(rec, slot) }
+}

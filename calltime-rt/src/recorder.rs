@@ -1,0 +1,323 @@
+//! A recording context: the node buffer and frame stack of one invocation, allocated once and recycled. Its fields
+//! are private to this module and `fold`; the probes go through the small `#[inline(always)]` methods below.
+
+mod fold;
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+pub(crate) use fold::PathNode;
+
+use crate::invocation::Config;
+
+/// Frames deeper than this are counted as truncated calls, not stored.
+pub(crate) const MAX_DEPTH: usize = 4096;
+/// Node slots a new recorder starts with (6 KiB); it grows by doubling up to the fold or the node cap. Small, because
+/// programs with many short invocations take a fresh recorder for each one queued to the writer.
+const INITIAL_NODES: usize = 256;
+/// Slot of a guard that records nothing.
+pub(crate) const NO_SLOT: u32 = u32::MAX;
+/// `Node::end` of a node that has not been left yet.
+pub(crate) const OPEN: u64 = u64::MAX;
+/// `Node::link` holds the parent slot in its low 30 bits and the flags above them.
+pub(crate) const PARENT_BITS: u32 = 30;
+pub(crate) const PARENT_MASK: u32 = (1 << PARENT_BITS) - 1;
+const NO_PARENT: u32 = PARENT_MASK;
+/// Flag bit 0: the call was left by unwinding.
+pub(crate) const FLAG_PANICKED: u32 = 1;
+/// Flag bit 1: the call never finished (an async function dropped before completion, or still running when its
+/// invocation ended).
+pub(crate) const FLAG_CANCELLED: u32 = 2;
+/// Frame keys of a folded invocation have this bit set (node slots never do): `FOLD_KEY | depth`.
+pub(crate) const FOLD_KEY: u32 = 1 << 31;
+/// A frame of a folded invocation that belongs to no call path (past the path cap): its calls are only counted.
+pub(crate) const NO_PATH: u32 = u32::MAX;
+/// `frame_start` of a frame whose call is not timed.
+pub(crate) const UNTIMED: u64 = u64::MAX;
+/// Entries of a call path's child cache (a power of two).
+pub(crate) const HOT_CHILDREN: usize = 8;
+/// After an invocation folds, the first calls of each call path are timed; later ones 1 in `time_sample`.
+const ALWAYS_TIMED: u64 = 16;
+
+/// One call: written at entry, its `end` patched at exit. Preorder is rebuilt from `link` by the writer, because
+/// interleaved async children are not contiguous in entry order.
+#[derive(Clone, Copy)]
+pub(crate) struct Node {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) index: u32,
+    pub(crate) link: u32,
+}
+
+/// A per-depth array of `MAX_DEPTH` slots, left uninitialised: a slot is always set when its frame is entered and
+/// read only while the frame is on the stack, so only the depths a program reaches are ever touched. (Zero-filling
+/// the 16-64 KB of each recorder's arrays up front showed up as page faults in programs with many short
+/// invocations, which take a fresh recorder each.)
+struct DepthArray<T: Copy> {
+    /// Length 0, capacity `MAX_DEPTH` (or 0 before `new`): the slots live in the spare capacity.
+    buf: Vec<T>,
+}
+
+impl<T: Copy> DepthArray<T> {
+    fn new() -> DepthArray<T> {
+        DepthArray { buf: Vec::with_capacity(MAX_DEPTH) }
+    }
+
+    fn unallocated() -> DepthArray<T> {
+        DepthArray { buf: Vec::new() }
+    }
+
+    fn is_allocated(&self) -> bool {
+        self.buf.capacity() >= MAX_DEPTH
+    }
+
+    /// # Safety
+    /// `i < MAX_DEPTH` and the array is allocated.
+    #[inline(always)]
+    unsafe fn set(&mut self, i: usize, value: T) {
+        // SAFETY: the allocation holds MAX_DEPTH slots (caller's contract).
+        unsafe { self.buf.as_mut_ptr().add(i).write(value) }
+    }
+
+    /// # Safety
+    /// `i < MAX_DEPTH` and slot `i` was set.
+    #[inline(always)]
+    unsafe fn get(&self, i: usize) -> T {
+        // SAFETY: in bounds and initialised (caller's contract).
+        unsafe { self.buf.as_ptr().add(i).read() }
+    }
+
+    /// # Safety
+    /// Slots `0..n` were set.
+    unsafe fn prefix(&self, n: usize) -> &[T] {
+        // SAFETY: initialised and in bounds (caller's contract).
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), n) }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OwnerKind {
+    Thread,
+    Task,
+}
+
+/// A recording context: the node buffer and frame stack of one invocation. Allocated once and recycled.
+///
+/// Fields are private to this module and `fold`, except the four the inlined entry probe (`probe::record_enter`)
+/// reads: there a getter would add stack slots to every probed function of an unoptimised build. Only the
+/// recorder's own methods write them.
+pub(crate) struct Recorder {
+    /// Starts at `INITIAL_NODES` (or `cap` if smaller) and doubles on a cold path up to `cap`; a recycled recorder
+    /// keeps what it grew to, so steady state allocates nothing while idle recorders in the pool stay small.
+    pub(crate) nodes: Vec<Node>,
+    /// Slots of the frames currently entered; `MAX_DEPTH` long.
+    stack: DepthArray<u32>,
+    pub(crate) depth: usize,
+    /// The node cap (`CALLTIME_NODE_CAP`); also caps the call paths of a folded invocation.
+    cap: usize,
+    /// `min(cap, nodes.capacity(), fold_at)`: the one bound the hot path checks; past it, a cold path grows the
+    /// buffer, folds the invocation or counts the call as truncated.
+    pub(crate) limit: usize,
+    /// Calls recorded one node each before the invocation folds (`CALLTIME_FOLD_AFTER`, capped by `cap`); 0 once
+    /// folded, so the hot path tests one bound in both modes.
+    fold_at: usize,
+    fold_after: usize,
+    pub(crate) folded: bool,
+    /// Call paths of the folded invocation, in order of first entry (parents before children).
+    paths: Vec<PathNode>,
+    /// The call path each node of `nodes` was folded into.
+    slot_path: Vec<u32>,
+    /// Per frame of a folded invocation: its call path and its start (`UNTIMED` when the call is not timed).
+    /// Allocated at the first fold of this recorder.
+    frame_path: DepthArray<u32>,
+    frame_start: DepthArray<u64>,
+    /// Mean gap between timed calls of a busy path (`CALLTIME_TIME_SAMPLE`).
+    time_sample: u64,
+    /// xorshift state for the gaps, so periodic call patterns do not bias the sample.
+    rng: u64,
+    truncated: u64,
+    /// Process-unique id of the invocation being recorded, so a future can tell whether its context is current.
+    invocation: u64,
+    kind: OwnerKind,
+    owner: u64,
+    name: Option<Arc<str>>,
+}
+
+impl Recorder {
+    // Read by the probes and the writer.
+
+    /// True when the root frame of a thread's invocation was just left: the invocation is complete.
+    #[inline(always)]
+    pub(crate) fn thread_root_left(&self) -> bool {
+        self.depth == 0 && self.kind == OwnerKind::Thread
+    }
+
+    /// Process-unique id of the invocation being recorded.
+    pub(crate) fn invocation(&self) -> u64 {
+        self.invocation
+    }
+
+    pub(crate) fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    pub(crate) fn kind(&self) -> OwnerKind {
+        self.kind
+    }
+
+    pub(crate) fn owner(&self) -> u64 {
+        self.owner
+    }
+
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Calls counted but not stored (caps and the depth limit).
+    pub(crate) fn truncated(&self) -> u64 {
+        self.truncated
+    }
+
+    pub(crate) fn boxed(config: &Config) -> Box<Recorder> {
+        let cap = config.node_cap;
+        Box::new(Recorder {
+            nodes: Vec::with_capacity(cap.min(INITIAL_NODES)),
+            stack: DepthArray::new(),
+            depth: 0,
+            cap,
+            limit: cap.min(INITIAL_NODES),
+            fold_after: if config.fold_after == 0 { usize::MAX } else { config.fold_after.min(cap) },
+            fold_at: usize::MAX,
+            folded: false,
+            paths: Vec::new(),
+            slot_path: Vec::new(),
+            frame_path: DepthArray::unallocated(),
+            frame_start: DepthArray::unallocated(),
+            time_sample: config.time_sample,
+            rng: 0x9E37_79B9_7F4A_7C15,
+            truncated: 0,
+            invocation: 0,
+            kind: OwnerKind::Thread,
+            owner: 0,
+            name: None,
+        })
+    }
+
+    pub(crate) fn begin(&mut self, kind: OwnerKind, owner: u64, name: Option<Arc<str>>) {
+        static INVOCATIONS: AtomicU64 = AtomicU64::new(1);
+        self.nodes.clear();
+        self.depth = 0;
+        self.fold_at = self.fold_after;
+        self.limit = self.cap.min(self.nodes.capacity()).min(self.fold_at);
+        self.folded = false;
+        self.paths.clear();
+        self.slot_path.clear();
+        self.truncated = 0;
+        self.invocation = INVOCATIONS.fetch_add(1, Relaxed);
+        self.rng ^= self.invocation.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
+        self.kind = kind;
+        self.owner = owner;
+        self.name = name;
+    }
+
+    /// Stores a node and enters its frame; `NO_SLOT` (and the call counted as truncated) past the caps.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, index: u32, start: u64) -> u32 {
+        let slot = self.nodes.len();
+        let depth = self.depth;
+        if depth >= MAX_DEPTH || (slot >= self.limit && !self.grow()) {
+            self.truncated += 1;
+            return NO_SLOT;
+        }
+        // SAFETY: checked just above.
+        unsafe { self.push_node(slot, depth, index, start) };
+        slot as u32
+    }
+
+    /// Stores node `slot` and enters its frame at `depth`.
+    ///
+    /// # Safety
+    /// `slot == nodes.len() < limit <= nodes.capacity()` and `depth == self.depth < MAX_DEPTH`.
+    #[inline(always)]
+    pub(crate) unsafe fn push_node(&mut self, slot: usize, depth: usize, index: u32, start: u64) {
+        // SAFETY: the caller's contract; frame depth - 1 was set when it was entered.
+        unsafe {
+            let parent = if depth == 0 { NO_PARENT } else { self.stack.get(depth - 1) };
+            self.nodes.as_mut_ptr().add(slot).write(Node { start, end: OPEN, index, link: parent });
+            self.nodes.set_len(slot + 1);
+            self.stack.set(depth, slot as u32);
+        }
+        self.depth = depth + 1;
+    }
+
+    /// Doubles the node buffer, up to the cap; false at the cap. Cold: it runs a few times per recorder, ever.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) -> bool {
+        let bound = self.cap.min(self.fold_at);
+        if self.limit >= bound {
+            return false;
+        }
+        let wanted = (self.nodes.capacity() * 2).max(INITIAL_NODES).min(bound);
+        self.nodes.reserve_exact(wanted.saturating_sub(self.nodes.len()));
+        self.limit = self.cap.min(self.nodes.capacity()).min(self.fold_at);
+        self.nodes.len() < self.limit
+    }
+
+    /// Re-enters the frame of an existing node (an async function polled again).
+    pub(crate) fn push_frame(&mut self, slot: u32) -> bool {
+        if self.depth >= MAX_DEPTH {
+            return false;
+        }
+        if self.folded {
+            let path = self.slot_path.get(slot as usize).copied().unwrap_or(NO_PATH);
+            self.push_keyed_frame(slot, path);
+            return true;
+        }
+        // SAFETY: depth < MAX_DEPTH (checked above).
+        unsafe { self.stack.set(self.depth, slot) };
+        self.depth += 1;
+        true
+    }
+
+    /// Leaves the frame of `slot`; false when it is not on the stack.
+    #[inline(always)]
+    pub(crate) fn pop(&mut self, slot: u32, end: u64) -> bool {
+        let depth = self.depth;
+        // SAFETY: frames 0..depth (depth <= MAX_DEPTH) were set when entered.
+        if depth > 0 && unsafe { self.stack.get(depth - 1) } == slot {
+            self.depth = depth - 1;
+            true
+        } else {
+            self.pop_out_of_order(slot, end)
+        }
+    }
+
+    /// Repairs the stack when frames are left out of order (a guard moved or forgotten): frames above `slot` are
+    /// closed at `end`.
+    #[cold]
+    #[inline(never)]
+    fn pop_out_of_order(&mut self, slot: u32, end: u64) -> bool {
+        // SAFETY: frames 0..depth were set when they were entered.
+        let Some(at) = unsafe { self.stack.prefix(self.depth) }.iter().rposition(|&s| s == slot) else { return false };
+        for i in at + 1..self.depth {
+            // SAFETY: as above (i < depth).
+            let above = unsafe { self.stack.get(i) };
+            if let Some(node) = self.nodes.get_mut(above as usize) {
+                if node.end == OPEN {
+                    node.end = end;
+                }
+            }
+        }
+        self.depth = at;
+        true
+    }
+
+    #[inline(always)]
+    pub(crate) fn close(&mut self, slot: u32, end: u64, flags: u32) {
+        if let Some(node) = self.nodes.get_mut(slot as usize) {
+            node.end = end;
+            node.link |= flags << PARENT_BITS;
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! Folded invocations. Past `fold_at` calls an invocation stops storing one node per call: what it has is merged
+//! into call paths (`fold`), and each later call adds one to its path's count and is timed only now and then
+//! (`enter_folded`), so a big invocation costs a counter per call instead of two clock reads and a node. Frames keep
+//! a key: a node slot for the calls entered before the fold (their guards hold it), `FOLD_KEY | depth` for the later
+//! ones.
+
+use std::mem;
+
+use super::{
+    DepthArray, Recorder, ALWAYS_TIMED, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, MAX_DEPTH, NO_PATH, PARENT_MASK, UNTIMED,
+};
+use crate::clock::now;
+
+impl Recorder {
+    /// Merges the per-call nodes into call paths. Cold: once per big invocation.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn fold(&mut self) {
+        if !self.frame_path.is_allocated() {
+            self.frame_path = DepthArray::new();
+            self.frame_start = DepthArray::new();
+        }
+        self.paths.clear();
+        self.paths.reserve(self.nodes.len().min(self.cap).max(64));
+        self.slot_path.clear();
+        self.slot_path.reserve(self.nodes.len());
+        for slot in 0..self.nodes.len() {
+            let node = self.nodes[slot];
+            let path = if slot == 0 {
+                self.new_path(NO_PATH, node.index)
+            } else {
+                let parent = (node.link & PARENT_MASK) as usize;
+                let parent_path = if parent < slot { self.slot_path[parent] } else { 0 };
+                if parent_path == NO_PATH {
+                    NO_PATH
+                } else {
+                    self.find_child(parent_path, node.index)
+                }
+            };
+            self.slot_path.push(path);
+            // Times and flags of these calls are added when the invocation is written: calls still open now end
+            // later, through their own guards, exactly as before the fold.
+            if let Some(p) = self.paths.get_mut(path as usize) {
+                p.calls += 1;
+                if p.first_start == UNTIMED {
+                    p.first_start = node.start;
+                }
+            }
+        }
+        for i in 0..self.depth {
+            // SAFETY: i < depth <= MAX_DEPTH, and frame i was set when it was entered.
+            unsafe {
+                let path = self.slot_path.get(self.stack.get(i) as usize).copied().unwrap_or(NO_PATH);
+                self.frame_path.set(i, path);
+                self.frame_start.set(i, UNTIMED);
+            }
+        }
+        self.folded = true;
+        self.fold_at = 0;
+        self.limit = 0;
+    }
+
+    /// A new call path under `parent` (`NO_PATH` for the root's), or `NO_PATH` past the cap.
+    fn new_path(&mut self, parent: u32, index: u32) -> u32 {
+        let id = self.paths.len();
+        if id >= self.cap || id >= NO_PATH as usize {
+            return NO_PATH;
+        }
+        let next_sibling = match self.paths.get_mut(parent as usize) {
+            Some(p) => mem::replace(&mut p.first_child, id as u32),
+            None => NO_PATH,
+        };
+        self.paths.push(PathNode {
+            calls: 0,
+            countdown: 1,
+            timed: 0,
+            ticks: 0,
+            min: u64::MAX,
+            max: 0,
+            first_start: UNTIMED,
+            index,
+            parent,
+            first_child: NO_PATH,
+            next_sibling,
+            hot: [NO_PATH; HOT_CHILDREN],
+            flags: 0,
+        });
+        id as u32
+    }
+
+    /// The child path of `parent` for function `index`, created if needed; `NO_PATH` past the cap.
+    #[inline(never)]
+    fn find_child(&mut self, parent: u32, index: u32) -> u32 {
+        let mut child = self.paths[parent as usize].first_child;
+        while child != NO_PATH {
+            let p = &self.paths[child as usize];
+            if p.index == index {
+                break;
+            }
+            child = p.next_sibling;
+        }
+        if child == NO_PATH {
+            child = self.new_path(parent, index);
+        }
+        if child != NO_PATH {
+            self.paths[parent as usize].hot[index as usize % HOT_CHILDREN] = child;
+        }
+        child
+    }
+
+    /// Counts a call of `index` on its call path under the top frame and enters its frame, timed when the path's
+    /// countdown runs out; returns the frame's key, `None` past the depth limit (counted as truncated). A call
+    /// past the path cap gets a frame with no path, so its callees are not counted on the wrong path.
+    #[inline(always)]
+    pub(crate) fn enter_path(&mut self, index: u32) -> Option<u32> {
+        let depth = self.depth;
+        if depth == 0 || depth >= MAX_DEPTH {
+            self.truncated += 1;
+            return None;
+        }
+        // SAFETY: 0 < depth < MAX_DEPTH; frame depth - 1 was set (on entry or by the fold).
+        let parent = unsafe { self.frame_path.get(depth - 1) };
+        let mut path = NO_PATH;
+        let mut start = UNTIMED;
+        if let Some(p) = self.paths.get(parent as usize) {
+            let hot = p.hot[index as usize % HOT_CHILDREN];
+            path = match self.paths.get(hot as usize) {
+                Some(h) if h.index == index => hot,
+                _ => self.find_child(parent, index),
+            };
+        }
+        match self.paths.get_mut(path as usize) {
+            Some(p) => {
+                p.calls += 1;
+                p.countdown -= 1;
+                if p.countdown == 0 {
+                    start = self.timed_start(path);
+                }
+            }
+            None => self.truncated += 1,
+        }
+        let key = FOLD_KEY | depth as u32;
+        // SAFETY: depth < MAX_DEPTH, checked above.
+        unsafe { self.push_frame_at(depth, key, path, start) };
+        Some(key)
+    }
+
+    /// Enters the frame at `depth` (== `self.depth`) of a folded invocation.
+    ///
+    /// # Safety
+    /// `depth < MAX_DEPTH` and the invocation has folded (the arrays are allocated).
+    #[inline(always)]
+    unsafe fn push_frame_at(&mut self, depth: usize, key: u32, path: u32, start: u64) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            self.stack.set(depth, key);
+            self.frame_path.set(depth, path);
+            self.frame_start.set(depth, start);
+        }
+        self.depth = depth + 1;
+    }
+
+    /// Starts a timed call of `path`: sets its next countdown and reads the clock.
+    #[inline(never)]
+    fn timed_start(&mut self, path: u32) -> u64 {
+        let calls = self.paths[path as usize].calls;
+        let gap = self.next_gap(calls);
+        let start = now();
+        let p = &mut self.paths[path as usize];
+        p.countdown = gap;
+        if p.first_start == UNTIMED {
+            p.first_start = start;
+        }
+        start
+    }
+
+    /// Enters a frame of a folded invocation for `path`, untimed; returns its key.
+    pub(crate) fn push_path_frame(&mut self, path: u32) -> Option<u32> {
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        let key = FOLD_KEY | self.depth as u32;
+        self.push_keyed_frame(key, path);
+        Some(key)
+    }
+
+    /// Enters an untimed frame of a folded invocation; the caller checked the depth.
+    pub(super) fn push_keyed_frame(&mut self, key: u32, path: u32) {
+        // SAFETY: the caller checked depth < MAX_DEPTH; only folded invocations get here.
+        unsafe { self.push_frame_at(self.depth, key, path, UNTIMED) };
+    }
+
+    /// The gap to the next timed call of a path that has had `calls` calls: 1 while it is young, then uniform in
+    /// 1..2N-1 (mean N).
+    #[inline(never)]
+    fn next_gap(&mut self, calls: u64) -> u64 {
+        if calls < ALWAYS_TIMED || self.time_sample <= 1 {
+            return 1;
+        }
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        1 + x % (2 * self.time_sample - 1)
+    }
+
+    /// Leaves the top frame of a folded invocation when its key is `slot`, timing it if it was timed.
+    #[inline(always)]
+    pub(crate) fn leave_folded(&mut self, slot: u32) -> bool {
+        let depth = self.depth;
+        let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
+        // SAFETY: frames 0..depth (depth <= MAX_DEPTH) were set when entered.
+        if depth == 0 || unsafe { self.stack.get(depth - 1) } != slot {
+            return self.pop(slot, now());
+        }
+        self.depth = depth - 1;
+        // SAFETY: frame depth - 1 (< MAX_DEPTH) was set when it was entered or by the fold.
+        let (path, start) = unsafe { (self.frame_path.get(depth - 1), self.frame_start.get(depth - 1)) };
+        if start != UNTIMED {
+            let end = now();
+            if let Some(p) = self.paths.get_mut(path as usize) {
+                p.add_time(end.saturating_sub(start));
+            }
+        }
+        if flags != 0 {
+            if let Some(p) = self.paths.get_mut(path as usize) {
+                p.flags |= flags;
+            }
+        }
+        true
+    }
+
+    /// True once the invocation has folded or has reached the call count where it folds.
+    #[inline(always)]
+    pub(crate) fn past_fold(&self) -> bool {
+        self.nodes.len() >= self.fold_at
+    }
+
+    /// The common call of a folded invocation, for `probe::enter_folded`: when the path is in its parent's child
+    /// cache and this call is not timed, counts it and enters its frame, returning the frame's key; `None` for
+    /// everything else (the caller's slow path). A few loads, a counter and a frame, no register saves.
+    #[inline(always)]
+    pub(crate) fn enter_cached_path(&mut self, index: u32) -> Option<u32> {
+        let depth = self.depth;
+        if self.folded && depth > 0 && depth < MAX_DEPTH {
+            // SAFETY: 0 < depth < MAX_DEPTH, the depth arrays are allocated once folded and frame depth - 1 was set;
+            // path ids are checked against paths.len() before use.
+            unsafe {
+                let parent = self.frame_path.get(depth - 1) as usize;
+                let count = self.paths.len();
+                if parent < count {
+                    let paths = self.paths.as_mut_ptr();
+                    let hot = (*paths.add(parent)).hot[index as usize % HOT_CHILDREN];
+                    if (hot as usize) < count {
+                        let p = &mut *paths.add(hot as usize);
+                        if p.index == index && p.countdown > 1 {
+                            p.calls += 1;
+                            p.countdown -= 1;
+                            let key = FOLD_KEY | depth as u32;
+                            self.push_frame_at(depth, key, hot, UNTIMED);
+                            return Some(key);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The common exit of a call entered after the fold, for `probe::leave_folded_call`: an untimed call, not the
+    /// root, no panic. Leaves its frame and returns true; false for everything else (the caller's slow path).
+    #[inline(always)]
+    pub(crate) fn leave_untimed(&mut self, slot: u32) -> bool {
+        let depth = self.depth;
+        if self.folded
+            && depth > 1
+            // SAFETY: 1 < depth <= MAX_DEPTH; frame depth - 1 was set when entered.
+            && unsafe { self.stack.get(depth - 1) == slot && self.frame_start.get(depth - 1) == UNTIMED }
+            && !std::thread::panicking()
+        {
+            self.depth = depth - 1;
+            return true;
+        }
+        false
+    }
+
+    /// First poll of an async call once the invocation is past its fold: folds it if needed, counts the call on
+    /// its path and enters a frame for this poll. Returns the path, the call's start (async calls are always timed
+    /// from their first poll) and the frame's key; `None` past the depth limit.
+    pub(crate) fn enter_async_path(&mut self, index: u32) -> Option<(u32, u64, u32)> {
+        if !self.folded {
+            self.fold();
+        }
+        let key = self.enter_path(index)?;
+        let top = self.depth - 1;
+        // The frame covers this poll only; the call's own time runs from here to its completion.
+        // SAFETY: enter_path entered frame `top` (< MAX_DEPTH) just now.
+        let path = unsafe {
+            self.frame_start.set(top, UNTIMED);
+            self.frame_path.get(top)
+        };
+        let start = now();
+        if let Some(p) = self.paths.get_mut(path as usize) {
+            if p.first_start == UNTIMED {
+                p.first_start = start;
+            }
+        }
+        Some((path, start, key))
+    }
+
+    /// Call paths of the folded invocation, in order of first entry (parents before children).
+    pub(crate) fn paths(&self) -> &[PathNode] {
+        &self.paths
+    }
+
+    /// The call path each node was folded into.
+    pub(crate) fn slot_path(&self) -> &[u32] {
+        &self.slot_path
+    }
+
+    /// Ends a call entered after the fold whose start is known (async functions are always timed).
+    pub(crate) fn close_path(&mut self, path: u32, start: u64, end: u64, flags: u32) {
+        if let Some(p) = self.paths.get_mut(path as usize) {
+            p.add_time(end.saturating_sub(start));
+            p.flags |= flags;
+        }
+    }
+}
+
+/// One call path of a folded invocation: every call of `index` under the same chain of ancestors.
+#[derive(Clone, Copy)]
+pub(crate) struct PathNode {
+    pub(crate) calls: u64,
+    /// Calls left until the next timed one (1: the next call is timed).
+    countdown: u64,
+    pub(crate) timed: u64,
+    pub(crate) ticks: u64,
+    pub(crate) min: u64,
+    pub(crate) max: u64,
+    /// Start of the path's first call (`UNTIMED` until known).
+    pub(crate) first_start: u64,
+    pub(crate) index: u32,
+    pub(crate) parent: u32,
+    first_child: u32,
+    next_sibling: u32,
+    /// Child paths by the low bits of their function index: a loop body calls a few children over and over, and
+    /// this finds each without walking the sibling list.
+    hot: [u32; HOT_CHILDREN],
+    pub(crate) flags: u32,
+}
+
+impl PathNode {
+    #[inline(always)]
+    pub(crate) fn add_time(&mut self, ticks: u64) {
+        self.ticks += ticks;
+        self.timed += 1;
+        self.min = self.min.min(ticks);
+        self.max = self.max.max(ticks);
+    }
+}

@@ -1,0 +1,51 @@
+//! The commands: the only code that reads the clap flags ([`crate::cli`]) and talks to the terminal
+//! ([`crate::ui`]). Each command turns its flags into the stages' typed options once (validating every flag in
+//! one place, with one message), calls the stages, and prints what they return: progress, warnings, results.
+//! The stages take typed options and return values; `tests/tidy.rs` keeps them away from `cli` and `ui`.
+
+mod build;
+mod diff;
+mod graph;
+mod instrument;
+mod options;
+mod report;
+mod run;
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::cli::{Cli, Command};
+use crate::ui;
+
+/// Runs the command the flags name; returns the process exit code.
+pub fn dispatch(cli: Cli) -> Result<i32> {
+    ui::set_quiet(cli.global.quiet);
+    match &cli.command {
+        None => run::run(&cli.global, &cli.run),
+        Some(Command::Graph(args)) => graph::graph(&cli.global, args),
+        Some(Command::Build(args)) => build::build(&cli.global, args),
+        Some(Command::Report(args)) => report::report(&cli.global, args),
+        Some(Command::Diff(args)) => diff::diff(args),
+    }
+}
+
+/// Writes a command's result to stdout; a closed pipe (`| head`) is not an error worth reporting.
+fn write_stdout(bytes: &[u8]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("cannot write the output to stdout"),
+    }
+}
+
+/// Writes a command's result to `-o FILE`.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).map_err(|e| {
+        anyhow::Error::new(
+            crate::error::UserError::new(format!("cannot write {}: {e}", path.display()))
+                .hint("check that the directory exists and is writable"),
+        )
+    })
+}
