@@ -383,11 +383,6 @@ pub struct SeriesPoint {
     pub dirty: Option<String>,
 }
 
-/// Runs with a dirty run's median root time this many scaled MADs from the others' (as `diff` marks them).
-const DIRTY_MADS: f64 = 3.0;
-/// ... and farther than this fraction of their median.
-const DIRTY_MIN_RELATIVE: f64 = 0.05;
-
 /// The root functions of `runs`, in order of first appearance.
 pub fn roots_of(runs: &[StoredRun]) -> Vec<String> {
     let mut roots: Vec<String> = Vec::new();
@@ -417,7 +412,7 @@ pub fn series(runs: &[StoredRun], root: &str) -> Vec<SeriesPoint> {
         .collect();
     let typical_of = |p: &SeriesPoint| p.stat.p50_ns.unwrap_or(p.stat.mean_ns) as f64;
     let medians: Vec<f64> = points.iter().map(typical_of).collect();
-    let flags = crate::diff::stats::outliers(&medians, DIRTY_MADS, DIRTY_MIN_RELATIVE);
+    let flags = crate::diff::stats::outliers(&medians, crate::diff::OUTLIER_MADS, crate::diff::OUTLIER_MIN_RELATIVE);
     let mut clean: Vec<f64> = medians.iter().zip(&flags).filter(|(_, &out)| !out).map(|(&m, _)| m).collect();
     let typical = crate::diff::stats::median(&mut clean).unwrap_or(0.0);
     for (point, out) in points.iter_mut().zip(flags) {
