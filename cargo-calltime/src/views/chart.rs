@@ -17,6 +17,8 @@ pub const CALLS_COLOR: RGBColor = RGBColor(148, 103, 189);
 pub const DIRTY_COLOR: RGBColor = RGBColor(214, 39, 40);
 
 const WIDTH: u32 = 900;
+/// Times spanning more than this factor are drawn on a log scale.
+const LOG_SCALE_RATIO: f64 = 50.0;
 const TIMES_HEIGHT: u32 = 340;
 const CALLS_HEIGHT: u32 = 220;
 
@@ -60,11 +62,11 @@ fn x_label(points: &[SeriesPoint], x: f64) -> String {
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-/// One panel: runs along x (labelled with their ids), 0..`top` up y, a light mesh.
+/// One panel: runs along x (labelled with their ids), `y_range` up y, a light mesh.
 fn panel<'a, 'b>(
     area: &'a Area<'b>,
     caption: (String, u32),
-    top: f64,
+    y_range: std::ops::Range<f64>,
     points: &[SeriesPoint],
     y_label: &dyn Fn(&f64) -> String,
 ) -> Result<Chart<'a, 'b>> {
@@ -73,7 +75,7 @@ fn panel<'a, 'b>(
         .margin(12)
         .x_label_area_size(28)
         .y_label_area_size(80)
-        .build_cartesian_2d(x_range(points), 0.0..top)
+        .build_cartesian_2d(x_range(points), y_range)
         .map_err(draw_error)?;
     chart
         .configure_mesh()
@@ -103,14 +105,24 @@ fn draw_times(area: &Area<'_>, root: &str, points: &[SeriesPoint]) -> Result<()>
         ("p50", P50_COLOR, points.iter().map(|p| p.stat.p50_ns).collect()),
         ("p99", P99_COLOR, points.iter().map(|p| p.stat.p99_ns).collect()),
     ];
-    let top = series.iter().flat_map(|(_, _, v)| v.iter().flatten()).copied().max().unwrap_or(1).max(1) as f64;
-    let caption = (format!("{root}: time per invocation, by run"), 18);
-    let mut chart = panel(area, caption, top * 1.1, points, &|y| format_ns(y.max(0.0) as u64))?;
+    let values = || series.iter().flat_map(|(_, _, v)| v.iter().flatten()).copied();
+    let top = values().max().unwrap_or(1).max(1) as f64;
+    let bottom = values().filter(|&v| v > 0).min().unwrap_or(1) as f64;
+    // p99 a thousand times the p50 (a rare slow path) would flatten the other lines: spread decades instead.
+    let log = top / bottom > LOG_SCALE_RATIO;
+    let y = |ns: f64| if log { ns.max(1.0).log10() } else { ns };
+    let (caption, y_range) = if log {
+        (format!("{root}: time per invocation, by run (log scale)"), bottom.log10().floor()..top.log10().ceil())
+    } else {
+        (format!("{root}: time per invocation, by run"), 0.0..top * 1.1)
+    };
+    let label = |v: &f64| format_ns(if log { 10f64.powf(*v).round() } else { v.max(0.0) } as u64);
+    let mut chart = panel(area, (caption, 18), y_range, points, &label)?;
     for (name, color, values) in series {
-        let xy = values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i as f64, v as f64))).collect();
+        let xy = values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i as f64, y(v as f64)))).collect();
         draw_line(&mut chart, xy, color, name)?;
     }
-    draw_dirty_marks(&mut chart, points, |p| p.stat.mean_ns as f64)?;
+    draw_dirty_marks(&mut chart, points, |p| y(p.stat.mean_ns as f64))?;
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
@@ -123,7 +135,8 @@ fn draw_times(area: &Area<'_>, root: &str, points: &[SeriesPoint]) -> Result<()>
 
 fn draw_calls(area: &Area<'_>, points: &[SeriesPoint]) -> Result<()> {
     let top = points.iter().map(|p| p.stat.calls_per_invocation).fold(1.0, f64::max);
-    let mut chart = panel(area, ("calls per invocation".to_owned(), 15), top * 1.15, points, &|y| format!("{y:.0}"))?;
+    let mut chart =
+        panel(area, ("calls per invocation".to_owned(), 15), 0.0..top * 1.15, points, &|y| format!("{y:.0}"))?;
     let xy = points.iter().enumerate().map(|(i, p)| (i as f64, p.stat.calls_per_invocation)).collect();
     draw_line(&mut chart, xy, CALLS_COLOR, "calls per invocation")?;
     draw_dirty_marks(&mut chart, points, |p| p.stat.calls_per_invocation)?;
