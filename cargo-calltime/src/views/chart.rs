@@ -165,3 +165,40 @@ fn draw_dirty_marks(
         .legend(|(x, y)| Cross::new((x + 9, y), 5, DIRTY_COLOR.stroke_width(2)));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::RootStat;
+
+    fn point(run_id: i64, mean_ns: u64, p50_ns: u64, p99_ns: u64) -> SeriesPoint {
+        SeriesPoint {
+            run_id,
+            recorded_ms: 0,
+            label: None,
+            stat: RootStat {
+                root: "r".into(),
+                invocations: 10,
+                mean_ns,
+                p50_ns: Some(p50_ns),
+                p99_ns: Some(p99_ns),
+                calls_per_invocation: 3.0,
+            },
+            dirty: None,
+        }
+    }
+
+    #[test]
+    fn times_spanning_decades_are_drawn_on_a_log_scale() {
+        let close = [point(1, 100, 90, 150), point(2, 110, 95, 160)];
+        let svg = render_svg("r", &close).unwrap();
+        assert!(!svg.contains("(log scale)"));
+        // A p99 ten thousand times the p50: linear would put p50 and mean on the axis.
+        let spread = [point(1, 1_000_000, 400, 10_000_000), point(2, 1_100_000, 420, 11_000_000)];
+        let svg = render_svg("r", &spread).unwrap();
+        assert!(svg.contains("r: time per invocation, by run (log scale)"));
+        let p50_fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", P50_COLOR.0, P50_COLOR.1, P50_COLOR.2);
+        assert_eq!(svg.matches(&p50_fill).count(), 2);
+        assert!(render_svg("r", &[]).is_err());
+    }
+}
