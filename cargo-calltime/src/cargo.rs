@@ -352,17 +352,12 @@ fn relative_to_roots(file: &Path, shadow_root: &Path, user_root: &Path) -> PathB
 /// compiler error there is about.
 pub fn function_at<'p>(plan: &'p Plan, ws_root: &Path, file: &Path, line: usize) -> Option<&'p str> {
     let mut best: Option<(u32, &str)> = None;
-    let mut source: Option<String> = None;
     for (function, site) in plan.instrumented() {
         let rel = function.file.strip_prefix(ws_root).unwrap_or(&function.file);
         if rel != file {
             continue;
         }
-        if source.is_none() {
-            source = std::fs::read_to_string(&function.file).ok();
-        }
-        let probe_line = source.as_deref().map_or(function.line, |s| crate::rewrite::line_of(s, site.open));
-        let start_line = function.line.min(probe_line);
+        let start_line = function.line.min(site.line);
         if start_line as usize <= line && best.map_or(true, |(l, _)| start_line > l) {
             best = Some((start_line, function.path.as_str()));
         }
@@ -384,7 +379,7 @@ mod tests {
             level: 1,
             manifest_path: root.join("Cargo.toml"),
             is_root: false,
-            probe: Some(ProbeSite { index: 0, kind: ProbeKind::Sync, open, close: open, return_type: None }),
+            probe: Some(ProbeSite { index: 0, kind: ProbeKind::Sync, line, open, close: open, return_type: None }),
             skip_reason: None,
         }
     }
@@ -409,6 +404,7 @@ mod tests {
             edges: vec![],
             unresolved: vec![],
             warnings: vec![],
+            analysed: Default::default(),
         };
         let file = Path::new("src/lib.rs");
         assert_eq!(function_at(&plan, dir.path(), file, 2), Some("k::a"));

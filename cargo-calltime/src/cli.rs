@@ -305,11 +305,21 @@ pub struct BuildArgs {
     pub plan: PlanArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GraphFormat {
-    Text,
-    Json,
-    Dot,
+pub use crate::analysis::render::GraphFormat;
+
+/// The graph formats on the command line (the type is the analysis's own).
+impl ValueEnum for GraphFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[GraphFormat::Text, GraphFormat::Json, GraphFormat::Dot]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            GraphFormat::Text => PossibleValue::new("text"),
+            GraphFormat::Json => PossibleValue::new("json"),
+            GraphFormat::Dot => PossibleValue::new("dot"),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]

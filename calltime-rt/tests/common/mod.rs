@@ -1,10 +1,12 @@
 //! Shared by the runtime's tests: run a scenario in a child process with its own settings, and read the trace file
-//! back with a small parser that follows docs/trace-format.md (the same rules as cargo-calltime's reader: a record
-//! without `end` is left out and counted).
+//! back with cargo-calltime's reader (the one reader of docs/trace-format.md), flattened into preorder nodes with
+//! depths, as the lines are written, for the tests' shapes and checks.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+
+use cargo_calltime::trace as reader;
 
 /// Environment variable that makes a test binary run one scenario instead of checking it.
 pub const CHILD_VAR: &str = "CALLTIME_RT_TEST_CHILD";
@@ -46,12 +48,15 @@ pub fn run_ok(name: &str, env: &[(&str, &str)]) -> Trace {
     parse(&text)
 }
 
+/// A node as the tests look at it: the tool's model flattened into preorder with depths, as the lines are written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     pub depth: u32,
     pub index: u32,
     pub start: u64,
+    /// The call's duration; for a call path, `timed_ns` (the sum over its timed calls, as written).
     pub duration: u64,
+    /// Bit 0 unwound, bit 1 cancelled, as in the file.
     pub flags: u32,
     /// `Some` for a call path of a folded invocation (an `a` line): calls, timed calls, min and max ns.
     pub folded: Option<Folded>,
@@ -81,6 +86,7 @@ pub struct Inv {
 
 #[derive(Debug, Default)]
 pub struct Trace {
+    /// The header lines as the runtime wrote them.
     pub header: Vec<String>,
     pub invocations: Vec<Inv>,
     /// seen, kept, sampled_out, dropped, truncated of the last `stats` line.
@@ -90,105 +96,76 @@ pub struct Trace {
     pub last_line: String,
 }
 
-fn nums<const N: usize>(words: &[&str]) -> Option<[u64; N]> {
-    let mut out = [0; N];
-    for (slot, word) in out.iter_mut().zip(words) {
-        *slot = word.parse().ok()?;
+/// Reads a trace with cargo-calltime's reader. The runtime must write nothing the reader has to drop, except what a
+/// crash cuts off; and the tool's builder must write a whole trace back byte for byte.
+pub fn parse(text: &str) -> Trace {
+    if text.is_empty() {
+        // No file was written (the scenario wrote elsewhere, or recorded nothing).
+        return Trace::default();
     }
-    (words.len() >= N).then_some(out)
+    let model = reader::parse(text).unwrap_or_else(|e| panic!("not a trace: {e:#}\n{text}"));
+    assert!(model.warnings.iter().all(|w| w.contains("cut off")), "{:?}\n{text}", model.warnings);
+    let last_line = text.lines().last().unwrap_or_default().to_owned();
+    let header: Vec<String> = reader::TraceBuilder::new(&model).text().lines().map(str::to_owned).collect();
+    assert!(text.starts_with(&header.join("\n")), "the builder writes the header as the runtime does:\n{text}");
+    let whole = model.warnings.is_empty()
+        && model.stats_records <= 1
+        && (model.stats_records == 0 || last_line.starts_with("stats "));
+    if whole {
+        assert_eq!(reader::TraceBuilder::write(&model), text, "the builder writes the trace as the runtime does");
+    }
+    Trace {
+        header,
+        invocations: model.invocations.iter().map(flatten).collect(),
+        stats: (model.stats_records > 0).then(|| {
+            let s = model.stats;
+            [s.seen, s.kept, s.sampled_out, s.dropped, s.truncated]
+        }),
+        stats_lines: model.stats_records,
+        incomplete: model.stats.incomplete as usize,
+        last_line,
+    }
 }
 
-/// Parses a trace; every complete record is checked for consistency (node count, depths, seq in `end`).
-pub fn parse(text: &str) -> Trace {
-    let mut trace = Trace::default();
-    let mut open: Option<Inv> = None;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let complete_line = line.ends_with('\n');
-        let line = line.trim_end_matches('\n');
-        trace.last_line = line.to_string();
-        if i < 4 && !line.starts_with("inv ") && !line.starts_with("stats ") {
-            trace.header.push(line.to_string());
-            continue;
+fn flatten(inv: &reader::Invocation) -> Inv {
+    fn walk(node: &reader::Node, depth: u32, folded: bool, out: &mut Vec<Node>) {
+        let path =
+            folded.then_some(Folded { calls: node.calls, timed: node.timed_calls, min: node.min_ns, max: node.max_ns });
+        if let Some(f) = path {
+            let ok = f.timed == 0
+                || (f.min <= f.max && f.min * f.timed <= node.timed_ns && node.timed_ns <= f.max * f.timed);
+            assert!(ok, "timed calls of a path disagree with its extremes: {node:?}");
         }
-        let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
-        let words: Vec<&str> = rest.split(' ').collect();
-        if !complete_line {
-            // Torn last line.
-            if open.take().is_some() {
-                trace.incomplete += 1;
-            }
-            break;
-        }
-        match kind {
-            "inv" => {
-                if open.is_some() {
-                    trace.incomplete += 1;
-                }
-                let (seq, id, start, duration, node_count, truncated, filtered) = {
-                    let w: Vec<&str> = rest.splitn(9, ' ').collect();
-                    let n = |k: usize| w[k].parse::<u64>().unwrap();
-                    (n(0), n(2), n(3), n(4), n(5), n(6), n(7))
-                };
-                let w: Vec<&str> = rest.splitn(9, ' ').collect();
-                open = Some(Inv {
-                    seq,
-                    kind: w[1].to_string(),
-                    id,
-                    start,
-                    duration,
-                    node_count,
-                    truncated,
-                    filtered,
-                    name: w.get(8).unwrap_or(&"").to_string(),
-                    nodes: Vec::new(),
-                });
-            }
-            "n" => {
-                let [depth, index, start, duration, flags] = nums::<5>(&words).expect("node fields");
-                open.as_mut().expect("node inside an invocation").nodes.push(Node {
-                    depth: depth as u32,
-                    index: index as u32,
-                    start,
-                    duration,
-                    flags: flags as u32,
-                    folded: None,
-                });
-            }
-            "a" => {
-                let [depth, index, calls, timed, start, timed_ns, min, max, flags] =
-                    nums::<9>(&words).expect("path fields");
-                assert!(timed <= calls && calls >= 1, "{line}");
-                assert!(timed == 0 || (min <= max && min * timed <= timed_ns && timed_ns <= max * timed), "{line}");
-                open.as_mut().expect("path inside an invocation").nodes.push(Node {
-                    depth: depth as u32,
-                    index: index as u32,
-                    start,
-                    duration: timed_ns,
-                    flags: flags as u32,
-                    folded: Some(Folded { calls, timed, min, max }),
-                });
-            }
-            "end" => {
-                let inv = open.take().expect("end after inv");
-                assert_eq!(rest.parse::<u64>().unwrap(), inv.seq, "end names its inv");
-                assert_eq!(inv.nodes.len() as u64, inv.node_count, "node_count matches the n lines");
-                assert_eq!(inv.nodes[0].depth, 0, "the root comes first");
-                for pair in inv.nodes.windows(2) {
-                    assert!(pair[1].depth >= 1 && pair[1].depth <= pair[0].depth + 1, "preorder depths");
-                }
-                trace.invocations.push(inv);
-            }
-            "stats" => {
-                trace.stats = Some(nums::<5>(&words).expect("stats fields"));
-                trace.stats_lines += 1;
-            }
-            _ => {}
+        out.push(Node {
+            depth,
+            index: node.func,
+            start: node.start_ns,
+            duration: node.timed_ns,
+            flags: u32::from(node.panicked) | (u32::from(node.cancelled) << 1),
+            folded: path,
+        });
+        for child in &node.children {
+            walk(child, depth + 1, folded, out);
         }
     }
-    if open.is_some() {
-        trace.incomplete += 1;
+    let mut nodes = Vec::new();
+    walk(&inv.root, 0, inv.folded, &mut nodes);
+    let kind = match inv.thread.kind {
+        reader::ThreadKind::Thread => "thread",
+        reader::ThreadKind::Task => "task",
+    };
+    Inv {
+        seq: inv.seq,
+        kind: kind.to_owned(),
+        id: inv.thread.id,
+        start: inv.start_ns,
+        duration: inv.duration_ns,
+        node_count: nodes.len() as u64,
+        truncated: inv.truncated_calls,
+        filtered: inv.filtered_nodes,
+        name: inv.thread.name.clone(),
+        nodes,
     }
-    trace
 }
 
 impl Inv {

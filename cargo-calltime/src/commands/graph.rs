@@ -4,22 +4,19 @@ use anyhow::Result;
 
 use super::options;
 use crate::analysis::render;
-use crate::cli::{GlobalArgs, GraphArgs, GraphFormat};
+use crate::cli::{GlobalArgs, GraphArgs};
 use crate::ui;
 use crate::workspace::Workspace;
 
 pub fn graph(global: &GlobalArgs, args: &GraphArgs) -> Result<i32> {
+    let mut options = options::plan_options(&args.plan)?;
     let cargo = options::cargo_options(global, &args.cargo);
     let started = std::time::Instant::now();
     // The graph needs no dependency resolution: `--no-deps` keeps `cargo metadata` off the registry and fast.
     let ws = Workspace::load_members_only(&cargo)?;
     tracing::info!("cargo metadata in {:?}", started.elapsed());
-    let plan = crate::plan::make_plan(&ws, &args.plan)?;
-    let out = match args.format {
-        GraphFormat::Text => render::render_text(&plan, &ws.root),
-        GraphFormat::Json => render::render_json(&plan, &ws.root)?,
-        GraphFormat::Dot => render::render_dot(&plan),
-    };
+    let plan = super::plan(&ws, &mut options, args.plan.exclude_fast)?;
+    let out = render::render(&plan, &ws.root, args.format)?;
     match &args.output {
         Some(path) => {
             super::write_file(path, out.as_bytes())?;

@@ -37,6 +37,7 @@ pub fn analyse_and_build(
     target_args: &TargetArgs,
     plan_args: &PlanArgs,
 ) -> Result<Built> {
+    let mut plan_options = options::plan_options(plan_args)?;
     let opts = BuildPlan {
         cargo: options::cargo_options(global, cargo_args),
         build: options::build_options(global, target_args),
@@ -47,7 +48,7 @@ pub fn analyse_and_build(
     let target = cargo::select_target(&ws, opts.named.as_ref(), &opts.cargo)?;
 
     ui::status("Analysing", &format!("{} from {}", ws.root.display(), opts.plan.root.join(", ")));
-    let plan = crate::plan::make_plan(&ws, opts.plan)?;
+    let plan = super::plan(&ws, &mut plan_options, opts.plan.exclude_fast)?;
     let functions = plan.instrumented().count() as u32;
     if functions == 0 {
         return Err(UserError::new(format!(

@@ -18,7 +18,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::cli::{Cli, Command};
+use crate::plan::{Plan, PlanOptions};
 use crate::ui;
+use crate::units::plural;
+use crate::views::overhead;
+use crate::workspace::Workspace;
 
 /// Runs the command the flags name; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
@@ -50,4 +54,37 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
                 .hint("check that the directory exists and is writable"),
         )
     })
+}
+
+/// Analyses and plans, printing the progress, figures and warnings the analysis returns. With `--exclude-fast`, the
+/// functions earlier runs of this workspace found too fast to probe are left out.
+fn plan(ws: &Workspace, options: &mut PlanOptions, exclude_fast: bool) -> Result<Plan> {
+    if exclude_fast {
+        let file = overhead::remembered_path(&ws.calltime_dir());
+        let fast: std::collections::BTreeSet<String> = overhead::remembered(&file).into_iter().collect();
+        if fast.is_empty() {
+            ui::warn(&format!(
+                "--exclude-fast: no earlier run of this workspace found functions too fast to probe ({} is empty or \
+                 missing); probing as usual",
+                file.display()
+            ));
+        } else {
+            let excluding =
+                format!("{} functions earlier runs found too fast to probe ({})", fast.len(), file.display());
+            ui::status("Excluding", &excluding);
+        }
+        options.exclusions.fast = Some(fast);
+    }
+    let analysis = crate::analysis::analyse(ws, &options.roots);
+    let counts = analysis.counts;
+    let figures = [
+        plural(counts.files as u64, "file"),
+        plural(counts.lines as u64, "line"),
+        plural(counts.functions as u64, "function"),
+    ];
+    ui::status("Analysed", &figures.join(", "));
+    for warning in &analysis.warnings {
+        ui::warn(warning);
+    }
+    analysis.plan(ws, options)
 }

@@ -5,8 +5,9 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::cargo::{BuildOptions, NamedTarget, TargetKind};
-use crate::cli::{CargoArgs, ColorChoice, GlobalArgs, RecordArgs, TargetArgs, ViewArgs};
+use crate::cli::{CargoArgs, ColorChoice, GlobalArgs, PlanArgs, RecordArgs, TargetArgs, ViewArgs};
 use crate::error::UserError;
+use crate::plan::{path_regex, PlanOptions};
 use crate::run::RecordOptions;
 use crate::views::{ViewFormat, ViewOptions};
 use crate::workspace::CargoOptions;
@@ -61,6 +62,17 @@ pub fn named_target(args: &TargetArgs) -> Result<Option<NamedTarget>> {
             .into());
     }
     Ok(given.into_iter().next())
+}
+
+/// The plan flags, validated (roots, depth, regexes); `--exclude-fast` is read later, from the workspace
+/// ([`super::plan`]).
+pub fn plan_options(args: &PlanArgs) -> Result<PlanOptions> {
+    let mut options = PlanOptions::new(args.root.clone(), args.depth)?;
+    options.filter = args.filter.as_deref().map(|re| path_regex("--filter", re)).transpose()?;
+    options.exclusions.pattern = args.exclude.as_deref().map(|re| path_regex("--exclude", re)).transpose()?;
+    options.probe_trivial = args.probe_trivial;
+    options.all_functions = args.all_functions;
+    Ok(options)
 }
 
 /// A duration flag (`250us`, `1.5ms`), in nanoseconds.

@@ -154,8 +154,7 @@ impl Side {
         let mut traces = Vec::with_capacity(files.len());
         for (file, trace) in files.iter().zip(loaded) {
             let trace = trace.map_err(|e| {
-                // (The text test is for trace.rs errors not yet typed; it goes when they are UserErrors.)
-                if !hints_of(&e).is_empty() || format!("{e:#}").contains("\n  hint: ") {
+                if !hints_of(&e).is_empty() {
                     return e;
                 }
                 UserError::new(format!("{e:#}"))

@@ -22,64 +22,8 @@ pub fn edit_manifest(
     let mut doc: DocumentMut = text.parse().context("not valid TOML")?;
     let manifest_dir = manifest_path.parent().unwrap_or(Path::new("."));
     let ws_root = normalize(ws_root);
-    let fix = |value: &mut Value| fix_path_value(value, manifest_dir, &ws_root);
-
-    const DEP_TABLES: &[&str] =
-        &["dependencies", "dev-dependencies", "build-dependencies", "dev_dependencies", "build_dependencies"];
     let table = doc.as_table_mut();
-    for name in DEP_TABLES {
-        if let Some(deps) = table.get_mut(name) {
-            fix_dep_table(deps, &fix);
-        }
-    }
-    if let Some(targets) = table.get_mut("target").and_then(Item::as_table_like_mut) {
-        for (_, target) in targets.iter_mut() {
-            if let Some(target) = target.as_table_like_mut() {
-                for name in DEP_TABLES {
-                    if let Some(deps) = target.get_mut(name) {
-                        fix_dep_table(deps, &fix);
-                    }
-                }
-            }
-        }
-    }
-    if let Some(workspace) = table.get_mut("workspace").and_then(Item::as_table_like_mut) {
-        if let Some(deps) = workspace.get_mut("dependencies") {
-            fix_dep_table(deps, &fix);
-        }
-    }
-    if let Some(patches) = table.get_mut("patch").and_then(Item::as_table_like_mut) {
-        for (_, source) in patches.iter_mut() {
-            fix_dep_table(source, &fix);
-        }
-    }
-    if let Some(replace) = table.get_mut("replace") {
-        fix_dep_table(replace, &fix);
-    }
-    if let Some(package) = table.get_mut("package").and_then(Item::as_table_like_mut) {
-        for key in ["workspace", "build", "readme", "license-file"] {
-            if let Some(value) = package.get_mut(key).and_then(Item::as_value_mut) {
-                fix(value);
-            }
-        }
-    }
-    for key in ["lib", "bin", "example", "test", "bench"] {
-        match table.get_mut(key) {
-            Some(Item::Table(t)) => {
-                if let Some(v) = t.get_mut("path").and_then(Item::as_value_mut) {
-                    fix(v);
-                }
-            }
-            Some(Item::ArrayOfTables(a)) => {
-                for t in a.iter_mut() {
-                    if let Some(v) = t.get_mut("path").and_then(Item::as_value_mut) {
-                        fix(v);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+    fix_paths(table, &|value: &mut Value| fix_path_value(value, manifest_dir, &ws_root));
     if let Some(runtime) = runtime {
         let deps = table.entry("dependencies").or_insert_with(|| Item::Table(toml_edit::Table::new()));
         let Some(deps) = deps.as_table_like_mut() else {
@@ -114,6 +58,66 @@ pub fn edit_manifest(
         optimize_runtime_in_dev(table)?;
     }
     Ok(doc.to_string())
+}
+
+/// Makes absolute every relative path of the manifest that leaves the workspace: dependencies (of every kind, per
+/// target, of the workspace, patches and replacements), package files and target paths.
+fn fix_paths(table: &mut toml_edit::Table, fix: &impl Fn(&mut Value)) {
+    const DEP_TABLES: &[&str] =
+        &["dependencies", "dev-dependencies", "build-dependencies", "dev_dependencies", "build_dependencies"];
+    for name in DEP_TABLES {
+        if let Some(deps) = table.get_mut(name) {
+            fix_dep_table(deps, fix);
+        }
+    }
+    if let Some(targets) = table.get_mut("target").and_then(Item::as_table_like_mut) {
+        for (_, target) in targets.iter_mut() {
+            if let Some(target) = target.as_table_like_mut() {
+                for name in DEP_TABLES {
+                    if let Some(deps) = target.get_mut(name) {
+                        fix_dep_table(deps, fix);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(workspace) = table.get_mut("workspace").and_then(Item::as_table_like_mut) {
+        if let Some(deps) = workspace.get_mut("dependencies") {
+            fix_dep_table(deps, fix);
+        }
+    }
+    if let Some(patches) = table.get_mut("patch").and_then(Item::as_table_like_mut) {
+        for (_, source) in patches.iter_mut() {
+            fix_dep_table(source, fix);
+        }
+    }
+    if let Some(replace) = table.get_mut("replace") {
+        fix_dep_table(replace, fix);
+    }
+    if let Some(package) = table.get_mut("package").and_then(Item::as_table_like_mut) {
+        for key in ["workspace", "build", "readme", "license-file"] {
+            if let Some(value) = package.get_mut(key).and_then(Item::as_value_mut) {
+                fix(value);
+            }
+        }
+    }
+    for key in ["lib", "bin", "example", "test", "bench"] {
+        match table.get_mut(key) {
+            Some(Item::Table(t)) => {
+                if let Some(v) = t.get_mut("path").and_then(Item::as_value_mut) {
+                    fix(v);
+                }
+            }
+            Some(Item::ArrayOfTables(a)) => {
+                for t in a.iter_mut() {
+                    if let Some(v) = t.get_mut("path").and_then(Item::as_value_mut) {
+                        fix(v);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// `[profile.dev.package.calltime-rt] opt-level = 3` unless the user set one: the probes and the trace writer are
