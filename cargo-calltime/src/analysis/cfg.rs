@@ -117,29 +117,23 @@ impl CfgEnv {
         match cfg {
             Cfg::Key(key, value) => self.key(key, value.as_deref()),
             Cfg::Not(inner) => self.eval(inner).map(|b| !b),
-            Cfg::All(items) => {
-                let mut result = Some(true);
-                for item in items {
-                    match self.eval(item) {
-                        Some(false) => return Some(false),
-                        None => result = None,
-                        Some(true) => {}
-                    }
-                }
-                result
-            }
-            Cfg::Any(items) => {
-                let mut result = Some(false);
-                for item in items {
-                    match self.eval(item) {
-                        Some(true) => return Some(true),
-                        None => result = None,
-                        Some(false) => {}
-                    }
-                }
-                result
+            Cfg::All(items) => self.combine(items, false),
+            Cfg::Any(items) => self.combine(items, true),
+        }
+    }
+
+    /// `all` (`decisive` false) or `any` (`decisive` true): one item known to be `decisive` decides; otherwise
+    /// one unknown item makes the whole unknown.
+    fn combine(&self, items: &[Cfg], decisive: bool) -> Option<bool> {
+        let mut result = Some(!decisive);
+        for item in items {
+            match self.eval(item) {
+                Some(value) if value == decisive => return Some(decisive),
+                None => result = None,
+                Some(_) => {}
             }
         }
+        result
     }
 
     fn key(&self, key: &str, value: Option<&str>) -> Option<bool> {
