@@ -79,11 +79,13 @@
 // `recorder` (one invocation's buffer and frame stack, with `recorder::fold` for big invocations), `invocation`
 // (starting, admitting and handing off invocations; the thread's current context), `writer` (the trace file) and
 // `clock` (ticks and their conversion to nanoseconds).
+mod calibrate;
 mod clock;
 mod future;
 mod invocation;
 mod probe;
 mod recorder;
+mod retire;
 mod writer;
 
 use std::path::PathBuf;

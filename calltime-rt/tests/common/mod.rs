@@ -63,6 +63,23 @@ pub struct Folded {
     pub timed: u64,
     pub min: u64,
     pub max: u64,
+    /// Of `timed`, the calls timed unconditionally and their total ns (version 3); the others were sampled.
+    pub exact_calls: u64,
+    pub exact_ns: u64,
+}
+
+impl Folded {
+    /// The unbiased estimate of the path's total (trace-format.md), from its timed ns.
+    pub fn estimate(&self, timed_ns: u64) -> f64 {
+        let (calls, timed, exact_calls, exact_ns) = (self.calls, self.timed, self.exact_calls, self.exact_ns);
+        if timed > exact_calls {
+            exact_ns as f64 + (calls - exact_calls) as f64 * (timed_ns - exact_ns) as f64 / (timed - exact_calls) as f64
+        } else if exact_calls > 0 {
+            exact_ns as f64 * calls as f64 / exact_calls as f64
+        } else {
+            0.0
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +94,17 @@ pub struct Inv {
     pub filtered: u64,
     pub name: String,
     pub nodes: Vec<Node>,
+    /// `r` lines: (function index, calls made after it retired).
+    pub retired: Vec<(u32, u64)>,
+}
+
+/// A `retire` record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retire {
+    pub index: u32,
+    pub at_ns: u64,
+    pub calls: u64,
+    pub mean_ns: u64,
 }
 
 #[derive(Debug, Default)]
@@ -85,6 +113,9 @@ pub struct Trace {
     pub invocations: Vec<Inv>,
     /// seen, kept, sampled_out, dropped, truncated of the last `stats` line.
     pub stats: Option<[u64; 5]>,
+    /// Every field of the last `stats` line.
+    pub stats_fields: Vec<u64>,
+    pub retirements: Vec<Retire>,
     pub stats_lines: usize,
     pub incomplete: usize,
     pub last_line: String,
@@ -106,7 +137,8 @@ pub fn parse(text: &str) -> Trace {
         let complete_line = line.ends_with('\n');
         let line = line.trim_end_matches('\n');
         trace.last_line = line.to_string();
-        if i < 4 && !line.starts_with("inv ") && !line.starts_with("stats ") {
+        let header_line = i < 4 || line.starts_with("calibration ");
+        if header_line && !line.starts_with("inv ") && !line.starts_with("stats ") {
             trace.header.push(line.to_string());
             continue;
         }
@@ -141,6 +173,7 @@ pub fn parse(text: &str) -> Trace {
                     filtered,
                     name: w.get(8).unwrap_or(&"").to_string(),
                     nodes: Vec::new(),
+                    retired: Vec::new(),
                 });
             }
             "n" => {
@@ -157,7 +190,9 @@ pub fn parse(text: &str) -> Trace {
             "a" => {
                 let [depth, index, calls, timed, start, timed_ns, min, max, flags] =
                     nums::<9>(&words).expect("path fields");
+                let [exact_calls, exact_ns] = nums::<2>(&words[9..]).expect("exact fields of version 3");
                 assert!(timed <= calls && calls >= 1, "{line}");
+                assert!(exact_calls <= timed && exact_ns <= timed_ns, "{line}");
                 assert!(timed == 0 || (min <= max && min * timed <= timed_ns && timed_ns <= max * timed), "{line}");
                 open.as_mut().expect("path inside an invocation").nodes.push(Node {
                     depth: depth as u32,
@@ -165,7 +200,7 @@ pub fn parse(text: &str) -> Trace {
                     start,
                     duration: timed_ns,
                     flags: flags as u32,
-                    folded: Some(Folded { calls, timed, min, max }),
+                    folded: Some(Folded { calls, timed, min, max, exact_calls, exact_ns }),
                 });
             }
             "end" => {
@@ -178,8 +213,19 @@ pub fn parse(text: &str) -> Trace {
                 }
                 trace.invocations.push(inv);
             }
+            "r" => {
+                let [index, calls] = nums::<2>(&words).expect("r fields");
+                assert!(calls > 0, "{line}");
+                open.as_mut().expect("r inside an invocation").retired.push((index as u32, calls));
+            }
+            "retire" => {
+                assert!(open.is_none(), "retire between invocations: {line}");
+                let [index, at_ns, calls, mean_ns] = nums::<4>(&words).expect("retire fields");
+                trace.retirements.push(Retire { index: index as u32, at_ns, calls, mean_ns });
+            }
             "stats" => {
                 trace.stats = Some(nums::<5>(&words).expect("stats fields"));
+                trace.stats_fields = words.iter().map(|w| w.parse().expect("stats field")).collect();
                 trace.stats_lines += 1;
             }
             _ => {}
