@@ -120,10 +120,10 @@ pub(crate) fn set_state_for_calibration(index: u32, state: u8) {
     STATE[index as usize].store(state, Relaxed);
 }
 
-/// Retires function `index` after `calls` observed calls of compensated mean `mean_ticks`. Cold.
+/// Retires function `index` after `calls` observed calls of compensated mean `mean_ns`. Cold.
 #[cold]
 #[inline(never)]
-fn retire(index: u32, calls: u64, mean_ticks: f64, cal: &Calibration) {
+pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
     let Some(state) = STATE.get(index as usize) else { return };
     let mut records = lock(&RECORDS);
     let slot = SLOTS_USED.load(Relaxed) as usize + 1;
@@ -134,19 +134,25 @@ fn retire(index: u32, calls: u64, mean_ticks: f64, cal: &Calibration) {
     SLOTS_USED.store(slot as u32, Relaxed);
     state.store(slot as u8, Relaxed);
     let at_ns = crate::clock::clock().elapsed_ns();
-    let mean_ns = (mean_ticks * cal.ns_per_tick).round() as u64;
     records.pending.push(Retirement { index, at_ns, calls, mean_ns });
     records.total += 1;
     PENDING.store(true, Relaxed);
 }
 
 /// The rule: enough calls, and a compensated mean (ticks) under `factor x recorded_outer`.
-fn should_retire(index: u32, calls: u64, mean_ticks: f64, root: u32) -> Option<(Settings, &'static Calibration)> {
+fn should_retire(index: u32, calls: u64, mean_ticks: f64, root: u32) -> Option<&'static Calibration> {
     let settings = *SETTINGS.get()?;
     let cal = crate::calibrate::get()?;
     let eligible = settings.enabled && index != root && (index as usize) < RETIRE_INDICES;
     let fast = mean_ticks < settings.factor as f64 * cal.recorded_outer_ticks;
-    (eligible && calls >= settings.min_calls && fast && retired_slot(index) == 0).then_some((settings, cal))
+    (eligible && calls >= settings.min_calls && fast && retired_slot(index) == 0).then_some(cal)
+}
+
+/// Retires `index` if the rule holds for `calls` calls of compensated mean `mean_ticks`.
+fn retire_if_fast(index: u32, calls: u64, mean_ticks: f64, root: u32) {
+    if let Some(cal) = should_retire(index, calls, mean_ticks, root) {
+        retire(index, calls, (mean_ticks * cal.ns_per_tick).round() as u64);
+    }
 }
 
 /// A folded call path's check, on a timed exit every `CHECK_EVERY` random samples: `samples` random samples of
@@ -160,9 +166,7 @@ pub(crate) fn consider_path(index: u32, root: u32, calls: u64, samples: u64, sam
         return;
     }
     let mean = (sample_ticks as f64 / samples as f64 - cal.timed_inner_ticks).max(0.0);
-    if let Some((_, cal)) = should_retire(index, calls, mean, root) {
-        retire(index, calls, mean, cal);
-    }
+    retire_if_fast(index, calls, mean, root);
 }
 
 /// Per-function calls and compensated time observed so far, and scratch space: one per observer (each folding
@@ -230,10 +234,7 @@ impl Watch {
             if seen.calls < settings.min_calls || seen.caller_in == self.observation {
                 continue;
             }
-            let mean = seen.compensated_ticks / seen.calls as f64;
-            if let Some((_, cal)) = should_retire(node.index, seen.calls, mean, root) {
-                retire(node.index, seen.calls, mean, cal);
-            }
+            retire_if_fast(node.index, seen.calls, seen.compensated_ticks / seen.calls as f64, root);
         }
     }
 }
