@@ -363,7 +363,7 @@ mod tests {
             level: 1,
             manifest_path: root.join("Cargo.toml"),
             is_root: false,
-            probe: Some(ProbeSite { index: 0, kind: ProbeKind::Sync, open, close: open, return_type: None }),
+            probe: Some(ProbeSite { index: 0, kind: ProbeKind::Sync, line, open, close: open, return_type: None }),
             skip_reason: None,
         }
     }
@@ -388,6 +388,7 @@ mod tests {
             edges: vec![],
             unresolved: vec![],
             warnings: vec![],
+            analysed: Default::default(),
         };
         let file = Path::new("src/lib.rs");
         assert_eq!(function_at(&plan, dir.path(), file, 2), Some("k::a"));

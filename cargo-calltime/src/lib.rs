@@ -37,7 +37,7 @@ pub fn main() -> i32 {
     ui::init(verbose, color);
     let result = match cli.command {
         None => run::run_command(&cli.run),
-        Some(Command::Graph(args)) => plan::graph_command(&args),
+        Some(Command::Graph(args)) => run::graph_command(&args),
         Some(Command::Build(args)) => run::build_command(&args),
         Some(Command::Report(args)) => views::report_command(&args),
         Some(Command::Diff(args)) => diff::diff_command(&args),

@@ -1,14 +1,87 @@
-//! Stage 4: the instrumentation plan: which functions within `--depth` levels of the root get a probe, with their
-//! dense indices and the byte offsets where the rewrite inserts each probe.
+//! Stage 4 (leaf module of plain types): the instrumentation plan, which functions within `--depth` levels of the
+//! root get a probe, with their dense indices and the byte offsets where the rewrite inserts each probe; and the
+//! typed options that ask for one ([`PlanOptions`]). The planning itself is [`crate::analysis::make_plan`].
 
+use std::collections::BTreeSet;
+use std::fmt;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use regex::Regex;
 use serde::Serialize;
 
-use crate::cli::PlanArgs;
+use crate::error::UserError;
 use crate::trace::{FunctionInfo, FunctionTable};
-use crate::workspace::Workspace;
+
+/// What to plan, validated: built once from the command line by the caller.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// The `--root` arguments as given (at least one).
+    pub roots: Vec<String>,
+    /// Levels of the call graph to instrument, the root being level 1 (at least 1).
+    pub depth: u32,
+    /// `--filter`: only functions whose defining path matches get a probe (the root always does).
+    pub filter: Option<Regex>,
+    pub exclusions: Exclusions,
+    /// `--probe-trivial`: probe functions that cost less than their probe too.
+    pub probe_trivial: bool,
+    /// `--all-functions`: probe every function of the selected packages, reached or not.
+    pub all_functions: bool,
+}
+
+/// Functions that are reached but get no probe.
+#[derive(Debug, Clone, Default)]
+pub struct Exclusions {
+    /// `--exclude`: matched against the defining path and the rustc-style one.
+    pub pattern: Option<Regex>,
+    /// `--exclude-fast`: the rustc-style paths earlier runs found too fast to probe; `None` when not asked for.
+    pub fast: Option<BTreeSet<String>>,
+}
+
+impl PlanOptions {
+    /// Options for `roots` with `depth` levels and nothing else set; says what is wrong with either.
+    pub fn new(roots: Vec<String>, depth: u32) -> Result<PlanOptions, UserError> {
+        if roots.is_empty() {
+            return Err(
+                UserError::new("no --root given").hint("name the function to time, e.g. --root myapp::server::handle")
+            );
+        }
+        if depth == 0 {
+            return Err(UserError::new("--depth 0 instruments nothing")
+                .hint("--depth 1 probes only the root, --depth 5 five levels of calls"));
+        }
+        Ok(PlanOptions {
+            roots,
+            depth,
+            filter: None,
+            exclusions: Exclusions::default(),
+            probe_trivial: false,
+            all_functions: false,
+        })
+    }
+}
+
+/// Compiles the value of a path regex flag (`--filter`, `--exclude`), or says what is wrong with it.
+pub fn path_regex(flag: &str, pattern: &str) -> Result<Regex, UserError> {
+    Regex::new(pattern).map_err(|err| {
+        // The regex crate's message without its multi-line caret diagram: `unclosed group`.
+        let text = err.to_string();
+        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(&text);
+        let detail = last.trim().trim_start_matches("error: ");
+        UserError::new(format!("invalid {flag} regex `{pattern}`: {detail}"))
+            .hint("the syntax is the regex crate's (https://docs.rs/regex)")
+    })
+}
+
+impl Exclusions {
+    /// Why a function with these paths is excluded, if it is.
+    pub fn reason(&self, match_path: &str, path: &str) -> Option<SkipReason> {
+        if self.pattern.as_ref().is_some_and(|re| re.is_match(match_path) || re.is_match(path)) {
+            return Some(SkipReason::Excluded);
+        }
+        let fast = self.fast.as_ref()?;
+        (fast.contains(path) || fast.contains(match_path)).then_some(SkipReason::ExcludedFast)
+    }
+}
 
 /// Everything the later stages need to know about what will be instrumented.
 #[derive(Debug, Clone, Serialize)]
@@ -16,6 +89,7 @@ pub struct Plan {
     /// The `--root` arguments as given.
     pub root_args: Vec<String>,
     pub depth: u32,
+    /// `--filter` and `--exclude` as given.
     pub filter: Option<String>,
     pub exclude: Option<String>,
     /// Every function reached within `depth` levels, in a deterministic order (level, then path).
@@ -24,8 +98,18 @@ pub struct Plan {
     pub edges: Vec<Edge>,
     /// Call sites that could not be resolved, or were resolved by over-approximation.
     pub unresolved: Vec<CallSiteNote>,
-    /// Files that could not be read or parsed, and anything else the user should know.
+    /// Files that could not be read or parsed, and anything else the user should know (the caller prints them).
     pub warnings: Vec<String>,
+    /// How much source the analysis read, for the caller's status line.
+    pub analysed: AnalysedCounts,
+}
+
+/// Figures of one analysis: what the index holds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct AnalysedCounts {
+    pub files: usize,
+    pub lines: usize,
+    pub functions: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -46,7 +130,89 @@ pub struct PlannedFunction {
     /// Present when the function gets a probe.
     pub probe: Option<ProbeSite>,
     /// Why a reached function gets no probe (filter, const fn, macro-generated, ...).
-    pub skip_reason: Option<String>,
+    pub skip_reason: Option<SkipReason>,
+}
+
+/// Why a function gets no probe. [`SkipReason::code`] is stable (the JSON's `skip_code`); the text is for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// The defining path does not match `--filter`.
+    FilteredOut,
+    /// The path matches `--exclude`.
+    Excluded,
+    /// Earlier runs found it too fast to probe (`--exclude-fast`).
+    ExcludedFast,
+    /// No loop, few statements and only cheap calls: it costs less than its probe.
+    Trivial,
+    ConstFn,
+    Naked,
+    ExternBlock,
+    TestFunction,
+    TestOnly,
+    /// Written inside the tokens of an item macro invocation: the macro's name.
+    GeneratedByMacro(String),
+    /// Returns a future without an `async` tail block.
+    FutureWithoutAsyncTail,
+    NoBody,
+    /// Its package is not selected: the package's name.
+    PackageNotSelected(String),
+    /// Its file belongs to several crates and the first copy took the probe: that copy's path.
+    SameSource(String),
+}
+
+impl SkipReason {
+    /// A stable snake_case code for machines.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SkipReason::FilteredOut => "filtered_out",
+            SkipReason::Excluded => "excluded",
+            SkipReason::ExcludedFast => "excluded_fast",
+            SkipReason::Trivial => "trivial",
+            SkipReason::ConstFn => "const_fn",
+            SkipReason::Naked => "naked",
+            SkipReason::ExternBlock => "extern_block",
+            SkipReason::TestFunction => "test_function",
+            SkipReason::TestOnly => "test_only",
+            SkipReason::GeneratedByMacro(_) => "generated_by_macro",
+            SkipReason::FutureWithoutAsyncTail => "future_without_async_tail",
+            SkipReason::NoBody => "no_body",
+            SkipReason::PackageNotSelected(_) => "package_not_selected",
+            SkipReason::SameSource(_) => "same_source",
+        }
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::FilteredOut => f.write_str("filtered out by --filter"),
+            SkipReason::Excluded => f.write_str("excluded by --exclude"),
+            SkipReason::ExcludedFast => f.write_str("excluded by --exclude-fast"),
+            SkipReason::Trivial => {
+                f.write_str("trivial: no loops and no costly calls (pass --probe-trivial to probe it)")
+            }
+            SkipReason::ConstFn => f.write_str("const fn"),
+            SkipReason::Naked => f.write_str("#[naked] function"),
+            SkipReason::ExternBlock => f.write_str("declared in an extern block"),
+            SkipReason::TestFunction => f.write_str("#[test] function"),
+            SkipReason::TestOnly => f.write_str("compiled only for tests (#[cfg(test)])"),
+            SkipReason::GeneratedByMacro(name) => write!(f, "generated by macro `{name}!`"),
+            SkipReason::FutureWithoutAsyncTail => {
+                f.write_str("returns a future without an `async` tail block: a probe would time only its creation")
+            }
+            SkipReason::NoBody => f.write_str("has no body"),
+            SkipReason::PackageNotSelected(package) => write!(f, "in package `{package}`, which -p did not select"),
+            SkipReason::SameSource(first) => {
+                write!(f, "same source as `{first}` (the file belongs to several crates)")
+            }
+        }
+    }
+}
+
+impl Serialize for SkipReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// Where and how the rewrite inserts a probe. Offsets are byte offsets into the file as it is on disk
@@ -56,6 +222,8 @@ pub struct ProbeSite {
     /// Dense index 0..N over the instrumented functions, assigned deterministically.
     pub index: u32,
     pub kind: ProbeKind,
+    /// 1-based line of `open` in the file.
+    pub line: u32,
     /// Sync/Async: just after the body's `{` and any inner `#![...]` attributes.
     /// AsyncBlock: the offset of the `async` keyword of the tail `async move { .. }` block.
     pub open: usize,
@@ -126,35 +294,51 @@ impl Plan {
     }
 }
 
-/// Analyses the workspace and builds the plan: index, call graph, traversal, filter, indices.
-pub fn make_plan(ws: &Workspace, args: &PlanArgs) -> Result<Plan> {
-    if !args.exclude_fast {
-        return crate::analysis::planner::make_plan(ws, args);
-    }
-    let file = crate::views::overhead::remembered_path(&ws.calltime_dir());
-    let fast = crate::views::overhead::remembered(&file);
-    let mut args = args.clone();
-    if fast.is_empty() {
-        crate::ui::warn(&format!(
-            "--exclude-fast: no earlier run of this workspace found functions too fast to probe ({} is empty or \
-             missing); probing as usual",
-            file.display()
-        ));
-    } else {
-        crate::ui::status(
-            "Excluding",
-            &format!("{} functions earlier runs found too fast to probe ({})", fast.len(), file.display()),
-        );
-        let fast_pattern = crate::views::overhead::exact_paths_regex(&fast);
-        args.exclude = Some(match &args.exclude {
-            Some(own) => format!("(?:{own})|{fast_pattern}"),
-            None => fast_pattern,
-        });
-    }
-    crate::analysis::planner::make_plan(ws, &args)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `cargo calltime graph`.
-pub fn graph_command(args: &crate::cli::GraphArgs) -> Result<i32> {
-    crate::analysis::render::graph_command(args)
+    #[test]
+    fn skip_codes_are_distinct_snake_case() {
+        let all = [
+            SkipReason::FilteredOut,
+            SkipReason::Excluded,
+            SkipReason::ExcludedFast,
+            SkipReason::Trivial,
+            SkipReason::ConstFn,
+            SkipReason::Naked,
+            SkipReason::ExternBlock,
+            SkipReason::TestFunction,
+            SkipReason::TestOnly,
+            SkipReason::GeneratedByMacro("m".into()),
+            SkipReason::FutureWithoutAsyncTail,
+            SkipReason::NoBody,
+            SkipReason::PackageNotSelected("p".into()),
+            SkipReason::SameSource("k::f".into()),
+        ];
+        let mut codes: Vec<&str> = all.iter().map(SkipReason::code).collect();
+        assert!(codes.iter().all(|c| c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '_')), "{codes:?}");
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len());
+    }
+
+    #[test]
+    fn exclusions_say_which_flag_left_a_function_out() {
+        let fast = ["k::fast".to_owned()].into_iter().collect();
+        let exclusions = Exclusions { pattern: Some(path_regex("--exclude", "^k::slow$").unwrap()), fast: Some(fast) };
+        assert_eq!(exclusions.reason("k::slow", "k::slow"), Some(SkipReason::Excluded));
+        assert_eq!(exclusions.reason("k::fast", "k::fast"), Some(SkipReason::ExcludedFast));
+        assert_eq!(exclusions.reason("k::other", "k::other"), None);
+    }
+
+    #[test]
+    fn options_are_validated_once_with_hints() {
+        let depth = PlanOptions::new(vec!["main".into()], 0).unwrap_err();
+        assert_eq!(depth.message, "--depth 0 instruments nothing");
+        assert_eq!(depth.hints.len(), 1);
+        let regex = path_regex("--filter", "(").unwrap_err();
+        assert_eq!(regex.message, "invalid --filter regex `(`: unclosed group");
+        assert!(PlanOptions::new(Vec::new(), 3).is_err());
+    }
 }

@@ -120,7 +120,7 @@ mod tests {
     }
 
     fn site(kind: ProbeKind, index: u32, open: usize, close: usize, ret: Option<&str>) -> ProbeSite {
-        ProbeSite { index, kind, open, close, return_type: ret.map(str::to_owned) }
+        ProbeSite { index, kind, line: 1, open, close, return_type: ret.map(str::to_owned) }
     }
 
     #[test]

@@ -5,9 +5,11 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use crate::analysis::render;
 use crate::build::{self, Target, TargetKind};
-use crate::cli::{BuildArgs, CargoArgs, PlanArgs, RunArgs, TargetArgs};
-use crate::plan::Plan;
+use crate::cli::{self, BuildArgs, CargoArgs, GraphArgs, PlanArgs, RunArgs, TargetArgs};
+use crate::error::UserError;
+use crate::plan::{self, Plan, PlanOptions};
 use crate::rewrite::PlanInfo;
 use crate::shadow;
 use crate::trace::{self, Trace};
@@ -97,13 +99,12 @@ pub fn build_command(args: &BuildArgs) -> Result<i32> {
 
 fn analyse_and_build(cargo: &CargoArgs, target_args: &TargetArgs, plan_args: &PlanArgs) -> Result<Built> {
     ui::set_quiet(cargo.quiet);
-    check_plan_args(plan_args)?;
     let ws = Workspace::load(cargo)?;
+    let options = plan_options(&ws, plan_args)?;
     let target = build::select_target(&ws, target_args, cargo)?;
 
     ui::status("Analysing", &format!("{} from {}", ws.root.display(), plan_args.root.join(", ")));
-    // The analysis prints its own warnings (unreadable files, ...).
-    let plan = crate::plan::make_plan(&ws, plan_args)?;
+    let plan = plan_showing_progress(&ws, &options)?;
     let functions = plan.instrumented().count() as u32;
     if functions == 0 {
         bail!(
@@ -191,18 +192,80 @@ impl CopyLock {
 }
 
 /// Errors the analysis would also report, checked before the slow steps.
-fn check_plan_args(args: &PlanArgs) -> Result<()> {
-    if args.depth == 0 {
-        bail!("--depth 0 instruments nothing\n  hint: --depth 1 probes only the root, --depth 5 five levels of calls");
+/// clap's plan flags as validated options (each flag checked here, once); `--exclude-fast` reads the functions
+/// earlier runs of this workspace remembered.
+pub fn plan_options(ws: &Workspace, args: &PlanArgs) -> Result<PlanOptions> {
+    let mut options = PlanOptions::new(args.root.clone(), args.depth)?;
+    options.filter = args.filter.as_deref().map(|re| plan::path_regex("--filter", re)).transpose()?;
+    options.exclusions.pattern = args.exclude.as_deref().map(|re| plan::path_regex("--exclude", re)).transpose()?;
+    if args.exclude_fast {
+        let file = crate::views::overhead::remembered_path(&ws.calltime_dir());
+        options.exclusions.fast = Some(crate::views::overhead::remembered(&file).into_iter().collect());
     }
-    if let Some(filter) = &args.filter {
-        if let Err(err) = regex::Regex::new(filter) {
-            let text = err.to_string();
-            let detail = text.lines().last().unwrap_or("").trim().trim_start_matches("error: ").to_owned();
-            bail!("invalid --filter regex `{filter}`: {detail}\n  hint: the syntax is the regex crate's (https://docs.rs/regex)");
+    options.probe_trivial = args.probe_trivial;
+    options.all_functions = args.all_functions;
+    Ok(options)
+}
+
+/// Analyses and plans, printing the progress, figures and warnings the analysis returns.
+pub fn plan_showing_progress(ws: &Workspace, options: &PlanOptions) -> Result<Plan> {
+    if let Some(fast) = &options.exclusions.fast {
+        let file = crate::views::overhead::remembered_path(&ws.calltime_dir());
+        if fast.is_empty() {
+            ui::warn(&format!(
+                "--exclude-fast: no earlier run of this workspace found functions too fast to probe ({} is empty or \
+                 missing); probing as usual",
+                file.display()
+            ));
+        } else {
+            let excluding =
+                format!("{} functions earlier runs found too fast to probe ({})", fast.len(), file.display());
+            ui::status("Excluding", &excluding);
         }
     }
-    Ok(())
+    let analysis = crate::analysis::analyse(ws, &options.roots);
+    let counts = analysis.counts;
+    let plural = crate::analysis::render::plural;
+    let figures = [plural(counts.files, "file"), plural(counts.lines, "line"), plural(counts.functions, "function")];
+    ui::status("Analysed", &figures.join(", "));
+    for warning in &analysis.warnings {
+        ui::warn(warning);
+    }
+    analysis.plan(ws, options)
+}
+
+/// `cargo calltime graph`.
+pub fn graph_command(args: &GraphArgs) -> Result<i32> {
+    ui::set_quiet(args.cargo.quiet);
+    let started = std::time::Instant::now();
+    // The graph needs no dependency resolution: `--no-deps` keeps `cargo metadata` off the registry and fast.
+    let ws = Workspace::load_members_only(&args.cargo)?;
+    tracing::info!("cargo metadata in {:?}", started.elapsed());
+    let options = plan_options(&ws, &args.plan)?;
+    let plan = plan_showing_progress(&ws, &options)?;
+    let format = match args.format {
+        cli::GraphFormat::Text => render::GraphFormat::Text,
+        cli::GraphFormat::Json => render::GraphFormat::Json,
+        cli::GraphFormat::Dot => render::GraphFormat::Dot,
+    };
+    let out = render::render(&plan, &ws.root, format)?;
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, out).map_err(|err| {
+                UserError::new(format!("cannot write {}: {err}", path.display()))
+                    .hint("check that the directory exists and is writable")
+            })?;
+            ui::status("Wrote", &path.display().to_string());
+        }
+        None => {
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`| head`) is not an error worth a message.
+            let _ = stdout.write_all(out.as_bytes());
+        }
+    }
+    tracing::info!("graph command done in {:?}", started.elapsed());
+    Ok(0)
 }
 
 /// A failed instrumented build: builds the unmodified copy to tell the user whether the probes or their code broke

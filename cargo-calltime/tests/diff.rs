@@ -6,7 +6,9 @@ mod util;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use cargo_calltime::trace::{FunctionInfo, FunctionTable};
+use cargo_calltime::trace::{
+    FunctionInfo, FunctionTable, Invocation, Node, Stats, ThreadKind, ThreadRef, Trace, TraceBuilder,
+};
 
 /// A call in a synthetic tree: function index, self time (ns) and the calls it makes.
 #[derive(Clone)]
@@ -78,42 +80,64 @@ fn table(paths: &[String]) -> FunctionTable {
     }
 }
 
-/// Writes `path` (a trace of `invocations` calls of `tree`) and its `<path>.functions.json` beside it.
-fn write_run(path: &Path, functions: &FunctionTable, tree: &Call, invocations: usize, noise: &Noise) {
-    fn emit(call: &Call, depth: u32, start: u64, scale: f64, rng: &mut Rng, jitter: f64, out: &mut Vec<String>) -> u64 {
-        let at = out.len();
-        out.push(String::new());
-        let own = (call.self_ns as f64 * scale * (1.0 - jitter + 2.0 * jitter * rng.unit())).round() as u64;
-        // Half the self time before the children, half after.
-        let mut clock = start + own / 2;
-        for child in &call.children {
-            clock += emit(child, depth + 1, clock, scale, rng, jitter, out);
-        }
-        let duration = clock + (own - own / 2) - start;
-        out[at] = format!("n {depth} {} {start} {duration} 0", call.func);
-        duration
+/// A synthetic run's header: version 1 or 2 (with the runtime's default settings), one process per seed.
+fn header(version: u32, seed: u64) -> Trace {
+    let settings = [
+        ("node_cap", 100_000),
+        ("fold_after", 4096),
+        ("time_sample", 64),
+        ("min_ns", 0),
+        ("sample", 1),
+        ("max_invocations", 100_000),
+    ];
+    Trace {
+        version,
+        pid: 1000 + seed as u32,
+        epoch_unix_ns: 1_700_000_000_000_000_000,
+        exe: "/synthetic/app".to_owned(),
+        plan_id: Some("synthetic".to_owned()),
+        settings: if version >= 2 { settings.map(|(k, v)| (k.to_owned(), v)).into() } else { Default::default() },
+        ..Trace::default()
     }
-    let mut rng = Rng(noise.seed);
-    let mut text = format!(
-        "calltime-trace 1\nprocess {} 1700000000000000000 /synthetic/app\nplan synthetic \n",
-        1000 + noise.seed
-    );
-    let mut clock = 1_000;
-    for seq in 0..invocations {
-        let spike = if rng.unit() < noise.spikes { 3.0 } else { 1.0 };
-        let mut nodes = Vec::new();
-        let duration = emit(tree, 0, clock, noise.run_factor * spike, &mut rng, noise.jitter, &mut nodes);
-        text.push_str(&format!("inv {seq} thread 1 {clock} {duration} {} 0 0 main\n", nodes.len()));
-        for node in nodes {
-            text.push_str(&node);
-            text.push('\n');
-        }
-        text.push_str(&format!("end {seq}\n"));
-        clock += duration + 500;
-    }
-    text.push_str(&format!("stats {invocations} {invocations} 0 0 0\n"));
+}
+
+fn main_thread() -> ThreadRef {
+    ThreadRef { kind: ThreadKind::Thread, id: 1, name: "main".to_owned() }
+}
+
+/// Writes the trace text to `path` and `functions` to `<path>.functions.json` beside it.
+fn save_run(path: &Path, functions: &FunctionTable, text: &str) {
     std::fs::write(path, text).unwrap();
     functions.save(&cargo_calltime::trace::functions_path_for(path)).unwrap();
+}
+
+/// Writes `path` (a trace of `invocations` calls of `tree`) and its `<path>.functions.json` beside it.
+fn write_run(path: &Path, functions: &FunctionTable, tree: &Call, invocations: usize, noise: &Noise) {
+    /// The call timed from `start`: its self time jittered, half before the children and half after.
+    fn timed(call: &Call, start: u64, scale: f64, rng: &mut Rng, jitter: f64) -> Node {
+        let own = (call.self_ns as f64 * scale * (1.0 - jitter + 2.0 * jitter * rng.unit())).round() as u64;
+        let mut clock = start + own / 2;
+        let mut children = Vec::with_capacity(call.children.len());
+        for child in &call.children {
+            let node = timed(child, clock, scale, rng, jitter);
+            clock += node.duration_ns;
+            children.push(node);
+        }
+        let duration = clock + (own - own / 2) - start;
+        Node::call(call.func, start, duration, false, children)
+    }
+    let mut rng = Rng(noise.seed);
+    let mut builder = TraceBuilder::new(&header(1, noise.seed));
+    let mut clock = 1_000;
+    for seq in 0..invocations as u64 {
+        let spike = if rng.unit() < noise.spikes { 3.0 } else { 1.0 };
+        let root = timed(tree, clock, noise.run_factor * spike, &mut rng, noise.jitter);
+        clock += root.duration_ns + 500;
+        builder.invocation(&Invocation::new(seq, main_thread(), root));
+    }
+    let count = invocations as u64;
+    builder.stats(&Stats { seen: count, kept: count, ..Stats::default() });
+    save_run(path, functions, builder.text());
 }
 
 /// Writes `runs` runs named `run-1.trace`.. into `dir`, seeds from `first_seed`; `dirty` runs are 3x slower.
@@ -434,11 +458,7 @@ fn write_folded_side(dir: &Path, functions: &FunctionTable, record_calls: u64, r
         let noise = noise(first_seed + run);
         let mut rng = Rng(noise.seed);
         let mut time = |ns: u64| (ns as f64 * noise.run_factor * (0.8 + 0.4 * rng.unit())).round() as u64;
-        let mut text = format!(
-            "calltime-trace 2\nprocess {} 1700000000000000000 /synthetic/app\nplan synthetic \n\
-             settings node_cap=100000 fold_after=4096 time_sample=64 min_ns=0 sample=1 max_invocations=100000\n",
-            1000 + noise.seed
-        );
+        let mut builder = TraceBuilder::new(&header(2, noise.seed));
         let mut clock = 1_000;
         for seq in 0..200 {
             let timed = record_calls.min(16 + record_calls.saturating_sub(16) / 64);
@@ -447,21 +467,22 @@ fn write_folded_side(dir: &Path, functions: &FunctionTable, record_calls: u64, r
             let (lookup, route_self, page, handle_self) = (time(50_000), time(5_000), time(30_000), time(20_000));
             let route = route_self + lookup;
             let handle = handle_self + route + record_ns + page;
-            let one =
-                |depth: u32, func: u32, start: u64, ns: u64| format!("a {depth} {func} 1 1 {start} {ns} {ns} {ns} 0\n");
-            text.push_str(&format!("inv {seq} thread 1 {clock} {handle} 5 0 0 main\n"));
-            text.push_str(&one(0, HANDLE, clock, handle));
-            text.push_str(&one(1, ROUTE, clock + 10, route));
-            text.push_str(&one(2, LOOKUP, clock + 20, lookup));
-            text.push_str(&format!("a 1 {RECORD} {record_calls} {timed} {} {record_timed_ns} 8 12 0\n", clock + route));
-            text.push_str(&one(1, PAGE, clock + route + record_ns, page));
-            text.push_str(&format!("end {seq}\n"));
+            let one = |func: u32, start: u64, ns: u64, children| Node::path(func, start, 1, 1, ns, (ns, ns), children);
+            let record = Node::path(RECORD, clock + route, record_calls, timed, record_timed_ns, (8, 12), vec![]);
+            let children = vec![
+                one(ROUTE, clock + 10, route, vec![one(LOOKUP, clock + 20, lookup, vec![])]),
+                record,
+                one(PAGE, clock + route + record_ns, page, vec![]),
+            ];
+            let inv = Invocation {
+                folded: true,
+                ..Invocation::new(seq, main_thread(), one(HANDLE, clock, handle, children))
+            };
+            builder.invocation(&inv);
             clock += handle + 500;
         }
-        text.push_str("stats 200 200 0 0 0\n");
-        let path = dir.join(format!("run-{run}.trace"));
-        std::fs::write(&path, text).unwrap();
-        functions.save(&cargo_calltime::trace::functions_path_for(&path)).unwrap();
+        builder.stats(&Stats { seen: 200, kept: 200, ..Stats::default() });
+        save_run(&dir.join(format!("run-{run}.trace")), functions, builder.text());
     }
 }
 

@@ -693,12 +693,87 @@ fn estimates_larger_than_their_parent_stay_inside_it() {
     assert_eq!(slices[2]["args"]["total_ns"], 800);
     assert_eq!(span(slices[3]), (1.0, 1.0));
     // Without the 2^64 ns child, the flamegraph and the flame chart draw the overshooting children.
-    let two_children: String =
-        OVERSHOOTING.lines().filter(|l| !l.starts_with("a 1 3 ")).map(|l| format!("{l}\n")).collect();
-    let two_children = cargo_calltime::trace::parse(&two_children).unwrap();
+    let mut two_children = trace.clone();
+    two_children.invocations[0].root.children.retain(|child| child.func != 3);
     for options in [opts(ViewFormat::Svg), ViewOptions { flamechart: true, ..opts(ViewFormat::Svg) }] {
         let svg = String::from_utf8(render(&two_children, &options).unwrap().bytes).unwrap();
         let frames = svg_frames(&svg).0;
         assert!(frames.iter().any(|f| f.name() == "#2"), "{frames:?}");
     }
+}
+
+// ---- the fixture many.trace ----
+
+/// many.trace is written by the trace builder (`UPDATE_EXPECT=1` rewrites it): 20 deterministic invocations of
+/// demo's server::handle on two threads and two tasks, one of server::shutdown, one truncated tree, one with
+/// filtered nodes, counters with sampling and drops, and a record cut off at the end (a crash while writing).
+#[test]
+fn many_trace_is_current() {
+    check(&data("views/many.trace"), &many_trace());
+}
+
+fn many_trace() -> String {
+    use cargo_calltime::trace::{Invocation, Node, Stats, ThreadKind, ThreadRef, TraceBuilder};
+    let call = |func, start, duration, children| Node::call(func, start, duration, false, children);
+    let header = Trace {
+        version: 1,
+        pid: 777,
+        epoch_unix_ns: 1_700_000_000_000_000_000,
+        exe: "/ws/demo/target/calltime/debug/demo".into(),
+        plan_id: Some("3fa2c1d0".into()),
+        table_hint: Some("/ws/demo/target/calltime/plan.functions.json".into()),
+        ..Trace::default()
+    };
+    let mut builder = TraceBuilder::new(&header);
+    let threads = [(ThreadKind::Thread, 1, "main"), (ThreadKind::Thread, 2, "worker-1"), (ThreadKind::Task, 7, "")];
+    let threads = [threads[0], threads[1], threads[2], (ThreadKind::Task, 9, "")];
+    let thread = |(kind, id, name): (ThreadKind, u64, &str)| ThreadRef { kind, id, name: name.into() };
+    let mut t = 10_000;
+    for seq in 0..20u64 {
+        let start = t;
+        // parse_request with 1..3 headers
+        let parse_start = start + 1_000;
+        let mut headers = Vec::new();
+        let mut header_at = parse_start + 500;
+        for h in 0..1 + seq % 3 {
+            let duration = 20_000 + 1_000 * ((seq * 7 + h * 3) % 10);
+            headers.push(call(2, header_at, duration, vec![]));
+            header_at += duration + 300;
+        }
+        let parse_ns = header_at - parse_start + 2_000;
+        let mut children = vec![call(1, parse_start, parse_ns, headers)];
+        let mut at = parse_start + parse_ns + 1_000;
+        // every third invocation queries the db (decode twice); the slow one is seq 9, the panicking one seq 12
+        if seq % 3 == 0 {
+            let (d1, d2) = (50_000 + 5_000 * (seq % 4), if seq == 9 { 900_000 } else { 60_000 });
+            let decodes = vec![call(4, at + 2_000, d1, vec![]), Node::call(4, at + 4_000 + d1, d2, seq == 12, vec![])];
+            children.push(call(3, at, d1 + d2 + 10_000, decodes));
+            at += d1 + d2 + 10_000 + 1_000;
+        }
+        let respond_ns = 30_000 + 2_000 * seq;
+        children.push(call(5, at, respond_ns, vec![call(7, at + 1_000, 5_000, vec![])]));
+        at += respond_ns + 1_000;
+        let mut inv = Invocation::new(seq, thread(threads[seq as usize % 4]), call(0, start, at - start, children));
+        inv.truncated_calls = if seq == 5 { 250 } else { 0 };
+        inv.filtered_nodes = if seq == 6 { 3 } else { 0 };
+        builder.invocation(&inv);
+        t = at + 5_000 + 1_000 * (seq % 5);
+    }
+    // one call of the second root
+    builder.invocation(&Invocation::new(
+        20,
+        thread(threads[0]),
+        call(8, t, 40_000, vec![call(6, t + 1_000, 3_000, vec![])]),
+    ));
+    builder.stats(&Stats { seen: 46, kept: 21, sampled_out: 20, dropped: 5, truncated: 1, incomplete: 0 });
+    // A record torn by a crash: written up to the duration of its second node, then the newline of a text file.
+    let torn = format!("n 1 1 {} 300", t + 51_000);
+    let parse = call(1, t + 51_000, 300, vec![call(2, t + 51_100, 100, vec![])]);
+    let root = call(0, t + 50_000, 90_000, vec![parse, call(5, t + 60_000, 1_000, vec![])]);
+    builder.invocation(&Invocation::new(21, thread(threads[1]), root));
+    let mut text = builder.into_text();
+    let cut = text.rfind(&torn).expect("the torn node was written") + torn.len();
+    text.truncate(cut);
+    text.push('\n');
+    text
 }

@@ -1,10 +1,14 @@
 //! Shared by the runtime's tests: run a scenario in a child process with its own settings, and read the trace file
-//! back with a small parser that follows docs/trace-format.md (the same rules as cargo-calltime's reader: a record
-//! without `end` is left out and counted).
+//! back with cargo-calltime's reader (the one reader of docs/trace-format.md), flattened into preorder nodes with
+//! depths, as the lines are written, for the tests' shapes and checks. The reader does not know version 3 yet (the
+//! tool's side of issue 11): its additions are taken out here (`split_version_3`) and the rest, a version 2 trace,
+//! goes through the reader.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+
+use cargo_calltime::trace as reader;
 
 /// Environment variable that makes a test binary run one scenario instead of checking it.
 pub const CHILD_VAR: &str = "CALLTIME_RT_TEST_CHILD";
@@ -46,12 +50,15 @@ pub fn run_ok(name: &str, env: &[(&str, &str)]) -> Trace {
     parse(&text)
 }
 
+/// A node as the tests look at it: the tool's model flattened into preorder with depths, as the lines are written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     pub depth: u32,
     pub index: u32,
     pub start: u64,
+    /// The call's duration; for a call path, `timed_ns` (the sum over its timed calls, as written).
     pub duration: u64,
+    /// Bit 0 unwound, bit 1 cancelled, as in the file.
     pub flags: u32,
     /// `Some` for a call path of a folded invocation (an `a` line): calls, timed calls, min and max ns.
     pub folded: Option<Folded>,
@@ -73,13 +80,23 @@ impl Folded {
     pub fn estimate(&self, timed_ns: u64) -> f64 {
         let (calls, timed, exact_calls, exact_ns) = (self.calls, self.timed, self.exact_calls, self.exact_ns);
         if timed > exact_calls {
-            exact_ns as f64 + (calls - exact_calls) as f64 * (timed_ns - exact_ns) as f64 / (timed - exact_calls) as f64
+            let sampled = (timed_ns - exact_ns) as f64 / (timed - exact_calls) as f64;
+            exact_ns as f64 + (calls - exact_calls) as f64 * sampled
         } else if exact_calls > 0 {
             exact_ns as f64 * calls as f64 / exact_calls as f64
         } else {
             0.0
         }
     }
+}
+
+/// A `retire` record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retire {
+    pub index: u32,
+    pub at_ns: u64,
+    pub calls: u64,
+    pub mean_ns: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -98,17 +115,9 @@ pub struct Inv {
     pub retired: Vec<(u32, u64)>,
 }
 
-/// A `retire` record.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Retire {
-    pub index: u32,
-    pub at_ns: u64,
-    pub calls: u64,
-    pub mean_ns: u64,
-}
-
 #[derive(Debug, Default)]
 pub struct Trace {
+    /// The header lines as the runtime wrote them.
     pub header: Vec<String>,
     pub invocations: Vec<Inv>,
     /// seen, kept, sampled_out, dropped, truncated of the last `stats` line.
@@ -121,120 +130,161 @@ pub struct Trace {
     pub last_line: String,
 }
 
-fn nums<const N: usize>(words: &[&str]) -> Option<[u64; N]> {
-    let mut out = [0; N];
-    for (slot, word) in out.iter_mut().zip(words) {
-        *slot = word.parse().ok()?;
+/// Reads a trace with cargo-calltime's reader. The runtime must write nothing the reader has to drop, except what a
+/// crash cuts off; and the tool's builder must write a whole trace back byte for byte.
+pub fn parse(text: &str) -> Trace {
+    if text.is_empty() {
+        // No file was written (the scenario wrote elsewhere, or recorded nothing).
+        return Trace::default();
     }
-    (words.len() >= N).then_some(out)
+    let (version_2, extras) = split_version_3(text);
+    let mut trace = parse_version_2(&version_2);
+    trace.header = text.lines().take(trace.header.len() + usize::from(extras.calibration)).map(str::to_owned).collect();
+    for inv in &mut trace.invocations {
+        let exact = extras.exact.get(&inv.seq).map_or(&[][..], Vec::as_slice);
+        let paths = inv.nodes.iter_mut().filter_map(|n| n.folded.as_mut());
+        assert_eq!(paths.count(), exact.len(), "every a line of invocation {} has its exact part", inv.seq);
+        let paths = inv.nodes.iter_mut().filter_map(|n| n.folded.as_mut());
+        for (folded, &(calls, ns)) in paths.zip(exact) {
+            (folded.exact_calls, folded.exact_ns) = (calls, ns);
+        }
+        inv.retired = extras.retired.get(&inv.seq).cloned().unwrap_or_default();
+    }
+    trace.retirements = extras.retirements;
+    trace.stats_fields = extras.stats_fields;
+    trace
 }
 
-/// Parses a trace; every complete record is checked for consistency (node count, depths, seq in `end`).
-pub fn parse(text: &str) -> Trace {
-    let mut trace = Trace::default();
-    let mut open: Option<Inv> = None;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let complete_line = line.ends_with('\n');
-        let line = line.trim_end_matches('\n');
-        trace.last_line = line.to_string();
-        let header_line = i < 4 || line.starts_with("calibration ");
-        if header_line && !line.starts_with("inv ") && !line.starts_with("stats ") {
-            trace.header.push(line.to_string());
-            continue;
-        }
-        let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
-        let words: Vec<&str> = rest.split(' ').collect();
-        if !complete_line {
-            // Torn last line.
-            if open.take().is_some() {
-                trace.incomplete += 1;
+/// What version 3 adds to version 2, read from a trace's lines.
+#[derive(Default)]
+struct Extras {
+    calibration: bool,
+    retirements: Vec<Retire>,
+    /// By invocation seq: `(exact_calls, exact_ns)` of its `a` lines in file order, and its `r` lines.
+    exact: std::collections::HashMap<u64, Vec<(u64, u64)>>,
+    retired: std::collections::HashMap<u64, Vec<(u32, u64)>>,
+    stats_fields: Vec<u64>,
+}
+
+/// A version 3 trace as the version 2 trace it contains, and what version 3 adds (checked as it is read).
+fn split_version_3(text: &str) -> (String, Extras) {
+    let mut extras = Extras::default();
+    let Some(rest) = text.strip_prefix("calltime-trace 3\n") else { return (text.to_owned(), extras) };
+    let mut out = String::from("calltime-trace 2\n");
+    let mut open: Option<u64> = None;
+    let number = |word: &str| word.parse::<u64>().unwrap_or_else(|_| panic!("not a number: {word:?}"));
+    for line in rest.split_inclusive('\n') {
+        let words: Vec<&str> = line.trim_end_matches('\n').split(' ').collect();
+        let whole = line.ends_with('\n');
+        match words[0] {
+            "calibration" if whole => {
+                assert!(!extras.calibration && open.is_none(), "one calibration line, in the header: {line}");
+                extras.calibration = true;
+                continue;
             }
-            break;
-        }
-        match kind {
-            "inv" => {
-                if open.is_some() {
-                    trace.incomplete += 1;
-                }
-                let (seq, id, start, duration, node_count, truncated, filtered) = {
-                    let w: Vec<&str> = rest.splitn(9, ' ').collect();
-                    let n = |k: usize| w[k].parse::<u64>().unwrap();
-                    (n(0), n(2), n(3), n(4), n(5), n(6), n(7))
-                };
-                let w: Vec<&str> = rest.splitn(9, ' ').collect();
-                open = Some(Inv {
-                    seq,
-                    kind: w[1].to_string(),
-                    id,
-                    start,
-                    duration,
-                    node_count,
-                    truncated,
-                    filtered,
-                    name: w.get(8).unwrap_or(&"").to_string(),
-                    nodes: Vec::new(),
-                    retired: Vec::new(),
-                });
-            }
-            "n" => {
-                let [depth, index, start, duration, flags] = nums::<5>(&words).expect("node fields");
-                open.as_mut().expect("node inside an invocation").nodes.push(Node {
-                    depth: depth as u32,
-                    index: index as u32,
-                    start,
-                    duration,
-                    flags: flags as u32,
-                    folded: None,
-                });
-            }
-            "a" => {
-                let [depth, index, calls, timed, start, timed_ns, min, max, flags] =
-                    nums::<9>(&words).expect("path fields");
-                let [exact_calls, exact_ns] = nums::<2>(&words[9..]).expect("exact fields of version 3");
-                assert!(timed <= calls && calls >= 1, "{line}");
-                assert!(exact_calls <= timed && exact_ns <= timed_ns, "{line}");
-                assert!(timed == 0 || (min <= max && min * timed <= timed_ns && timed_ns <= max * timed), "{line}");
-                open.as_mut().expect("path inside an invocation").nodes.push(Node {
-                    depth: depth as u32,
-                    index: index as u32,
-                    start,
-                    duration: timed_ns,
-                    flags: flags as u32,
-                    folded: Some(Folded { calls, timed, min, max, exact_calls, exact_ns }),
-                });
-            }
-            "end" => {
-                let inv = open.take().expect("end after inv");
-                assert_eq!(rest.parse::<u64>().unwrap(), inv.seq, "end names its inv");
-                assert_eq!(inv.nodes.len() as u64, inv.node_count, "node_count matches the n lines");
-                assert_eq!(inv.nodes[0].depth, 0, "the root comes first");
-                for pair in inv.nodes.windows(2) {
-                    assert!(pair[1].depth >= 1 && pair[1].depth <= pair[0].depth + 1, "preorder depths");
-                }
-                trace.invocations.push(inv);
-            }
-            "r" => {
-                let [index, calls] = nums::<2>(&words).expect("r fields");
-                assert!(calls > 0, "{line}");
-                open.as_mut().expect("r inside an invocation").retired.push((index as u32, calls));
-            }
-            "retire" => {
+            "retire" if whole => {
                 assert!(open.is_none(), "retire between invocations: {line}");
-                let [index, at_ns, calls, mean_ns] = nums::<4>(&words).expect("retire fields");
-                trace.retirements.push(Retire { index: index as u32, at_ns, calls, mean_ns });
+                let [index, at_ns, calls, mean_ns] = [1, 2, 3, 4].map(|i| number(words[i]));
+                extras.retirements.push(Retire { index: index as u32, at_ns, calls, mean_ns });
+                continue;
             }
-            "stats" => {
-                trace.stats = Some(nums::<5>(&words).expect("stats fields"));
-                trace.stats_fields = words.iter().map(|w| w.parse().expect("stats field")).collect();
-                trace.stats_lines += 1;
+            "r" if whole => {
+                let seq = open.expect("r inside an invocation");
+                let (index, calls) = (number(words[1]), number(words[2]));
+                assert!(calls > 0 && words.len() == 3, "{line}");
+                extras.retired.entry(seq).or_default().push((index as u32, calls));
+                continue;
             }
+            "a" if whole => {
+                assert_eq!(words.len(), 12, "an a line of version 3 has 11 fields: {line}");
+                let seq = open.expect("a inside an invocation");
+                extras.exact.entry(seq).or_default().push((number(words[10]), number(words[11])));
+                out.push_str(&words[..10].join(" "));
+                out.push('\n');
+                continue;
+            }
+            "stats" if whole => {
+                extras.stats_fields = words[1..].iter().map(|w| number(w)).collect();
+                out.push_str(&words[..6].join(" "));
+                out.push('\n');
+                continue;
+            }
+            "inv" => open = words.get(1).and_then(|w| w.parse().ok()),
+            "end" => open = None,
             _ => {}
         }
+        out.push_str(line);
     }
-    if open.is_some() {
-        trace.incomplete += 1;
+    (out, extras)
+}
+
+/// Reads a version 2 trace with cargo-calltime's reader.
+fn parse_version_2(text: &str) -> Trace {
+    let model = reader::parse(text).unwrap_or_else(|e| panic!("not a trace: {e:#}\n{text}"));
+    assert!(model.warnings.iter().all(|w| w.contains("cut off")), "{:?}\n{text}", model.warnings);
+    let last_line = text.lines().last().unwrap_or_default().to_owned();
+    let header: Vec<String> = reader::TraceBuilder::new(&model).text().lines().map(str::to_owned).collect();
+    assert!(text.starts_with(&header.join("\n")), "the builder writes the header as the runtime does:\n{text}");
+    let whole = model.warnings.is_empty()
+        && model.stats_records <= 1
+        && (model.stats_records == 0 || last_line.starts_with("stats "));
+    if whole {
+        assert_eq!(reader::TraceBuilder::write(&model), text, "the builder writes the trace as the runtime does");
     }
-    trace
+    Trace {
+        header,
+        invocations: model.invocations.iter().map(flatten).collect(),
+        stats: (model.stats_records > 0).then(|| {
+            let s = model.stats;
+            [s.seen, s.kept, s.sampled_out, s.dropped, s.truncated]
+        }),
+        stats_lines: model.stats_records,
+        incomplete: model.stats.incomplete as usize,
+        last_line,
+        ..Trace::default()
+    }
+}
+
+fn flatten(inv: &reader::Invocation) -> Inv {
+    fn walk(node: &reader::Node, depth: u32, folded: bool, out: &mut Vec<Node>) {
+        let (calls, timed, min, max) = (node.calls, node.timed_calls, node.min_ns, node.max_ns);
+        let path = folded.then_some(Folded { calls, timed, min, max, exact_calls: 0, exact_ns: 0 });
+        if let Some(f) = path {
+            let ok = f.timed == 0
+                || (f.min <= f.max && f.min * f.timed <= node.timed_ns && node.timed_ns <= f.max * f.timed);
+            assert!(ok, "timed calls of a path disagree with its extremes: {node:?}");
+        }
+        out.push(Node {
+            depth,
+            index: node.func,
+            start: node.start_ns,
+            duration: node.timed_ns,
+            flags: u32::from(node.panicked) | (u32::from(node.cancelled) << 1),
+            folded: path,
+        });
+        for child in &node.children {
+            walk(child, depth + 1, folded, out);
+        }
+    }
+    let mut nodes = Vec::new();
+    walk(&inv.root, 0, inv.folded, &mut nodes);
+    let kind = match inv.thread.kind {
+        reader::ThreadKind::Thread => "thread",
+        reader::ThreadKind::Task => "task",
+    };
+    Inv {
+        seq: inv.seq,
+        kind: kind.to_owned(),
+        id: inv.thread.id,
+        start: inv.start_ns,
+        duration: inv.duration_ns,
+        node_count: nodes.len() as u64,
+        truncated: inv.truncated_calls,
+        filtered: inv.filtered_nodes,
+        name: inv.thread.name.clone(),
+        nodes,
+        retired: Vec::new(),
+    }
 }
 
 impl Inv {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::modules::{CrateSpec, DepTarget, SourceSet};
 use super::syntax::{FnItem, ModItems, ModKind, PathRef, TyRef, UseItem, UseKind};
+use crate::plan::SkipReason;
 
 pub type ModId = usize;
 pub type FnId = usize;
@@ -144,8 +145,6 @@ pub struct Index {
     pub warnings: Vec<String>,
     pub lines: usize,
 }
-
-const TEST_ONLY_REASON: &str = "compiled only for tests (#[cfg(test)])";
 
 impl Index {
     pub fn build(specs: Vec<CrateSpec>, sources: &SourceSet) -> Index {
@@ -370,7 +369,7 @@ impl Index {
             value_params: f.value_params.clone(),
         };
         if test_only && item.skip.is_none() {
-            item.skip = Some(TEST_ONLY_REASON.to_owned());
+            item.skip = Some(SkipReason::TestOnly);
         }
         let krate = self.modules[m].krate;
         self.fns.push(FnDef {

@@ -1,37 +1,39 @@
 //! Stages 2 and 3: the source index and the static call graph, with syn alone (no rustc, no rust-analyzer).
 //!
 //! - [`modules`]: crate targets from cargo metadata and the files of their module trees, parsed in parallel;
-//! - [`syntax`]: per-file extraction of items, `use`s, call sites and probe offsets;
+//! - [`syntax`]: what per-file extraction produces; `items` extracts items, `use`s and probe offsets, `bodies`
+//!   the call sites of function bodies, `receivers` the types of receivers; [`std_model`] is what the analysis
+//!   knows about std (implicit calls, std types and methods, cheap calls);
 //! - [`index`]: namespaces, `use` resolution to a fixed point, impls, rustc-style names;
 //! - [`resolve`]: which workspace functions a call site may reach;
 //! - [`graph`]: the level-by-level traversal from the roots;
-//! - [`planner`]: roots, filter, skips and dense indices ([`crate::plan::make_plan`]);
-//! - [`render`]: `cargo calltime graph` as text, JSON or dot.
+//! - [`planner`]: roots (`roots`), filter, exclusions, trivial functions (`trivial`), skips and dense indices
+//!   ([`make_plan`], or [`analyse`] then [`Analysis::plan`]);
+//! - [`render`]: a plan as text, JSON or dot.
+//!
+//! Nothing here reads the command line or prints: options come in as [`crate::plan::PlanOptions`], warnings go
+//! out in the [`crate::plan::Plan`].
 
+mod bodies;
 pub mod graph;
 pub mod index;
+mod items;
 pub mod modules;
 pub mod planner;
+mod receivers;
 pub mod render;
 pub mod resolve;
+mod roots;
+pub mod std_model;
 pub mod syntax;
+mod trivial;
 
 pub use index::Index;
+pub use items::extract_file;
+pub use planner::{analyse, make_plan, Analysis};
+pub use std_model::IMPLICIT_CALLS;
 
 use crate::workspace::Workspace;
-
-/// Which implicit calls the graph models. Printed under the plan and in docs/graph-json.md.
-pub const IMPLICIT_CALLS: &str = "implicit calls: `x.await` on a call is that call's edge (the awaited async fn); \
-a function named as a value (`.map(parse)`) is an edge; calls in closures belong to the enclosing function, and \
-also to a workspace function that calls (or forwards) the closure passed to it (directly, behind `&`/`Some(..)`, or \
-bound to a local first); an async fn's future passed to a workspace function that polls or awaits its parameter \
-(`block_on(f(x))`) is an edge of that function; on values of a workspace type the syntax shows: `x[i]` \
-(Index/IndexMut), operators (`+`, `-=`, unary `-`/`!`, `==`, `<`: std::ops, PartialEq, PartialOrd impls), `{}`/`{:?}` \
-arguments of format!/write!/println! and `.to_string()` (Display/Debug impls), `for _ in x` \
-(IntoIterator/Iterator::next), a `let` binding's Drop, a method the type lacks (Deref/DerefMut); `.into()` \
-(workspace From impls); a `thread_local!`/`lazy_static!` initializer's calls belong to each function of the same \
-file that names the static; not modelled: `?` (From::from), deref coercions, callbacks stored in fields, Drop of \
-temporaries and fields";
 
 /// Stack for parser threads: syn recurses once per nesting level of an expression, and generated or test code
 /// nests deeply (a debug build needs far more than the default 2 MiB).

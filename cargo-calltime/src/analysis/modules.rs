@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use cargo_metadata::{DependencyKind, PackageId};
 
-use super::syntax::{extract_file, FileSummary, ModItems, ModKind};
+use super::items::extract_file;
+use super::syntax::{FileSummary, ModItems, ModKind};
 use crate::workspace::Workspace;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! `cargo calltime graph`: the plan as text, JSON (docs/graph-json.md) or Graphviz dot, without building.
+//! `cargo calltime graph`'s output: a plan as text, JSON (docs/graph-json.md) or Graphviz dot.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -7,42 +7,28 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::IMPLICIT_CALLS;
-use crate::cli::{GraphArgs, GraphFormat};
-use crate::plan::{make_plan, Plan, ProbeKind};
-use crate::ui;
-use crate::workspace::Workspace;
+use crate::plan::{Plan, PlannedFunction, ProbeKind};
 
 /// Version of the JSON document; bump on incompatible changes.
 pub const GRAPH_JSON_VERSION: u32 = 1;
 
-pub fn graph_command(args: &GraphArgs) -> Result<i32> {
-    ui::set_quiet(args.cargo.quiet);
-    let started = std::time::Instant::now();
-    // The graph needs no dependency resolution: `--no-deps` keeps `cargo metadata` off the registry and fast.
-    let ws = Workspace::load_members_only(&args.cargo)?;
-    tracing::info!("cargo metadata in {:?}", started.elapsed());
-    let plan = make_plan(&ws, &args.plan)?;
-    let out = match args.format {
-        GraphFormat::Text => render_text(&plan, &ws.root),
-        GraphFormat::Json => render_json(&plan, &ws.root)?,
-        GraphFormat::Dot => render_dot(&plan),
-    };
-    match &args.output {
-        Some(path) => {
-            std::fs::write(path, out).with_context(|| {
-                format!("cannot write {}\n  hint: check that the directory exists and is writable", path.display())
-            })?;
-            ui::status("Wrote", &path.display().to_string());
-        }
-        None => {
-            use std::io::Write;
-            let mut stdout = std::io::stdout().lock();
-            // A closed pipe (`| head`) is not an error worth a message.
-            let _ = stdout.write_all(out.as_bytes());
-        }
-    }
-    tracing::info!("graph command done in {:?}", started.elapsed());
-    Ok(0)
+/// How `cargo calltime graph` prints the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphFormat {
+    Text,
+    /// docs/graph-json.md
+    Json,
+    /// Graphviz.
+    Dot,
+}
+
+/// The plan in `format`; file paths relative to the workspace `root`.
+pub fn render(plan: &Plan, root: &Path, format: GraphFormat) -> Result<String> {
+    Ok(match format {
+        GraphFormat::Text => render_text(plan, root),
+        GraphFormat::Json => render_json(plan, root)?,
+        GraphFormat::Dot => render_dot(plan),
+    })
 }
 
 pub fn plural(n: usize, noun: &str) -> String {
@@ -57,7 +43,7 @@ fn rel(path: &Path, root: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).display().to_string()
 }
 
-fn probe_text(f: &crate::plan::PlannedFunction) -> String {
+fn probe_text(f: &PlannedFunction) -> String {
     match (&f.probe, &f.skip_reason) {
         (Some(p), _) => {
             let kind = match p.kind {
@@ -194,7 +180,9 @@ struct JsonFunction<'a> {
     instrumented: bool,
     index: Option<u32>,
     probe_kind: Option<ProbeKind>,
-    skip_reason: Option<&'a str>,
+    skip_reason: Option<String>,
+    /// The stable code of `skip_reason`.
+    skip_code: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -236,7 +224,8 @@ pub fn render_json(plan: &Plan, root: &Path) -> Result<String> {
                 instrumented: f.probe.is_some(),
                 index: f.probe.as_ref().map(|p| p.index),
                 probe_kind: f.probe.as_ref().map(|p| p.kind),
-                skip_reason: f.skip_reason.as_deref(),
+                skip_reason: f.skip_reason.as_ref().map(ToString::to_string),
+                skip_code: f.skip_reason.as_ref().map(|r| r.code()),
             })
             .collect(),
         edges: plan

@@ -5,17 +5,11 @@
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
 use super::index::{CrateId, FnId, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
+use super::std_model::{DERIVED_METHODS, STD_TYPES};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
 /// Most candidates a call resolved by name and arity may fan out to; beyond it the call is reported, not followed.
 pub const FAN_OUT_CAP: usize = 8;
-
-/// Types of the standard prelude: a method on them leaves the workspace unless a workspace trait adds it.
-const STD_TYPES: &[&str] = &[
-    "Vec", "String", "Option", "Result", "Some", "Ok", "Err", "Box", "HashMap", "HashSet", "BTreeMap", "BTreeSet",
-    "VecDeque", "Rc", "Arc", "RefCell", "Cell", "Mutex", "RwLock", "str", "usize", "u8", "u16", "u32", "u64", "u128",
-    "isize", "i8", "i16", "i32", "i64", "i128", "f32", "f64", "bool", "char", "PathBuf", "Path", "Duration", "Instant",
-];
 
 /// Outgoing edges of one function and the notes on its call sites.
 #[derive(Debug, Default, Clone)]
@@ -38,39 +32,6 @@ enum Outcome {
     /// A workspace type without a method of that name: derived, reached through Deref, or made by a macro.
     MissingOnType(TypeId),
 }
-
-/// Methods that derives and std traits give workspace types: not finding them on a type is expected.
-const DERIVED_METHODS: &[&str] = &[
-    "clone",
-    "clone_from",
-    "eq",
-    "ne",
-    "cmp",
-    "partial_cmp",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "hash",
-    "fmt",
-    "default",
-    "to_string",
-    "to_owned",
-    "into",
-    "try_into",
-    "from",
-    "try_from",
-    "as_ref",
-    "as_mut",
-    "borrow",
-    "borrow_mut",
-    "deref",
-    "deref_mut",
-    "drop",
-    "max",
-    "min",
-    "clamp",
-];
 
 /// What a function body's paths resolve against.
 struct Ctx<'a> {

@@ -221,7 +221,9 @@ mod tests {
             timed_calls: timed,
             min_ns: min,
             max_ns: max,
+            timed_ns,
             panicked: false,
+            cancelled: false,
             children,
         }
     }

@@ -1,0 +1,795 @@
+//! Item extraction: parses one source file with syn and keeps the items the index needs (functions with their
+//! signatures and probe offsets, impls, traits, types, modules, `use`s); function bodies are walked by
+//! [`super::bodies`].
+
+use std::collections::HashMap;
+
+use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::{Attribute, Expr, FnArg, ImplItem, Item, Pat, ReturnType, Stmt, TraitItem, Type, TypeParamBound};
+
+use super::bodies::{BodyVisitor, StraightLine};
+use super::std_model::{BOXED_FUTURES, PRIMITIVES};
+use super::syntax::*;
+use crate::plan::{ProbeKind, SkipReason};
+
+/// Parses `text` (the whole file as on disk) and extracts its summary. A parse error is returned as
+/// `(line, message)`.
+pub fn extract_file(text: &str) -> Result<FileSummary, (usize, String)> {
+    // syn::parse_file strips a BOM and a shebang line; do the same here so that every offset can be shifted back
+    // to the file as it is on disk.
+    let mut base = 0;
+    let mut content = text;
+    if let Some(rest) = content.strip_prefix('\u{feff}') {
+        base += '\u{feff}'.len_utf8();
+        content = rest;
+    }
+    if content.starts_with("#!") && !content[2..].trim_start().starts_with('[') {
+        let end = content.find('\n').unwrap_or(content.len());
+        base += end;
+        content = &content[end..];
+    }
+    let result = match syn::parse_str::<syn::File>(content) {
+        Ok(file) => {
+            let mut statics = HashMap::new();
+            lazy_statics(&file.items, &mut statics);
+            let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics };
+            let mut items = ModItems::default();
+            ex.items(&file.items, &mut items, &Scope::default());
+            Ok(FileSummary { items, lines: text.lines().count() })
+        }
+        Err(err) => Err((err.span().start().line, err.to_string())),
+    };
+    // The summary holds no spans: drop this file from the thread's source map so it does not grow without bound.
+    proc_macro2::extra::invalidate_current_thread_spans();
+    result
+}
+
+/// Context inherited by nested items.
+#[derive(Clone, Default)]
+pub(super) struct Scope {
+    pub(super) test_only: bool,
+    pub(super) generics: Vec<(String, Vec<PathRef>)>,
+}
+
+pub(super) struct Extractor {
+    /// Bytes syn never saw (BOM, shebang) to add to every offset.
+    pub(super) base: usize,
+    /// Set while extracting items found inside an item macro invocation: their functions get no probe.
+    pub(super) in_macro: Option<String>,
+    /// Numbers the out-of-line `mod x;` declarations of the file in source order.
+    pub(super) next_decl: usize,
+    /// Initializers of the file's `thread_local!` and `lazy_static!` statics by name: they run lazily, inside the
+    /// first access (`X.with(..)`, `*X`), so their calls are calls of every function of the file that names `X`.
+    pub(super) statics: HashMap<String, Expr>,
+}
+
+/// Collects the initializers of `thread_local! { static X: T = init; }` and `lazy_static! { static ref X: T =
+/// init; }` in `items` and their inline modules.
+fn lazy_statics(items: &[Item], out: &mut HashMap<String, Expr>) {
+    for item in items {
+        match item {
+            Item::Macro(m)
+                if m.mac
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "thread_local" || s.ident == "lazy_static") =>
+            {
+                let tts: Vec<TokenTree> = m.mac.tokens.clone().into_iter().collect();
+                let mut i = 0;
+                while i < tts.len() {
+                    if !matches!(&tts[i], TokenTree::Ident(id) if id == "static") {
+                        i += 1;
+                        continue;
+                    }
+                    i += 1;
+                    if matches!(tts.get(i), Some(TokenTree::Ident(id)) if id == "ref") {
+                        i += 1;
+                    }
+                    let Some(TokenTree::Ident(name)) = tts.get(i) else { continue };
+                    let is_punct = |t: &TokenTree, c: char| matches!(t, TokenTree::Punct(p) if p.as_char() == c);
+                    let Some(eq) = (i..tts.len()).find(|&j| is_punct(&tts[j], '=')) else { break };
+                    let end = (eq..tts.len()).find(|&j| is_punct(&tts[j], ';')).unwrap_or(tts.len());
+                    let mut init: TokenStream = tts[eq + 1..end].iter().cloned().collect();
+                    // `= const { expr }`
+                    if let [TokenTree::Ident(c), TokenTree::Group(g)] = &tts[eq + 1..end] {
+                        if c == "const" {
+                            init = g.stream();
+                        }
+                    }
+                    if let Ok(expr) = syn::parse2::<Expr>(init) {
+                        out.insert(name.to_string(), expr);
+                    }
+                    i = end;
+                }
+            }
+            Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    lazy_statics(inner, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn is_test_attr(attr: &Attribute) -> bool {
+    attr.path().segments.last().is_some_and(|s| s.ident == "test")
+}
+
+/// `#[cfg(test)]` or `#[cfg(all(test, ...))]`: compiled only for tests.
+fn is_cfg_test(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        if !attr.path().is_ident("cfg") {
+            return false;
+        }
+        let Ok(list) = attr.meta.require_list() else { return false };
+        let tokens: Vec<TokenTree> = list.tokens.clone().into_iter().collect();
+        match tokens.as_slice() {
+            [TokenTree::Ident(i)] => i == "test",
+            [TokenTree::Ident(all), TokenTree::Group(g)] if all == "all" => {
+                let mut depth_tokens = g.stream().into_iter();
+                depth_tokens.any(|t| matches!(t, TokenTree::Ident(ref i) if i == "test"))
+            }
+            _ => false,
+        }
+    })
+}
+
+fn path_attr(attrs: &[Attribute]) -> Option<String> {
+    attrs.iter().find(|a| a.path().is_ident("path")).and_then(|a| match &a.meta {
+        syn::Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+fn generics_of(generics: &syn::Generics) -> Vec<(String, Vec<PathRef>)> {
+    let mut out: Vec<(String, Vec<PathRef>)> = Vec::new();
+    for param in generics.type_params() {
+        out.push((param.ident.to_string(), bounds_of(param.bounds.iter())));
+    }
+    if let Some(where_clause) = &generics.where_clause {
+        for pred in &where_clause.predicates {
+            if let syn::WherePredicate::Type(pt) = pred {
+                if let Type::Path(tp) = &pt.bounded_ty {
+                    if let Some(ident) = tp.path.get_ident() {
+                        let name = ident.to_string();
+                        let bounds = bounds_of(pt.bounds.iter());
+                        // Only the declared parameters: `where Concrete: Trait` says nothing about a parameter.
+                        if let Some((_, b)) = out.iter_mut().find(|(n, _)| *n == name) {
+                            b.extend(bounds);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+impl Extractor {
+    fn off(&self, offset: usize) -> usize {
+        self.base + offset
+    }
+
+    fn items(&mut self, items: &[Item], out: &mut ModItems, scope: &Scope) {
+        for item in items {
+            self.item(item, out, scope);
+        }
+    }
+
+    pub(super) fn item(&mut self, item: &Item, out: &mut ModItems, scope: &Scope) {
+        match item {
+            Item::Fn(f) => {
+                let test_only = scope.test_only || is_cfg_test(&f.attrs) || f.attrs.iter().any(is_test_attr);
+                let generics = generics_of(&f.sig.generics);
+                let fn_scope = Scope { test_only, generics: [scope.generics.clone(), generics].concat() };
+                let item = self.function(&f.attrs, &f.sig, Some(&f.block), &fn_scope);
+                out.fns.push(item);
+            }
+            Item::Impl(imp) => {
+                let info = self.impl_item(imp, scope);
+                out.impls.push(info);
+            }
+            Item::Trait(t) => {
+                let info = self.trait_item(t, scope);
+                out.traits.push(info);
+            }
+            Item::Mod(m) => {
+                let info = self.mod_item(m, scope);
+                out.mods.push(info);
+            }
+            Item::Use(u) => {
+                let mut prefix = PathRef { segs: Vec::new(), leading_colon: u.leading_colon.is_some() };
+                flatten_use(&u.tree, &mut prefix, &mut out.uses);
+            }
+            Item::ExternCrate(e) => out.uses.push(extern_crate_use(e)),
+            Item::Struct(s) => {
+                let generics = generics_of(&s.generics);
+                out.types.push(data_type(&s.ident, &s.attrs, numbered_fields(&s.fields, "", &generics)));
+            }
+            Item::Union(u) => {
+                let generics = generics_of(&u.generics);
+                let fields = u
+                    .fields
+                    .named
+                    .iter()
+                    .filter_map(|f| f.ident.as_ref().map(|i| (i.to_string(), ty_ref(&f.ty, &generics))))
+                    .collect();
+                out.types.push(data_type(&u.ident, &u.attrs, fields));
+            }
+            Item::Enum(e) => {
+                let generics = generics_of(&e.generics);
+                // Variant fields as `Variant::field` (`Variant::0`), for the bindings of patterns.
+                let fields = e
+                    .variants
+                    .iter()
+                    .flat_map(|v| numbered_fields(&v.fields, &format!("{}::", v.ident), &generics))
+                    .collect();
+                out.types.push(data_type(&e.ident, &e.attrs, fields));
+            }
+            Item::Type(t) => {
+                let generics = generics_of(&t.generics);
+                out.types.push(TypeItem {
+                    name: t.ident.to_string(),
+                    fields: Vec::new(),
+                    alias: Some(ty_ref(&t.ty, &generics)),
+                    is_copy: false,
+                });
+            }
+            Item::ForeignMod(fm) => self.foreign_items(fm, out, scope),
+            Item::Macro(m) => {
+                // `macro_rules!` bodies are templates, not code; other item macros often wrap plain items.
+                if m.ident.is_some() || m.mac.path.is_ident("macro_rules") {
+                    return;
+                }
+                if let Ok(file) = m.mac.parse_body::<syn::File>() {
+                    let saved = self.in_macro.replace(macro_name(&m.mac));
+                    self.items(&file.items, out, scope);
+                    self.in_macro = saved;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn impl_item(&mut self, imp: &syn::ItemImpl, scope: &Scope) -> ImplItemInfo {
+        let test_only = scope.test_only || is_cfg_test(&imp.attrs);
+        let impl_generics = [scope.generics.clone(), generics_of(&imp.generics)].concat();
+        let mut info = ImplItemInfo {
+            self_ty: ty_ref(&imp.self_ty, &impl_generics),
+            self_ty_text: type_text(&imp.self_ty),
+            trait_path: imp.trait_.as_ref().map(|(_, p, _)| PathRef::from_syn(p)),
+            fns: Vec::new(),
+        };
+        for ii in &imp.items {
+            match ii {
+                ImplItem::Fn(m) => {
+                    let test_only = test_only || is_cfg_test(&m.attrs) || m.attrs.iter().any(is_test_attr);
+                    let generics = [impl_generics.clone(), generics_of(&m.sig.generics)].concat();
+                    let fn_scope = Scope { test_only, generics };
+                    info.fns.push(self.function(&m.attrs, &m.sig, Some(&m.block), &fn_scope));
+                }
+                ImplItem::Macro(m) => {
+                    if let Ok(items) = m.mac.parse_body_with(parse_impl_items) {
+                        let name = macro_name(&m.mac);
+                        let saved = self.in_macro.replace(name);
+                        for ii in &items {
+                            if let ImplItem::Fn(f) = ii {
+                                let fn_scope = Scope { test_only, generics: impl_generics.clone() };
+                                info.fns.push(self.function(&f.attrs, &f.sig, Some(&f.block), &fn_scope));
+                            }
+                        }
+                        self.in_macro = saved;
+                    }
+                }
+                _ => {}
+            }
+        }
+        info
+    }
+
+    fn trait_item(&mut self, t: &syn::ItemTrait, scope: &Scope) -> TraitItemInfo {
+        let test_only = scope.test_only || is_cfg_test(&t.attrs);
+        let trait_generics = [scope.generics.clone(), generics_of(&t.generics)].concat();
+        let mut info = TraitItemInfo {
+            name: t.ident.to_string(),
+            method_names: Vec::new(),
+            defaults: Vec::new(),
+            supertraits: bounds_of(t.supertraits.iter()),
+            test_only,
+        };
+        for ti in &t.items {
+            if let TraitItem::Fn(m) = ti {
+                info.method_names.push(m.sig.ident.to_string());
+                if let Some(block) = &m.default {
+                    let generics = [trait_generics.clone(), generics_of(&m.sig.generics)].concat();
+                    let fn_scope = Scope { test_only, generics };
+                    info.defaults.push(self.function(&m.attrs, &m.sig, Some(block), &fn_scope));
+                }
+            }
+        }
+        info
+    }
+
+    fn mod_item(&mut self, m: &syn::ItemMod, scope: &Scope) -> ModItem {
+        let test_only = scope.test_only || is_cfg_test(&m.attrs);
+        let kind = match &m.content {
+            Some((_, items)) => {
+                let mut inner = ModItems::default();
+                let mod_scope = Scope { test_only, generics: Vec::new() };
+                self.items(items, &mut inner, &mod_scope);
+                ModKind::Inline(Box::new(inner))
+            }
+            None => {
+                self.next_decl += 1;
+                ModKind::External { decl: self.next_decl - 1 }
+            }
+        };
+        ModItem {
+            name: m.ident.to_string(),
+            line: line_of(m.ident.span()),
+            path_attr: path_attr(&m.attrs),
+            test_only,
+            kind,
+        }
+    }
+
+    /// The functions an `extern` block declares: never probed.
+    fn foreign_items(&mut self, fm: &syn::ItemForeignMod, out: &mut ModItems, scope: &Scope) {
+        for fi in &fm.items {
+            match fi {
+                syn::ForeignItem::Fn(f) => {
+                    let mut item = self.function(&f.attrs, &f.sig, None, scope);
+                    item.skip = Some(SkipReason::ExternBlock);
+                    out.fns.push(item);
+                }
+                // syn keeps edition 2024's `safe fn` items as raw tokens: `... fn name (...) ...;`
+                syn::ForeignItem::Verbatim(tokens) => {
+                    let tts: Vec<TokenTree> = tokens.clone().into_iter().collect();
+                    let found = tts.windows(3).find_map(|w| match w {
+                        [TokenTree::Ident(kw), TokenTree::Ident(name), TokenTree::Group(g)]
+                            if kw == "fn" && g.delimiter() == Delimiter::Parenthesis =>
+                        {
+                            Some((name.clone(), count_args(&g.stream())))
+                        }
+                        _ => None,
+                    });
+                    if let Some((name, arity)) = found {
+                        out.fns.push(FnItem {
+                            name: name.to_string(),
+                            line: line_of(name.span()),
+                            skip: Some(SkipReason::ExternBlock),
+                            test_only: scope.test_only,
+                            arity,
+                            ..FnItem::default()
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn function(
+        &mut self,
+        attrs: &[Attribute],
+        sig: &syn::Signature,
+        block: Option<&syn::Block>,
+        scope: &Scope,
+    ) -> FnItem {
+        let mut item = FnItem {
+            name: sig.ident.to_string(),
+            line: line_of(sig.fn_token.span),
+            test_only: scope.test_only,
+            generics: scope.generics.clone(),
+            ..FnItem::default()
+        };
+        for input in &sig.inputs {
+            match input {
+                FnArg::Receiver(r) => {
+                    item.has_self = true;
+                    if r.reference.is_none() && matches!(&*r.ty, Type::Path(p) if p.path.is_ident("Self")) {
+                        item.value_params.push("Self".to_owned());
+                    }
+                }
+                FnArg::Typed(pt) => {
+                    item.arity += 1;
+                    if let Some(name) = dropped_type(&pt.ty) {
+                        item.value_params.push(name);
+                    }
+                }
+            }
+        }
+        let naked = attrs.iter().any(|a| {
+            a.path().is_ident("naked")
+                || (a.path().is_ident("unsafe")
+                    && a.meta.require_list().is_ok_and(|l| l.tokens.to_string().trim() == "naked"))
+        });
+        item.skip = if let Some(name) = &self.in_macro {
+            Some(SkipReason::GeneratedByMacro(name.clone()))
+        } else if attrs.iter().any(is_test_attr) {
+            Some(SkipReason::TestFunction)
+        } else if scope.test_only {
+            Some(SkipReason::TestOnly)
+        } else if sig.constness.is_some() {
+            Some(SkipReason::ConstFn)
+        } else if naked {
+            Some(SkipReason::Naked)
+        } else {
+            None
+        };
+        let Some(block) = block else { return item };
+        item.probe = self.probe(attrs, sig, block, &mut item.skip);
+        let mut body = BodyVisitor {
+            ex: self,
+            calls: Vec::new(),
+            items: ModItems::default(),
+            env: HashMap::new(),
+            guessed: Default::default(),
+            locals: Default::default(),
+            generics: &scope.generics,
+            test_only: scope.test_only,
+            params: Default::default(),
+            calls_params: false,
+            polls_params: false,
+            closure_calls: HashMap::new(),
+            statics_seen: Default::default(),
+        };
+        for input in &sig.inputs {
+            if let FnArg::Typed(pt) = input {
+                let ty = ty_ref(&pt.ty, body.generics);
+                if let Pat::Ident(pi) = &*pt.pat {
+                    body.env.insert(pi.ident.to_string(), ty);
+                    body.params.insert(pi.ident.to_string());
+                }
+                body.visit_pat(&pt.pat);
+            }
+        }
+        body.visit_block(block);
+        if sig.asyncness.is_none() {
+            let mut shape = StraightLine { stmts: 0, straight: true };
+            shape.visit_block(block);
+            item.straight_line_stmts = shape.straight.then_some(shape.stmts);
+        }
+        let BodyVisitor { calls, items, calls_params, polls_params, .. } = body;
+        item.calls = calls.into();
+        item.calls_params = calls_params;
+        item.polls_params = polls_params;
+        let has_items = !(items.fns.is_empty()
+            && items.impls.is_empty()
+            && items.traits.is_empty()
+            && items.mods.is_empty()
+            && items.types.is_empty()
+            && items.uses.is_empty());
+        if has_items {
+            item.body_items = Some(Box::new(items));
+        }
+        item
+    }
+
+    /// Where the probe goes. `skip` is set when the function returns a future that cannot be probed.
+    fn probe(
+        &self,
+        attrs: &[Attribute],
+        sig: &syn::Signature,
+        block: &syn::Block,
+        skip: &mut Option<SkipReason>,
+    ) -> Option<ProbeDraft> {
+        let brace = block.brace_token.span.open();
+        // After the body's `{` and its inner attributes: (byte offset, line) of the later end.
+        let (open, line) = attrs
+            .iter()
+            .filter(|a| matches!(a.style, syn::AttrStyle::Inner(_)))
+            .map(|a| (a.span().byte_range().end, a.span().end().line))
+            .chain([(brace.byte_range().end, brace.start().line)])
+            .max()
+            .unwrap_or((brace.byte_range().end, brace.start().line));
+        let (open, line) = (self.off(open), line as u32);
+        let close = self.off(block.brace_token.span.close().byte_range().start);
+        if sig.asyncness.is_some() {
+            return Some(ProbeDraft {
+                kind: ProbeKind::Async,
+                line,
+                open,
+                close,
+                return_type: self.return_type(&sig.output),
+            });
+        }
+        if let ReturnType::Type(_, ty) = &sig.output {
+            if returns_future(ty) {
+                if let Some(Stmt::Expr(Expr::Async(tail), None)) = block.stmts.last() {
+                    return Some(ProbeDraft {
+                        kind: ProbeKind::AsyncBlock,
+                        line: line_of(tail.async_token.span),
+                        open: self.off(tail.async_token.span.byte_range().start),
+                        close: self.off(tail.block.brace_token.span.close().byte_range().end),
+                        return_type: None,
+                    });
+                }
+                if skip.is_none() {
+                    *skip = Some(SkipReason::FutureWithoutAsyncTail);
+                }
+                return None;
+            }
+        }
+        Some(ProbeDraft { kind: ProbeKind::Sync, line, open, close: open, return_type: None })
+    }
+
+    /// The declared return type with every `impl Trait` replaced by `_`; None for `()`.
+    fn return_type(&self, output: &ReturnType) -> Option<String> {
+        let ReturnType::Type(_, ty) = output else { return None };
+        if let Type::Tuple(t) = &**ty {
+            if t.elems.is_empty() {
+                return None;
+            }
+        }
+        let mut erase = ImplTraitRanges(Vec::new());
+        erase.visit_type(ty);
+        let mut text = String::new();
+        write_type_erased(ty, &erase.0, &mut text);
+        Some(text)
+    }
+}
+
+/// `extern crate x as y;` as the `use` it amounts to.
+fn extern_crate_use(e: &syn::ItemExternCrate) -> UseItem {
+    let name = e.ident.to_string();
+    let alias = e.rename.as_ref().map(|(_, i)| i.to_string()).unwrap_or_else(|| name.clone());
+    let path = if name == "self" {
+        PathRef { segs: vec!["crate".into()], leading_colon: false }
+    } else {
+        PathRef { segs: vec![name], leading_colon: true }
+    };
+    UseItem { path, kind: UseKind::Name(alias) }
+}
+
+/// Fields by name, or by position for tuple fields, each prefixed with `prefix`.
+fn numbered_fields(fields: &syn::Fields, prefix: &str, generics: &[(String, Vec<PathRef>)]) -> Vec<(String, TyRef)> {
+    fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_else(|| i.to_string());
+            (format!("{prefix}{name}"), ty_ref(&f.ty, generics))
+        })
+        .collect()
+}
+
+/// A struct, enum or union.
+fn data_type(ident: &syn::Ident, attrs: &[Attribute], fields: Vec<(String, TyRef)>) -> TypeItem {
+    TypeItem { name: ident.to_string(), fields, alias: None, is_copy: derives_copy(attrs) }
+}
+
+fn parse_impl_items(input: syn::parse::ParseStream) -> syn::Result<Vec<ImplItem>> {
+    let mut items = Vec::new();
+    while !input.is_empty() {
+        items.push(input.parse()?);
+    }
+    Ok(items)
+}
+
+/// The type name of a by-value parameter whose drop may run code, `?` when the type is not a plain path; `None`
+/// for references, raw pointers, function pointers and primitive types.
+fn dropped_type(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Reference(_) | Type::Ptr(_) | Type::BareFn(_) | Type::Never(_) => None,
+        Type::Paren(p) => dropped_type(&p.elem),
+        Type::Group(g) => dropped_type(&g.elem),
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            (!PRIMITIVES.contains(&last.as_str())).then_some(last)
+        }
+        _ => Some("?".to_owned()),
+    }
+}
+
+fn derives_copy(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("derive")
+            && a.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+                .is_ok_and(|paths| paths.iter().any(|p| p.segments.last().is_some_and(|s| s.ident == "Copy")))
+    })
+}
+
+/// `impl Future<..>`, `Pin<Box<dyn Future<..>>>`, `BoxFuture<..>`: a function that hands back a future.
+fn returns_future(ty: &Type) -> bool {
+    match ty {
+        Type::ImplTrait(t) => t.bounds.iter().any(|b| match b {
+            TypeParamBound::Trait(t) => t.path.segments.last().is_some_and(|s| s.ident == "Future"),
+            _ => false,
+        }),
+        Type::Path(tp) => {
+            let Some(last) = tp.path.segments.last() else { return false };
+            if BOXED_FUTURES.iter().any(|name| last.ident == name) {
+                return true;
+            }
+            if last.ident == "Pin" {
+                if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
+                    return args.args.iter().any(|a| match a {
+                        syn::GenericArgument::Type(inner) => contains_future(inner),
+                        _ => false,
+                    });
+                }
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+fn contains_future(ty: &Type) -> bool {
+    let text = type_text(ty);
+    text.contains("Future")
+}
+
+struct ImplTraitRanges(Vec<std::ops::Range<usize>>);
+
+impl<'ast> Visit<'ast> for ImplTraitRanges {
+    fn visit_type_impl_trait(&mut self, t: &'ast syn::TypeImplTrait) {
+        // Outermost only: nested ones vanish with it.
+        self.0.push(t.span().byte_range());
+    }
+}
+
+/// The type's compact text with the given `impl Trait` ranges printed as `_`.
+fn write_type_erased(ty: &Type, erased: &[std::ops::Range<usize>], out: &mut String) {
+    if erased.is_empty() {
+        out.push_str(&type_text(ty));
+        return;
+    }
+    // Re-print token by token, replacing the tokens of an erased range with one `_`.
+    let tokens = quote::ToTokens::to_token_stream(ty);
+    let mut filtered = TokenStream::new();
+    filter_tokens(tokens, erased, &mut filtered, &mut None);
+    out.push_str(&tokens_text(&filtered));
+}
+
+fn filter_tokens(
+    tokens: TokenStream,
+    erased: &[std::ops::Range<usize>],
+    out: &mut TokenStream,
+    current: &mut Option<usize>,
+) {
+    for tt in tokens {
+        let start = tt.span().byte_range().start;
+        if let Some(idx) = erased.iter().position(|r| r.contains(&start)) {
+            if *current != Some(idx) {
+                *current = Some(idx);
+                out.extend([TokenTree::Ident(proc_macro2::Ident::new("_", Span::call_site()))]);
+            }
+            continue;
+        }
+        *current = None;
+        match tt {
+            TokenTree::Group(g) => {
+                let mut inner = TokenStream::new();
+                filter_tokens(g.stream(), erased, &mut inner, &mut None);
+                out.extend([TokenTree::Group(proc_macro2::Group::new(g.delimiter(), inner))]);
+            }
+            other => out.extend([other]),
+        }
+    }
+}
+
+fn flatten_use(tree: &syn::UseTree, prefix: &mut PathRef, out: &mut Vec<UseItem>) {
+    match tree {
+        syn::UseTree::Path(p) => {
+            prefix.segs.push(p.ident.to_string());
+            flatten_use(&p.tree, prefix, out);
+            prefix.segs.pop();
+        }
+        syn::UseTree::Name(n) => {
+            let name = n.ident.to_string();
+            if name == "self" {
+                if let Some(last) = prefix.segs.last() {
+                    out.push(UseItem { path: prefix.clone(), kind: UseKind::Name(last.clone()) });
+                }
+            } else {
+                let mut path = prefix.clone();
+                path.segs.push(name.clone());
+                out.push(UseItem { path, kind: UseKind::Name(name) });
+            }
+        }
+        syn::UseTree::Rename(r) => {
+            let alias = r.rename.to_string();
+            if alias == "_" {
+                return;
+            }
+            let mut path = prefix.clone();
+            if r.ident != "self" {
+                path.segs.push(r.ident.to_string());
+            }
+            out.push(UseItem { path, kind: UseKind::Name(alias) });
+        }
+        syn::UseTree::Glob(_) => out.push(UseItem { path: prefix.clone(), kind: UseKind::Glob }),
+        syn::UseTree::Group(g) => {
+            for t in &g.items {
+                flatten_use(t, prefix, out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rayon::prelude::*;
+
+    use super::*;
+
+    fn first_fn(text: &str) -> FnItem {
+        extract_file(text).expect("parses").items.fns.into_iter().next().expect("a function")
+    }
+
+    #[test]
+    fn offsets_are_bytes_in_the_file_as_on_disk() {
+        // Multi-byte characters before the body: proc-macro2 counts characters internally, byte_range gives bytes.
+        let text = "const S: &str = \"ééé→\";\nfn f() -> u8 { 1 }\n";
+        let f = first_fn(text);
+        let probe = f.probe.expect("probe");
+        assert_eq!(&text[..probe.open], "const S: &str = \"ééé→\";\nfn f() -> u8 {");
+        assert_eq!(f.line, 2);
+    }
+
+    #[test]
+    fn bom_and_shebang_are_counted() {
+        let text = "\u{feff}#!/usr/bin/env run-cargo-script\nfn main() { }\n";
+        let f = first_fn(text);
+        let probe = f.probe.expect("probe");
+        assert!(text[..probe.open].ends_with("fn main() {"));
+        assert_eq!(f.line, 2);
+        // `#![...]` is an inner attribute, not a shebang.
+        let text = "#![allow(unused)]\nfn g() {}\n";
+        let f = first_fn(text);
+        assert!(text[..f.probe.unwrap().open].ends_with("fn g() {"));
+    }
+
+    #[test]
+    fn offsets_stay_per_file_across_files_and_threads() {
+        // Each file's offsets are relative to that file, whichever thread parsed it and whatever it parsed before.
+        let texts: Vec<String> =
+            (0..64).map(|i| format!("{}\nfn f{i}() {{ g(); }}\n", "// pad\n".repeat(i % 7))).collect();
+        let opens: Vec<(usize, usize)> = texts
+            .par_iter()
+            .map(|t| {
+                let f = first_fn(t);
+                (f.probe.unwrap().open, f.line as usize)
+            })
+            .collect();
+        for (i, (t, (open, line))) in texts.iter().zip(opens).enumerate() {
+            assert!(t[..open].ends_with(&format!("fn f{i}() {{")), "file {i}");
+            assert_eq!(line, i % 7 + 2, "file {i}");
+        }
+    }
+
+    #[test]
+    fn async_forms_and_return_types() {
+        let text = "async fn a() -> Result<impl Iterator<Item = u8>, String> { todo!() }\n\
+                    fn b() -> impl Future<Output = u8> { let x = 1; async move { x } }\n\
+                    fn c() -> impl Future<Output = u8> { std::future::ready(1) }\n\
+                    async fn d() -> () {}\n";
+        let items = extract_file(text).unwrap().items;
+        let a = items.fns[0].probe.as_ref().unwrap();
+        assert_eq!(a.kind, ProbeKind::Async);
+        assert_eq!(a.return_type.as_deref(), Some("Result<_, String>"));
+        assert_eq!(&text[a.close..a.close + 1], "}");
+        let b = items.fns[1].probe.as_ref().unwrap();
+        assert_eq!(b.kind, ProbeKind::AsyncBlock);
+        assert_eq!(&text[b.open..b.close], "async move { x }");
+        assert!(items.fns[2].probe.is_none());
+        assert_eq!(items.fns[2].skip, Some(SkipReason::FutureWithoutAsyncTail));
+        assert_eq!(items.fns[3].probe.as_ref().unwrap().return_type, None);
+    }
+
+    #[test]
+    fn unparsable_text_reports_a_line() {
+        let err = extract_file("fn ok() {}\n\nfn bad( {\n").unwrap_err();
+        assert_eq!(err.0, 3);
+    }
+}

@@ -1,0 +1,196 @@
+//! Receiver type inference: what the syntax of a body shows about the type of a method call's receiver, an
+//! operand or a `let` initializer (locals, `self`, fields, constructors, pattern bindings), for call resolution.
+
+use syn::Expr;
+use syn::Pat;
+
+use super::bodies::{is_type_like, BodyVisitor};
+use super::std_model::{binary_op_trait, returns_std_value, OPERATOR_PRIMITIVES, RANGE_RECEIVER, STD_VALUE_MACROS};
+use super::syntax::*;
+
+impl BodyVisitor<'_> {
+    /// Types the bindings of a struct or enum-variant pattern by the fields they bind: `Tag::Heading { level, .. }`,
+    /// `TagEnd::Heading(level)`, `Point { x, .. }`. Other bindings are left as they are.
+    pub(super) fn bind_pattern_types(&mut self, pat: &Pat) {
+        // (owner type, field prefix) for `Enum::Variant` (two type-like last segments) or a struct path.
+        let owner_of = |path: &syn::Path| -> Option<(PathRef, String)> {
+            let p = PathRef::from_syn(path);
+            let n = p.segs.len();
+            let last = p.segs.last()?;
+            if !is_type_like(last) || last == "Self" {
+                return None;
+            }
+            if n >= 2 && is_type_like(&p.segs[n - 2]) {
+                if p.segs[n - 2] == "Self" {
+                    return None;
+                }
+                Some((PathRef { segs: p.segs[..n - 1].to_vec(), leading_colon: p.leading_colon }, format!("{last}::")))
+            } else {
+                Some((p, String::new()))
+            }
+        };
+        match pat {
+            Pat::Struct(ps) if ps.qself.is_none() => {
+                let Some((owner, prefix)) = owner_of(&ps.path) else { return };
+                for fp in &ps.fields {
+                    let member = match &fp.member {
+                        syn::Member::Named(name) => name.to_string(),
+                        syn::Member::Unnamed(index) => index.index.to_string(),
+                    };
+                    if let Pat::Ident(pi) = &*fp.pat {
+                        if pi.subpat.is_none() {
+                            let ty = TyRef::Field { owner: owner.clone(), field: format!("{prefix}{member}") };
+                            self.env.insert(pi.ident.to_string(), ty);
+                            self.guessed.remove(&pi.ident.to_string());
+                        }
+                    }
+                }
+            }
+            Pat::TupleStruct(ts) if ts.qself.is_none() => {
+                let Some((owner, prefix)) = owner_of(&ts.path) else { return };
+                for (i, elem) in ts.elems.iter().enumerate() {
+                    if matches!(elem, Pat::Rest(_)) {
+                        break;
+                    }
+                    if let Pat::Ident(pi) = elem {
+                        if pi.subpat.is_none() {
+                            let ty = TyRef::Field { owner: owner.clone(), field: format!("{prefix}{i}") };
+                            self.env.insert(pi.ident.to_string(), ty);
+                            self.guessed.remove(&pi.ident.to_string());
+                        }
+                    }
+                }
+            }
+            Pat::Reference(r) => self.bind_pattern_types(&r.pat),
+            Pat::Paren(p) => self.bind_pattern_types(&p.pat),
+            Pat::Or(o) => o.cases.iter().for_each(|c| self.bind_pattern_types(c)),
+            _ => {}
+        }
+    }
+
+    pub(super) fn receiver(&self, expr: &Expr) -> (Receiver, String) {
+        match expr {
+            Expr::Paren(p) => self.receiver(&p.expr),
+            Expr::Reference(r) => self.receiver(&r.expr),
+            Expr::Group(g) => self.receiver(&g.expr),
+            Expr::Path(p) if p.qself.is_none() => {
+                if let Some(ident) = p.path.get_ident() {
+                    let name = ident.to_string();
+                    if name == "self" {
+                        return (Receiver::Type(TyRef::SelfType), name);
+                    }
+                    if is_type_like(&name) && !self.env.contains_key(&name) {
+                        // A unit struct used as a value: `Local.go()`.
+                        return (Receiver::Type(self.path_type(&p.path)), name);
+                    }
+                    let receiver = match self.env.get(&name) {
+                        Some(ty) if self.guessed.contains(&name) => Receiver::Guessed(ty.clone()),
+                        Some(ty) => Receiver::Type(ty.clone()),
+                        None => Receiver::Unknown,
+                    };
+                    return (receiver, name);
+                }
+                (Receiver::Unknown, PathRef::from_syn(&p.path).text())
+            }
+            Expr::Field(f) => {
+                if let Expr::Path(base) = &*f.base {
+                    if base.path.is_ident("self") {
+                        let field = match &f.member {
+                            syn::Member::Named(name) => name.to_string(),
+                            syn::Member::Unnamed(index) => index.index.to_string(),
+                        };
+                        return (Receiver::SelfField(field.clone()), format!("self.{field}"));
+                    }
+                }
+                (Receiver::Unknown, "_".to_owned())
+            }
+            Expr::Call(c) => {
+                if let Expr::Path(p) = &*c.func {
+                    if let Some(ident) = p.path.get_ident().filter(|i| is_type_like(&i.to_string())) {
+                        // A tuple-struct constructor: `Wrapper(x).poke()`.
+                        return (Receiver::Type(self.path_type(&p.path)), format!("{ident}(..)"));
+                    }
+                    if p.qself.is_none() && p.path.segments.len() >= 2 {
+                        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                        let ty_seg = &segs[segs.len() - 2];
+                        if is_type_like(ty_seg) {
+                            let text = format!("{}(..)", segs.join("::"));
+                            let ty = if ty_seg == "Self" && segs.len() == 2 {
+                                TyRef::SelfType
+                            } else {
+                                TyRef::Path(PathRef {
+                                    segs: segs[..segs.len() - 1].to_vec(),
+                                    leading_colon: p.path.leading_colon.is_some(),
+                                })
+                            };
+                            return (Receiver::Guessed(ty), text);
+                        }
+                    }
+                }
+                (Receiver::Unknown, "_".to_owned())
+            }
+            // `a + b` usually has `a`'s type (`impl Add for T { type Output = T; }`): a guess.
+            Expr::Binary(b) if binary_op_trait(&b.op).is_some_and(|(t, _)| !t.starts_with("Partial")) => {
+                match self.receiver(&b.left) {
+                    (Receiver::Type(t) | Receiver::Guessed(t), text) => (Receiver::Guessed(t), format!("({text} ..)")),
+                    (Receiver::SelfField(f), text) => (Receiver::SelfField(f), format!("({text} ..)")),
+                    _ => (Receiver::Unknown, "_".to_owned()),
+                }
+            }
+            Expr::Unary(u) if !matches!(u.op, syn::UnOp::Deref(_)) => self.receiver(&u.expr),
+            Expr::Lit(_) => (Receiver::Std, "_".to_owned()),
+            // `(a..=b).contains(x)`: the text marks a range, whose `contains` is two comparisons.
+            Expr::Range(_) => (Receiver::Std, RANGE_RECEIVER.to_owned()),
+            Expr::Macro(m) if STD_VALUE_MACROS.iter().any(|n| m.mac.path.is_ident(n)) => {
+                (Receiver::Std, format!("{}!(..)", macro_name(&m.mac)))
+            }
+            Expr::MethodCall(mc) if returns_std_value(&mc.method.to_string()) => {
+                (Receiver::Std, format!("_.{}(..)", mc.method))
+            }
+            Expr::Struct(s) if s.qself.is_none() => {
+                (Receiver::Type(self.path_type(&s.path)), format!("{} {{..}}", PathRef::from_syn(&s.path).text()))
+            }
+            _ => (Receiver::Unknown, "_".to_owned()),
+        }
+    }
+
+    pub(super) fn path_type(&self, path: &syn::Path) -> TyRef {
+        if path.is_ident("Self") {
+            TyRef::SelfType
+        } else {
+            TyRef::Path(PathRef::from_syn(path))
+        }
+    }
+
+    /// The type a `let` initialiser evidently has (`T { .. }`, another local), or probably has (`T::new(..)`,
+    /// `Self::x(..)`: true in the second field).
+    pub(super) fn init_type(&self, expr: &Expr) -> Option<(TyRef, bool)> {
+        match expr {
+            Expr::Struct(s) if s.qself.is_none() => Some((self.path_type(&s.path), false)),
+            Expr::Call(_) => match self.receiver(expr).0 {
+                Receiver::Type(t) => Some((t, false)),
+                Receiver::Guessed(t) => Some((t, true)),
+                _ => None,
+            },
+            Expr::Reference(r) => self.init_type(&r.expr),
+            Expr::Paren(p) => self.init_type(&p.expr),
+            Expr::Path(p) => p.path.get_ident().and_then(|i| {
+                let name = i.to_string();
+                self.env.get(&name).map(|t| (t.clone(), self.guessed.contains(&name)))
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// An operand whose type the syntax shows and which is not a primitive (`usize`, `f64`, ...): its operators may be
+/// workspace impls.
+pub(super) fn operand_may_be_workspace_type(receiver: &Receiver) -> bool {
+    match receiver {
+        Receiver::Type(TyRef::Path(p)) | Receiver::Guessed(TyRef::Path(p)) => {
+            !(p.segs.len() == 1 && OPERATOR_PRIMITIVES.contains(&p.segs[0].as_str()))
+        }
+        Receiver::Type(_) | Receiver::Guessed(_) | Receiver::SelfField(_) => true,
+        _ => false,
+    }
+}

@@ -1,0 +1,245 @@
+//! The standard library as the analysis models it, in one place: which std methods and macros are cheap, which
+//! return std values, which traits operators and formatting call, which methods derives provide, and which
+//! implicit calls the graph follows ([`IMPLICIT_CALLS`]).
+
+/// Constant-time queries that return a std value (`usize`, `bool`) on any std collection or wrapper.
+const STD_QUERIES: &[&str] = &["len", "is_empty", "is_some", "is_none", "is_ok", "is_err"];
+
+/// Whether `x.method(..)` returns a std value whatever `x` is: an iterator adaptor, a string view, a query.
+pub(super) fn returns_std_value(method: &str) -> bool {
+    STD_RESULT_METHODS.contains(&method) || STD_QUERIES.contains(&method)
+}
+
+/// Whether a std method of this name runs in constant time without allocating.
+pub(super) fn is_cheap_std_method(name: &str) -> bool {
+    CHEAP_STD_METHODS.contains(&name) || STD_QUERIES.contains(&name)
+}
+
+/// Methods whose result is a std type whatever they are called on (iterator adaptors, string views).
+const STD_RESULT_METHODS: &[&str] = &[
+    "enumerate",
+    "zip",
+    "chain",
+    "rev",
+    "skip",
+    "take",
+    "peekable",
+    "cloned",
+    "copied",
+    "filter",
+    "filter_map",
+    "flat_map",
+    "skip_while",
+    "take_while",
+    "step_by",
+    "windows",
+    "chunks",
+    "chars",
+    "bytes",
+    "lines",
+    "split_whitespace",
+    "char_indices",
+    "to_string",
+    "to_lowercase",
+    "to_uppercase",
+    "trim",
+    "trim_start",
+    "trim_end",
+    "as_str",
+    "as_bytes",
+];
+
+/// The receiver text of a method called on a range expression.
+pub const RANGE_RECEIVER: &str = "(..)";
+
+/// Macros that expand to a few comparisons (or to nothing in release builds), or that only run on the way to a
+/// panic: allowed in a trivial body (the calls in their arguments are judged like any other call).
+pub const CHEAP_MACROS: &[&str] = &[
+    "matches",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "assert",
+    "panic",
+    "unreachable",
+    "unimplemented",
+    "todo",
+];
+
+/// `std::ops` traits behind binary operators: (trait, its methods).
+pub(super) fn binary_op_trait(op: &syn::BinOp) -> Option<(&'static str, &'static [&'static str])> {
+    use syn::BinOp::*;
+    Some(match op {
+        Add(_) => ("Add", &["add"]),
+        Sub(_) => ("Sub", &["sub"]),
+        Mul(_) => ("Mul", &["mul"]),
+        Div(_) => ("Div", &["div"]),
+        Rem(_) => ("Rem", &["rem"]),
+        BitAnd(_) => ("BitAnd", &["bitand"]),
+        BitOr(_) => ("BitOr", &["bitor"]),
+        BitXor(_) => ("BitXor", &["bitxor"]),
+        Shl(_) => ("Shl", &["shl"]),
+        Shr(_) => ("Shr", &["shr"]),
+        AddAssign(_) => ("AddAssign", &["add_assign"]),
+        SubAssign(_) => ("SubAssign", &["sub_assign"]),
+        MulAssign(_) => ("MulAssign", &["mul_assign"]),
+        DivAssign(_) => ("DivAssign", &["div_assign"]),
+        RemAssign(_) => ("RemAssign", &["rem_assign"]),
+        BitAndAssign(_) => ("BitAndAssign", &["bitand_assign"]),
+        BitOrAssign(_) => ("BitOrAssign", &["bitor_assign"]),
+        BitXorAssign(_) => ("BitXorAssign", &["bitxor_assign"]),
+        ShlAssign(_) => ("ShlAssign", &["shl_assign"]),
+        ShrAssign(_) => ("ShrAssign", &["shr_assign"]),
+        Eq(_) | Ne(_) => ("PartialEq", &["eq", "ne"]),
+        Lt(_) | Le(_) | Gt(_) | Ge(_) => ("PartialOrd", &["partial_cmp", "lt", "le", "gt", "ge"]),
+        _ => return None,
+    })
+}
+
+/// Macros whose arguments follow a format string: `{}` arguments call `Display::fmt`, `{:?}` `Debug::fmt`.
+pub(super) const FORMAT_MACROS: &[&str] = &[
+    "format",
+    "format_args",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "write",
+    "writeln",
+    "panic",
+    "unreachable",
+    "todo",
+    "unimplemented",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+];
+
+/// Primitive types: a by-value parameter of one is dropped without running code.
+pub(super) const PRIMITIVES: &[&str] = &[
+    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool",
+    "char",
+];
+
+/// Operand types whose operators are std's (the primitives, `str` and `String`), never workspace impls.
+pub(super) const OPERATOR_PRIMITIVES: &[&str] = &[
+    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool",
+    "char", "str", "String",
+];
+
+/// Smart pointers looked through for method resolution: `Box<T>` has `T`'s methods.
+pub(super) const SMART_POINTERS: &[&str] = &["Box", "Rc", "Arc"];
+
+/// Return types that are futures by name (`BoxFuture<'a, T>` of the futures crate).
+pub(super) const BOXED_FUTURES: &[&str] = &["BoxFuture", "LocalBoxFuture"];
+
+/// Macros that build a std value: a method called on their result is a std method.
+pub(super) const STD_VALUE_MACROS: &[&str] = &["format", "vec", "concat", "stringify"];
+
+/// Types of the standard prelude: a method on them leaves the workspace unless a workspace trait adds it.
+pub(super) const STD_TYPES: &[&str] = &[
+    "Vec", "String", "Option", "Result", "Some", "Ok", "Err", "Box", "HashMap", "HashSet", "BTreeMap", "BTreeSet",
+    "VecDeque", "Rc", "Arc", "RefCell", "Cell", "Mutex", "RwLock", "str", "usize", "u8", "u16", "u32", "u64", "u128",
+    "isize", "i8", "i16", "i32", "i64", "i128", "f32", "f64", "bool", "char", "PathBuf", "Path", "Duration", "Instant",
+];
+
+/// Methods that derives and std traits give workspace types: not finding them on a type is expected.
+pub(super) const DERIVED_METHODS: &[&str] = &[
+    "clone",
+    "clone_from",
+    "eq",
+    "ne",
+    "cmp",
+    "partial_cmp",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "hash",
+    "fmt",
+    "default",
+    "to_string",
+    "to_owned",
+    "into",
+    "try_into",
+    "from",
+    "try_from",
+    "as_ref",
+    "as_mut",
+    "borrow",
+    "borrow_mut",
+    "deref",
+    "deref_mut",
+    "drop",
+    "max",
+    "min",
+    "clamp",
+];
+
+/// Most statements a trivial function may have, its own and those of the trivial functions it calls.
+pub(super) const TRIVIAL_MAX_STATEMENTS: u32 = 6;
+
+/// Std methods that run in constant time without allocating (`Vec::len`, `Option::unwrap`, `slice::get`): a call
+/// to one of these, and to nothing in the workspace, keeps a body trivial. A workspace method of the same name is
+/// judged by its own body instead.
+const CHEAP_STD_METHODS: &[&str] = &[
+    "unwrap",
+    "expect",
+    "unwrap_or",
+    "unwrap_or_default",
+    "copied",
+    "as_ref",
+    "as_mut",
+    "as_deref",
+    "as_deref_mut",
+    "as_str",
+    "as_slice",
+    "as_bytes",
+    "as_ptr",
+    "get",
+    "get_mut",
+    "first",
+    "last",
+    "first_mut",
+    "last_mut",
+    "pop",
+    "index",
+    "index_mut",
+    "abs",
+    "wrapping_add",
+    "wrapping_sub",
+    "saturating_add",
+    "saturating_sub",
+    "checked_add",
+    "checked_sub",
+    "ok",
+    "err",
+    "is_ascii",
+    "is_ascii_digit",
+    "is_ascii_alphabetic",
+    "is_ascii_alphanumeric",
+    "is_ascii_whitespace",
+    "is_ascii_punctuation",
+    "to_ascii_lowercase",
+    "to_ascii_uppercase",
+];
+
+/// `a.min(b)`, `std::cmp::max(a, b)`, `mem::replace(..)`: cheap with these argument counts (an iterator's
+/// `min()` is a loop).
+pub(super) const CHEAP_STD_FNS: &[(&str, usize)] = &[("min", 2), ("max", 2), ("swap", 2), ("replace", 2), ("take", 1)];
+
+/// Which implicit calls the graph models. Printed under the plan and in docs/graph-json.md.
+pub const IMPLICIT_CALLS: &str = "implicit calls: `x.await` on a call is that call's edge (the awaited async fn); \
+a function named as a value (`.map(parse)`) is an edge; calls in closures belong to the enclosing function, and \
+also to a workspace function that calls (or forwards) the closure passed to it (directly, behind `&`/`Some(..)`, or \
+bound to a local first); an async fn's future passed to a workspace function that polls or awaits its parameter \
+(`block_on(f(x))`) is an edge of that function; on values of a workspace type the syntax shows: `x[i]` \
+(Index/IndexMut), operators (`+`, `-=`, unary `-`/`!`, `==`, `<`: std::ops, PartialEq, PartialOrd impls), `{}`/`{:?}` \
+arguments of format!/write!/println! and `.to_string()` (Display/Debug impls), `for _ in x` \
+(IntoIterator/Iterator::next), a `let` binding's Drop, a method the type lacks (Deref/DerefMut); `.into()` \
+(workspace From impls); a `thread_local!`/`lazy_static!` initializer's calls belong to each function of the same \
+file that names the static; not modelled: `?` (From::from), deref coercions, callbacks stored in fields, Drop of \
+temporaries and fields";

@@ -1,0 +1,321 @@
+//! Stage 8: the trace format (docs/trace-format.md), the one leaf module that knows it. It holds the model of a
+//! loaded trace, the function table that names its indices, the one reader ([`parse`], [`Trace::load`]) and the one
+//! writer ([`TraceBuilder`], used by tests to produce exactly what the runtime writes). It imports nothing from the
+//! rest of the tool.
+//!
+//! - `records`: every line kind's fields, read and written side by side; adding a header key or a node field is a
+//!   change there (plus the model field here).
+//! - `read`: assembles lines into [`Trace`] (record boundaries, trees from depths, what a crash leaves).
+//! - `build`: writes a [`Trace`] (or invocations one at a time) back as text.
+//! - `table`: the function table ([`FunctionTable`]).
+
+mod build;
+mod read;
+mod records;
+mod table;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+pub use build::TraceBuilder;
+pub use read::parse;
+pub use table::{FunctionInfo, FunctionTable};
+
+use crate::error::UserError;
+
+/// The newest trace format version this reader understands; it also reads every older one (1).
+pub const TRACE_VERSION: u32 = 2;
+/// Versions [`parse`] accepts.
+pub const TRACE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=TRACE_VERSION;
+
+/// A loaded trace file.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    pub path: PathBuf,
+    pub version: u32,
+    pub pid: u32,
+    /// Wall-clock time (ns since the Unix epoch) of the trace's time origin; every `start_ns` counts from it.
+    pub epoch_unix_ns: u64,
+    pub exe: String,
+    pub plan_id: Option<String>,
+    /// The function table path named by the `plan` line.
+    pub table_hint: Option<PathBuf>,
+    pub table: FunctionTable,
+    /// The runtime's settings from the `settings` line (version 2: `node_cap`, `fold_after`, `time_sample`,
+    /// `min_ns`, `sample`, `max_invocations`, and whatever later runtimes add); empty for version 1.
+    pub settings: BTreeMap<String, u64>,
+    /// Complete invocations, in the order they were written (completion order).
+    pub invocations: Vec<Invocation>,
+    pub stats: Stats,
+    /// How many `stats` lines the file has: the runtime appends one at each flush and at exit, so 0 means the
+    /// counters are unknown (the program crashed or is still running).
+    pub stats_records: usize,
+    /// Problems found while loading (a record cut off by a crash, a missing function table, ...).
+    pub warnings: Vec<String>,
+}
+
+/// Counters the runtime keeps per process (the last `stats` line of the file).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Root invocations started.
+    pub seen: u64,
+    /// Invocations written to the file.
+    pub kept: u64,
+    /// Invocations not recorded because of 1-in-N sampling.
+    pub sampled_out: u64,
+    /// Invocations dropped because the writer fell behind or the maximum was reached.
+    pub dropped: u64,
+    /// Invocations whose tree hit the node cap.
+    pub truncated: u64,
+    /// Records cut off at the end of the file (a crash while writing); counted by the reader.
+    pub incomplete: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadKind {
+    Thread,
+    Task,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadRef {
+    pub kind: ThreadKind,
+    pub id: u64,
+    pub name: String,
+}
+
+impl std::fmt::Display for ThreadRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            ThreadKind::Thread => "thread",
+            ThreadKind::Task => "task",
+        };
+        if self.name.is_empty() {
+            write!(f, "{kind} {}", self.id)
+        } else {
+            write!(f, "{kind} {} ({})", self.id, self.name)
+        }
+    }
+}
+
+/// One call of the root and everything instrumented under it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invocation {
+    pub seq: u64,
+    pub thread: ThreadRef,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    /// Calls counted past the node cap but not stored (0 when the tree is complete).
+    pub truncated_calls: u64,
+    /// Nodes left out because they were shorter than the minimum duration.
+    pub filtered_nodes: u64,
+    /// The tree was recorded folded (version 2 `a` lines): one node per call path, not per call, with exact call
+    /// counts and times that may be estimated from a sample of the calls.
+    pub folded: bool,
+    pub root: Node,
+}
+
+/// One call in a tree (an `n` line), or every call of one call path in a folded tree (an `a` line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Dense index into the function table.
+    pub func: u32,
+    /// Start of the (first) call.
+    pub start_ns: u64,
+    /// Duration of the call; for a call path, the estimated total of its calls (exact when every call was timed).
+    pub duration_ns: u64,
+    /// Calls this node stands for: 1 for a single call, the exact count of a call path's calls otherwise.
+    pub calls: u64,
+    /// How many of `calls` were timed (`calls` when the duration is exact).
+    pub timed_calls: u64,
+    /// Shortest and longest timed call (the duration for a single call; 0 when no call was timed).
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// Sum of the timed calls' durations (`timed_ns` of an `a` line; the duration for a single call).
+    pub timed_ns: u64,
+    /// The call was left by unwinding; for a call path, at least one of its calls was.
+    pub panicked: bool,
+    /// The call was cancelled (an async function dropped before completing) or still open when its invocation
+    /// ended; for a call path, at least one of its calls was.
+    pub cancelled: bool,
+    pub children: Vec<Node>,
+}
+
+impl Node {
+    /// One call (an `n` line, or a test's tree).
+    pub fn call(func: u32, start_ns: u64, duration_ns: u64, panicked: bool, children: Vec<Node>) -> Node {
+        Node {
+            func,
+            start_ns,
+            duration_ns,
+            calls: 1,
+            timed_calls: 1,
+            min_ns: duration_ns,
+            max_ns: duration_ns,
+            timed_ns: duration_ns,
+            panicked,
+            cancelled: false,
+            children,
+        }
+    }
+
+    /// One call path of a folded tree (an `a` line): `calls` calls, `timed_calls` of them timed, taking `timed_ns`
+    /// together, `min_ns`..`max_ns` each; the duration is the estimated total.
+    pub fn path(
+        func: u32,
+        start_ns: u64,
+        calls: u64,
+        timed_calls: u64,
+        timed_ns: u64,
+        (min_ns, max_ns): (u64, u64),
+        children: Vec<Node>,
+    ) -> Node {
+        Node {
+            func,
+            start_ns,
+            duration_ns: estimated_total(timed_ns, timed_calls, calls),
+            calls,
+            timed_calls,
+            min_ns,
+            max_ns,
+            timed_ns,
+            panicked: false,
+            cancelled: false,
+            children,
+        }
+    }
+
+    /// The duration is an estimate: only some of the calls were timed.
+    pub fn is_estimated(&self) -> bool {
+        self.timed_calls < self.calls
+    }
+
+    /// Time not spent in instrumented children (saturating: neither clock skew nor estimated children that add up
+    /// to more than their parent make it negative).
+    pub fn self_ns(&self) -> u64 {
+        let children = self.children.iter().fold(0u64, |sum, c| sum.saturating_add(c.duration_ns));
+        self.duration_ns.saturating_sub(children)
+    }
+
+    /// Number of nodes in this subtree, itself included.
+    pub fn count(&self) -> usize {
+        1 + self.children.iter().map(Node::count).sum::<usize>()
+    }
+}
+
+/// Totals for one call path (root first) within one invocation; times of a folded tree may be estimates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathStat {
+    pub calls: u64,
+    pub total_ns: u64,
+    pub self_ns: u64,
+}
+
+impl Invocation {
+    /// An invocation of `root` on `thread`: its span is the root's, nothing truncated or filtered, not folded.
+    pub fn new(seq: u64, thread: ThreadRef, root: Node) -> Invocation {
+        Invocation {
+            seq,
+            thread,
+            start_ns: root.start_ns,
+            duration_ns: root.duration_ns,
+            truncated_calls: 0,
+            filtered_nodes: 0,
+            folded: false,
+            root,
+        }
+    }
+}
+
+impl Invocation {
+    /// Every call path in the tree (as function indices from the root) with its calls, total and self time.
+    pub fn path_stats(&self) -> BTreeMap<Vec<u32>, PathStat> {
+        fn walk(node: &Node, path: &mut Vec<u32>, out: &mut BTreeMap<Vec<u32>, PathStat>) {
+            path.push(node.func);
+            let stat = out.entry(path.clone()).or_default();
+            stat.calls += node.calls;
+            stat.total_ns = stat.total_ns.saturating_add(node.duration_ns);
+            stat.self_ns = stat.self_ns.saturating_add(node.self_ns());
+            for child in &node.children {
+                walk(child, path, out);
+            }
+            path.pop();
+        }
+        let mut out = BTreeMap::new();
+        walk(&self.root, &mut Vec::new(), &mut out);
+        out
+    }
+}
+
+impl Trace {
+    /// Loads a trace file; `functions` overrides the function table the trace names.
+    pub fn load(path: &Path, functions: Option<&Path>) -> Result<Trace> {
+        let text = std::fs::read(path).with_context(|| format!("cannot read trace {}", path.display()))?;
+        let text = String::from_utf8_lossy(&text);
+        let mut trace = parse(&text).with_context(|| format!("{} is not a calltime trace", path.display()))?;
+        trace.path = path.to_owned();
+        let table_path = match functions {
+            Some(p) => Some(p.to_owned()),
+            None => trace.table_path_hint(path),
+        };
+        match table_path {
+            Some(p) if p.exists() => trace.table = FunctionTable::load(&p)?,
+            Some(p) => trace.warnings.push(format!(
+                "function table {} not found: functions are shown by index (pass --functions FILE)",
+                p.display()
+            )),
+            None => trace
+                .warnings
+                .push("the trace names no function table: functions are shown by index (pass --functions FILE)".into()),
+        }
+        if let (Some(id), false) = (&trace.plan_id, trace.table.plan_id.is_empty()) {
+            if *id != trace.table.plan_id {
+                trace.warnings.push(format!(
+                    "function table is for plan {} but the trace was recorded with plan {id}: names may be wrong",
+                    trace.table.plan_id
+                ));
+            }
+        }
+        Ok(trace)
+    }
+
+    /// Where the function table should be: `<trace>.functions.json` beside the trace wins over the path in the
+    /// `plan` line, so a saved trace and its table travel together.
+    fn table_path_hint(&self, trace_path: &Path) -> Option<PathBuf> {
+        let beside = functions_path_for(trace_path);
+        if beside.exists() {
+            return Some(beside);
+        }
+        self.table_hint.clone()
+    }
+}
+
+/// The conventional place of a trace's function table: `<trace file name>.functions.json` beside it.
+pub fn functions_path_for(trace_path: &Path) -> PathBuf {
+    let mut name = trace_path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".functions.json");
+    trace_path.with_file_name(name)
+}
+
+/// `timed_ns * calls / timed`, rounded to the nearest ns (0 when nothing was timed); exact when `timed == calls`.
+pub fn estimated_total(timed_ns: u64, timed: u64, calls: u64) -> u64 {
+    if timed == 0 {
+        return 0;
+    }
+    let (timed_ns, timed, calls) = (u128::from(timed_ns), u128::from(timed), u128::from(calls));
+    u64::try_from((timed_ns * calls + timed / 2) / timed).unwrap_or(u64::MAX)
+}
+
+/// The error for a file that is not a trace this tool can read, with the hint that says what to pass instead.
+fn not_a_trace(message: impl Into<String>) -> anyhow::Error {
+    UserError::new(message)
+        .hint(
+            "pass a trace written by cargo calltime (`--save FILE`, `<target>/calltime/last.trace`) or by an \
+             instrumented binary (CALLTIME_OUT)",
+        )
+        .into()
+}
