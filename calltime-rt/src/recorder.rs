@@ -36,8 +36,9 @@ pub(crate) const NO_PATH: u32 = u32::MAX;
 pub(crate) const UNTIMED: u64 = u64::MAX;
 /// Entries of a call path's child cache (a power of two).
 pub(crate) const HOT_CHILDREN: usize = 8;
-/// Counters of retired calls per recorder: indexed by the retirement slot (1..=255; 0 unused).
-pub(crate) const RETIRED_COUNTERS: usize = crate::retire::RETIRE_SLOTS + 1;
+/// Counters of retired calls per recorder, indexed by the state byte: retirement slots 1..=254 (0 and 255 unused;
+/// 256 of them, so the probe's index needs no bound check).
+pub(crate) const RETIRED_COUNTERS: usize = 256;
 
 /// One call: written at entry, its `end` patched at exit. Preorder is rebuilt from `link` by the writer, because
 /// interleaved async children are not contiguous in entry order.

@@ -2,12 +2,13 @@
 //! probe stops being recorded for the rest of the process; its later calls inside invocations are only counted.
 //!
 //! The state is one byte per function index in a static array (zero, in .bss): 0 while the function is probed, else
-//! its retirement slot (1..=255), which indexes the per-recorder counters of retired calls. The probe reads the byte
+//! its retirement slot (1..=254), which indexes the per-recorder counters of retired calls, or `PINNED` for an async
+//! function (it never retires: its wrapper does not check the byte). The probe reads the byte
 //! (a relaxed load) only once it knows an invocation is recording. Decisions are never taken per call: at an
 //! invocation's fold (`observe_nodes`, once per big invocation), on the timed exit of a folded call every
 //! `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for per-call invocations (`Watch`).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::Relaxed, Ordering::Release};
 use std::sync::{Mutex, OnceLock};
 
 use crate::calibrate::Calibration;
@@ -16,15 +17,17 @@ use crate::recorder::{Node, OPEN, PARENT_MASK};
 
 /// Function indices that can retire; higher ones stay probed.
 pub(crate) const RETIRE_INDICES: usize = 1 << 16;
-/// Retirement slots per process (the state byte's non-zero values); once they are used up no function retires.
-pub(crate) const RETIRE_SLOTS: usize = 255;
+/// Retirement slots per process (the state byte's values 1..=254); once they are used up no function retires.
+pub(crate) const RETIRE_SLOTS: usize = 254;
+/// The state of a function that never retires (an async function).
+const PINNED: u8 = 255;
 /// A folded path is checked after every this many random samples.
 pub(crate) const CHECK_EVERY: u64 = 32;
 
 /// Per function index: 0 while probed, else its retirement slot.
 static STATE: [AtomicU8; RETIRE_INDICES] = [const { AtomicU8::new(0) }; RETIRE_INDICES];
 /// Per retirement slot (1..=255): the function index it belongs to.
-static SLOT_INDEX: [AtomicU32; RETIRE_SLOTS + 1] = [const { AtomicU32::new(0) }; RETIRE_SLOTS + 1];
+static SLOT_INDEX: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) }; RETIRE_SLOTS + 2];
 /// Slots handed out so far (the highest slot in use); readers scan counters `1..=SLOTS_USED`.
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
 /// Retirements not yet written by the writer, and the count ever made (under one lock: retirements are rare).
@@ -115,6 +118,16 @@ pub(crate) fn take_pending(into: &mut Vec<Retirement>) {
     PENDING.store(false, Relaxed);
 }
 
+/// Marks function `index` as one that never retires (an async function). A load, and a store the first time.
+#[inline]
+pub(crate) fn pin(index: u32) {
+    if let Some(state) = STATE.get(index as usize) {
+        if state.load(Relaxed) == 0 {
+            let _ = state.compare_exchange(0, PINNED, Relaxed, Relaxed);
+        }
+    }
+}
+
 /// Gives function `index` a state byte for calibration only (before any invocation records; 0 restores it).
 pub(crate) fn set_state_for_calibration(index: u32, state: u8) {
     STATE[index as usize].store(state, Relaxed);
@@ -130,9 +143,13 @@ pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
     if state.load(Relaxed) != 0 || slot > RETIRE_SLOTS {
         return;
     }
+    // The slot is published before the state byte that makes probes count into it.
     SLOT_INDEX[slot].store(index, Relaxed);
     SLOTS_USED.store(slot as u32, Relaxed);
-    state.store(slot as u8, Relaxed);
+    if state.compare_exchange(0, slot as u8, Release, Relaxed).is_err() {
+        SLOTS_USED.store(slot as u32 - 1, Relaxed); // pinned meanwhile (we hold the lock: nobody took the slot)
+        return;
+    }
     let at_ns = crate::clock::clock().elapsed_ns();
     records.pending.push(Retirement { index, at_ns, calls, mean_ns });
     records.total += 1;
