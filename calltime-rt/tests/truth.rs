@@ -226,10 +226,11 @@ fn recursion_estimates_are_unbiased() {
     }
     // Retirement off: every fib call path stays in the tree. Folded early, so most calls come after the fold (the
     // first ones, recorded one node each, are the deepest of the biggest subtrees). The reference times every call;
-    // the other 1 in 4 at random gaps.
+    // the other 1 in 2 at random gaps (a preempted leaf is a
+    // heavy tail: enough samples keep the test stable on a busy machine).
     let env = |sample| [("CALLTIME_EXACT", "1"), ("CALLTIME_FOLD_AFTER", "500"), ("CALLTIME_TIME_SAMPLE", sample)];
     let reference = run_ok("recursion_estimates_are_unbiased", &env("1"));
-    let sampled = run_ok("recursion_estimates_are_unbiased", &env("4"));
+    let sampled = run_ok("recursion_estimates_are_unbiased", &env("2"));
     // One path per depth, the same exact counts in both.
     assert_eq!(sampled.shapes(), reference.shapes());
     assert_eq!(reference.invocations.len(), FIB_INVOCATIONS);
@@ -244,16 +245,39 @@ fn recursion_estimates_are_unbiased() {
     let (truth_root, sampled_root) = (root(&reference), root(&sampled));
     let truth: Vec<f64> = truth.iter().map(|t| t / truth_root).collect();
     let estimate: Vec<f64> = estimate.iter().map(|e| e / sampled_root).collect();
-    let mut compared = 0;
+    let mut log_errors = Vec::new();
     for depth in 0..truth.len() {
         let (t, e) = (truth[depth], estimate[depth]);
         // Paths with random samples and a share of the root worth comparing.
         if samples[depth] >= 40 && t > 0.05 {
-            compared += 1;
-            assert!(e > t / 2.0 && e < t * 2.0, "depth {depth}: estimate {e}, truth {t}\n{estimate:?}\n{truth:?}");
+            log_errors.push((e / t).ln().abs());
+            assert!(e > t / 3.0 && e < t * 3.0, "depth {depth}: estimate {e}, truth {t}\n{estimate:?}\n{truth:?}");
             // The first 16 calls of a path, timed always, made a path of this test 3.8 times its root.
             assert!(e < 1.5, "depth {depth}: {e} of the root\n{estimate:?}\n{samples:?}");
         }
     }
-    assert!(compared >= 3, "{samples:?}\n{truth:?}");
+    assert!(log_errors.len() >= 3, "{samples:?}\n{truth:?}");
+    // On average within 40% of the truth.
+    let mean = log_errors.iter().sum::<f64>() / log_errors.len() as f64;
+    assert!(mean < 1.4f64.ln(), "mean |ln(estimate / truth)| {mean}\n{estimate:?}\n{truth:?}");
+}
+
+#[test]
+fn a_path_first_entered_after_the_fold_times_its_first_call() {
+    if is_child("a_path_first_entered_after_the_fold_times_its_first_call") {
+        let __calltime_guard = enter_root(0, &PLAN);
+        for i in 0..5_000 {
+            tiny(i);
+        }
+        slow();
+        return;
+    }
+    let trace = run_ok("a_path_first_entered_after_the_fold_times_its_first_call", &[("CALLTIME_EXACT", "1")]);
+    let inv = &trace.invocations[0];
+    assert_eq!(inv.shape(), "0*1[1*5000 2*1]");
+    let slow = &inv.nodes[2];
+    let f = slow.folded.unwrap();
+    // Called once, after the fold: timed anyway, as an exact part (not left to a 1 in 64 chance).
+    assert_eq!((f.timed, f.exact_calls, f.exact_ns), (1, 1, slow.duration));
+    assert!(slow.duration >= 5_000, "{slow:?}");
 }

@@ -66,8 +66,11 @@ impl Recorder {
         if id >= self.cap || id >= NO_PATH as usize {
             return NO_PATH;
         }
-        // Timed at random gaps from the start, so which calls are timed never depends on their durations.
-        let countdown = self.next_gap();
+        // A path made at the fold has its calls so far (exact) and is timed at random gaps from there, so which calls
+        // are timed never depends on their durations. A path made later times its first call unconditionally (an
+        // exact part, like the calls before the fold: a path called once, such as a long loop, then has a time),
+        // then the others at random gaps.
+        let countdown = if self.folded { 1 } else { self.next_gap() };
         let next_sibling = match self.paths.get_mut(parent as usize) {
             Some(p) => mem::replace(&mut p.first_child, id as u32),
             None => NO_PATH,
@@ -79,6 +82,7 @@ impl Recorder {
             ticks: 0,
             exact_calls: 0,
             exact_ticks: 0,
+            first_open: false,
             min: u64::MAX,
             max: 0,
             first_start: UNTIMED,
@@ -171,6 +175,8 @@ impl Recorder {
         let start = now();
         let p = &mut self.paths[path as usize];
         p.countdown = gap;
+        // Its first call (paths made after the fold): at most one call of a path is open at a time.
+        p.first_open = p.calls == 1;
         if p.first_start == UNTIMED {
             p.first_start = start;
         }
@@ -223,7 +229,12 @@ impl Recorder {
         if start != UNTIMED {
             let end = now();
             if let Some(p) = self.paths.get_mut(path as usize) {
-                p.add_time(end.saturating_sub(start));
+                if p.first_open {
+                    p.first_open = false;
+                    p.add_exact(end.saturating_sub(start));
+                } else {
+                    p.add_time(end.saturating_sub(start));
+                }
                 let samples = p.timed - p.exact_calls;
                 if path != 0 && samples % CHECK_EVERY == 0 && p.first_child == NO_PATH {
                     let (index, calls, sample_ticks) = (p.index, p.calls, p.ticks - p.exact_ticks);
@@ -313,6 +324,7 @@ impl Recorder {
             if p.first_start == UNTIMED {
                 p.first_start = start;
             }
+            p.first_open = false; // timed whole by `close_path`
         }
         Some((path, start, key))
     }
@@ -344,10 +356,12 @@ pub(crate) struct PathNode {
     countdown: u64,
     pub(crate) timed: u64,
     pub(crate) ticks: u64,
-    /// Of `timed`, the calls timed unconditionally (per-call nodes before the fold, async calls) and their ticks;
-    /// the others were timed at random gaps.
+    /// Of `timed`, the calls timed unconditionally (per-call nodes before the fold, the first call of a path made
+    /// after it, async calls) and their ticks; the others were timed at random gaps.
     pub(crate) exact_calls: u64,
     pub(crate) exact_ticks: u64,
+    /// The path's first call is open and timed: it counts as exact.
+    first_open: bool,
     pub(crate) min: u64,
     pub(crate) max: u64,
     /// Start of the path's first call (`UNTIMED` until known).
