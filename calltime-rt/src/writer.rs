@@ -338,15 +338,20 @@ impl Sink {
             let first_start = if p.first_start == UNTIMED { root_start } else { scale.ns(p.first_start) };
             let flags = u64::from(p.flags);
             let (calls, timed, exact_calls) = (p.calls, p.timed, p.exact_calls);
-            let fields = [depth.into(), p.index.into(), calls, timed, first_start, timed_ns, min, max, flags];
+            let fields = [
+                depth.into(),
+                p.index.into(),
+                calls,
+                timed,
+                first_start,
+                timed_ns,
+                min,
+                max,
+                flags,
+                exact_calls,
+                exact_ns,
+            ];
             self.push_line("a", &fields);
-            // The two fields of version 3, appended to the line just written.
-            self.body.pop();
-            for value in [exact_calls, exact_ns] {
-                self.body.push(' ');
-                push_decimal(&mut self.body, value);
-            }
-            self.body.push('\n');
             self.walk_children(id, depth, 0);
         }
         self.paths = paths;
