@@ -765,7 +765,7 @@ fn many_trace() -> String {
         thread(threads[0]),
         call(8, t, 40_000, vec![call(6, t + 1_000, 3_000, vec![])]),
     ));
-    builder.stats(&Stats { seen: 46, kept: 21, sampled_out: 20, dropped: 5, truncated: 1, incomplete: 0 });
+    builder.stats(&Stats { seen: 46, kept: 21, sampled_out: 20, dropped: 5, truncated: 1, ..Stats::default() });
     // A record torn by a crash: written up to the duration of its second node, then the newline of a text file.
     let torn = format!("n 1 1 {} 300", t + 51_000);
     let parse = call(1, t + 51_000, 300, vec![call(2, t + 51_100, 100, vec![])]);

@@ -213,19 +213,7 @@ mod tests {
 
     /// A folded call path: `calls` calls of which `timed` took `timed_ns` together, `min`..`max` each.
     fn path(func: u32, calls: u64, timed: u64, timed_ns: u64, (min, max): (u64, u64), children: Vec<Node>) -> Node {
-        Node {
-            func,
-            start_ns: 0,
-            duration_ns: crate::trace::estimated_total(timed_ns, timed, calls),
-            calls,
-            timed_calls: timed,
-            min_ns: min,
-            max_ns: max,
-            timed_ns,
-            panicked: false,
-            cancelled: false,
-            children,
-        }
+        Node::path(func, 0, calls, timed, timed_ns, (min, max), children)
     }
 
     fn inv(root: Node) -> Invocation {
@@ -238,6 +226,7 @@ mod tests {
             filtered_nodes: 0,
             folded: false,
             root,
+            retired: Vec::new(),
         }
     }
 

@@ -198,6 +198,7 @@ mod tests {
                 filtered_nodes: 0,
                 folded: true,
                 root,
+                retired: Vec::new(),
             }],
             ..Trace::default()
         };
