@@ -95,14 +95,20 @@ pub struct Stats {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Calibration {
     /// A per-call node (`n` line, or a call recorded before the fold).
+    #[serde(rename = "recorded_inner_ps")]
     pub recorded_inner: u64,
+    #[serde(rename = "recorded_outer_ps")]
     pub recorded_outer: u64,
     /// An untimed call counted on a folded call path.
+    #[serde(rename = "folded_outer_ps")]
     pub folded_outer: u64,
     /// A timed (sampled) call of a folded call path.
+    #[serde(rename = "timed_inner_ps")]
     pub timed_inner: u64,
+    #[serde(rename = "timed_outer_ps")]
     pub timed_outer: u64,
     /// A call of a retired function (counted in an `r` line).
+    #[serde(rename = "retired_outer_ps")]
     pub retired_outer: u64,
 }
 

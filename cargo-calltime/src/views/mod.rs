@@ -9,6 +9,7 @@ mod json;
 mod names;
 pub mod overhead;
 mod text;
+pub mod times;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,9 @@ pub struct ViewOptions {
     pub flamechart: bool,
     /// Text: ANSI colours.
     pub color: bool,
+    /// Show times as recorded, the probes' own cost included (`--raw-times`); compensated otherwise, when the trace
+    /// has a calibration.
+    pub raw_times: bool,
 }
 
 impl Default for ViewOptions {
@@ -52,6 +56,7 @@ impl Default for ViewOptions {
             invocation: None,
             flamechart: false,
             color: false,
+            raw_times: false,
         }
     }
 }
@@ -84,6 +89,7 @@ impl ViewOptions {
             invocation: args.invocation,
             flamechart: args.flamechart,
             color: to_stdout && args.format == ViewFormat::Text && ui::color_stdout(),
+            raw_times: false,
         })
     }
 }
@@ -96,8 +102,10 @@ pub struct Rendered {
     pub binary_like: bool,
 }
 
-/// Renders `trace` in the format `opts` asks for.
+/// Renders `trace` in the format `opts` asks for, its times compensated for probe cost unless `opts.raw_times`
+/// (see [`times::prepare`]: a trace prepared once is not compensated again).
 pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
+    let trace = &*times::for_view(trace, opts.raw_times);
     let (bytes, binary_like) = match opts.format {
         ViewFormat::Text => (text::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Svg => (flamegraph::render(trace, opts)?, true),

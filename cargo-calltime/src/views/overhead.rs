@@ -133,7 +133,7 @@ pub fn remember(file: &Path, fast: &[FastFunction]) -> anyhow::Result<usize> {
 }
 
 /// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
