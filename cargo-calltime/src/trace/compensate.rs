@@ -7,7 +7,15 @@
 //! calls adds `recorded_outer`: compensated = raw - ri - ro x descendants. Folded invocation: a call path's calls
 //! each paid an inner cost (ri when timed before the fold, ti when sampled after) and each descendant path's calls
 //! an outer one (ro, to or fo by how they were recorded). Calls of retired functions (`r` lines) cost
-//! `retired_outer` each; their callers are unknown, so the root pays for them.
+//! `retired_outer` each. The trace does not say which nodes made them, so the cost is taken from the nodes that
+//! surely contain them: the root, and down from it the chain to the deepest node containing every node of a
+//! function seen calling the retired one (in the calls recorded before it retired, anywhere in the trace). With
+//! no such caller in the invocation, the root alone pays, as docs/trace-format.md says; taking it from the root
+//! alone where the callers are known would make the clamp below shrink the root's exact children.
+//!
+//! The clamp scales estimated children down first: exact children keep their times when they fit in the parent.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Calibration, Invocation, Node, Times, Trace};
 
@@ -18,22 +26,79 @@ pub fn compensated(mut trace: Trace) -> Trace {
     if trace.times == Times::Compensated {
         return trace;
     }
+    let callers = callers_of_retired(&trace);
     for inv in &mut trace.invocations {
-        compensate_invocation(inv, &calibration);
+        compensate_invocation(inv, &calibration, &callers);
     }
     trace.times = Times::Compensated;
     trace
 }
 
-fn compensate_invocation(inv: &mut Invocation, calibration: &Calibration) {
+/// Per retired function, the functions seen calling it (parents of its nodes), over the whole trace.
+type Callers = BTreeMap<u32, BTreeSet<u32>>;
+
+fn callers_of_retired(trace: &Trace) -> Callers {
+    fn walk(node: &Node, retired: &BTreeSet<u32>, out: &mut Callers) {
+        for child in &node.children {
+            if retired.contains(&child.func) {
+                out.entry(child.func).or_default().insert(node.func);
+            }
+            walk(child, retired, out);
+        }
+    }
+    let mut retired: BTreeSet<u32> = trace.retirements.iter().map(|r| r.func).collect();
+    retired.extend(trace.invocations.iter().flat_map(|inv| inv.retired.iter().map(|r| r.func)));
+    let mut out = Callers::new();
+    for inv in &trace.invocations {
+        walk(&inv.root, &retired, &mut out);
+    }
+    out
+}
+
+fn compensate_invocation(inv: &mut Invocation, calibration: &Calibration, callers: &Callers) {
     let raw_root_ns = inv.root.duration_ns;
     compensate_node(&mut inv.root, calibration, inv.folded);
-    let retired_calls: u128 = inv.retired.iter().map(|r| u128::from(r.calls)).sum();
-    let retired_ns = ps_to_ns(retired_calls * u128::from(calibration.retired_outer));
-    inv.root.duration_ns = inv.root.duration_ns.saturating_sub(retired_ns);
+    for retired in &inv.retired {
+        let cost_ns = ps_to_ns(u128::from(retired.calls) * u128::from(calibration.retired_outer));
+        let chain = match callers.get(&retired.func) {
+            Some(funcs) => common_chain(&inv.root, funcs),
+            None => Vec::new(),
+        };
+        // The root, then each node down the chain, contains the retired calls.
+        let mut node = &mut inv.root;
+        node.duration_ns = node.duration_ns.saturating_sub(cost_ns);
+        for &at in &chain {
+            node = &mut node.children[at];
+            node.duration_ns = node.duration_ns.saturating_sub(cost_ns);
+        }
+    }
     clamp_children(&mut inv.root);
     // The invocation's span is its root's: it shrinks by what the root's did.
     inv.duration_ns = inv.duration_ns.saturating_sub(raw_root_ns.saturating_sub(inv.root.duration_ns));
+}
+
+/// The child indices from the root down to the deepest node that contains every node of `funcs` (their common
+/// ancestor, or the node itself when there is one); empty when none is in the tree or the root is the deepest.
+fn common_chain(root: &Node, funcs: &BTreeSet<u32>) -> Vec<usize> {
+    fn walk(node: &Node, funcs: &BTreeSet<u32>, path: &mut Vec<usize>, common: &mut Option<Vec<usize>>) {
+        if funcs.contains(&node.func) {
+            match common {
+                None => *common = Some(path.clone()),
+                Some(prefix) => {
+                    let shared = prefix.iter().zip(path.iter()).take_while(|(a, b)| a == b).count();
+                    prefix.truncate(shared);
+                }
+            }
+        }
+        for (i, child) in node.children.iter().enumerate() {
+            path.push(i);
+            walk(child, funcs, path, common);
+            path.pop();
+        }
+    }
+    let mut common = None;
+    walk(root, funcs, &mut Vec::new(), &mut common);
+    common.unwrap_or_default()
 }
 
 /// Compensates `node` and its subtree; returns what the subtree's calls added to the caller of `node`'s calls
@@ -92,14 +157,18 @@ impl ProbeCosts {
 }
 
 /// Scales children down, at every level, so that they never add up to more than their parent (estimates and
-/// over-compensation can make them); each child's subtree is then clamped to its new total.
+/// over-compensation can make them): the estimated ones into what the exact ones leave, or all of them when the
+/// exact ones alone do not fit. Each child's subtree is then clamped to its new total.
 fn clamp_children(node: &mut Node) {
     let parent = u128::from(node.duration_ns);
     let sum: u128 = node.children.iter().map(|c| u128::from(c.duration_ns)).sum();
     if sum > parent {
-        for child in &mut node.children {
+        let exact: u128 = node.children.iter().filter(|c| !c.is_estimated()).map(|c| u128::from(c.duration_ns)).sum();
+        let (room, scaled, only_estimated) =
+            if exact < sum && exact <= parent { (parent - exact, sum - exact, true) } else { (parent, sum, false) };
+        for child in node.children.iter_mut().filter(|c| !only_estimated || c.is_estimated()) {
             // Rounded down, so the scaled children add up to at most the parent.
-            child.duration_ns = (u128::from(child.duration_ns) * parent / sum) as u64;
+            child.duration_ns = (u128::from(child.duration_ns) * room / scaled) as u64;
             if child.calls == 1 && child.timed_calls == 1 {
                 (child.min_ns, child.max_ns) = (child.duration_ns, child.duration_ns);
             } else {
