@@ -139,10 +139,17 @@ fn tokenizer_views_match_expected_files() {
     check(&expect("tokenizer.txt"), &text_view(&trace, &ViewOptions::default()));
     let raw = ViewOptions { raw_times: true, ..ViewOptions::default() };
     check(&expect("tokenizer.raw-times.txt"), &text_view(&trace, &raw));
-    let json = ViewOptions { format: cargo_calltime::cli::ViewFormat::Json, ..ViewOptions::default() };
+    let json = ViewOptions { format: cargo_calltime::views::ViewFormat::Json, ..ViewOptions::default() };
     check(&expect("tokenizer.json"), &text_view(&trace, &json));
-    let folded = ViewOptions { format: cargo_calltime::cli::ViewFormat::Folded, ..ViewOptions::default() };
+    let folded = ViewOptions { format: cargo_calltime::views::ViewFormat::Folded, ..ViewOptions::default() };
     check(&expect("tokenizer.folded"), &text_view(&trace, &folded));
+    // `cargo calltime report --raw-times`, as a user runs it, on the saved trace and its function table.
+    let table_json = serde_json::to_string_pretty(&table()).unwrap();
+    check(&data("truth/tokenizer.trace.functions.json"), &table_json);
+    let out = util::run(util::calltime().arg("report").arg(data("truth/tokenizer.trace")).arg("--raw-times"), true);
+    check(&expect("tokenizer.raw-times.txt"), &String::from_utf8(out.stdout).unwrap());
+    let out = util::run(util::calltime().arg("report").arg(data("truth/tokenizer.trace")), true);
+    check(&expect("tokenizer.txt"), &String::from_utf8(out.stdout).unwrap());
     // Without a calibration line (a runtime that could not calibrate) the same trace is shown raw, and says so.
     let uncalibrated = read(&tokenizer_trace(None));
     let shown = text_view(&uncalibrated, &ViewOptions::default());
@@ -330,7 +337,7 @@ fn generated_adversarial_trees_never_have_children_over_their_parent() {
 #[test]
 fn json_fields_of_true_times_are_documented() {
     let trace = read(&tokenizer_trace(Some(CALIBRATION)));
-    let json = ViewOptions { format: cargo_calltime::cli::ViewFormat::Json, ..ViewOptions::default() };
+    let json = ViewOptions { format: cargo_calltime::views::ViewFormat::Json, ..ViewOptions::default() };
     let doc: serde_json::Value = serde_json::from_str(&text_view(&trace, &json)).unwrap();
     assert_eq!(
         (doc["compensated"].as_bool(), doc["calibration"]["recorded_outer_ps"].as_u64()),
