@@ -363,6 +363,9 @@ pub struct DiffArgs {
     /// Name of the head side in reports.
     #[arg(long, default_value = "head", value_name = "LABEL")]
     pub head_label: String,
+    /// Compare times as recorded, the probes' own cost included, instead of compensated for it.
+    #[arg(long)]
+    pub raw_times: bool,
 }
 
 /// Parses `std::env::args`, accepting both `cargo calltime ...` and `cargo-calltime calltime ...`; exits with

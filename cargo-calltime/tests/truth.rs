@@ -365,3 +365,57 @@ fn collect_keys(value: &serde_json::Value, keys: &mut Vec<String>) {
         _ => {}
     }
 }
+
+/// A run of 12 invocations calling `helper` `per_invocation` times each (under `next_token`), which retires after
+/// invocation `retire_after`: later invocations only count its calls (`r` lines).
+fn retiring_run(dir: &std::path::Path, name: &str, per_invocation: u64, retire_after: u64) -> std::path::PathBuf {
+    let mut builder = TraceBuilder::new(&header(Some(CALIBRATION)));
+    for seq in 0..12u64 {
+        let start = seq * 100_000;
+        let retired = seq > retire_after;
+        let helpers = if retired {
+            Vec::new()
+        } else {
+            (0..per_invocation).map(|i| call(3, start + 20 + i * 30, 20, vec![])).collect()
+        };
+        let root = call(0, start, 50_000 + seq % 3 * 100, vec![call(2, start + 10, 20_000, helpers)]);
+        let mut inv = Invocation::new(seq, main_thread(), root);
+        if retired {
+            inv.retired.push(RetiredCalls { func: 3, calls: per_invocation });
+        }
+        if seq == retire_after {
+            builder.invocation(&inv).retire(&Retirement { func: 3, at_ns: start + 60_000, calls: 1_000, mean_ns: 2 });
+        } else {
+            builder.invocation(&inv);
+        }
+    }
+    builder.stats(&Stats { seen: 12, kept: 12, retired_functions: 1, ..Stats::default() });
+    let path = dir.join(format!("{name}.trace"));
+    std::fs::write(&path, builder.text()).unwrap();
+    std::fs::write(dir.join(format!("{name}.trace.functions.json")), serde_json::to_string(&table()).unwrap()).unwrap();
+    path
+}
+
+/// A function that retired at different times has different calls per call path in each run: only its total
+/// calls compare, and a change that is only retirement timing is never reported.
+#[test]
+fn diff_compares_all_calls_of_retired_functions() {
+    use cargo_calltime::diff::{calls_text, compare, stats::Bootstrap, Settings, Side, ALPHA};
+    let dir = tempfile::tempdir().unwrap();
+    let settings =
+        Settings { threshold_pct: 10.0, alpha: ALPHA, fail_above_pct: None, bootstrap: Bootstrap::default() };
+    let base = Side::load(&retiring_run(dir.path(), "base", 4, 2), "base").unwrap();
+    let later = Side::load(&retiring_run(dir.path(), "later", 4, 7), "head").unwrap();
+    let report = compare(&base, &later, &settings);
+    let helper = report.paths.iter().find(|p| p.path.last().map(String::as_str) == Some("tok::helper")).unwrap();
+    assert!(helper.calls.retired && !helper.calls.changed, "{helper:?}");
+    assert_eq!((helper.calls.base, helper.calls.head), (4.0, 4.0));
+    assert_eq!(calls_text(helper), "4 (all, retired)");
+    assert_eq!(report.summary.calls_changed, 0);
+    // A real change in how often it is called still shows, as all its calls.
+    let more = Side::load(&retiring_run(dir.path(), "more", 5, 2), "head").unwrap();
+    let report = compare(&base, &more, &settings);
+    let helper = report.paths.iter().find(|p| p.path.last().map(String::as_str) == Some("tok::helper")).unwrap();
+    assert!(helper.calls.retired && helper.calls.changed, "{helper:?}");
+    assert_eq!(calls_text(helper), "4 -> 5 (all, retired)");
+}

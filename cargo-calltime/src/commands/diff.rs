@@ -14,8 +14,8 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         fail_above_pct: args.fail_above.map(|pct| percentage("--fail-above", pct, 20)).transpose()?,
         bootstrap: Bootstrap::default(),
     };
-    let base = Side::load(&args.base, &args.base_label)?;
-    let head = Side::load(&args.head, &args.head_label)?;
+    let base = Side::load_with(&args.base, &args.base_label, args.raw_times)?;
+    let head = Side::load_with(&args.head, &args.head_label, args.raw_times)?;
     for warning in base.warnings.iter().chain(&head.warnings) {
         ui::warn(warning);
     }
