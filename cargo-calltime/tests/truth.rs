@@ -23,17 +23,8 @@ const CALIBRATION: Calibration = Calibration {
 };
 
 fn header(calibration: Option<Calibration>) -> Trace {
-    let settings = [
-        ("node_cap", 100_000),
-        ("fold_after", 4096),
-        ("time_sample", 64),
-        ("min_ns", 0),
-        ("sample", 1),
-        ("max_invocations", 100_000),
-        ("retire", 1),
-        ("retire_factor", 20),
-        ("retire_min_calls", 1000),
-    ];
+    let retire = [("retire", 1), ("retire_factor", 20), ("retire_min_calls", 1000)];
+    let settings = util::RUNTIME_SETTINGS.into_iter().chain(retire);
     Trace {
         version: 3,
         pid: 4242,
@@ -41,7 +32,7 @@ fn header(calibration: Option<Calibration>) -> Trace {
         exe: "/ws/tok/target/calltime/debug/tok".into(),
         plan_id: Some("7c1e9a30".into()),
         table_hint: Some("/ws/tok/target/calltime/7c1e9a30.functions.json".into()),
-        settings: settings.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        settings: settings.map(|(k, v)| (k.to_owned(), v)).collect(),
         calibration,
         ..Trace::default()
     }
@@ -346,23 +337,10 @@ fn json_fields_of_true_times_are_documented() {
     assert_eq!(doc["invocations"][1]["retired"][0]["calls"], 95_012);
     assert_eq!(doc["retired"][0]["path"], "tok::helper");
     let docs = std::fs::read_to_string(util::repo_root().join("docs/json.md")).unwrap();
-    let mut keys = Vec::new();
-    collect_keys(&doc, &mut keys);
+    let mut keys = std::collections::BTreeSet::new();
+    util::collect_keys(&doc, &mut keys);
     for key in keys {
         assert!(docs.contains(&format!("`{key}`")), "docs/json.md does not describe `{key}`");
-    }
-}
-
-fn collect_keys(value: &serde_json::Value, keys: &mut Vec<String>) {
-    match value {
-        serde_json::Value::Object(map) => {
-            for (k, v) in map {
-                keys.push(k.clone());
-                collect_keys(v, keys);
-            }
-        }
-        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_keys(v, keys)),
-        _ => {}
     }
 }
 

@@ -91,23 +91,17 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
         return retired_note(&fast);
     }
     let calls: u64 = fast.iter().map(|f| f.calls).sum();
-    let shown: Vec<String> = fast
-        .iter()
-        .take(5)
-        .map(|f| format!("{} ({} calls, {})", f.display, thousands(f.calls), format_ns(f.mean_ns)))
-        .collect();
-    let more = if fast.len() > 5 { format!(" and {} more", fast.len() - 5) } else { String::new() };
+    let listed = listed(&fast.iter().collect::<Vec<_>>());
     let paths: Vec<String> = fast.iter().map(|f| f.path.clone()).collect();
     let pattern = exact_paths_regex(&paths);
     Some(format!(
-        "{} probed function{} ran {} times at under {} a call on average: {}{more}. Probes on such functions \
+        "{} probed function{} ran {} times at under {} a call on average: {listed}. Probes on such functions \
          cost about as much as what they measure; to leave them out of the plan (their time then counts in their \
          callers' self time), add `--exclude-fast` (every function runs of this workspace found too fast) or:\n  --exclude {}",
         fast.len(),
         crate::units::plural_s(fast.len() as u64),
         thousands(calls),
         format_ns(FAST_NS),
-        shown.join(", "),
         shell_quote(&pattern)
     ))
 }
@@ -118,20 +112,25 @@ fn retired_note(fast: &[FastFunction]) -> Option<String> {
     if retired.is_empty() {
         return None;
     }
-    let shown: Vec<String> = retired
-        .iter()
-        .take(5)
-        .map(|f| format!("{} ({} calls, {})", f.display, thousands(f.calls), format_ns(f.mean_ns)))
-        .collect();
-    let more = if retired.len() > 5 { format!(" and {} more", retired.len() - 5) } else { String::new() };
+    let listed = listed(&retired);
     Some(format!(
-        "{} probe{} retired during the run, too fast to be worth timing: {}{more}. Their later calls were counted, \
+        "{} probe{} retired during the run, too fast to be worth timing: {listed}. Their later calls were counted, \
          not timed, and their time is in their callers'. `--exclude-fast` leaves them out of later plans; `--exact` \
          times every call.",
         retired.len(),
         crate::units::plural_s(retired.len() as u64),
-        shown.join(", ")
     ))
+}
+
+/// `mix (20,003 calls, 12ns), ... and 3 more`: the first five functions with their calls and means.
+fn listed(fast: &[&FastFunction]) -> String {
+    let shown: Vec<String> = fast
+        .iter()
+        .take(5)
+        .map(|f| format!("{} ({} calls, {})", f.display, thousands(f.calls), format_ns(f.mean_ns)))
+        .collect();
+    let more = if fast.len() > 5 { format!(" and {} more", fast.len() - 5) } else { String::new() };
+    format!("{}{more}", shown.join(", "))
 }
 
 /// A regex matching exactly these paths (once each: two impls can share a path, `<T as AddAssign>::add_assign`
