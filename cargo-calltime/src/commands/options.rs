@@ -132,6 +132,7 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
         flamechart: args.flamechart,
         color: color && format == ViewFormat::Text,
         raw_times: args.raw_times,
+        history: Vec::new(),
     })
 }
 
