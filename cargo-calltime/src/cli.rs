@@ -181,6 +181,9 @@ pub struct ViewArgs {
     /// With `--format svg --invocation K`: a time-ordered flame chart instead of a flamegraph.
     #[arg(long)]
     pub flamechart: bool,
+    /// Show times as recorded, the probes' own cost included, instead of compensated for it.
+    #[arg(long)]
+    pub raw_times: bool,
 }
 
 pub use crate::views::ViewFormat;
@@ -257,6 +260,10 @@ pub struct RecordArgs {
     /// Keep at most N invocations; later ones are counted as dropped [default: 100000].
     #[arg(long, value_name = "N")]
     pub max_invocations: Option<u64>,
+    /// Record every call: probes never retire (CALLTIME_EXACT=1). Without it, a function seen to be too fast to be
+    /// worth its probe stops being timed; its later calls are only counted.
+    #[arg(long)]
+    pub exact: bool,
 }
 
 /// How a run is kept in the run store (`<target>/calltime/runs.sqlite`, listed by `cargo calltime history`).
@@ -303,6 +310,10 @@ pub struct BuildArgs {
     pub target: TargetArgs,
     #[command(flatten)]
     pub plan: PlanArgs,
+    /// The built program will be run to record every call: the status line says to set CALLTIME_EXACT=1 (probes
+    /// never retire).
+    #[arg(long)]
+    pub exact: bool,
 }
 
 pub use crate::analysis::render::GraphFormat;
@@ -403,6 +414,9 @@ pub struct DiffArgs {
     /// Name of the head side in reports.
     #[arg(long, default_value = "head", value_name = "LABEL")]
     pub head_label: String,
+    /// Compare times as recorded, the probes' own cost included, instead of compensated for it.
+    #[arg(long)]
+    pub raw_times: bool,
 }
 
 /// Parses `std::env::args`, accepting both `cargo calltime ...` and `cargo-calltime calltime ...`; exits with

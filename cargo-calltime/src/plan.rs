@@ -33,8 +33,53 @@ pub struct PlanOptions {
 pub struct Exclusions {
     /// `--exclude`: matched against the defining path and the rustc-style one.
     pub pattern: Option<Regex>,
-    /// `--exclude-fast`: the rustc-style paths earlier runs found too fast to probe; `None` when not asked for.
-    pub fast: Option<BTreeSet<String>>,
+    /// `--exclude-fast`: the functions earlier runs found too fast to probe; `None` when not asked for.
+    pub fast: Option<FastFunctions>,
+}
+
+/// Functions remembered as too fast to probe (`<target>/calltime/fast-functions.txt`), each by its exact identity:
+/// rustc-style path, file and line, so that one fast `<Value as From<X>>::from` leaves out that impl only, not
+/// every `From` impl of `Value` (whose paths read the same). Entries of older files name a path alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FastFunctions {
+    /// (path, file, line).
+    pub exact: BTreeSet<(String, String, u32)>,
+    /// Paths alone (files written before identities were remembered): every function with that path.
+    pub by_path: BTreeSet<String>,
+}
+
+impl FastFunctions {
+    /// One remembered line: `<path> @ <file>:<line>`, or a bare path.
+    pub fn insert_line(&mut self, line: &str) {
+        let identity = line.rsplit_once(" @ ").and_then(|(path, place)| {
+            let (file, line) = place.rsplit_once(':')?;
+            Some((path.to_owned(), file.to_owned(), line.parse().ok()?))
+        });
+        match identity {
+            Some(identity) => self.exact.insert(identity),
+            None => self.by_path.insert(line.to_owned()),
+        };
+    }
+
+    /// The remembered line of a function: `<path> @ <file>:<line>`.
+    pub fn line_of(path: &str, file: &str, line: u32) -> String {
+        format!("{path} @ {file}:{line}")
+    }
+
+    pub fn len(&self) -> usize {
+        self.exact.len() + self.by_path.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the function with these paths, defined at `file:line`, is remembered.
+    pub fn contains(&self, match_path: &str, path: &str, (file, line): (&str, u32)) -> bool {
+        self.exact.contains(&(path.to_owned(), file.to_owned(), line))
+            || self.by_path.contains(path)
+            || self.by_path.contains(match_path)
+    }
 }
 
 impl PlanOptions {
@@ -73,13 +118,13 @@ pub fn path_regex(flag: &str, pattern: &str) -> Result<Regex, UserError> {
 }
 
 impl Exclusions {
-    /// Why a function with these paths is excluded, if it is.
-    pub fn reason(&self, match_path: &str, path: &str) -> Option<SkipReason> {
+    /// Why a function with these paths, defined at `place` (file, line), is excluded, if it is.
+    pub fn reason(&self, match_path: &str, path: &str, place: (&str, u32)) -> Option<SkipReason> {
         if self.pattern.as_ref().is_some_and(|re| re.is_match(match_path) || re.is_match(path)) {
             return Some(SkipReason::Excluded);
         }
         let fast = self.fast.as_ref()?;
-        (fast.contains(path) || fast.contains(match_path)).then_some(SkipReason::ExcludedFast)
+        fast.contains(match_path, path, place).then_some(SkipReason::ExcludedFast)
     }
 }
 
@@ -334,11 +379,19 @@ mod tests {
 
     #[test]
     fn exclusions_say_which_flag_left_a_function_out() {
-        let fast = ["k::fast".to_owned()].into_iter().collect();
+        let mut fast = FastFunctions::default();
+        fast.insert_line("k::fast");
+        fast.insert_line("<k::Value as core::convert::From<u8>>::from @ /ws/k/src/value.rs:40");
         let exclusions = Exclusions { pattern: Some(path_regex("--exclude", "^k::slow$").unwrap()), fast: Some(fast) };
-        assert_eq!(exclusions.reason("k::slow", "k::slow"), Some(SkipReason::Excluded));
-        assert_eq!(exclusions.reason("k::fast", "k::fast"), Some(SkipReason::ExcludedFast));
-        assert_eq!(exclusions.reason("k::other", "k::other"), None);
+        let at = ("/ws/k/src/lib.rs", 1);
+        assert_eq!(exclusions.reason("k::slow", "k::slow", at), Some(SkipReason::Excluded));
+        assert_eq!(exclusions.reason("k::fast", "k::fast", at), Some(SkipReason::ExcludedFast));
+        assert_eq!(exclusions.reason("k::other", "k::other", at), None);
+        // Remembered by identity: that impl only, not the other `From` impls whose path reads the same.
+        let from = "<k::Value as core::convert::From<u8>>::from";
+        let value_rs = "/ws/k/src/value.rs";
+        assert_eq!(exclusions.reason("k::Value::from", from, (value_rs, 40)), Some(SkipReason::ExcludedFast));
+        assert_eq!(exclusions.reason("k::Value::from", from, (value_rs, 52)), None);
     }
 
     #[test]

@@ -82,14 +82,7 @@ fn table(paths: &[String]) -> FunctionTable {
 
 /// A synthetic run's header: version 1 or 2 (with the runtime's default settings), one process per seed.
 fn header(version: u32, seed: u64) -> Trace {
-    let settings = [
-        ("node_cap", 100_000),
-        ("fold_after", 4096),
-        ("time_sample", 64),
-        ("min_ns", 0),
-        ("sample", 1),
-        ("max_invocations", 100_000),
-    ];
+    let settings = util::RUNTIME_SETTINGS;
     Trace {
         version,
         pid: 1000 + seed as u32,

@@ -341,7 +341,8 @@ fn folded_invocations_count_every_call_like_unfolded_ones() {
 #[test]
 fn fast_busy_functions_are_named_and_left_out_with_exclude_fast() {
     let (_tmp, dir) = util::copy_test_crate("e2e-hot");
-    // Probes never retire here: a retired `mix` makes its later calls `r` counts, which the reader does not read yet.
+    // With --exact semantics (no retirement) the note is what names the fast function; with retirement on, the
+    // runtime retires it by itself (see `busy_functions_retire_by_themselves`).
     let exact = || {
         let mut cmd = util::calltime();
         cmd.env("CALLTIME_EXACT", "1");
@@ -355,7 +356,11 @@ fn fast_busy_functions_are_named_and_left_out_with_exclude_fast() {
     );
     assert!(stderr.contains("  --exclude '^(?:e2e_hot::mix)$'"), "{stderr}");
     let remembered = std::fs::read_to_string(dir.join("target/calltime/fast-functions.txt")).unwrap();
-    assert_eq!(remembered.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>(), ["e2e_hot::mix"]);
+    // Remembered by identity (path @ file:line), so that only this function is left out, not others of its path.
+    let lines: Vec<&str> = remembered.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(lines.len(), 1, "{remembered}");
+    let (path, place) = lines[0].split_once(" @ ").unwrap_or_else(|| panic!("{remembered}"));
+    assert!(path == "e2e_hot::mix" && place.contains("src") && place.rsplit_once(':').is_some(), "{remembered}");
 
     // The suggested value and --exclude-fast give the same plan: `mix` without a probe, `slow` still probed.
     for extra in [&["--exclude", "^(?:e2e_hot::mix)$"][..], &["--exclude-fast"][..]] {
@@ -373,4 +378,30 @@ fn fast_busy_functions_are_named_and_left_out_with_exclude_fast() {
     assert_eq!(again.stdout, out.stdout);
     assert!(!stderr_of(&again).contains("note:"), "{}", stderr_of(&again));
     assert!(stderr_of(&again).contains("Excluding 1 functions earlier runs found too fast"), "{}", stderr_of(&again));
+}
+
+/// With no flags, the busy tiny function retires during the first run: its calls before retiring stay in the tree,
+/// its later calls are counted exactly (`retired: mix N calls`), and the note asks for no second run.
+#[test]
+fn busy_functions_retire_by_themselves() {
+    let (_tmp, dir) = util::copy_test_crate("e2e-hot");
+    let out = util::run(util::calltime().args(["--root", "run", "--depth", "3"]).current_dir(&dir), true);
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("retire on (under 20x probe cost"), "{stderr}");
+    assert!(stderr.contains("times compensated for probe cost"), "{stderr}");
+    let in_tree: u64 = stderr
+        .lines()
+        .find(|l| l.contains("├─ mix"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no mix row in the tree:\n{stderr}"));
+    let retired: u64 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("retired: mix "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no retired line:\n{stderr}"));
+    assert_eq!(in_tree + retired, 20_003, "every call of mix is counted exactly:\n{stderr}");
+    assert!(stderr.contains("note: 1 probe retired during the run"), "{stderr}");
+    assert!(!stderr.contains("--exclude '"), "no second run is asked for:\n{stderr}");
 }

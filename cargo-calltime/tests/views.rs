@@ -388,24 +388,11 @@ fn json_schema_has_the_documented_fields() {
     // docs/json.md names every field the JSON has (a folded trace's too).
     let docs = std::fs::read_to_string(util::repo_root().join("docs/json.md")).unwrap();
     let mut keys = BTreeSet::new();
-    collect_keys(&doc, &mut keys);
+    util::collect_keys(&doc, &mut keys);
     let folded = render_text(&load("folded"), &opts(ViewFormat::Json));
-    collect_keys(&serde_json::from_str(&folded).unwrap(), &mut keys);
+    util::collect_keys(&serde_json::from_str(&folded).unwrap(), &mut keys);
     for key in keys {
         assert!(docs.contains(&format!("`{key}`")), "docs/json.md does not describe `{key}`");
-    }
-}
-
-fn collect_keys(value: &serde_json::Value, keys: &mut BTreeSet<String>) {
-    match value {
-        serde_json::Value::Object(map) => {
-            for (k, v) in map {
-                keys.insert(k.clone());
-                collect_keys(v, keys);
-            }
-        }
-        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_keys(v, keys)),
-        _ => {}
     }
 }
 
@@ -768,7 +755,7 @@ fn many_trace() -> String {
         thread(threads[0]),
         call(8, t, 40_000, vec![call(6, t + 1_000, 3_000, vec![])]),
     ));
-    builder.stats(&Stats { seen: 46, kept: 21, sampled_out: 20, dropped: 5, truncated: 1, incomplete: 0 });
+    builder.stats(&Stats { seen: 46, kept: 21, sampled_out: 20, dropped: 5, truncated: 1, ..Stats::default() });
     // A record torn by a crash: written up to the duration of its second node, then the newline of a text file.
     let torn = format!("n 1 1 {} 300", t + 51_000);
     let parse = call(1, t + 51_000, 300, vec![call(2, t + 51_100, 100, vec![])]);

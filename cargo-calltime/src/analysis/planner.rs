@@ -262,7 +262,8 @@ impl Probes<'_> {
         if self.options.filter.as_ref().is_some_and(|re| !re.is_match(&def.match_path)) {
             return Some(SkipReason::FilteredOut);
         }
-        if let Some(reason) = self.options.exclusions.reason(&def.match_path, &def.path) {
+        let file = self.index.files[def.file].display().to_string();
+        if let Some(reason) = self.options.exclusions.reason(&def.match_path, &def.path, (&file, def.item.line)) {
             return Some(reason);
         }
         let judge_trivial = !self.options.probe_trivial && !self.options.all_functions;

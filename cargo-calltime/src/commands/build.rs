@@ -8,11 +8,13 @@ use crate::ui;
 
 pub fn build(global: &GlobalArgs, args: &BuildArgs) -> Result<i32> {
     let built = analyse_and_build(global, &args.cargo, &args.target, &args.plan)?;
+    // The runtime reads its settings when the program runs: --exact can only say how to run it.
+    let exact = if args.exact { " (with CALLTIME_EXACT=1 set, every call: probes never retire)" } else { "" };
     ui::status(
         "Built",
         &format!(
-            "{} ({} functions instrumented); running it records a trace to $CALLTIME_OUT, or calltime-<pid>.trace in \
-             its working directory; `cargo calltime report TRACE --functions {}` renders it",
+            "{} ({} functions instrumented); running it{exact} records a trace to $CALLTIME_OUT, or \
+             calltime-<pid>.trace in its working directory; `cargo calltime report TRACE --functions {}` renders it",
             built.target.name, built.info.functions, built.info.table
         ),
     );

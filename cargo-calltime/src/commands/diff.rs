@@ -14,8 +14,8 @@ pub fn diff(global: &GlobalArgs, args: &DiffArgs) -> Result<i32> {
         fail_above_pct: args.fail_above.map(|pct| percentage("--fail-above", pct, 20)).transpose()?,
         bootstrap: Bootstrap::default(),
     };
-    let base = super::history::diff_side(global, &args.base, &args.base_label)?;
-    let head = super::history::diff_side(global, &args.head, &args.head_label)?;
+    let base = super::history::diff_side(global, &args.base, &args.base_label, args.raw_times)?;
+    let head = super::history::diff_side(global, &args.head, &args.head_label, args.raw_times)?;
     for warning in base.warnings.iter().chain(&head.warnings) {
         ui::warn(warning);
     }

@@ -72,14 +72,14 @@ pub fn series_for(calltime_dir: &Path, trace: &Trace) -> Result<Vec<(String, Vec
 }
 
 /// A diff side: `@label:L` / `@run:N` become the stored runs' trace files (from the workspace's store).
-pub fn diff_side(global: &GlobalArgs, input: &Path, label: &str) -> Result<crate::diff::Side> {
+pub fn diff_side(global: &GlobalArgs, input: &Path, label: &str, raw_times: bool) -> Result<crate::diff::Side> {
     let Some(selector) = Selector::parse(&input.to_string_lossy())? else {
-        return crate::diff::Side::load(input, label);
+        return crate::diff::Side::load_with(input, label, raw_times);
     };
     let ws = Workspace::load_members_only(&options::cargo_options(global, &Default::default()))?;
     let store = open_existing(&ws.calltime_dir())?;
     let files: Vec<PathBuf> = selector.trace_files(&store)?;
-    crate::diff::Side::load_files(input, &files, label)
+    crate::diff::Side::load_files(input, &files, label, raw_times)
 }
 
 fn open_existing(calltime_dir: &Path) -> Result<Store> {

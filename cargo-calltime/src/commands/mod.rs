@@ -61,7 +61,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 fn plan(ws: &Workspace, options: &mut PlanOptions, exclude_fast: bool) -> Result<Plan> {
     if exclude_fast {
         let file = overhead::remembered_path(&ws.calltime_dir());
-        let fast: std::collections::BTreeSet<String> = overhead::remembered(&file).into_iter().collect();
+        let fast = overhead::remembered(&file);
         if fast.is_empty() {
             ui::warn(&format!(
                 "--exclude-fast: no earlier run of this workspace found functions too fast to probe ({} is empty or \

@@ -106,6 +106,7 @@ pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
         min_node_ns: duration("--min-node-time", args.min_node_time.as_deref())?,
         sample: at_least_one("--sample", args.sample, "record 1 in N invocations", "record every invocation")?,
         max_invocations: args.max_invocations,
+        exact: args.exact,
     })
 }
 
@@ -130,6 +131,7 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
         invocation: args.invocation,
         flamechart: args.flamechart,
         color: color && format == ViewFormat::Text,
+        raw_times: args.raw_times,
         history: Vec::new(),
     })
 }

@@ -65,6 +65,8 @@ pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<i32> {
     // Loading, rendering and dropping a deep tree all recurse.
     views::with_big_stack(|| -> Result<i32> {
         let trace = Trace::load(&trace_path, args.functions.as_deref())?;
+        // Compensated once, here: the view and the note below see the same times.
+        let trace = views::times::prepare(trace, view.raw_times);
         for warning in &trace.warnings {
             ui::warn(warning);
         }

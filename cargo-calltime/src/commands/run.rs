@@ -50,6 +50,9 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<i32> {
     if trace.invocations.is_empty() {
         return root_never_called(&built, code, trace.stats.seen);
     }
+    // Compensated once (recursively: on the big stack): the stored run, the view and the note see the same times,
+    // as `report --import` stores them.
+    let trace = views::with_big_stack(|| views::times::prepare(trace, view.raw_times));
     let store_opts = StoreOptions { workspace_root: Some(built.ws.root.clone()), ..store_opts };
     super::history::record(&calltime_dir, &trace, &trace_path, &store_opts);
     if view.format == ViewFormat::Html {

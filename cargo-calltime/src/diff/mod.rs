@@ -11,7 +11,7 @@ pub mod stats;
 mod svg;
 mod text;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -137,19 +137,33 @@ pub struct Side {
     /// Invocations whose trees lost nodes shorter than CALLTIME_MIN_NS (counts under them are low).
     pub filtered_invocations: u64,
     paths: HashMap<PathKey, PathSamples>,
+    /// Functions (paths) whose probes retired in a kept run: their calls per call path depend on when they
+    /// retired, so only their total calls compare.
+    retired: HashSet<String>,
+    /// Every call of each function over the analysed invocations: in the trees, plus retired calls (`r` lines).
+    function_calls: HashMap<String, u64>,
     pub warnings: Vec<String>,
 }
 
 impl Side {
-    /// Loads a trace file or every `*.trace` file of a directory, drops dirty runs and gathers per-path samples.
+    /// Loads a trace file or every `*.trace` file of a directory, drops dirty runs and gathers per-path samples;
+    /// times compensated for probe cost where the traces have a calibration.
     pub fn load(input: &Path, label: &str) -> Result<Side> {
-        Side::load_files(input, &trace_files(input)?, label)
+        Side::load_with(input, label, false)
     }
 
-    /// [`Side::load`] of the given trace files (stored runs: `@label:L`); `input` names the side in messages.
-    pub fn load_files(input: &Path, files: &[PathBuf], label: &str) -> Result<Side> {
+    /// [`Side::load`], with raw times when `raw_times` (`--raw-times`).
+    pub fn load_with(input: &Path, label: &str, raw_times: bool) -> Result<Side> {
+        Side::load_files(input, &trace_files(input)?, label, raw_times)
+    }
+
+    /// [`Side::load_with`] of the given trace files (stored runs: `@label:L`); `input` names the side in messages.
+    pub fn load_files(input: &Path, files: &[PathBuf], label: &str, raw_times: bool) -> Result<Side> {
         // Parsing dominates on big traces: one file per thread.
-        let loaded: Vec<Result<Trace>> = files.par_iter().map(|file| Trace::load(file, None)).collect();
+        let loaded: Vec<Result<Trace>> = files
+            .par_iter()
+            .map(|file| Trace::load(file, None).map(|trace| crate::views::times::prepare(trace, raw_times)))
+            .collect();
         let mut warnings = Vec::new();
         let mut traces = Vec::with_capacity(files.len());
         for (file, trace) in files.iter().zip(loaded) {
@@ -194,6 +208,8 @@ impl Side {
             truncated_invocations: 0,
             filtered_invocations: 0,
             paths: HashMap::new(),
+            retired: HashSet::new(),
+            function_calls: HashMap::new(),
             warnings,
         };
         let kept: Vec<bool> = side.runs.iter().map(|r| r.dropped.is_none()).collect();
@@ -228,6 +244,7 @@ impl Side {
     fn add_trace(&mut self, trace: &Trace, run: usize) {
         // Index paths repeat across invocations: name each one once.
         let mut names: HashMap<Vec<u32>, PathKey> = HashMap::new();
+        self.retired.extend(trace.retirements.iter().map(|r| trace.table.path(r.func)));
         for invocation in &trace.invocations {
             if invocation.truncated_calls > 0 {
                 self.truncated_invocations += 1;
@@ -237,6 +254,11 @@ impl Side {
                 self.filtered_invocations += 1;
             }
             self.invocations += 1;
+            for retired in &invocation.retired {
+                let path = trace.table.path(retired.func);
+                *self.function_calls.entry(path.clone()).or_default() += retired.calls;
+                self.retired.insert(path);
+            }
             for (indices, stat) in invocation.path_stats() {
                 let key = names
                     .entry(indices.clone())
@@ -247,6 +269,9 @@ impl Side {
                     ..PathSamples::default()
                 });
                 samples.calls += stat.calls;
+                if let Some(&function) = indices.last() {
+                    *self.function_calls.entry(trace.table.path(function)).or_default() += stat.calls;
+                }
                 samples.self_ns_sum += u128::from(stat.self_ns);
                 if samples.last_run != Some(run) {
                     samples.run_starts.push(samples.total_ns.len());
@@ -361,6 +386,9 @@ pub struct Calls {
     pub head: f64,
     /// Exact comparison of the per-invocation rates (total calls × invocations, in integers).
     pub changed: bool,
+    /// The function retired in a run of either side: how its calls split between call paths depends on when it
+    /// retired, so `base` and `head` are all its calls per invocation (every path, plus its retired calls).
+    pub retired: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -546,13 +574,20 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
     let in_base = base.paths.get(key);
     let in_head = head.paths.get(key);
     let display = in_base.or(in_head).map(|p| p.display.join(PATH_SEPARATOR)).unwrap_or_default();
-    let calls_base = in_base.map_or(0, |p| p.calls);
-    let calls_head = in_head.map_or(0, |p| p.calls);
+    let function = key.last().map(String::as_str).unwrap_or_default();
+    let retired = base.retired.contains(function) || head.retired.contains(function);
+    let (calls_base, calls_head) = if retired {
+        let total = |side: &Side| side.function_calls.get(function).copied().unwrap_or(0);
+        (total(base), total(head))
+    } else {
+        (in_base.map_or(0, |p| p.calls), in_head.map_or(0, |p| p.calls))
+    };
     let calls = Calls {
         base: calls_base as f64 / base.invocations as f64,
         head: calls_head as f64 / head.invocations as f64,
         changed: u128::from(calls_base) * u128::from(head.invocations)
             != u128::from(calls_head) * u128::from(base.invocations),
+        retired,
     };
     let time_stats = |samples: Option<&PathSamples>, side: &Side| {
         samples.map(|p| TimeStats {
@@ -663,12 +698,18 @@ pub fn time_text(t: &Option<TimeStats>) -> String {
     t.map_or_else(|| "-".to_owned(), |t| crate::units::format_ns_f64(t.median_total_ns))
 }
 
-/// `1 -> 2` for calls per invocation.
+/// `1 -> 2` for calls per invocation; `(all, retired)` after the calls of a function that retired, which are all
+/// its calls per invocation, not the path's.
 pub fn calls_text(p: &PathDiff) -> String {
-    if p.calls.changed {
+    let calls = if p.calls.changed {
         format!("{} -> {}", format_calls(p.calls.base), format_calls(p.calls.head))
     } else {
         format_calls(p.calls.head)
+    };
+    if p.calls.retired {
+        format!("{calls} (all, retired)")
+    } else {
+        calls
     }
 }
 

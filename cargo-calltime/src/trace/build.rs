@@ -3,7 +3,7 @@
 //! lines by hand.
 
 use super::records;
-use super::{Invocation, Node, Stats, Trace};
+use super::{Invocation, Node, Retirement, Stats, Trace};
 
 /// Writes a trace: the header from a [`Trace`]'s header fields, then invocation records and `stats` lines in the
 /// order they are added.
@@ -25,12 +25,15 @@ use super::{Invocation, Node, Stats, Trace};
 #[derive(Debug, Clone)]
 pub struct TraceBuilder {
     text: String,
+    /// The header's version: which fields `a` and `stats` lines carry.
+    version: u32,
 }
 
 impl TraceBuilder {
     /// Starts a trace with the header lines of `header`: `calltime-trace`, `process`, `plan` (when `plan_id` is set,
     /// as the runtime always does), and from version 2 `settings` (the runtime's settings in its order, then others
-    /// by name). Invocations, statistics and warnings of `header` are not written.
+    /// by name), and from version 3 `calibration` when `header.calibration` is set. Invocations, retirements,
+    /// statistics and warnings of `header` are not written.
     pub fn new(header: &Trace) -> TraceBuilder {
         let mut text = String::new();
         records::write_magic(&mut text, header.version);
@@ -41,22 +44,39 @@ impl TraceBuilder {
         if header.version >= 2 {
             records::write_settings(&mut text, header);
         }
-        TraceBuilder { text }
+        if let (3.., Some(calibration)) = (header.version, &header.calibration) {
+            records::write_calibration(&mut text, calibration);
+        }
+        TraceBuilder { text, version: header.version }
     }
 
     /// Appends one invocation record: its `inv` line, its nodes in preorder (`a` lines when `inv.folded`, `n` lines
-    /// otherwise) and `end`.
+    /// otherwise), its `r` lines (version 3) and `end`.
     pub fn invocation(&mut self, inv: &Invocation) -> &mut TraceBuilder {
         records::write_inv(&mut self.text, inv, inv.root.count());
-        let write_node = if inv.folded { records::write_path } else { records::write_call };
-        preorder(&inv.root, 0, &mut |depth, node| write_node(&mut self.text, depth, node));
+        let version = self.version;
+        let text = &mut self.text;
+        preorder(&inv.root, 0, &mut |depth, node| match inv.folded {
+            true => records::write_path(text, depth, node, version),
+            false => records::write_call(text, depth, node),
+        });
+        for retired in &inv.retired {
+            records::write_retired_calls(&mut self.text, retired);
+        }
         records::write_end(&mut self.text, inv.seq);
         self
     }
 
-    /// Appends a `stats` line (`incomplete` is the reader's count and is not written).
+    /// Appends a `retire` record (version 3; between invocations).
+    pub fn retire(&mut self, retirement: &Retirement) -> &mut TraceBuilder {
+        records::write_retire(&mut self.text, retirement);
+        self
+    }
+
+    /// Appends a `stats` line (`incomplete` is the reader's count and is not written; the fields of version 3
+    /// only from version 3 on).
     pub fn stats(&mut self, stats: &Stats) -> &mut TraceBuilder {
-        records::write_stats(&mut self.text, stats);
+        records::write_stats(&mut self.text, stats, self.version);
         self
     }
 
@@ -70,11 +90,22 @@ impl TraceBuilder {
     }
 
     /// The whole of `trace` as the runtime would have written it: header, invocations, and its `stats` line when it
-    /// had one.
+    /// had one. Each retirement is written before the first invocation that ends after it (or counts calls of its
+    /// function as retired), as the runtime's writer does; the rest after the last invocation.
     pub fn write(trace: &Trace) -> String {
         let mut builder = TraceBuilder::new(trace);
+        let mut retirements = trace.retirements.iter().peekable();
         for inv in &trace.invocations {
+            let ends_ns = inv.start_ns.saturating_add(inv.duration_ns);
+            while let Some(r) =
+                retirements.next_if(|r| r.at_ns < ends_ns || inv.retired.iter().any(|c| c.func == r.func))
+            {
+                builder.retire(r);
+            }
             builder.invocation(inv);
+        }
+        for r in retirements {
+            builder.retire(r);
         }
         if trace.stats_records > 0 {
             builder.stats(&trace.stats);
@@ -121,6 +152,57 @@ mod tests {
         assert!(task.cancelled && !task.panicked);
         assert!(task.children[1].cancelled && task.children[1].panicked);
         assert_eq!(trace.invocations[0].root.children[0].timed_ns, 1_089_000);
+    }
+
+    /// Version 3: the calibration line, the retire settings, `retire` records between invocations, `r` lines after
+    /// an invocation's nodes, the exact part of `a` lines and the drop causes of `stats`.
+    #[test]
+    fn version_3_records_read_back_and_write_back_byte_for_byte() {
+        let text = "calltime-trace 3\nprocess 1 0 /app\nplan p /t.json\n\
+            settings node_cap=100000 fold_after=4096 time_sample=64 min_ns=0 sample=1 max_invocations=100000 \
+            retire=1 retire_factor=20 retire_min_calls=1000\n\
+            calibration recorded_inner=7000 recorded_outer=12500 folded_outer=2000 timed_inner=9000 timed_outer=15000 \
+            retired_outer=1500\n\
+            inv 0 thread 1 1000 500000 3 0 0 main\n\
+            a 0 0 1 1 1000 500000 500000 500000 0 1 500000\n\
+            a 1 3 10000 4200 1200 90000 5 900 0 4096 80000\n\
+            a 1 4 3 3 2000 900 200 400 1 3 900\n\
+            end 0\n\
+            retire 3 501000 10000 4\n\
+            inv 1 thread 1 600000 5000 1 0 0 main\n\
+            n 0 0 600000 5000 0\n\
+            r 3 2500\n\
+            end 1\n\
+            stats 2 2 0 7 0 1 5 1 1\n";
+        let trace = parse(text).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        assert_eq!(TraceBuilder::write(&trace), text);
+        let c = trace.calibration.unwrap();
+        assert_eq!((c.recorded_inner, c.recorded_outer, c.retired_outer), (7000, 12500, 1500));
+        assert_eq!(trace.settings["retire_factor"], 20);
+        assert_eq!(trace.retirements, [Retirement { func: 3, at_ns: 501_000, calls: 10_000, mean_ns: 4 }]);
+        assert_eq!(trace.invocations[1].retired, [crate::trace::RetiredCalls { func: 3, calls: 2500 }]);
+        let busy = &trace.invocations[0].root.children[0];
+        assert_eq!((busy.exact_calls, busy.exact_ns), (4096, 80_000));
+        // 80_000 exact + 5904 later calls at the mean of 104 samples (10_000 ns): 80_000 + 567_692.
+        assert_eq!(busy.duration_ns, 80_000 + 567_692);
+        let stats = trace.stats;
+        let causes = (stats.dropped_limit, stats.dropped_queue_full, stats.dropped_no_buffer, stats.retired_functions);
+        assert_eq!((stats.dropped, causes), (7, (1, 5, 1, 1)));
+    }
+
+    #[test]
+    fn version_3_keys_are_optional_and_unknown_ones_ignored() {
+        let text = "calltime-trace 3\ncalibration recorded_outer=9000 future=3\nstats 1 1 0 0 0\n";
+        let trace = parse(text).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        let c = trace.calibration.unwrap();
+        assert_eq!((c.recorded_outer, c.recorded_inner), (9000, 0));
+        assert_eq!((trace.stats.seen, trace.stats.dropped_queue_full), (1, 0));
+        let bad = parse("calltime-trace 3\ninv 0 thread 1 0 10 1 0 0 \nr 3 2\nn 0 0 0 10 0\nend 0\n").unwrap();
+        assert!(bad.invocations.is_empty() && bad.warnings[0].contains("after `r` lines"), "{:?}", bad.warnings);
+        let bad = parse("calltime-trace 3\ninv 0 thread 1 0 10 1 0 0 \na 0 0 1 1 0 10 10 10 0\nend 0\n").unwrap();
+        assert!(bad.warnings[0].contains("too few fields"), "{:?}", bad.warnings);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - `table`: the function table ([`FunctionTable`]).
 
 mod build;
+pub mod compensate;
 mod read;
 mod records;
 mod table;
@@ -26,11 +27,10 @@ pub use table::{FunctionInfo, FunctionTable};
 
 use crate::error::UserError;
 
-/// The newest trace format version this reader understands; it also reads every older one (1).
-pub const TRACE_VERSION: u32 = 2;
-/// Versions [`parse`] accepts. Version 3 (issue 11, the runtime writes it) is read as version 2 for now: the lines
-/// and fields it adds are skipped until this reader knows them.
-pub const TRACE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=3;
+/// The newest trace format version this reader understands; it also reads every older one (1, 2).
+pub const TRACE_VERSION: u32 = 3;
+/// Versions [`parse`] accepts.
+pub const TRACE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=TRACE_VERSION;
 
 /// A loaded trace file.
 #[derive(Debug, Clone, Default)]
@@ -48,6 +48,13 @@ pub struct Trace {
     /// The runtime's settings from the `settings` line (version 2: `node_cap`, `fold_after`, `time_sample`,
     /// `min_ns`, `sample`, `max_invocations`, and whatever later runtimes add); empty for version 1.
     pub settings: BTreeMap<String, u64>,
+    /// The probes' own cost measured by the runtime at start-up (version 3 `calibration` line); `None` for older
+    /// traces, whose times can only be shown raw.
+    pub calibration: Option<Calibration>,
+    /// Whether the node times are raw (as read) or compensated for probe cost ([`compensate::compensated`]).
+    pub times: Times,
+    /// Functions whose probes retired during the run (version 3 `retire` records), in file order.
+    pub retirements: Vec<Retirement>,
     /// Complete invocations, in the order they were written (completion order).
     pub invocations: Vec<Invocation>,
     pub stats: Stats,
@@ -71,8 +78,70 @@ pub struct Stats {
     pub dropped: u64,
     /// Invocations whose tree hit the node cap.
     pub truncated: u64,
+    /// Causes of `dropped` (version 3; 0 in older traces): `--max-invocations` reached, the writer's queue full,
+    /// no recording buffer free. `dropped` also counts failed writes and thread teardown.
+    pub dropped_limit: u64,
+    pub dropped_queue_full: u64,
+    pub dropped_no_buffer: u64,
+    /// Functions whose probes retired (version 3).
+    pub retired_functions: u64,
     /// Records cut off at the end of the file (a crash while writing); counted by the reader.
     pub incomplete: u64,
+}
+
+/// The probes' own costs, in picoseconds, as the runtime measured them at start-up on the machine it ran on
+/// (docs/trace-format.md, version 3). `inner`: what a call records of itself; `outer`: what one call adds to its
+/// caller's measured time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Calibration {
+    /// A per-call node (`n` line, or a call recorded before the fold).
+    #[serde(rename = "recorded_inner_ps")]
+    pub recorded_inner: u64,
+    #[serde(rename = "recorded_outer_ps")]
+    pub recorded_outer: u64,
+    /// An untimed call counted on a folded call path.
+    #[serde(rename = "folded_outer_ps")]
+    pub folded_outer: u64,
+    /// A timed (sampled) call of a folded call path.
+    #[serde(rename = "timed_inner_ps")]
+    pub timed_inner: u64,
+    #[serde(rename = "timed_outer_ps")]
+    pub timed_outer: u64,
+    /// A call of a retired function (counted in an `r` line).
+    #[serde(rename = "retired_outer_ps")]
+    pub retired_outer: u64,
+}
+
+/// Whether a trace's times are as recorded or compensated for the probes' own cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Times {
+    /// As recorded (and estimated): every probe's cost is in the times.
+    #[default]
+    Raw,
+    /// The calibrated probe costs subtracted, then children clamped to their parents.
+    Compensated,
+}
+
+/// A function whose probe retired itself (a `retire` record): from `at_ns` on, its calls were counted, not timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Retirement {
+    /// Dense index into the function table.
+    pub func: u32,
+    /// When it retired (ns since the trace epoch).
+    pub at_ns: u64,
+    /// Calls observed before it retired.
+    pub calls: u64,
+    /// Their compensated mean duration.
+    pub mean_ns: u64,
+}
+
+/// Calls of a retired function made during one invocation after it retired (an `r` line): not timed, not in the
+/// tree (their time is in their callers' times).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RetiredCalls {
+    pub func: u32,
+    pub calls: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -118,6 +187,8 @@ pub struct Invocation {
     /// counts and times that may be estimated from a sample of the calls.
     pub folded: bool,
     pub root: Node,
+    /// Calls of retired functions during this invocation, after they retired (version 3 `r` lines), in file order.
+    pub retired: Vec<RetiredCalls>,
 }
 
 /// One call in a tree (an `n` line), or every call of one call path in a folded tree (an `a` line).
@@ -138,6 +209,11 @@ pub struct Node {
     pub max_ns: u64,
     /// Sum of the timed calls' durations (`timed_ns` of an `a` line; the duration for a single call).
     pub timed_ns: u64,
+    /// Of `timed_calls`, those timed unconditionally (recorded per call before the fold; version 3 `a` lines), and
+    /// their total; the other timed calls were sampled at random among the `calls - exact_calls` others. 0 for `n`
+    /// lines and older `a` lines.
+    pub exact_calls: u64,
+    pub exact_ns: u64,
     /// The call was left by unwinding; for a call path, at least one of its calls was.
     pub panicked: bool,
     /// The call was cancelled (an async function dropped before completing) or still open when its invocation
@@ -158,6 +234,8 @@ impl Node {
             min_ns: duration_ns,
             max_ns: duration_ns,
             timed_ns: duration_ns,
+            exact_calls: 0,
+            exact_ns: 0,
             panicked,
             cancelled: false,
             children,
@@ -184,10 +262,21 @@ impl Node {
             min_ns,
             max_ns,
             timed_ns,
+            exact_calls: 0,
+            exact_ns: 0,
             panicked: false,
             cancelled: false,
             children,
         }
+    }
+
+    /// The same call path with `exact_calls` of its timed calls timed unconditionally, taking `exact_ns` together
+    /// (version 3): the duration becomes the unbiased estimate ([`unbiased_total`]).
+    pub fn with_exact(mut self, exact_calls: u64, exact_ns: u64) -> Node {
+        self.exact_calls = exact_calls;
+        self.exact_ns = exact_ns;
+        self.duration_ns = unbiased_total(self.calls, self.timed_calls, self.timed_ns, exact_calls, exact_ns);
+        self
     }
 
     /// The duration is an estimate: only some of the calls were timed.
@@ -228,6 +317,7 @@ impl Invocation {
             filtered_nodes: 0,
             folded: false,
             root,
+            retired: Vec::new(),
         }
     }
 }
@@ -309,6 +399,22 @@ pub fn estimated_total(timed_ns: u64, timed: u64, calls: u64) -> u64 {
     }
     let (timed_ns, timed, calls) = (u128::from(timed_ns), u128::from(timed), u128::from(calls));
     u64::try_from((timed_ns * calls + timed / 2) / timed).unwrap_or(u64::MAX)
+}
+
+/// The unbiased estimated total of a call path's calls (docs/trace-format.md, version 3): the exact part as
+/// measured, plus the other calls scaled from the random samples among them; with no sample, the exact calls
+/// scaled to every call (an estimate biased towards the first calls); 0 when nothing was timed. With no exact
+/// part (version 2) this is [`estimated_total`].
+pub fn unbiased_total(calls: u64, timed: u64, timed_ns: u64, exact_calls: u64, exact_ns: u64) -> u64 {
+    if timed > exact_calls {
+        let sampled_ns = timed_ns.saturating_sub(exact_ns);
+        let others = calls.saturating_sub(exact_calls);
+        exact_ns.saturating_add(estimated_total(sampled_ns, timed - exact_calls, others))
+    } else if exact_calls > 0 {
+        estimated_total(exact_ns, exact_calls, calls)
+    } else {
+        0
+    }
 }
 
 /// The error for a file that is not a trace this tool can read, with the hint that says what to pass instead.

@@ -33,7 +33,7 @@ fn read_version(first: &str) -> Result<u32> {
     };
     if !TRACE_VERSIONS.contains(&version) {
         return Err(not_a_trace(format!(
-            "trace format version {version} is not supported (this cargo-calltime reads versions 1 and {TRACE_VERSION})"
+            "trace format version {version} is not supported (this cargo-calltime reads versions 1 to {TRACE_VERSION})"
         )));
     }
     Ok(version)
@@ -82,6 +82,17 @@ impl Reader {
             "process" => records::read_process(rest, trace),
             "plan" => records::read_plan(rest, trace),
             "settings" => records::read_settings(rest, trace),
+            "calibration" => records::read_calibration(rest, trace),
+            "retire" => {
+                trace.retirements.push(records::read_retire(rest)?);
+                Ok(())
+            }
+            "r" => {
+                let retired = records::read_retired_calls(rest)?;
+                let Some(open) = self.open.as_mut() else { bail!("an `r` line outside any invocation") };
+                open.inv.retired.push(retired);
+                Ok(())
+            }
             "inv" => {
                 self.cut_off();
                 let (inv, node_count) = records::read_inv(rest)?;
@@ -89,7 +100,10 @@ impl Reader {
                 Ok(())
             }
             "n" => self.node(records::read_call(rest)?, false),
-            "a" => self.node(records::read_path(rest)?, true),
+            "a" => {
+                let version = trace.version;
+                self.node(records::read_path(rest, version)?, true)
+            }
             "end" => self.end(records::read_end(rest)?),
             "stats" => {
                 trace.stats = records::read_stats(rest, trace.stats.incomplete)?;
@@ -103,6 +117,9 @@ impl Reader {
 
     fn node(&mut self, node: (u32, Node), folded: bool) -> Result<()> {
         let Some(open) = self.open.as_mut() else { bail!("a node outside any invocation") };
+        if !open.inv.retired.is_empty() {
+            bail!("a node line after `r` lines (retired calls come after an invocation's nodes)");
+        }
         if open.inv.folded && !folded {
             bail!("an `n` line in a folded invocation (its nodes must all be `a` lines)");
         }
@@ -202,7 +219,7 @@ n 0 0 300 10 0
     fn rejects_other_files() {
         assert!(parse("hello").is_err());
         let err = format!("{:#}", parse("calltime-trace 9").unwrap_err());
-        assert!(err.contains("version 9 is not supported") && err.contains("reads versions 1 and 2"), "{err}");
+        assert!(err.contains("version 9 is not supported") && err.contains("reads versions 1 to 3"), "{err}");
     }
 
     const FOLDED: &str = "calltime-trace 2

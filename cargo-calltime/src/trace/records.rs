@@ -8,14 +8,23 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use super::{Invocation, Node, Stats, ThreadKind, ThreadRef, Trace};
+use super::{Calibration, Invocation, Node, RetiredCalls, Retirement, Stats, ThreadKind, ThreadRef, Trace};
 
 pub(super) const MAGIC: &str = "calltime-trace";
 
 /// Settings the runtime writes, in its order: a value of these that is not a number is an error, and the builder
 /// writes them first, in this order, as the runtime does.
-pub(super) const KNOWN_SETTINGS: [&str; 6] =
-    ["node_cap", "fold_after", "time_sample", "min_ns", "sample", "max_invocations"];
+pub(super) const KNOWN_SETTINGS: [&str; 9] = [
+    "node_cap",
+    "fold_after",
+    "time_sample",
+    "min_ns",
+    "sample",
+    "max_invocations",
+    "retire",
+    "retire_factor",
+    "retire_min_calls",
+];
 
 // ---- header ----
 
@@ -85,6 +94,62 @@ pub(super) fn write_settings(out: &mut String, trace: &Trace) {
     out.push('\n');
 }
 
+/// `calibration recorded_inner=<ps> recorded_outer=<ps> folded_outer=<ps> timed_inner=<ps> timed_outer=<ps>
+/// retired_outer=<ps>` (version 3): unknown keys are ignored, a missing key counts as 0.
+pub(super) fn read_calibration(rest: &str, trace: &mut Trace) -> Result<()> {
+    let mut calibration = Calibration::default();
+    for pair in rest.split_whitespace() {
+        let Some((key, value)) = pair.split_once('=') else {
+            bail!("calibration `{pair}` is not `key=value`");
+        };
+        let Some(field) = calibration_field(&mut calibration, key) else { continue };
+        *field = value.parse().with_context(|| format!("calibration {key}=`{value}` is not a number"))?;
+    }
+    trace.calibration = Some(calibration);
+    Ok(())
+}
+
+fn calibration_field<'c>(c: &'c mut Calibration, key: &str) -> Option<&'c mut u64> {
+    Some(match key {
+        "recorded_inner" => &mut c.recorded_inner,
+        "recorded_outer" => &mut c.recorded_outer,
+        "folded_outer" => &mut c.folded_outer,
+        "timed_inner" => &mut c.timed_inner,
+        "timed_outer" => &mut c.timed_outer,
+        "retired_outer" => &mut c.retired_outer,
+        _ => return None,
+    })
+}
+
+pub(super) fn write_calibration(out: &mut String, c: &Calibration) {
+    let _ = writeln!(
+        out,
+        "calibration recorded_inner={} recorded_outer={} folded_outer={} timed_inner={} timed_outer={} \
+         retired_outer={}",
+        c.recorded_inner, c.recorded_outer, c.folded_outer, c.timed_inner, c.timed_outer, c.retired_outer
+    );
+}
+
+/// `retire <index> <at_ns> <calls> <mean_ns>` (version 3, between invocations).
+pub(super) fn read_retire(rest: &str) -> Result<Retirement> {
+    let mut f = Fields::new(rest, 4);
+    Ok(Retirement { func: f.index()?, at_ns: f.num()?, calls: f.num()?, mean_ns: f.num()? })
+}
+
+pub(super) fn write_retire(out: &mut String, r: &Retirement) {
+    let _ = writeln!(out, "retire {} {} {} {}", r.func, r.at_ns, r.calls, r.mean_ns);
+}
+
+/// `r <index> <calls>` (version 3, inside an invocation after its nodes).
+pub(super) fn read_retired_calls(rest: &str) -> Result<RetiredCalls> {
+    let mut f = Fields::new(rest, 2);
+    Ok(RetiredCalls { func: f.index()?, calls: f.num()? })
+}
+
+pub(super) fn write_retired_calls(out: &mut String, r: &RetiredCalls) {
+    let _ = writeln!(out, "r {} {}", r.func, r.calls);
+}
+
 // ---- invocation records ----
 
 /// `inv <seq> <thread|task> <id> <start_ns> <duration_ns> <node_count> <truncated_calls> <filtered_nodes> <name>`:
@@ -113,6 +178,7 @@ pub(super) fn read_inv(rest: &str) -> Result<(Invocation, u64)> {
         filtered_nodes,
         folded: false,
         root: Node::call(0, start_ns, duration_ns, false, Vec::new()),
+        retired: Vec::new(),
     };
     Ok((inv, node_count))
 }
@@ -152,9 +218,9 @@ pub(super) fn write_call(out: &mut String, depth: u32, node: &Node) {
 }
 
 /// `a <depth> <index> <calls> <timed> <first_start_ns> <timed_ns> <min_ns> <max_ns> <flags>`: one call path of a
-/// folded invocation.
-pub(super) fn read_path(rest: &str) -> Result<(u32, Node)> {
-    let mut f = Fields::new(rest, 9);
+/// folded invocation; version 3 appends `<exact_calls> <exact_ns>`.
+pub(super) fn read_path(rest: &str, version: u32) -> Result<(u32, Node)> {
+    let mut f = Fields::new(rest, 11);
     let depth = f.num()? as u32;
     let func = f.num()? as u32;
     let calls = f.num()?;
@@ -164,19 +230,24 @@ pub(super) fn read_path(rest: &str) -> Result<(u32, Node)> {
     let min_ns = f.num()?;
     let max_ns = f.num()?;
     let flags = f.num()?;
+    let (exact_calls, exact_ns) = if version >= 3 { (f.num()?, f.num()?) } else { (0, 0) };
     if calls == 0 {
         bail!("a call path with 0 calls");
     }
     if timed_calls > calls {
         bail!("{timed_calls} timed calls of {calls}");
     }
-    let mut node = Node::path(func, start_ns, calls, timed_calls, timed_ns, (min_ns, max_ns), Vec::new());
+    if exact_calls > timed_calls {
+        bail!("{exact_calls} exact calls of {timed_calls} timed");
+    }
+    let node = Node::path(func, start_ns, calls, timed_calls, timed_ns, (min_ns, max_ns), Vec::new());
+    let mut node = node.with_exact(exact_calls, exact_ns);
     set_flags(&mut node, flags);
     Ok((depth, node))
 }
 
-pub(super) fn write_path(out: &mut String, depth: u32, node: &Node) {
-    let _ = writeln!(
+pub(super) fn write_path(out: &mut String, depth: u32, node: &Node, version: u32) {
+    let _ = write!(
         out,
         "a {depth} {} {} {} {} {} {} {} {}",
         node.func,
@@ -188,6 +259,10 @@ pub(super) fn write_path(out: &mut String, depth: u32, node: &Node) {
         node.max_ns,
         flags(node)
     );
+    if version >= 3 {
+        let _ = write!(out, " {} {}", node.exact_calls, node.exact_ns);
+    }
+    out.push('\n');
 }
 
 /// Flag bits of `n` and `a` lines: bit 0 unwound, bit 1 cancelled; other bits are reserved and ignored.
@@ -214,22 +289,42 @@ pub(super) fn write_end(out: &mut String, seq: u64) {
 
 // ---- statistics ----
 
-/// `stats <seen> <kept> <sampled_out> <dropped> <truncated>`; `incomplete` is the reader's own count, kept.
+/// `stats <seen> <kept> <sampled_out> <dropped> <truncated>`, then (version 3) `<dropped_limit>
+/// <dropped_queue_full> <dropped_no_buffer> <retired_functions>`, each optional (a runtime may write only the
+/// first five); `incomplete` is the reader's own count, kept.
 pub(super) fn read_stats(rest: &str, incomplete: u64) -> Result<Stats> {
-    let mut f = Fields::new(rest, 5);
-    Ok(Stats {
+    let mut f = Fields::new(rest, 9);
+    let mut stats = Stats {
         seen: f.num()?,
         kept: f.num()?,
         sampled_out: f.num()?,
         dropped: f.num()?,
         truncated: f.num()?,
         incomplete,
-    })
+        ..Stats::default()
+    };
+    for field in [
+        &mut stats.dropped_limit,
+        &mut stats.dropped_queue_full,
+        &mut stats.dropped_no_buffer,
+        &mut stats.retired_functions,
+    ] {
+        match f.optional_num()? {
+            Some(value) => *field = value,
+            None => break,
+        }
+    }
+    Ok(stats)
 }
 
-pub(super) fn write_stats(out: &mut String, stats: &Stats) {
-    let Stats { seen, kept, sampled_out, dropped, truncated, incomplete: _ } = stats;
-    let _ = writeln!(out, "stats {seen} {kept} {sampled_out} {dropped} {truncated}");
+pub(super) fn write_stats(out: &mut String, stats: &Stats, version: u32) {
+    let Stats { seen, kept, sampled_out, dropped, truncated, .. } = stats;
+    let _ = write!(out, "stats {seen} {kept} {sampled_out} {dropped} {truncated}");
+    if version >= 3 {
+        let Stats { dropped_limit, dropped_queue_full, dropped_no_buffer, retired_functions, .. } = stats;
+        let _ = write!(out, " {dropped_limit} {dropped_queue_full} {dropped_no_buffer} {retired_functions}");
+    }
+    out.push('\n');
 }
 
 /// A rest-of-line field cannot hold a newline: the runtime writes spaces instead.
@@ -273,6 +368,20 @@ impl<'a> Fields<'a> {
     fn num(&mut self) -> Result<u64> {
         let w = self.word()?;
         w.parse().with_context(|| format!("`{w}` is not a number"))
+    }
+
+    /// The next field if there is one (fields a later version appends).
+    fn optional_num(&mut self) -> Result<Option<u64>> {
+        if self.at >= self.words.len() {
+            return Ok(None);
+        }
+        self.num().map(Some)
+    }
+
+    /// A function index (dense, u32).
+    fn index(&mut self) -> Result<u32> {
+        let w = self.word()?;
+        w.parse().with_context(|| format!("`{w}` is not a function index"))
     }
 
     fn rest(&self) -> &'a str {

@@ -5,7 +5,7 @@
 //! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
-use crate::trace::{Invocation, Node, Trace};
+use crate::trace::{Invocation, Node, RetiredCalls, Trace};
 
 /// Every call of one function at one call path, merged.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,6 +150,9 @@ pub struct Aggregate {
     pub tree: Merged,
     /// Invocations of this root.
     pub invocations: u64,
+    /// Calls of retired functions after they retired, summed over these invocations (per function, in order of
+    /// first appearance): they are not in the tree.
+    pub retired: Vec<RetiredCalls>,
 }
 
 impl Aggregate {
@@ -170,17 +173,29 @@ pub fn aggregate<'a>(invocations: impl IntoIterator<Item = &'a Invocation>) -> V
         let at = match out.iter().position(|a| a.tree.func == inv.root.func) {
             Some(at) => at,
             None => {
-                out.push(Aggregate { tree: Merged::new(inv.root.func, inv.root.start_ns), invocations: 0 });
+                let tree = Merged::new(inv.root.func, inv.root.start_ns);
+                out.push(Aggregate { tree, invocations: 0, retired: Vec::new() });
                 out.len() - 1
             }
         };
         out[at].invocations += 1;
+        add_retired(&mut out[at].retired, &inv.retired);
         out[at].tree.add(&inv.root, i, true);
     }
     for agg in &mut out {
         agg.tree.finish();
     }
     out
+}
+
+/// Adds one invocation's retired calls to a sum per function.
+pub fn add_retired(sum: &mut Vec<RetiredCalls>, calls: &[RetiredCalls]) {
+    for r in calls {
+        match sum.iter_mut().find(|s| s.func == r.func) {
+            Some(s) => s.calls = s.calls.saturating_add(r.calls),
+            None => sum.push(*r),
+        }
+    }
 }
 
 /// The invocations a view shows: all of them, or only `--invocation K` (1-based, completion order).
@@ -216,19 +231,7 @@ mod tests {
 
     /// A folded call path: `calls` calls of which `timed` took `timed_ns` together, `min`..`max` each.
     fn path(func: u32, calls: u64, timed: u64, timed_ns: u64, (min, max): (u64, u64), children: Vec<Node>) -> Node {
-        Node {
-            func,
-            start_ns: 0,
-            duration_ns: crate::trace::estimated_total(timed_ns, timed, calls),
-            calls,
-            timed_calls: timed,
-            min_ns: min,
-            max_ns: max,
-            timed_ns,
-            panicked: false,
-            cancelled: false,
-            children,
-        }
+        Node::path(func, 0, calls, timed, timed_ns, (min, max), children)
     }
 
     fn inv(root: Node) -> Invocation {
@@ -241,6 +244,7 @@ mod tests {
             filtered_nodes: 0,
             folded: false,
             root,
+            retired: Vec::new(),
         }
     }
 

@@ -6,7 +6,7 @@ use inferno::flamegraph::{self, Options};
 use super::aggregate::select;
 use super::folded::{stacks, timeline};
 use super::{plan_summary, plan_summary_for, Names, ViewOptions};
-use crate::trace::Trace;
+use crate::trace::{Times, Trace};
 use crate::units::format_ns;
 
 pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
@@ -73,6 +73,11 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
         }
         stacks(trace, opts)?.into_iter().map(|(stack, ns)| format!("{stack} {ns}")).collect()
     };
+    // Which times these are (compensated or raw), as every view says; a flame graph has one subtitle line.
+    if trace.calibration.is_some() {
+        let compensated = if trace.times == Times::Compensated { "compensated times" } else { "raw times" };
+        options.subtitle = Some(format!("{} · {compensated}", options.subtitle.take().unwrap_or_default()));
+    }
     if lines.is_empty() {
         bail!("the selected invocations took no measurable time: there is nothing to draw");
     }

@@ -54,6 +54,9 @@ pub fn render(trace: &Trace, opts: &HtmlOptions) -> Result<String> {
     slowest(&mut page, trace, &names, opts.top);
     flamegraph(&mut page, trace)?;
     functions(&mut page, trace, &names);
+    // Which times the page shows, as every view says (and the runtime's settings, from trace format 3 on).
+    let settings = super::times::settings_note(trace).map(|s| format!(" · {}", escape(&s))).unwrap_or_default();
+    let _ = writeln!(page, "<p class=\"what\">{}{settings}</p>", escape(&super::times::times_note(trace)));
     if history {
         across_runs(&mut page, &opts.history)?;
     }

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::aggregate::{aggregate, select, Aggregate, Merged};
 use super::{root_paths, ViewOptions};
-use crate::trace::{Node, Stats, ThreadRef, Trace};
+use crate::trace::{Calibration, Node, RetiredCalls, Stats, ThreadRef, Times, Trace};
 
 /// Bumped on any change that can break a reader; fields may be added without a bump. 2: `p50_ns` and `p99_ns`
 /// may be null (call paths recorded folded have no per-call durations).
@@ -27,6 +27,13 @@ struct Document<'a> {
     epoch_unix_ns: u64,
     /// The runtime's settings (trace format 2); empty for older traces.
     settings: &'a BTreeMap<String, u64>,
+    /// Times are compensated for the probes' own cost (`calibration`); false: raw (`--raw-times`, or a trace
+    /// without calibration).
+    compensated: bool,
+    /// The probe costs the runtime measured (trace format 3), in picoseconds; null for older traces.
+    calibration: Option<Calibration>,
+    /// Functions whose probes retired during the run.
+    retired: Vec<JsonRetirement>,
     invocations: Vec<JsonInvocation<'a>>,
     aggregate: Vec<JsonAggregate>,
     stats: Stats,
@@ -46,6 +53,30 @@ struct JsonInvocation<'a> {
     /// Recorded folded: one node per call path, exact call counts, times possibly estimated.
     folded: bool,
     tree: JsonNode,
+    /// Calls of retired functions during this invocation after they retired: not timed, not in the tree.
+    retired: Vec<JsonRetiredCalls>,
+}
+
+#[derive(Serialize)]
+struct JsonRetirement {
+    index: u32,
+    path: String,
+    display: String,
+    /// When it retired (ns since the trace epoch).
+    at_ns: u64,
+    /// Calls observed before it retired, and their compensated mean.
+    calls: u64,
+    mean_ns: u64,
+}
+
+#[derive(Serialize)]
+struct JsonRetiredCalls {
+    index: u32,
+    path: String,
+    calls: u64,
+    /// In an aggregate: calls per invocation of its root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    calls_per_invocation: Option<f64>,
 }
 
 /// Which function a node is: the fields every node kind starts with.
@@ -97,6 +128,8 @@ struct JsonNode {
 struct JsonAggregate {
     invocations: u64,
     tree: JsonAggregateNode,
+    /// Calls of retired functions after they retired, over these invocations.
+    retired: Vec<JsonRetiredCalls>,
 }
 
 #[derive(Serialize)]
@@ -131,6 +164,16 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         exe: &trace.exe,
         epoch_unix_ns: trace.epoch_unix_ns,
         settings: &trace.settings,
+        compensated: trace.times == Times::Compensated,
+        calibration: trace.calibration,
+        retired: trace
+            .retirements
+            .iter()
+            .map(|r| {
+                let JsonFunction { path, display, .. } = describe(trace, r.func);
+                JsonRetirement { index: r.func, path, display, at_ns: r.at_ns, calls: r.calls, mean_ns: r.mean_ns }
+            })
+            .collect(),
         invocations: selected
             .iter()
             .map(|&(index, inv)| JsonInvocation {
@@ -143,11 +186,16 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
                 filtered_nodes: inv.filtered_nodes,
                 folded: inv.folded,
                 tree: node(trace, &Merged::of_invocation(inv)),
+                retired: retired_calls(trace, &inv.retired, None),
             })
             .collect(),
         aggregate: aggregate(selected.iter().map(|(_, inv)| *inv))
             .iter()
-            .map(|agg| JsonAggregate { invocations: agg.invocations, tree: aggregate_node(trace, agg, &agg.tree) })
+            .map(|agg| JsonAggregate {
+                invocations: agg.invocations,
+                tree: aggregate_node(trace, agg, &agg.tree),
+                retired: retired_calls(trace, &agg.retired, Some(agg.invocations)),
+            })
             .collect(),
         stats: trace.stats,
         warnings: &trace.warnings,
@@ -175,6 +223,18 @@ fn describe(trace: &Trace, func: u32) -> JsonFunction {
         }
         None => JsonFunction { path: format!("#{func}"), display: format!("#{func}"), file: String::new(), line: 0 },
     }
+}
+
+fn retired_calls(trace: &Trace, retired: &[RetiredCalls], invocations: Option<u64>) -> Vec<JsonRetiredCalls> {
+    retired
+        .iter()
+        .map(|r| JsonRetiredCalls {
+            index: r.func,
+            path: describe(trace, r.func).path,
+            calls: r.calls,
+            calls_per_invocation: invocations.map(|n| r.calls as f64 / n.max(1) as f64),
+        })
+        .collect()
 }
 
 fn node(trace: &Trace, m: &Merged) -> JsonNode {

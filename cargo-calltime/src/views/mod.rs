@@ -13,6 +13,7 @@ mod json;
 mod names;
 pub mod overhead;
 mod text;
+pub mod times;
 
 use std::path::PathBuf;
 
@@ -52,6 +53,9 @@ pub struct ViewOptions {
     pub flamechart: bool,
     /// Text: ANSI colours.
     pub color: bool,
+    /// Show times as recorded, the probes' own cost included (`--raw-times`); compensated otherwise, when the trace
+    /// has a calibration.
+    pub raw_times: bool,
     /// HTML: per root function, its points across the run store's runs (oldest first); empty without history.
     pub history: Vec<(String, Vec<crate::store::SeriesPoint>)>,
 }
@@ -66,6 +70,7 @@ impl Default for ViewOptions {
             invocation: None,
             flamechart: false,
             color: false,
+            raw_times: false,
             history: Vec::new(),
         }
     }
@@ -79,8 +84,10 @@ pub struct Rendered {
     pub binary_like: bool,
 }
 
-/// Renders `trace` in the format `opts` asks for.
+/// Renders `trace` in the format `opts` asks for, its times compensated for probe cost unless `opts.raw_times`
+/// (see [`times::prepare`]: a trace prepared once is not compensated again).
 pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
+    let trace = &*times::for_view(trace, opts.raw_times);
     let (bytes, binary_like) = match opts.format {
         ViewFormat::Text => (text::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Svg => (flamegraph::render(trace, opts)?, true),

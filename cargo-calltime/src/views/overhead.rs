@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::plan::FastFunctions;
 use crate::trace::{Node, Trace};
 use crate::units::format_ns;
 
@@ -20,12 +21,19 @@ pub struct FastFunction {
     pub func: u32,
     pub path: String,
     pub display: String,
+    /// Where it is defined: with the path, its identity in `fast-functions.txt`.
+    pub file: String,
+    pub line: u32,
+    /// Every call: in the trees, plus those counted after it retired.
     pub calls: u64,
+    /// Mean of the timed calls (compensated when the trace is); for a retired function, what it showed before.
     pub mean_ns: u64,
+    /// Its probe retired during the run.
+    pub retired: bool,
 }
 
-/// Probed functions (roots excepted) called at least `BUSY_CALLS` times at a mean under `FAST_NS`, most calls
-/// first.
+/// Probed functions (roots excepted) that retired during the run, and those called at least `BUSY_CALLS` times
+/// at a mean under `FAST_NS`; most calls first.
 pub fn fast_functions(trace: &Trace) -> Vec<FastFunction> {
     fn walk(node: &Node, totals: &mut BTreeMap<u32, (u64, u64)>) {
         let entry = totals.entry(node.func).or_default();
@@ -36,20 +44,34 @@ pub fn fast_functions(trace: &Trace) -> Vec<FastFunction> {
         }
     }
     let mut totals = BTreeMap::new();
+    let mut retired_calls: BTreeMap<u32, u64> = BTreeMap::new();
     for inv in &trace.invocations {
         walk(&inv.root, &mut totals);
+        for r in &inv.retired {
+            *retired_calls.entry(r.func).or_default() += r.calls;
+        }
+    }
+    let retired_funcs: Vec<u32> = trace.retirements.iter().map(|r| r.func).collect();
+    for &func in retired_funcs.iter().chain(retired_calls.keys()) {
+        totals.entry(func).or_default();
     }
     let mut fast: Vec<FastFunction> = totals
         .into_iter()
         .filter_map(|(func, (calls, total_ns))| {
             let info = trace.table.get(func)?;
-            let mean_ns = total_ns / calls.max(1);
-            (!info.root && calls >= BUSY_CALLS && mean_ns < FAST_NS).then(|| FastFunction {
+            let retirement = trace.retirements.iter().find(|r| r.func == func);
+            let mean_ns = retirement.map_or(total_ns / calls.max(1), |r| r.mean_ns);
+            let retired = retirement.is_some() || retired_calls.contains_key(&func);
+            let calls = calls.saturating_add(retired_calls.get(&func).copied().unwrap_or(0));
+            (!info.root && (retired || (calls >= BUSY_CALLS && mean_ns < FAST_NS))).then(|| FastFunction {
                 func,
                 path: info.path.clone(),
                 display: info.display.clone(),
+                file: info.file.clone(),
+                line: info.line,
                 calls,
                 mean_ns,
+                retired,
             })
         })
         .collect();
@@ -57,32 +79,58 @@ pub fn fast_functions(trace: &Trace) -> Vec<FastFunction> {
     fast
 }
 
-/// The `note:` text naming the overhead hot spots and the `--exclude` argument that leaves them out, if any.
+/// The `note:` text naming the overhead hot spots and the `--exclude` argument that leaves them out, if any. With
+/// retirement on (trace format 3), the probes dealt with them during the run: the note says which retired and
+/// asks for no second run.
 pub fn exclude_note(trace: &Trace) -> Option<String> {
     let fast = fast_functions(trace);
     if fast.is_empty() {
         return None;
     }
+    if trace.settings.get("retire").is_some_and(|&on| on != 0) {
+        return retired_note(&fast);
+    }
     let calls: u64 = fast.iter().map(|f| f.calls).sum();
-    let shown: Vec<String> = fast
-        .iter()
-        .take(5)
-        .map(|f| format!("{} ({} calls, {})", f.display, thousands(f.calls), format_ns(f.mean_ns)))
-        .collect();
-    let more = if fast.len() > 5 { format!(" and {} more", fast.len() - 5) } else { String::new() };
+    let listed = listed(&fast.iter().collect::<Vec<_>>());
     let paths: Vec<String> = fast.iter().map(|f| f.path.clone()).collect();
     let pattern = exact_paths_regex(&paths);
     Some(format!(
-        "{} probed function{} ran {} times at under {} a call on average: {}{more}. Probes on such functions \
+        "{} probed function{} ran {} times at under {} a call on average: {listed}. Probes on such functions \
          cost about as much as what they measure; to leave them out of the plan (their time then counts in their \
          callers' self time), add `--exclude-fast` (every function runs of this workspace found too fast) or:\n  --exclude {}",
         fast.len(),
         crate::units::plural_s(fast.len() as u64),
         thousands(calls),
         format_ns(FAST_NS),
-        shown.join(", "),
         shell_quote(&pattern)
     ))
+}
+
+/// With retirement on: the functions whose probes retired, and how to keep them out of later plans.
+fn retired_note(fast: &[FastFunction]) -> Option<String> {
+    let retired: Vec<&FastFunction> = fast.iter().filter(|f| f.retired).collect();
+    if retired.is_empty() {
+        return None;
+    }
+    let listed = listed(&retired);
+    Some(format!(
+        "{} probe{} retired during the run, too fast to be worth timing: {listed}. Their later calls were counted, \
+         not timed, and their time is in their callers'. `--exclude-fast` leaves them out of later plans; `--exact` \
+         times every call.",
+        retired.len(),
+        crate::units::plural_s(retired.len() as u64),
+    ))
+}
+
+/// `mix (20,003 calls, 12ns), ... and 3 more`: the first five functions with their calls and means.
+fn listed(fast: &[&FastFunction]) -> String {
+    let shown: Vec<String> = fast
+        .iter()
+        .take(5)
+        .map(|f| format!("{} ({} calls, {})", f.display, thousands(f.calls), format_ns(f.mean_ns)))
+        .collect();
+    let more = if fast.len() > 5 { format!(" and {} more", fast.len() - 5) } else { String::new() };
+    format!("{}{more}", shown.join(", "))
 }
 
 /// A regex matching exactly these paths (once each: two impls can share a path, `<T as AddAssign>::add_assign`
@@ -103,24 +151,34 @@ pub fn remembered_path(calltime_dir: &Path) -> PathBuf {
     calltime_dir.join("fast-functions.txt")
 }
 
-/// The remembered paths (empty when the file is missing or unreadable; `#` lines are comments).
-pub fn remembered(file: &Path) -> Vec<String> {
+/// The remembered lines (empty when the file is missing or unreadable; `#` lines are comments).
+fn remembered_lines(file: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(file).unwrap_or_default();
     text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_owned).collect()
+}
+
+/// The remembered functions, by identity (`path @ file:line`; a bare path from older files).
+pub fn remembered(file: &Path) -> FastFunctions {
+    let mut fast = FastFunctions::default();
+    for line in remembered_lines(file) {
+        fast.insert_line(&line);
+    }
+    fast
 }
 
 /// Adds this run's fast functions to the remembered ones; returns how many were new.
 pub fn remember(file: &Path, fast: &[FastFunction]) -> anyhow::Result<usize> {
     use anyhow::Context;
-    let mut all: BTreeSet<String> = remembered(file).into_iter().collect();
+    let mut all: BTreeSet<String> = remembered_lines(file).into_iter().collect();
     let before = all.len();
-    all.extend(fast.iter().map(|f| f.path.clone()));
+    all.extend(fast.iter().map(|f| FastFunctions::line_of(&f.path, &f.file, f.line)));
     if all.len() == before {
         return Ok(0);
     }
     let mut text = format!(
         "# Functions cargo calltime found too fast to probe: called at least {} times in a run at under {}\n\
-         # a call. `cargo calltime --exclude-fast` leaves them out of the plan. One path per line; edit or delete.\n",
+         # a call, or whose probes retired. `cargo calltime --exclude-fast` leaves them out of the plan. One function\n\
+         # per line, `<path> @ <file>:<line>`; edit or delete.\n",
         thousands(BUSY_CALLS),
         format_ns(FAST_NS)
     );
@@ -133,7 +191,7 @@ pub fn remember(file: &Path, fast: &[FastFunction]) -> anyhow::Result<usize> {
 }
 
 /// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -198,6 +256,7 @@ mod tests {
                 filtered_nodes: 0,
                 folded: true,
                 root,
+                retired: Vec::new(),
             }],
             ..Trace::default()
         };
@@ -222,7 +281,24 @@ mod tests {
         assert_eq!(remember(&file, &fast).unwrap(), 0);
         let other = FastFunction { path: "k::other".into(), ..fast[0].clone() };
         assert_eq!(remember(&file, &[other]).unwrap(), 1);
-        assert_eq!(remembered(&file), ["<k::Cow<'a> as core::ops::Deref>::deref", "k::other"]);
+        let lines = remembered_lines(&file);
+        assert_eq!(lines, ["<k::Cow<'a> as core::ops::Deref>::deref @ src/lib.rs:1", "k::other @ src/lib.rs:1"]);
+        let identity = ("k::other".to_owned(), "src/lib.rs".to_owned(), 1);
+        assert!(remembered(&file).exact.contains(&identity) && remembered(&file).by_path.is_empty());
         assert!(std::fs::read_to_string(&file).unwrap().starts_with("# "));
+
+        // With retirement on, the functions that retired are named, with no `--exclude` to copy for a second run.
+        let mut retiring = trace.clone();
+        retiring.settings.insert("retire".into(), 1);
+        retiring.retirements.push(crate::trace::Retirement { func: 3, at_ns: 5, calls: 2_000, mean_ns: 4 });
+        retiring.invocations[0].retired.push(crate::trace::RetiredCalls { func: 3, calls: 90_000 });
+        let note = exclude_note(&retiring).unwrap();
+        assert!(
+            note.starts_with("1 probe retired during the run, too fast to be worth timing: rare (90,010 calls, 4ns)"),
+            "{note}"
+        );
+        assert!(!note.contains("--exclude ") && note.contains("--exclude-fast"), "{note}");
+        let fast = fast_functions(&retiring);
+        assert_eq!(fast.iter().map(|f| (f.func, f.retired)).collect::<Vec<_>>(), [(3, true), (1, false)]);
     }
 }

@@ -5,8 +5,10 @@ use std::fmt::Write as _;
 use anstyle::{AnsiColor, Style};
 
 use super::aggregate::{aggregate, select, Aggregate, Merged};
+use super::overhead::thousands;
+use super::times::{retired_text, retirement, settings_note, times_note};
 use super::{plan_summary, Names, ViewOptions};
-use crate::trace::{Invocation, Trace};
+use crate::trace::{Invocation, RetiredCalls, Trace};
 use crate::units::{format_calls, format_ns, plural_s};
 
 pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
@@ -20,7 +22,8 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
     let mut out = String::new();
     let selected = select(trace, opts.invocation)?;
     if opts.invocation.is_some() {
-        // Just the one invocation: its header says everything a title would.
+        // Just the one invocation: its header says everything a title would, after what its times are.
+        view.times_lines(&mut out);
         for (k, inv) in selected {
             view.invocation(&mut out, k, inv);
         }
@@ -43,6 +46,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         let title = format!("{what}: {count} invocation{} recorded{shown}", plural_s(count as u64));
         let _ = writeln!(out, "{}", view.paint.s(bold(), &title));
     }
+    view.times_lines(&mut out);
     let mut slowest = selected;
     slowest.sort_by(|(ka, a), (kb, b)| b.duration_ns.cmp(&a.duration_ns).then(ka.cmp(kb)));
     for (k, inv) in slowest.into_iter().take(opts.top) {
@@ -73,6 +77,25 @@ struct TextView<'a> {
 }
 
 impl TextView<'_> {
+    /// The recording settings (version 3) and whether times are compensated, under the title.
+    fn times_lines(&self, out: &mut String) {
+        for line in settings_note(self.trace).into_iter().chain([times_note(self.trace)]) {
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &line));
+        }
+    }
+
+    /// `retired: tok::helper 95,012 calls (not timed; ...)` lines after a tree, one per retired function.
+    fn retired_lines(&self, out: &mut String, retired: &[RetiredCalls], per_invocation: Option<u64>) {
+        for r in retired {
+            let calls = match per_invocation {
+                None => format!("{} call{}", thousands(r.calls), plural_s(r.calls)),
+                Some(n) => format!("{} calls/inv", format_calls(r.calls as f64 / n.max(1) as f64)),
+            };
+            let text = retired_text(&self.names.get(r.func), &calls, retirement(self.trace, r.func));
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &format!("retired: {text}")));
+        }
+    }
+
     fn invocation(&self, out: &mut String, k: usize, inv: &Invocation) {
         let start = format_ns(inv.start_ns.saturating_sub(self.origin_ns));
         let header =
@@ -117,6 +140,7 @@ impl TextView<'_> {
             vec![approx(total, estimated), String::new(), percent(total, root_total), calls.to_string()]
         };
         self.table(out, &["total", "self", "%root", "calls"], 0, rows, &folded);
+        self.retired_lines(out, &inv.retired, None);
     }
 
     fn aggregate(&self, out: &mut String, agg: &Aggregate) {
@@ -161,6 +185,7 @@ impl TextView<'_> {
             cells
         };
         self.table(out, &["calls/inv", "total", "self", "mean", "p50", "p99", "max"], 1, rows, &folded);
+        self.retired_lines(out, &agg.retired, Some(agg.invocations));
     }
 
     /// Appends the rows of `node` and its subtree; `last` is whether `node` is its parent's last child (None for
@@ -338,13 +363,23 @@ impl TextView<'_> {
         }
         if stats.dropped > 0 {
             let note = format!(
-                "  {} invocation{} dropped (the trace writer fell behind, or --max-invocations was reached): \
-                 the aggregate leaves {} out",
+                "  {} invocation{} dropped ({}): the aggregate leaves {} out",
                 stats.dropped,
                 plural_s(stats.dropped),
+                drop_causes(stats),
                 if stats.dropped == 1 { "it" } else { "them" }
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
+        }
+        let retired = stats.retired_functions.max(self.trace.retirements.len() as u64);
+        if retired > 0 {
+            let note = format!(
+                "  {retired} probe{} retired during the run: later calls of {} were counted, not timed \
+                 (--exact keeps every call)",
+                plural_s(retired),
+                if retired == 1 { "that function" } else { "those functions" }
+            );
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
         if stats.incomplete > 0 {
             let note = format!(
@@ -432,6 +467,24 @@ fn alarm() -> Style {
 
 fn warn() -> Style {
     Style::new().fg_color(Some(AnsiColor::Yellow.into()))
+}
+
+/// Why invocations were dropped: the causes a version 3 trace counts, else the possible ones.
+fn drop_causes(stats: &crate::trace::Stats) -> String {
+    let causes: Vec<String> = [
+        (stats.dropped_queue_full, "the trace writer fell behind"),
+        (stats.dropped_limit, "--max-invocations was reached"),
+        (stats.dropped_no_buffer, "no recording buffer was free"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, why)| format!("{n}: {why}"))
+    .collect();
+    if causes.is_empty() {
+        "the trace writer fell behind, or --max-invocations was reached".to_owned()
+    } else {
+        causes.join("; ")
+    }
 }
 
 /// `~1.23ms` for an estimate, `1.23ms` otherwise.

@@ -122,3 +122,27 @@ pub fn run(cmd: &mut Command, expect_success: bool) -> Output {
     }
     out
 }
+
+/// The runtime's default settings, in the order its `settings` line has them (trace format 2).
+pub const RUNTIME_SETTINGS: [(&str, u64); 6] = [
+    ("node_cap", 100_000),
+    ("fold_after", 4096),
+    ("time_sample", 64),
+    ("min_ns", 0),
+    ("sample", 1),
+    ("max_invocations", 100_000),
+];
+
+/// Every object key in a JSON document, at any depth (to check that docs name them all).
+pub fn collect_keys(value: &serde_json::Value, keys: &mut std::collections::BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                keys.insert(k.clone());
+                collect_keys(v, keys);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_keys(v, keys)),
+        _ => {}
+    }
+}

@@ -1,0 +1,188 @@
+//! Compensation for the probes' own cost (docs/trace-format.md, version 3): a pure function from a raw trace to
+//! the same trace with the calibrated probe costs subtracted from the nodes that paid them, then clamped so that
+//! no node's children add up to more than the node. It runs once, between reading and the views (and diff), so
+//! every view shows the same times; a trace without calibration is returned as it is (raw).
+//!
+//! Per-call invocation: a node's own probe adds `recorded_inner` to what it records, and each of its descendant
+//! calls adds `recorded_outer`: compensated = raw - ri - ro x descendants. Folded invocation: a call path's calls
+//! each paid an inner cost (ri when timed before the fold, ti when sampled after) and each descendant path's calls
+//! an outer one (ro, to or fo by how they were recorded). Calls of retired functions (`r` lines) cost
+//! `retired_outer` each. The trace does not say which nodes made them, so the cost is taken from the nodes that
+//! surely contain them: the root, and down from it the chain to the deepest node containing every node of a
+//! function seen calling the retired one (in the calls recorded before it retired, anywhere in the trace). With
+//! no such caller in the invocation, the root alone pays, as docs/trace-format.md says; taking it from the root
+//! alone where the callers are known would make the clamp below shrink the root's exact children.
+//!
+//! The clamp scales estimated children down first: exact children keep their times when they fit in the parent.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Calibration, Invocation, Node, Times, Trace};
+
+/// `trace` with every time compensated for probe cost and clamped, `times` set to [`Times::Compensated`]; the
+/// trace as it is when it has no calibration or is already compensated.
+pub fn compensated(mut trace: Trace) -> Trace {
+    let Some(calibration) = trace.calibration else { return trace };
+    if trace.times == Times::Compensated {
+        return trace;
+    }
+    let callers = callers_of_retired(&trace);
+    for inv in &mut trace.invocations {
+        compensate_invocation(inv, &calibration, &callers);
+    }
+    trace.times = Times::Compensated;
+    trace
+}
+
+/// Per retired function, the functions seen calling it (parents of its nodes), over the whole trace.
+type Callers = BTreeMap<u32, BTreeSet<u32>>;
+
+fn callers_of_retired(trace: &Trace) -> Callers {
+    fn walk(node: &Node, retired: &BTreeSet<u32>, out: &mut Callers) {
+        for child in &node.children {
+            if retired.contains(&child.func) {
+                out.entry(child.func).or_default().insert(node.func);
+            }
+            walk(child, retired, out);
+        }
+    }
+    let mut retired: BTreeSet<u32> = trace.retirements.iter().map(|r| r.func).collect();
+    retired.extend(trace.invocations.iter().flat_map(|inv| inv.retired.iter().map(|r| r.func)));
+    let mut out = Callers::new();
+    for inv in &trace.invocations {
+        walk(&inv.root, &retired, &mut out);
+    }
+    out
+}
+
+fn compensate_invocation(inv: &mut Invocation, calibration: &Calibration, callers: &Callers) {
+    let raw_root_ns = inv.root.duration_ns;
+    compensate_node(&mut inv.root, calibration, inv.folded);
+    for retired in &inv.retired {
+        let cost_ns = ps_to_ns(u128::from(retired.calls) * u128::from(calibration.retired_outer));
+        let chain = match callers.get(&retired.func) {
+            Some(funcs) => common_chain(&inv.root, funcs),
+            None => Vec::new(),
+        };
+        // The root, then each node down the chain, contains the retired calls.
+        let mut node = &mut inv.root;
+        node.duration_ns = node.duration_ns.saturating_sub(cost_ns);
+        for &at in &chain {
+            node = &mut node.children[at];
+            node.duration_ns = node.duration_ns.saturating_sub(cost_ns);
+        }
+    }
+    clamp_children(&mut inv.root);
+    // The invocation's span is its root's: it shrinks by what the root's did.
+    inv.duration_ns = inv.duration_ns.saturating_sub(raw_root_ns.saturating_sub(inv.root.duration_ns));
+}
+
+/// The child indices from the root down to the deepest node that contains every node of `funcs` (their common
+/// ancestor, or the node itself when there is one); empty when none is in the tree or the root is the deepest.
+fn common_chain(root: &Node, funcs: &BTreeSet<u32>) -> Vec<usize> {
+    fn walk(node: &Node, funcs: &BTreeSet<u32>, path: &mut Vec<usize>, common: &mut Option<Vec<usize>>) {
+        if funcs.contains(&node.func) {
+            match common {
+                None => *common = Some(path.clone()),
+                Some(prefix) => {
+                    let shared = prefix.iter().zip(path.iter()).take_while(|(a, b)| a == b).count();
+                    prefix.truncate(shared);
+                }
+            }
+        }
+        for (i, child) in node.children.iter().enumerate() {
+            path.push(i);
+            walk(child, funcs, path, common);
+            path.pop();
+        }
+    }
+    let mut common = None;
+    walk(root, funcs, &mut Vec::new(), &mut common);
+    common.unwrap_or_default()
+}
+
+/// Compensates `node` and its subtree; returns what the subtree's calls added to the caller of `node`'s calls
+/// (ps): their outer costs, and every descendant's.
+fn compensate_node(node: &mut Node, c: &Calibration, folded: bool) -> u128 {
+    let descendants_ps: u128 = node.children.iter_mut().map(|child| compensate_node(child, c, folded)).sum();
+    let costs = ProbeCosts::of(node, c, folded);
+    let raw_ps = u128::from(node.duration_ns) * 1000;
+    node.duration_ns = ps_to_ns(raw_ps.saturating_sub(costs.inner_ps).saturating_sub(descendants_ps));
+    if node.calls == 1 && node.timed_calls == 1 {
+        (node.min_ns, node.max_ns) = (node.duration_ns, node.duration_ns);
+    } else if node.timed_calls > 0 {
+        // A timed call paid its own inner cost and, on average, its share of the descendants' outer costs.
+        let per_call_ps = costs.timed_inner_ps / u128::from(node.timed_calls) + descendants_ps / u128::from(node.calls);
+        let per_call_ns = ps_to_ns(per_call_ps);
+        node.min_ns = node.min_ns.saturating_sub(per_call_ns);
+        node.max_ns = node.max_ns.saturating_sub(per_call_ns);
+    }
+    costs.outer_ps + descendants_ps
+}
+
+/// The probe costs of one node's calls, in ps, from the calibration and how its calls were recorded.
+struct ProbeCosts {
+    /// What the calls' own probes added to the node's total.
+    inner_ps: u128,
+    /// What they added to the timed calls' durations alone (for min and max).
+    timed_inner_ps: u128,
+    /// What they added to their caller's time.
+    outer_ps: u128,
+}
+
+impl ProbeCosts {
+    fn of(node: &Node, c: &Calibration, folded: bool) -> ProbeCosts {
+        let [ri, ro, fo, ti, to] =
+            [c.recorded_inner, c.recorded_outer, c.folded_outer, c.timed_inner, c.timed_outer].map(u128::from);
+        if !folded {
+            let calls = u128::from(node.calls);
+            return ProbeCosts {
+                inner_ps: calls * ri,
+                timed_inner_ps: u128::from(node.timed_calls) * ri,
+                outer_ps: calls * ro,
+            };
+        }
+        let calls = u128::from(node.calls);
+        let timed = u128::from(node.timed_calls);
+        let exact = u128::from(node.exact_calls).min(timed);
+        let sampled = timed - exact;
+        let untimed = calls.saturating_sub(timed);
+        ProbeCosts {
+            // The untimed calls' share of the total is estimated from the sampled ones, which paid ti each.
+            inner_ps: exact * ri + (calls - exact) * ti,
+            timed_inner_ps: exact * ri + sampled * ti,
+            outer_ps: exact * ro + sampled * to + untimed * fo,
+        }
+    }
+}
+
+/// Scales children down, at every level, so that they never add up to more than their parent (estimates and
+/// over-compensation can make them): the estimated ones into what the exact ones leave, or all of them when the
+/// exact ones alone do not fit. Each child's subtree is then clamped to its new total.
+fn clamp_children(node: &mut Node) {
+    let parent = u128::from(node.duration_ns);
+    let sum: u128 = node.children.iter().map(|c| u128::from(c.duration_ns)).sum();
+    if sum > parent {
+        let exact: u128 = node.children.iter().filter(|c| !c.is_estimated()).map(|c| u128::from(c.duration_ns)).sum();
+        let (room, scaled, only_estimated) =
+            if exact < sum && exact <= parent { (parent - exact, sum - exact, true) } else { (parent, sum, false) };
+        for child in node.children.iter_mut().filter(|c| !only_estimated || c.is_estimated()) {
+            // Rounded down, so the scaled children add up to at most the parent.
+            child.duration_ns = (u128::from(child.duration_ns) * room / scaled) as u64;
+            if child.calls == 1 && child.timed_calls == 1 {
+                (child.min_ns, child.max_ns) = (child.duration_ns, child.duration_ns);
+            } else {
+                child.max_ns = child.max_ns.min(child.duration_ns);
+                child.min_ns = child.min_ns.min(child.max_ns);
+            }
+        }
+    }
+    for child in &mut node.children {
+        clamp_children(child);
+    }
+}
+
+/// Picoseconds to whole nanoseconds, rounded to the nearest.
+fn ps_to_ns(ps: u128) -> u64 {
+    u64::try_from((ps + 500) / 1000).unwrap_or(u64::MAX)
+}
