@@ -248,10 +248,22 @@ fn slowdown_in_one_function_comes_first_and_gates() {
     assert!(first["change"]["ci_low_pct"].as_f64().unwrap() < pct);
     assert!(first["change"]["ci_high_pct"].as_f64().unwrap() > pct);
     assert!(first["change"]["p_value"].as_f64().unwrap() < 0.01);
-    // Its ancestors got slower too, but they are not where the time went.
-    assert_eq!(path_entry(&json, "handle")["status"], "regressed");
+    // Its callers got slower too, but their own self time did not move: they are folded under their cause, and
+    // one slower function counts as one regression (issue 16: it used to be `3 regressed`).
+    assert_eq!(json["summary"]["regressed"], 1, "{json:#}");
+    assert_eq!(json["summary"]["regressed_callers"], 2, "{json:#}");
+    assert_eq!(first["callers"], serde_json::json!(["handle -> route", "handle"]));
+    for caller in ["handle", "handle -> route"] {
+        let entry = path_entry(&json, caller);
+        assert_eq!(entry["status"], "unchanged", "{entry:#}");
+        assert_eq!(entry["cause"], "handle -> route -> lookup", "{entry:#}");
+        assert!(entry["change"]["total_pct"].as_f64().unwrap() > 20.0, "{entry:#}");
+    }
     assert_eq!(path_entry(&json, "handle -> page")["status"], "unchanged");
+    assert!(path_entry(&json, "handle -> page")["cause"].is_null());
     assert_eq!(json["summary"]["calls_changed"], 0);
+    let text = String::from_utf8_lossy(&diff(&case, &[], true).stdout).into_owned();
+    assert!(text.contains("1 regressed (1 cause, 2 callers), 0 improved, 2 unchanged"), "{text}");
 
     let gated = diff(&case, &["--fail-above", "20"], false);
     assert_eq!(gated.status.code(), Some(2));
@@ -309,7 +321,10 @@ fn paths_that_appear_or_disappear_are_call_count_changes() {
     let out = diff(&case, &["--format", "markdown"], true);
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.contains("**2 call-count changes (1 new path, 1 gone)**"), "{md}");
-    assert!(md.contains("| ➖ | `handle -> page` | 30.5µs | - | gone |  | -31.5µs | **1 → 0** |"), "{md}");
+    // The root got faster only through the gone path: it is folded under it.
+    let gone_row = "| ➖ | `handle -> page`<br><sub>1 caller faster through it: `handle`</sub> | 30.5µs | - | gone |  | \
+                    -31.5µs | **1 → 0** |";
+    assert!(md.contains(gone_row), "{md}");
     assert!(md.contains("| ➕ | `handle -> route -> get` | - | 2.01µs | new |  | +2.06µs | **0 → 1** |"), "{md}");
 }
 
@@ -380,7 +395,8 @@ fn huge_diff_stays_under_the_comment_limit() {
     assert!(md.chars().count() <= 64_536, "{} characters", md.chars().count());
     assert!(md.len() > 50_000, "the budget is used, not wasted: {} bytes", md.len());
     assert!(md.starts_with("<!-- cargo-calltime -->\n"));
-    assert!(md.contains("**3001 regressed**"), "{}", &md[..400]);
+    // Each of the 3000 slower functions is a cause; the root, whose own time did not change, is their caller.
+    assert!(md.contains("**3000 regressed (3000 causes, 1 caller)**"), "{}", &md[..400]);
     assert!(md.contains("more changed call path(s) not shown: GitHub comments are limited"), "no truncation note");
     assert!(md.contains("Calls are per invocation and compared exactly.</sub>"), "the method note survives truncation");
     assert!(
