@@ -9,6 +9,7 @@ mod folded;
 mod json;
 mod names;
 pub mod overhead;
+pub(crate) mod svg_frames;
 mod text;
 
 use std::path::PathBuf;
