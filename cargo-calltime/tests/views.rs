@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use cargo_calltime::trace::Trace;
 use cargo_calltime::views::ViewFormat;
 use cargo_calltime::views::{render, ViewOptions};
-use quick_xml::events::Event;
+use cargo_calltime::units::format_ns;
+use util::svg::{svg_frames, Frame};
 use util::{check, data};
 
 fn load(name: &str) -> Trace {
@@ -169,7 +170,7 @@ fn flamegraph_svg_is_xml_with_the_expected_frames_and_title() {
         "parse::parse_request",
         "parse::header",
         "db::Pool::query",
-        "<db::Row as codec::Decode>::decode",
+        "<db::Row as codec::Decode>::decode [panicked]",
         "render::render",
         "demo::render::check",
         "server::shutdown",
@@ -181,17 +182,23 @@ fn flamegraph_svg_is_xml_with_the_expected_frames_and_title() {
     assert_eq!(title, "demo::server::handle, demo::server::shutdown (depth 4, filter ^demo::): 21 invocations");
     // Widths follow self time summed over invocations: decode (1.67ms of 3.82ms) is wider than header (933µs).
     let width = |name: &str| frames.iter().find(|f| f.name() == name).unwrap().width;
-    assert!(width("<db::Row as codec::Decode>::decode") > width("parse::header"));
+    assert!(width("<db::Row as codec::Decode>::decode [panicked]") > width("parse::header"));
+    // Tooltips in human units (`3.78ms`), never raw `3,780,000 ns` (issue 16).
     let handle_ns: u64 = many.invocations.iter().filter(|i| i.root.func == 0).map(|i| i.duration_ns).sum();
-    let handle = format!("server::handle ({} ns,", with_commas(handle_ns));
+    let handle = format!("server::handle ({},", format_ns(handle_ns));
     assert!(frames.iter().any(|f| f.title.starts_with(&handle)), "{handle} in {frames:?}");
+    assert!(!frames.iter().any(|f| f.title.contains(" ns,")), "{frames:?}");
+    // The call path where a call panicked is its own frame, in a colour of its own.
+    let panicked: Vec<&str> = frames.iter().filter(|f| f.fill == PANICKED).map(|f| f.name()).collect();
+    assert_eq!(panicked, ["<db::Row as codec::Decode>::decode [panicked]"]);
+    labels_are_whole_or_readable(&frames);
 
     // `--invocation K` draws one invocation, and says which.
     let one = ViewOptions { invocation: Some(10), ..opts(ViewFormat::Svg) };
     let svg = String::from_utf8(render(&many, &one).unwrap().bytes).unwrap();
     let (frames, texts) = svg_frames(&svg);
     assert_eq!(texts[0], "demo::server::handle (depth 4, filter ^demo::): invocation #10 of 21");
-    let root = format!("server::handle ({} ns, 100", with_commas(many.invocations[9].duration_ns));
+    let root = format!("server::handle ({}, 100", format_ns(many.invocations[9].duration_ns));
     assert!(frames.iter().any(|f| f.title.starts_with(&root)), "{root} in {frames:?}");
     assert!(!frames.iter().any(|f| f.name() == "server::shutdown"));
 }
@@ -206,9 +213,18 @@ fn flame_chart_lays_calls_out_in_time_order() {
     let x = |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}")).x;
     assert!(x("parse::parse_request") < x("db::Pool::query"));
     assert!(x("db::Pool::query") < x("render::render"));
-    // Three separate calls of decode stay three frames in a flame chart.
-    let decodes = frames.iter().filter(|f| f.name() == "<db::Row as codec::Decode>::decode").count();
-    assert_eq!(decodes, 3);
+    // Three separate calls of decode stay three frames in a flame chart; the one that panicked is marked.
+    let decodes: Vec<&Frame> = frames.iter().filter(|f| f.name().starts_with("<db::Row as codec::Decode>::decode")).collect();
+    assert_eq!(decodes.len(), 3);
+    let marked: Vec<bool> = decodes.iter().map(|f| f.name().ends_with(" [panicked]") && f.fill == PANICKED).collect();
+    assert_eq!(marked, [false, true, false], "{decodes:?}");
+    labels_are_whole_or_readable(&frames);
+    // A time axis under the frames: round ticks from 0 to the invocation's 5ms, in human units.
+    let ticks: Vec<&str> = texts.iter().map(String::as_str).filter(|t| *t == "0" || t.ends_with('s') && t.len() < 8).collect();
+    assert_eq!(
+        ticks,
+        ["0", "500µs", "1.00ms", "1.50ms", "2.00ms", "2.50ms", "3.00ms", "3.50ms", "4.00ms", "4.50ms", "5.00ms"]
+    );
     // The call to util::check after render is the last thing server::handle did.
     let last_check = frames.iter().filter(|f| f.name() == "demo::util::check").map(|f| f.x).fold(0.0, f64::max);
     assert!(last_check > x("render::render"));
@@ -356,13 +372,31 @@ fn folded_flame_chart_lays_paths_out_one_after_another() {
     assert!(x("parse::parse_request") < x("db::Pool::query"));
     assert!(x("db::Pool::query") < x("render::render"));
     // A folded path is one frame, however many calls it holds.
-    assert_eq!(frames.iter().filter(|f| f.name() == "<db::Row as codec::Decode>::decode").count(), 1);
+    assert_eq!(frames.iter().filter(|f| f.name().starts_with("<db::Row as codec::Decode>::decode")).count(), 1);
     // The per-call invocation keeps its time order.
     let chart = ViewOptions { flamechart: true, invocation: Some(2), ..opts(ViewFormat::Svg) };
     let svg = String::from_utf8(render(&folded, &chart).unwrap().bytes).unwrap();
     let (frames, texts) = svg_frames(&svg);
     assert!(texts[1].starts_with("flame chart (time runs left to right)"), "{texts:?}");
-    assert_eq!(frames.iter().filter(|f| f.name() == "<db::Row as codec::Decode>::decode").count(), 2);
+    assert_eq!(frames.iter().filter(|f| f.name().starts_with("<db::Row as codec::Decode>::decode")).count(), 2);
+}
+
+/// Purple: the frames of calls that panicked.
+const PANICKED: &str = "rgb(150,60,200)";
+
+/// Every frame shows its whole name, its start and `..` (3 characters at least), or nothing: never `..m`.
+fn labels_are_whole_or_readable(frames: &[Frame]) {
+    for frame in frames {
+        let label = frame.label.as_str();
+        let shown = label.is_empty()
+            || label == frame.name()
+            || label.strip_suffix("..").is_some_and(|start| start.chars().count() >= 3 && frame.name().starts_with(start));
+        assert!(shown, "label {label:?} of {frame:?}");
+    }
+    // Wide frames show their whole name: 7.08 px a character at 1180 px for the whole width.
+    for frame in frames.iter().filter(|f| f.width / 100.0 * 1180.0 > 7.08 * (f.name().chars().count() + 1) as f64) {
+        assert_eq!(frame.label, frame.name(), "{frame:?}");
+    }
 }
 
 #[test]
@@ -527,99 +561,6 @@ fn report_honours_a_functions_table_and_rejects_bad_flags() {
     assert!(stderr(&out).contains("invalid --min-time"), "{}", stderr(&out));
     let out = util::run(util::calltime().arg("report").arg(dir.path().join("nope.trace")), false);
     assert!(stderr(&out).contains("cannot read trace"), "{}", stderr(&out));
-}
-
-// ---- a small SVG reader ----
-
-#[derive(Debug)]
-struct Frame {
-    /// The tooltip: `name (N ns, P%)`.
-    title: String,
-    /// Percent of the width.
-    x: f64,
-    width: f64,
-}
-
-impl Frame {
-    fn name(&self) -> &str {
-        self.title.rsplit_once(" (").map_or(self.title.as_str(), |(name, _)| name)
-    }
-}
-
-/// Parses the SVG as XML (failing on malformed XML) and returns its frames (`<g>` with a `<title>` and a `<rect>`)
-/// and the text of its top-level `<text>` elements (title, subtitle, ...).
-fn svg_frames(svg: &str) -> (Vec<Frame>, Vec<String>) {
-    let mut reader = quick_xml::Reader::from_str(svg);
-    let mut frames = Vec::new();
-    let mut texts = Vec::new();
-    let mut stack: Vec<String> = Vec::new();
-    let mut current: Option<Frame> = None;
-    let mut text = String::new();
-    let number = |v: &str| v.trim_end_matches('%').parse::<f64>().unwrap_or(f64::NAN);
-    loop {
-        let event = reader.read_event().unwrap_or_else(|e| panic!("the SVG is not well-formed XML: {e}"));
-        match event {
-            Event::Start(e) => {
-                let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
-                if name == "g" {
-                    current = Some(Frame { title: String::new(), x: f64::NAN, width: f64::NAN });
-                }
-                text.clear();
-                stack.push(name);
-            }
-            Event::Empty(e) if e.name().as_ref() == b"rect" => {
-                if let Some(frame) = current.as_mut() {
-                    for attr in e.attributes() {
-                        let attr = attr.unwrap();
-                        let value = String::from_utf8_lossy(&attr.value).into_owned();
-                        match attr.key.as_ref() {
-                            b"x" => frame.x = number(&value),
-                            b"width" => frame.width = number(&value),
-                            _ => {}
-                        }
-                    }
-                }
-            }
-            Event::Text(t) => text.push_str(&t.decode().unwrap()),
-            Event::GeneralRef(r) => {
-                let name = r.decode().unwrap();
-                let c = match name.as_ref() {
-                    "lt" => '<',
-                    "gt" => '>',
-                    "amp" => '&',
-                    "quot" => '"',
-                    "apos" => '\'',
-                    _ => r.resolve_char_ref().unwrap().unwrap_or('?'),
-                };
-                text.push(c);
-            }
-            Event::End(e) => {
-                let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
-                stack.pop();
-                match name.as_str() {
-                    "title" => {
-                        if let Some(frame) = current.as_mut() {
-                            frame.title = text.clone();
-                        }
-                    }
-                    "text" if current.is_none() => texts.push(text.clone()),
-                    "g" => {
-                        if let Some(frame) = current.take() {
-                            if !frame.title.is_empty() {
-                                frames.push(frame);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                text.clear();
-            }
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    assert!(stack.is_empty(), "unclosed elements: {stack:?}");
-    (frames, texts)
 }
 
 fn with_commas(n: u64) -> String {

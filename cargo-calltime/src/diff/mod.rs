@@ -52,7 +52,7 @@ pub enum DiffFormat {
 }
 
 /// Renders a comparison; `color` is for the text format on a terminal.
-pub fn render(base: &Side, head: &Side, report: &Report, format: DiffFormat, color: bool) -> Result<Vec<u8>> {
+pub fn render(report: &Report, format: DiffFormat, color: bool) -> Result<Vec<u8>> {
     Ok(match format {
         DiffFormat::Text => text::render(report, color).into_bytes(),
         DiffFormat::Json => {
@@ -61,7 +61,7 @@ pub fn render(base: &Side, head: &Side, report: &Report, format: DiffFormat, col
             json.into_bytes()
         }
         DiffFormat::Markdown => markdown::render(report, GITHUB_COMMENT_LIMIT - COMMENT_HEADROOM).into_bytes(),
-        DiffFormat::Svg => svg::render(base, head, report)?,
+        DiffFormat::Svg => svg::render(report)?,
     })
 }
 
@@ -253,25 +253,6 @@ impl Side {
             }
         }
     }
-
-    /// Folded stacks of this side: display names joined by `;` and mean self time per invocation in ns.
-    pub fn folded(&self) -> String {
-        let mut lines: Vec<String> = self
-            .paths
-            .values()
-            .filter_map(|p| {
-                let mean = (p.self_ns_sum / u128::from(self.invocations.max(1))) as u64;
-                (mean > 0).then(|| {
-                    let frames: Vec<String> = p.display.iter().map(|f| crate::views::stack_safe(f)).collect();
-                    format!("{} {mean}", frames.join(";"))
-                })
-            })
-            .collect();
-        lines.sort();
-        let mut out = lines.join("\n");
-        out.push('\n');
-        out
-    }
 }
 
 /// The trace files of a side: the file itself, or the directory's `*.trace` files in name order.
@@ -407,6 +388,9 @@ pub struct PathDiff {
     pub cause: Option<String>,
     /// For a cause: the display names of its callers (nearest first).
     pub callers: Vec<String>,
+    /// Frame names for the flamegraph: display names, or function paths when two paths would read alike.
+    #[serde(skip)]
+    pub frames: Vec<String>,
 }
 
 impl PathDiff {
@@ -500,6 +484,7 @@ pub fn compare(base: &Side, head: &Side, settings: &Settings) -> Report {
     for p in &mut paths {
         if seen[&p.display] > 1 {
             p.display = p.path.join(PATH_SEPARATOR);
+            p.frames = p.path.clone();
         }
     }
     fold_callers(&mut paths);
@@ -632,6 +617,7 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
         impact_ns: 0.0,
         cause: None,
         callers: Vec::new(),
+        frames: in_base.or(in_head).map(|p| p.display.clone()).unwrap_or_default(),
     };
     diff.impact_ns = diff.self_delta_ns().abs();
     let (Some(b), Some(h), Some(bt), Some(ht)) = (in_base, in_head, base_time, head_time) else {

@@ -15,11 +15,6 @@ use crate::units::format_ns;
 pub struct Frame {
     /// Frame names from the root (inferno's `all` left out), unescaped: the names of the folded lines.
     pub path: Vec<String>,
-    /// Start and width in samples (ns).
-    pub start: u64,
-    pub width: u64,
-    /// Share of all samples, in percent.
-    pub pct: f64,
 }
 
 /// What to change in a frame; `None` fields keep inferno's.
@@ -97,7 +92,7 @@ pub fn rewrite(svg: &str, mut edit: impl FnMut(&Frame) -> Edit) -> Result<String
         if depth == 0 {
             return frame_xml(c, &format!("all ({info_default})"), &c["fill"], "all", width, total, container_px);
         }
-        let frame = Frame { path: path_of(depth, start), start, width, pct };
+        let frame = Frame { path: path_of(depth, start) };
         let change = edit(&frame);
         let label = format!("{name}{}", change.mark);
         let title = format!("{label} ({})", change.info.unwrap_or(info_default));
