@@ -357,17 +357,33 @@ fn markdown_and_text_reports_match_golden_files() {
 }
 
 #[test]
-fn svg_is_a_differential_flamegraph() {
-    let case = case(app_tree(80_000, 1), &[]);
+fn svg_is_a_differential_flamegraph_with_the_tables_changes() {
+    // head: lookup 50µs -> 80µs, `route` asks a cache first (new), `page` is no longer rendered (gone).
+    let head_tree = call(
+        HANDLE,
+        20_000,
+        vec![call(ROUTE, 5_000, vec![call(CACHE_GET, 2_000, vec![]), call(LOOKUP, 80_000, vec![])]), call(RECORD, 1_000, vec![])],
+    );
+    let case = case(head_tree, &[]);
     let tmp = tempfile::tempdir().unwrap();
     let out_file = tmp.path().join("diff.svg");
     diff(&case, &["--format", "svg", "-o", out_file.to_str().unwrap()], true);
     let svg = std::fs::read_to_string(&out_file).unwrap();
-    assert!(svg.starts_with("<?xml") && svg.contains("<svg"), "{}", &svg[..200.min(svg.len())]);
-    assert!(svg.contains("cargo calltime diff: base vs head"));
-    assert!(svg.contains("lookup"));
-    // Differential frames say how much they moved.
-    assert!(svg.contains("%)"), "no differential annotation in the SVG");
+    let (frames, texts) = util::svg::svg_frames(&svg);
+    assert_eq!(texts[0], "cargo calltime diff: base vs head");
+    let frame = |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}: {frames:?}"));
+    // The tooltip gives the table's change (relative change of the median self time), not a share of the total.
+    let text = String::from_utf8(diff(&case, &[], true).stdout).unwrap();
+    let lookup_row = text.lines().find(|l| l.ends_with("handle -> route -> lookup")).unwrap();
+    let table_change = lookup_row.split_whitespace().next().unwrap();
+    assert!(frame("lookup").title.starts_with(&format!("lookup ({table_change}: self ")), "{:?}", frame("lookup"));
+    // The path gone in head is drawn (as wide as in base), blue; the new one red; callers pale.
+    assert!(frame("page").title.contains("gone in head") && frame("page").width > 20.0, "{:?}", frame("page"));
+    assert_eq!(frame("page").fill, "rgb(60,110,230)");
+    assert_eq!(frame("get").fill, "rgb(230,70,50)");
+    assert_eq!(frame("route").fill, "rgb(250,185,175)");
+    let golden: String = frames.iter().map(|f| format!("{}  {}\n", f.fill, f.title)).collect();
+    util::check(&util::data("diff/changes.svg-frames.txt"), &golden);
 }
 
 #[test]

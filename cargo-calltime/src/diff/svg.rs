@@ -49,7 +49,7 @@ pub fn render(report: &Report) -> Result<Vec<u8>> {
     Ok(svg.into_bytes())
 }
 
-/// The tooltip's part in parentheses: `+55.4% self: 51.7µs → 80.3µs, regressed` (no parentheses inside: inferno's
+/// The tooltip's part in parentheses: `+55.4%: self 51.7µs → 80.3µs per invocation, regressed; calls 1` (no parentheses inside: inferno's
 /// script strips the last parenthesised part of a tooltip to get the label).
 fn info(p: &PathDiff, report: &Report) -> String {
     let status = match (p.status, &p.cause) {
@@ -65,7 +65,7 @@ fn info(p: &PathDiff, report: &Report) -> String {
         (Status::Unchanged, None) => "unchanged".to_owned(),
     };
     let mut text = format!(
-        "{} self: {} → {} per invocation, {status}; calls {}",
+        "{}: self {} → {} per invocation, {status}; calls {}",
         change_text(p),
         time_text(&p.base),
         time_text(&p.head),
