@@ -179,14 +179,32 @@ pub struct ViewArgs {
     /// With `--format svg --invocation K`: a time-ordered flame chart instead of a flamegraph.
     #[arg(long)]
     pub flamechart: bool,
+    /// With `--format table` (or json's `functions`): order the functions by self time, total time or calls.
+    #[arg(long, value_enum, value_name = "KEY")]
+    pub sort: Option<SortKey>,
 }
 
-pub use crate::views::ViewFormat;
+pub use crate::views::{SortKey, ViewFormat};
+
+/// The table's sort keys on the command line.
+impl ValueEnum for SortKey {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[SortKey::SelfTime, SortKey::Total, SortKey::Calls]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            SortKey::SelfTime => PossibleValue::new("self").help("Time in the function itself (the default)"),
+            SortKey::Total => PossibleValue::new("total").help("Time from entry to exit"),
+            SortKey::Calls => PossibleValue::new("calls").help("Number of calls"),
+        })
+    }
+}
 
 /// The view formats on the command line, with their help (the type is the views' own).
 impl ValueEnum for ViewFormat {
     fn value_variants<'a>() -> &'a [Self] {
-        &[ViewFormat::Text, ViewFormat::Svg, ViewFormat::Folded, ViewFormat::Chrome, ViewFormat::Json]
+        &[ViewFormat::Text, ViewFormat::Svg, ViewFormat::Folded, ViewFormat::Chrome, ViewFormat::Json, ViewFormat::Table]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -200,6 +218,8 @@ impl ValueEnum for ViewFormat {
                 PossibleValue::new("chrome").help("Chrome trace event JSON for Perfetto and chrome://tracing")
             }
             ViewFormat::Json => PossibleValue::new("json").help("Versioned JSON (docs/json.md)"),
+            ViewFormat::Table => PossibleValue::new("table")
+                .help("One row per function: calls, total, self, mean, min, max (sorted by --sort)"),
         })
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use cargo_calltime::trace::Trace;
-use cargo_calltime::views::ViewFormat;
+use cargo_calltime::views::{SortKey, ViewFormat};
 use cargo_calltime::views::{render, ViewOptions};
 use cargo_calltime::units::format_ns;
 use util::svg::{svg_frames, Frame};
@@ -262,6 +262,34 @@ fn chrome_trace_has_one_complete_slice_per_call_on_one_track_per_thread_or_task(
     let truncated: Vec<_> = slices.iter().filter(|s| s["args"]["truncated_calls"].is_u64()).collect();
     assert_eq!(truncated.len(), 1);
     assert_eq!(truncated[0]["args"]["invocation"], 6);
+}
+
+#[test]
+fn function_table_matches_expected_files() {
+    let table = |sort| ViewOptions { sort, ..opts(ViewFormat::Table) };
+    // Two roots on several threads: functions by self time; `check` of two modules told apart by their paths.
+    check(&expect("many.table.txt"), &render_text(&load("many"), &table(SortKey::SelfTime)));
+    check(&expect("many.table-total.txt"), &render_text(&load("many"), &table(SortKey::Total)));
+    // Folded invocations: exact calls, estimated times marked `~`.
+    check(&expect("folded.table-calls.txt"), &render_text(&load("folded"), &table(SortKey::Calls)));
+}
+
+#[test]
+fn function_table_counts_a_recursive_call_once_in_total_time() {
+    use cargo_calltime::trace::{Invocation, Node, ThreadKind, ThreadRef};
+    // walk (100ns) -> walk (60ns) -> walk (30ns) -> leaf (10ns).
+    let leaf = Node::call(1, 40, 10, false, vec![]);
+    let inner = Node::call(0, 30, 30, false, vec![leaf]);
+    let middle = Node::call(0, 20, 60, false, vec![inner]);
+    let root = Node::call(0, 0, 100, false, vec![middle]);
+    let thread = ThreadRef { kind: ThreadKind::Thread, id: 1, name: String::new() };
+    let trace = Trace { invocations: vec![Invocation::new(0, thread, root)], ..Trace::default() };
+    let json: serde_json::Value = serde_json::from_str(&render_text(&trace, &opts(ViewFormat::Json))).unwrap();
+    let walk = &json["functions"][0];
+    assert_eq!((walk["calls"].as_u64(), walk["total_ns"].as_u64(), walk["self_ns"].as_u64()), (Some(3), Some(100), Some(90)));
+    // The mean is of every call: (100 + 60 + 30) / 3.
+    assert_eq!((walk["mean_ns"].as_u64(), walk["min_ns"].as_u64(), walk["max_ns"].as_u64()), (Some(63), Some(30), Some(100)));
+    assert_eq!(json["functions"][1]["total_ns"], 10);
 }
 
 #[test]

@@ -29,6 +29,8 @@ struct Document<'a> {
     settings: &'a BTreeMap<String, u64>,
     invocations: Vec<JsonInvocation<'a>>,
     aggregate: Vec<JsonAggregate>,
+    /// One row per function, as `--format table` shows them (sorted by `--sort`).
+    functions: Vec<super::table::Row>,
     stats: Stats,
     warnings: &'a [String],
 }
@@ -149,6 +151,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
             .iter()
             .map(|agg| JsonAggregate { invocations: agg.invocations, tree: aggregate_node(trace, agg, &agg.tree) })
             .collect(),
+        functions: super::table::rows(trace, opts)?,
         stats: trace.stats,
         warnings: &trace.warnings,
     };

@@ -10,6 +10,7 @@ mod json;
 mod names;
 pub mod overhead;
 pub(crate) mod svg_frames;
+pub mod table;
 mod text;
 
 use std::path::PathBuf;
@@ -21,6 +22,7 @@ use crate::workspace::Workspace;
 
 pub use json::JSON_VERSION;
 pub use names::{stack_safe, Names};
+pub use table::SortKey;
 
 /// The formats a trace renders to (`--format`; their help is in cli.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +32,7 @@ pub enum ViewFormat {
     Folded,
     Chrome,
     Json,
+    Table,
 }
 
 /// How a trace is rendered; `Default` is what `cargo calltime report` does with no flags.
@@ -48,6 +51,8 @@ pub struct ViewOptions {
     pub flamechart: bool,
     /// Text: ANSI colours.
     pub color: bool,
+    /// Table (and the JSON's `functions`): the order of the rows.
+    pub sort: SortKey,
 }
 
 impl Default for ViewOptions {
@@ -60,6 +65,7 @@ impl Default for ViewOptions {
             invocation: None,
             flamechart: false,
             color: false,
+            sort: SortKey::SelfTime,
         }
     }
 }
@@ -80,6 +86,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
         ViewFormat::Folded => (folded::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Chrome => (chrome::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Json => (json::render(trace, opts)?.into_bytes(), false),
+        ViewFormat::Table => (table::render(trace, opts)?.into_bytes(), false),
     };
     Ok(Rendered { bytes, binary_like })
 }
