@@ -179,6 +179,9 @@ pub struct ViewArgs {
     /// With `--format svg --invocation K`: a time-ordered flame chart instead of a flamegraph.
     #[arg(long)]
     pub flamechart: bool,
+    /// Only invocations slower than this (e.g. `5ms`), in every format; `--invocation K` counts among them.
+    #[arg(long, value_name = "DURATION")]
+    pub slower_than: Option<String>,
     /// With `--format table` (or json's `functions`): order the functions by self time, total time or calls.
     #[arg(long, value_enum, value_name = "KEY")]
     pub sort: Option<SortKey>,

@@ -488,6 +488,59 @@ fn bad_view_requests_are_one_line_errors_with_hints() {
     assert!(text.contains("no complete invocation was recorded"), "{text}");
 }
 
+// ---- `--slower-than` ----
+
+#[test]
+fn slower_than_keeps_only_slow_invocations_in_every_view() {
+    let many = load("many");
+    let slow = |format| ViewOptions { slower_than_ns: Some(200_000), ..opts(format) };
+    // The same trace with only the invocations over 200µs, built by hand: every view must match it.
+    let by_hand = Trace {
+        invocations: many.invocations.iter().filter(|i| i.duration_ns > 200_000).cloned().collect(),
+        ..many.clone()
+    };
+    assert_eq!(by_hand.invocations.len(), 5);
+    // Text and table: the summary under the title says how many were kept of how many.
+    let text = render_text(&many, &slow(ViewFormat::Text));
+    check(&expect("many.slower-than-200us.txt"), &text);
+    assert_eq!(text.lines().nth(1), Some("only invocations slower than 200µs: 5 of 21 kept"));
+    let table = render_text(&many, &ViewOptions { sort: SortKey::Total, ..slow(ViewFormat::Table) });
+    check(&expect("many.slower-than-200us.table.txt"), &table);
+    assert!(table.contains("only invocations slower than 200µs: 5 of 21 kept"), "{table}");
+    // Folded and Chrome have no place for it (the commands print it on stderr): their data matches.
+    for format in [ViewFormat::Folded, ViewFormat::Chrome] {
+        assert_eq!(render_text(&many, &slow(format)), render_text(&by_hand, &opts(format)), "{format:?}");
+    }
+    // JSON: the invocations kept, and a `slower_than` field.
+    let json: serde_json::Value = serde_json::from_str(&render_text(&many, &slow(ViewFormat::Json))).unwrap();
+    assert_eq!(json["invocations"].as_array().unwrap().len(), 5);
+    assert_eq!(json["slower_than"], serde_json::json!({ "slower_than_ns": 200_000, "kept": 5, "of": 21 }));
+    assert!(json["invocations"].as_array().unwrap().iter().all(|i| i["duration_ns"].as_u64().unwrap() > 200_000));
+    let unfiltered: serde_json::Value = serde_json::from_str(&render_text(&many, &opts(ViewFormat::Json))).unwrap();
+    assert!(unfiltered["slower_than"].is_null());
+    // SVG: in the subtitle, and the widths of the kept invocations only.
+    let svg = String::from_utf8(render(&many, &slow(ViewFormat::Svg)).unwrap().bytes).unwrap();
+    let (frames, texts) = svg_frames(&svg);
+    assert!(texts[1].ends_with(" · only invocations slower than 200µs: 5 of 21 kept"), "{texts:?}");
+    let (all, _) = svg_frames(&String::from_utf8(render(&by_hand, &opts(ViewFormat::Svg)).unwrap().bytes).unwrap());
+    let titles = |frames: &[Frame]| frames.iter().map(|f| f.title.clone()).collect::<BTreeSet<_>>();
+    assert_eq!(titles(&frames), titles(&all));
+    // None slower: an error that says what the slowest took.
+    let err = render(&many, &ViewOptions { slower_than_ns: Some(2_000_000), ..opts(ViewFormat::Text) }).unwrap_err();
+    assert_eq!(err.to_string(), "none of the 21 invocations is slower than 2.00ms: the slowest took 1.04ms");
+}
+
+#[test]
+fn report_says_how_many_invocations_slower_than_were_kept() {
+    let trace = data("views/many.trace");
+    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--format", "folded", "--slower-than", "200us"]), true);
+    assert!(stderr(&out).contains("note: only invocations slower than 200µs: 5 of 21 kept"), "{}", stderr(&out));
+    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--slower-than", "fast"]), false);
+    assert!(stderr(&out).starts_with("error: invalid --slower-than:"), "{}", stderr(&out));
+    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--sort", "calls"]), false);
+    assert!(stderr(&out).contains("error: --sort orders the function table"), "{}", stderr(&out));
+}
+
 // ---- `cargo calltime report`, as a user runs it ----
 
 fn stdout(out: &std::process::Output) -> String {

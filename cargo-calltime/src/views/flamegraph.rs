@@ -10,7 +10,7 @@ use super::{plan_summary, plan_summary_for, Names, ViewOptions};
 use crate::trace::Trace;
 use crate::units::format_ns;
 
-pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
+pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerThan>) -> Result<Vec<u8>> {
     if trace.invocations.is_empty() {
         return Err(crate::error::UserError::new(format!(
             "{} holds no complete invocation: there is nothing to draw",
@@ -74,6 +74,9 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
         }
         stacks(trace, opts, true)?.into_iter().map(|(stack, ns)| format!("{stack} {ns}")).collect()
     };
+    if let (Some(slower), Some(subtitle)) = (slower, options.subtitle.as_mut()) {
+        subtitle.push_str(&format!(" · {slower}"));
+    }
     if lines.is_empty() {
         bail!("the selected invocations took no measurable time: there is nothing to draw");
     }

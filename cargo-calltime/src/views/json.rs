@@ -31,6 +31,8 @@ struct Document<'a> {
     aggregate: Vec<JsonAggregate>,
     /// One row per function, as `--format table` shows them (sorted by `--sort`).
     functions: Vec<super::table::Row>,
+    /// `--slower-than`: the invocations kept, of how many; null without it.
+    slower_than: Option<super::SlowerThan>,
     stats: Stats,
     warnings: &'a [String],
 }
@@ -119,7 +121,7 @@ struct JsonAggregateNode {
     children: Vec<JsonAggregateNode>,
 }
 
-pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
+pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerThan>) -> anyhow::Result<String> {
     let selected = select(trace, opts.invocation)?;
     let roots = root_paths(trace);
     let doc = Document {
@@ -152,6 +154,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
             .map(|agg| JsonAggregate { invocations: agg.invocations, tree: aggregate_node(trace, agg, &agg.tree) })
             .collect(),
         functions: super::table::rows(trace, opts)?,
+        slower_than: slower,
         stats: trace.stats,
         warnings: &trace.warnings,
     };
