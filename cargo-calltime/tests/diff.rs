@@ -322,7 +322,8 @@ fn paths_that_appear_or_disappear_are_call_count_changes() {
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.contains("**2 call-count changes (1 new path, 1 gone)**"), "{md}");
     // The root got faster only through the gone path: it is folded under it.
-    let gone_row = "| ➖ | `handle -> page`<br><sub>1 caller faster through it: `handle`</sub> | 30.5µs | - | gone |  | \
+    let gone_row =
+        "| ➖ | `handle -> page`<br><sub>1 caller faster through it: `handle`</sub> | 30.5µs | - | gone |  | \
                     -31.5µs | **1 → 0** |";
     assert!(md.contains(gone_row), "{md}");
     assert!(md.contains("| ➕ | `handle -> route -> get` | - | 2.01µs | new |  | +2.06µs | **0 → 1** |"), "{md}");
@@ -362,7 +363,10 @@ fn svg_is_a_differential_flamegraph_with_the_tables_changes() {
     let head_tree = call(
         HANDLE,
         20_000,
-        vec![call(ROUTE, 5_000, vec![call(CACHE_GET, 2_000, vec![]), call(LOOKUP, 80_000, vec![])]), call(RECORD, 1_000, vec![])],
+        vec![
+            call(ROUTE, 5_000, vec![call(CACHE_GET, 2_000, vec![]), call(LOOKUP, 80_000, vec![])]),
+            call(RECORD, 1_000, vec![]),
+        ],
     );
     let case = case(head_tree, &[]);
     let tmp = tempfile::tempdir().unwrap();
@@ -371,7 +375,8 @@ fn svg_is_a_differential_flamegraph_with_the_tables_changes() {
     let svg = std::fs::read_to_string(&out_file).unwrap();
     let (frames, texts) = util::svg::svg_frames(&svg);
     assert_eq!(texts[0], "cargo calltime diff: base vs head");
-    let frame = |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}: {frames:?}"));
+    let frame =
+        |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}: {frames:?}"));
     // The tooltip gives the table's change (relative change of the median self time), not a share of the total.
     let text = String::from_utf8(diff(&case, &[], true).stdout).unwrap();
     let lookup_row = text.lines().find(|l| l.ends_with("handle -> route -> lookup")).unwrap();

@@ -8,9 +8,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use cargo_calltime::trace::Trace;
-use cargo_calltime::views::{SortKey, ViewFormat};
-use cargo_calltime::views::{render, ViewOptions};
 use cargo_calltime::units::format_ns;
+use cargo_calltime::views::{render, ViewOptions};
+use cargo_calltime::views::{SortKey, ViewFormat};
 use util::svg::{svg_frames, Frame};
 use util::{check, data};
 
@@ -214,13 +214,15 @@ fn flame_chart_lays_calls_out_in_time_order() {
     assert!(x("parse::parse_request") < x("db::Pool::query"));
     assert!(x("db::Pool::query") < x("render::render"));
     // Three separate calls of decode stay three frames in a flame chart; the one that panicked is marked.
-    let decodes: Vec<&Frame> = frames.iter().filter(|f| f.name().starts_with("<db::Row as codec::Decode>::decode")).collect();
+    let decodes: Vec<&Frame> =
+        frames.iter().filter(|f| f.name().starts_with("<db::Row as codec::Decode>::decode")).collect();
     assert_eq!(decodes.len(), 3);
     let marked: Vec<bool> = decodes.iter().map(|f| f.name().ends_with(" [panicked]") && f.fill == PANICKED).collect();
     assert_eq!(marked, [false, true, false], "{decodes:?}");
     labels_are_whole_or_readable(&frames);
     // A time axis under the frames: round ticks from 0 to the invocation's 5ms, in human units.
-    let ticks: Vec<&str> = texts.iter().map(String::as_str).filter(|t| *t == "0" || t.ends_with('s') && t.len() < 8).collect();
+    let ticks: Vec<&str> =
+        texts.iter().map(String::as_str).filter(|t| *t == "0" || t.ends_with('s') && t.len() < 8).collect();
     assert_eq!(
         ticks,
         ["0", "500µs", "1.00ms", "1.50ms", "2.00ms", "2.50ms", "3.00ms", "3.50ms", "4.00ms", "4.50ms", "5.00ms"]
@@ -286,9 +288,15 @@ fn function_table_counts_a_recursive_call_once_in_total_time() {
     let trace = Trace { invocations: vec![Invocation::new(0, thread, root)], ..Trace::default() };
     let json: serde_json::Value = serde_json::from_str(&render_text(&trace, &opts(ViewFormat::Json))).unwrap();
     let walk = &json["functions"][0];
-    assert_eq!((walk["calls"].as_u64(), walk["total_ns"].as_u64(), walk["self_ns"].as_u64()), (Some(3), Some(100), Some(90)));
+    assert_eq!(
+        (walk["calls"].as_u64(), walk["total_ns"].as_u64(), walk["self_ns"].as_u64()),
+        (Some(3), Some(100), Some(90))
+    );
     // The mean is of every call: (100 + 60 + 30) / 3.
-    assert_eq!((walk["mean_ns"].as_u64(), walk["min_ns"].as_u64(), walk["max_ns"].as_u64()), (Some(63), Some(30), Some(100)));
+    assert_eq!(
+        (walk["mean_ns"].as_u64(), walk["min_ns"].as_u64(), walk["max_ns"].as_u64()),
+        (Some(63), Some(30), Some(100))
+    );
     assert_eq!(json["functions"][1]["total_ns"], 10);
 }
 
@@ -418,7 +426,9 @@ fn labels_are_whole_or_readable(frames: &[Frame]) {
         let label = frame.label.as_str();
         let shown = label.is_empty()
             || label == frame.name()
-            || label.strip_suffix("..").is_some_and(|start| start.chars().count() >= 3 && frame.name().starts_with(start));
+            || label
+                .strip_suffix("..")
+                .is_some_and(|start| start.chars().count() >= 3 && frame.name().starts_with(start));
         assert!(shown, "label {label:?} of {frame:?}");
     }
     // Wide frames show their whole name: 7.08 px a character at 1180 px for the whole width.
@@ -533,7 +543,10 @@ fn slower_than_keeps_only_slow_invocations_in_every_view() {
 #[test]
 fn report_says_how_many_invocations_slower_than_were_kept() {
     let trace = data("views/many.trace");
-    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--format", "folded", "--slower-than", "200us"]), true);
+    let out = util::run(
+        util::calltime().arg("report").arg(&trace).args(["--format", "folded", "--slower-than", "200us"]),
+        true,
+    );
     assert!(stderr(&out).contains("note: only invocations slower than 200µs: 5 of 21 kept"), "{}", stderr(&out));
     let out = util::run(util::calltime().arg("report").arg(&trace).args(["--slower-than", "fast"]), false);
     assert!(stderr(&out).starts_with("error: invalid --slower-than:"), "{}", stderr(&out));

@@ -137,6 +137,7 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
         color: color && format == ViewFormat::Text,
         sort: args.sort.unwrap_or_default(),
         slower_than_ns: duration("--slower-than", args.slower_than.as_deref())?,
+        history: Vec::new(),
     })
 }
 

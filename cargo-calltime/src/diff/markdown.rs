@@ -82,8 +82,10 @@ pub fn render(report: &Report, limit: usize) -> String {
         middle.push('\n');
     }
     if !unchanged.is_empty() {
-        let open =
-            format!("<details><summary>{} call path(s) with no change in self time or calls</summary>\n\n", unchanged.len());
+        let open = format!(
+            "<details><summary>{} call path(s) with no change in self time or calls</summary>\n\n",
+            unchanged.len()
+        );
         let table_head =
             format!("| Call path | {base} | {head} | Change | Calls / inv | Note |\n|:--|--:|--:|--:|--:|:--|\n");
         let close = "\n</details>\n\n";

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use anyhow::{Context, Result};
 
 use super::{callers_text, change_text, time_text, PathDiff, Report, Status};
-use crate::views::svg_frames::{self, Edit};
 use crate::views::stack_safe;
+use crate::views::svg_frames::{self, Edit};
 
 pub fn render(report: &Report) -> Result<Vec<u8>> {
     let frames_of = |p: &PathDiff| -> Vec<String> { p.frames.iter().map(|f| stack_safe(f)).collect() };

@@ -53,7 +53,11 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
             Some(format!("flame chart ({order}){slowest} · {} · took {}", inv.thread, format_ns(inv.duration_ns)));
         let names = Names::new(&trace.table);
         // inferno reverses a flame chart's lines before laying them out, so they are given latest first.
-        timeline(&inv.root, &names, inv.folded, true).into_iter().rev().map(|(stack, ns)| format!("{stack} {ns}")).collect()
+        timeline(&inv.root, &names, inv.folded, true)
+            .into_iter()
+            .rev()
+            .map(|(stack, ns)| format!("{stack} {ns}"))
+            .collect()
     } else {
         match opts.invocation {
             Some(_) => {

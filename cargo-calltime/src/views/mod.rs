@@ -3,9 +3,12 @@
 //! (`commands::report`, `commands::run`).
 
 pub mod aggregate;
+pub mod chart;
 mod chrome;
 mod flamegraph;
 mod folded;
+pub mod history;
+pub mod html;
 mod json;
 mod names;
 pub mod overhead;
@@ -33,6 +36,8 @@ pub enum ViewFormat {
     Chrome,
     Json,
     Table,
+    /// One self-contained HTML page ([`html`]).
+    Html,
 }
 
 /// How a trace is rendered; `Default` is what `cargo calltime report` does with no flags.
@@ -55,6 +60,8 @@ pub struct ViewOptions {
     pub sort: SortKey,
     /// Only invocations that took longer than this (`--slower-than`), in every format.
     pub slower_than_ns: Option<u64>,
+    /// HTML: per root function, its points across the run store's runs (oldest first); empty without history.
+    pub history: Vec<(String, Vec<crate::store::SeriesPoint>)>,
 }
 
 impl Default for ViewOptions {
@@ -69,6 +76,7 @@ impl Default for ViewOptions {
             color: false,
             sort: SortKey::SelfTime,
             slower_than_ns: None,
+            history: Vec::new(),
         }
     }
 }
@@ -77,7 +85,7 @@ impl Default for ViewOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rendered {
     pub bytes: Vec<u8>,
-    /// Not meant for a terminal (SVG): without `-o` it goes to a file.
+    /// Not meant for a terminal (SVG, HTML): without `-o` it goes to a file.
     pub binary_like: bool,
     /// What the commands say on stderr (`--slower-than`: how many invocations were kept), for the formats that have
     /// no place for it.
@@ -122,6 +130,10 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
         ViewFormat::Chrome => (chrome::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Json => (json::render(trace, opts, slower)?.into_bytes(), false),
         ViewFormat::Table => (with_note(table::render(trace, opts)?).into_bytes(), false),
+        ViewFormat::Html => {
+            let html_opts = html::HtmlOptions { top: opts.top.max(1), history: opts.history.clone() };
+            (html::render(trace, &html_opts)?.into_bytes(), true)
+        }
     };
     Ok(Rendered { bytes, binary_like, note: slower.map(|s| s.to_string()) })
 }

@@ -50,7 +50,8 @@ fn title_name(title: &str) -> &str {
 /// that fit are shown whole, and patches inferno's script so zooming keeps them whole too.
 pub fn rewrite(svg: &str, mut edit: impl FnMut(&Frame) -> Edit) -> Result<String> {
     let pattern = frame_pattern();
-    let (Some(total), Some(container_px)) = (attribute_of_frames(svg, "total_samples"), attribute_of_frames(svg, "width"))
+    let (Some(total), Some(container_px)) =
+        (attribute_of_frames(svg, "total_samples"), attribute_of_frames(svg, "width"))
     else {
         bail!("inferno's SVG has no frames container: cannot edit its frames");
     };
@@ -177,7 +178,8 @@ fn attribute_of_frames(svg: &str, name: &str) -> Option<u64> {
 /// Adds a time axis under a flame chart's frames (ticks at round durations from the chart's start, human units),
 /// making the image taller. The axis is of the whole chart: zooming in does not rescale it.
 pub fn add_time_axis(svg: &str) -> Result<String> {
-    let (Some(total), Some(container_px)) = (attribute_of_frames(svg, "total_samples"), attribute_of_frames(svg, "width"))
+    let (Some(total), Some(container_px)) =
+        (attribute_of_frames(svg, "total_samples"), attribute_of_frames(svg, "width"))
     else {
         bail!("inferno's SVG has no frames container: cannot add a time axis");
     };
@@ -188,8 +190,7 @@ pub fn add_time_axis(svg: &str) -> Result<String> {
     // The root row ends 34 px (inferno's bottom padding) above the image's bottom.
     let axis_y = height - 34 + 2;
     let new_height = height + AXIS_HEIGHT;
-    let mut out = svg
-        .replacen(&format!(r#" height="{height}" "#), &format!(r#" height="{new_height}" "#), 1);
+    let mut out = svg.replacen(&format!(r#" height="{height}" "#), &format!(r#" height="{new_height}" "#), 1);
     let view_box = Regex::new(r#"viewBox="0 0 (\d+) (\d+)""#).expect("valid regex");
     out = view_box.replacen(&out, 1, format!(r#"viewBox="0 0 $1 {new_height}""#).as_str()).into_owned();
     out = out.replacen(

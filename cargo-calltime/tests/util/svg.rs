@@ -3,7 +3,6 @@
 
 use quick_xml::events::Event;
 
-
 #[derive(Debug)]
 pub struct Frame {
     /// The tooltip: `name (9.71ms, P%)`.
