@@ -180,6 +180,13 @@ fn app_tree(lookup_ns: u64, record_calls: u64) -> Call {
     call(HANDLE, 20_000, children)
 }
 
+/// `handle -> route -> get` (a cache asked first, a new path), `handle -> route -> lookup`, `handle -> record`; no
+/// `page` (a path gone).
+fn cached_tree(lookup_ns: u64) -> Call {
+    let route = call(ROUTE, 5_000, vec![call(CACHE_GET, 2_000, vec![]), call(LOOKUP, lookup_ns, vec![])]);
+    call(HANDLE, 20_000, vec![route, call(RECORD, 1_000, vec![])])
+}
+
 struct Case {
     _tmp: tempfile::TempDir,
     base: PathBuf,
@@ -296,15 +303,7 @@ fn extra_call_is_reported_even_when_time_barely_moves() {
 #[test]
 fn paths_that_appear_or_disappear_are_call_count_changes() {
     // head: `route` asks a cache first (a new path); `page` is no longer rendered (a path gone).
-    let head_tree = call(
-        HANDLE,
-        20_000,
-        vec![
-            call(ROUTE, 5_000, vec![call(CACHE_GET, 2_000, vec![]), call(LOOKUP, 50_000, vec![])]),
-            call(RECORD, 1_000, vec![]),
-        ],
-    );
-    let case = case(head_tree, &[]);
+    let case = case(cached_tree(50_000), &[]);
     let json = diff_json(&case, &[]);
     let new = path_entry(&json, "handle -> route -> get");
     assert_eq!(new["status"], "added");
@@ -360,15 +359,7 @@ fn markdown_and_text_reports_match_golden_files() {
 #[test]
 fn svg_is_a_differential_flamegraph_with_the_tables_changes() {
     // head: lookup 50µs -> 80µs, `route` asks a cache first (new), `page` is no longer rendered (gone).
-    let head_tree = call(
-        HANDLE,
-        20_000,
-        vec![
-            call(ROUTE, 5_000, vec![call(CACHE_GET, 2_000, vec![]), call(LOOKUP, 80_000, vec![])]),
-            call(RECORD, 1_000, vec![]),
-        ],
-    );
-    let case = case(head_tree, &[]);
+    let case = case(cached_tree(80_000), &[]);
     let tmp = tempfile::tempdir().unwrap();
     let out_file = tmp.path().join("diff.svg");
     diff(&case, &["--format", "svg", "-o", out_file.to_str().unwrap()], true);

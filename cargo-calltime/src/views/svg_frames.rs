@@ -289,8 +289,9 @@ mod tests {
     fn short_names_show_whole_where_they_fit_and_never_as_one_character() {
         assert_eq!(fit_label("sum", 30.0), "sum");
         assert_eq!(fit_label("sum", 20.0), "");
-        assert_eq!(fit_label("render::render", 60.0), "ren..");
-        assert_eq!(fit_label("render::render", 40.0), "");
+        assert_eq!(fit_label("render::render", 60.0), "render..");
+        assert_eq!(fit_label("render::render", 40.0), "ren..");
+        assert_eq!(fit_label("render::render", 30.0), "");
     }
 
     #[test]
