@@ -184,14 +184,43 @@ pub struct ViewArgs {
     /// Show times as recorded, the probes' own cost included, instead of compensated for it.
     #[arg(long)]
     pub raw_times: bool,
+    /// Only invocations slower than this (e.g. `5ms`), in every format; `--invocation K` counts among them.
+    #[arg(long, value_name = "DURATION")]
+    pub slower_than: Option<String>,
+    /// With `--format table` (or json's `functions`): order the functions by self time, total time or calls.
+    #[arg(long, value_enum, value_name = "KEY")]
+    pub sort: Option<SortKey>,
 }
 
-pub use crate::views::ViewFormat;
+pub use crate::views::{SortKey, ViewFormat};
+
+/// The table's sort keys on the command line.
+impl ValueEnum for SortKey {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[SortKey::SelfTime, SortKey::Total, SortKey::Calls]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            SortKey::SelfTime => PossibleValue::new("self").help("Time in the function itself (the default)"),
+            SortKey::Total => PossibleValue::new("total").help("Time from entry to exit"),
+            SortKey::Calls => PossibleValue::new("calls").help("Number of calls"),
+        })
+    }
+}
 
 /// The view formats on the command line, with their help (the type is the views' own).
 impl ValueEnum for ViewFormat {
     fn value_variants<'a>() -> &'a [Self] {
-        &[ViewFormat::Text, ViewFormat::Svg, ViewFormat::Folded, ViewFormat::Chrome, ViewFormat::Json, ViewFormat::Html]
+        &[
+            ViewFormat::Text,
+            ViewFormat::Svg,
+            ViewFormat::Folded,
+            ViewFormat::Chrome,
+            ViewFormat::Json,
+            ViewFormat::Table,
+            ViewFormat::Html,
+        ]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -205,6 +234,8 @@ impl ValueEnum for ViewFormat {
                 PossibleValue::new("chrome").help("Chrome trace event JSON for Perfetto and chrome://tracing")
             }
             ViewFormat::Json => PossibleValue::new("json").help("Versioned JSON (docs/json.md)"),
+            ViewFormat::Table => PossibleValue::new("table")
+                .help("One row per function: calls, total, self, mean, min, max (sorted by --sort)"),
             ViewFormat::Html => PossibleValue::new("html").help(
                 "One self-contained page to share: summary, slowest invocations, flamegraph, sortable table, \
                  charts across stored runs",

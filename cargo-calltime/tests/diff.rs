@@ -173,6 +173,13 @@ fn app_tree(lookup_ns: u64, record_calls: u64) -> Call {
     call(HANDLE, 20_000, children)
 }
 
+/// `handle -> route -> get` (a cache asked first, a new path), `handle -> route -> lookup`, `handle -> record`; no
+/// `page` (a path gone).
+fn cached_tree(lookup_ns: u64) -> Call {
+    let route = call(ROUTE, 5_000, vec![call(CACHE_GET, 2_000, vec![]), call(LOOKUP, lookup_ns, vec![])]);
+    call(HANDLE, 20_000, vec![route, call(RECORD, 1_000, vec![])])
+}
+
 struct Case {
     _tmp: tempfile::TempDir,
     base: PathBuf,
@@ -241,10 +248,22 @@ fn slowdown_in_one_function_comes_first_and_gates() {
     assert!(first["change"]["ci_low_pct"].as_f64().unwrap() < pct);
     assert!(first["change"]["ci_high_pct"].as_f64().unwrap() > pct);
     assert!(first["change"]["p_value"].as_f64().unwrap() < 0.01);
-    // Its ancestors got slower too, but they are not where the time went.
-    assert_eq!(path_entry(&json, "handle")["status"], "regressed");
+    // Its callers got slower too, but their own self time did not move: they are folded under their cause, and
+    // one slower function counts as one regression (issue 16: it used to be `3 regressed`).
+    assert_eq!(json["summary"]["regressed"], 1, "{json:#}");
+    assert_eq!(json["summary"]["regressed_callers"], 2, "{json:#}");
+    assert_eq!(first["callers"], serde_json::json!(["handle -> route", "handle"]));
+    for caller in ["handle", "handle -> route"] {
+        let entry = path_entry(&json, caller);
+        assert_eq!(entry["status"], "unchanged", "{entry:#}");
+        assert_eq!(entry["cause"], "handle -> route -> lookup", "{entry:#}");
+        assert!(entry["change"]["total_pct"].as_f64().unwrap() > 20.0, "{entry:#}");
+    }
     assert_eq!(path_entry(&json, "handle -> page")["status"], "unchanged");
+    assert!(path_entry(&json, "handle -> page")["cause"].is_null());
     assert_eq!(json["summary"]["calls_changed"], 0);
+    let text = String::from_utf8_lossy(&diff(&case, &[], true).stdout).into_owned();
+    assert!(text.contains("1 regressed (1 cause, 2 callers), 0 improved, 2 unchanged"), "{text}");
 
     let gated = diff(&case, &["--fail-above", "20"], false);
     assert_eq!(gated.status.code(), Some(2));
@@ -277,15 +296,7 @@ fn extra_call_is_reported_even_when_time_barely_moves() {
 #[test]
 fn paths_that_appear_or_disappear_are_call_count_changes() {
     // head: `route` asks a cache first (a new path); `page` is no longer rendered (a path gone).
-    let head_tree = call(
-        HANDLE,
-        20_000,
-        vec![
-            call(ROUTE, 5_000, vec![call(CACHE_GET, 2_000, vec![]), call(LOOKUP, 50_000, vec![])]),
-            call(RECORD, 1_000, vec![]),
-        ],
-    );
-    let case = case(head_tree, &[]);
+    let case = case(cached_tree(50_000), &[]);
     let json = diff_json(&case, &[]);
     let new = path_entry(&json, "handle -> route -> get");
     assert_eq!(new["status"], "added");
@@ -302,7 +313,11 @@ fn paths_that_appear_or_disappear_are_call_count_changes() {
     let out = diff(&case, &["--format", "markdown"], true);
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.contains("**2 call-count changes (1 new path, 1 gone)**"), "{md}");
-    assert!(md.contains("| ➖ | `handle -> page` | 30.5µs | - | gone |  | -31.5µs | **1 → 0** |"), "{md}");
+    // The root got faster only through the gone path: it is folded under it.
+    let gone_row =
+        "| ➖ | `handle -> page`<br><sub>1 caller faster through it: `handle`</sub> | 30.5µs | - | gone |  | \
+                    -31.5µs | **1 → 0** |";
+    assert!(md.contains(gone_row), "{md}");
     assert!(md.contains("| ➕ | `handle -> route -> get` | - | 2.01µs | new |  | +2.06µs | **0 → 1** |"), "{md}");
 }
 
@@ -335,17 +350,29 @@ fn markdown_and_text_reports_match_golden_files() {
 }
 
 #[test]
-fn svg_is_a_differential_flamegraph() {
-    let case = case(app_tree(80_000, 1), &[]);
+fn svg_is_a_differential_flamegraph_with_the_tables_changes() {
+    // head: lookup 50µs -> 80µs, `route` asks a cache first (new), `page` is no longer rendered (gone).
+    let case = case(cached_tree(80_000), &[]);
     let tmp = tempfile::tempdir().unwrap();
     let out_file = tmp.path().join("diff.svg");
     diff(&case, &["--format", "svg", "-o", out_file.to_str().unwrap()], true);
     let svg = std::fs::read_to_string(&out_file).unwrap();
-    assert!(svg.starts_with("<?xml") && svg.contains("<svg"), "{}", &svg[..200.min(svg.len())]);
-    assert!(svg.contains("cargo calltime diff: base vs head"));
-    assert!(svg.contains("lookup"));
-    // Differential frames say how much they moved.
-    assert!(svg.contains("%)"), "no differential annotation in the SVG");
+    let (frames, texts) = util::svg::svg_frames(&svg);
+    assert_eq!(texts[0], "cargo calltime diff: base vs head");
+    let frame =
+        |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}: {frames:?}"));
+    // The tooltip gives the table's change (relative change of the median self time), not a share of the total.
+    let text = String::from_utf8(diff(&case, &[], true).stdout).unwrap();
+    let lookup_row = text.lines().find(|l| l.ends_with("handle -> route -> lookup")).unwrap();
+    let table_change = lookup_row.split_whitespace().next().unwrap();
+    assert!(frame("lookup").title.starts_with(&format!("lookup ({table_change}: self ")), "{:?}", frame("lookup"));
+    // The path gone in head is drawn (as wide as in base), blue; the new one red; callers pale.
+    assert!(frame("page").title.contains("gone in head") && frame("page").width > 20.0, "{:?}", frame("page"));
+    assert_eq!(frame("page").fill, "rgb(60,110,230)");
+    assert_eq!(frame("get").fill, "rgb(230,70,50)");
+    assert_eq!(frame("route").fill, "rgb(250,185,175)");
+    let golden: String = frames.iter().map(|f| format!("{}  {}\n", f.fill, f.title)).collect();
+    util::check(&util::data("diff/changes.svg-frames.txt"), &golden);
 }
 
 #[test]
@@ -373,7 +400,8 @@ fn huge_diff_stays_under_the_comment_limit() {
     assert!(md.chars().count() <= 64_536, "{} characters", md.chars().count());
     assert!(md.len() > 50_000, "the budget is used, not wasted: {} bytes", md.len());
     assert!(md.starts_with("<!-- cargo-calltime -->\n"));
-    assert!(md.contains("**3001 regressed**"), "{}", &md[..400]);
+    // Each of the 3000 slower functions is a cause; the root, whose own time did not change, is their caller.
+    assert!(md.contains("**3000 regressed (3000 causes, 1 caller)**"), "{}", &md[..400]);
     assert!(md.contains("more changed call path(s) not shown: GitHub comments are limited"), "no truncation note");
     assert!(md.contains("Calls are per invocation and compared exactly.</sub>"), "the method note survives truncation");
     assert!(

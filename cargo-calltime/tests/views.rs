@@ -8,9 +8,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use cargo_calltime::trace::Trace;
-use cargo_calltime::views::ViewFormat;
+use cargo_calltime::units::format_ns;
 use cargo_calltime::views::{render, ViewOptions};
-use quick_xml::events::Event;
+use cargo_calltime::views::{SortKey, ViewFormat};
+use util::svg::{svg_frames, Frame};
 use util::{check, data};
 
 fn load(name: &str) -> Trace {
@@ -169,7 +170,7 @@ fn flamegraph_svg_is_xml_with_the_expected_frames_and_title() {
         "parse::parse_request",
         "parse::header",
         "db::Pool::query",
-        "<db::Row as codec::Decode>::decode",
+        "<db::Row as codec::Decode>::decode [panicked]",
         "render::render",
         "demo::render::check",
         "server::shutdown",
@@ -181,17 +182,23 @@ fn flamegraph_svg_is_xml_with_the_expected_frames_and_title() {
     assert_eq!(title, "demo::server::handle, demo::server::shutdown (depth 4, filter ^demo::): 21 invocations");
     // Widths follow self time summed over invocations: decode (1.67ms of 3.82ms) is wider than header (933µs).
     let width = |name: &str| frames.iter().find(|f| f.name() == name).unwrap().width;
-    assert!(width("<db::Row as codec::Decode>::decode") > width("parse::header"));
+    assert!(width("<db::Row as codec::Decode>::decode [panicked]") > width("parse::header"));
+    // Tooltips in human units (`3.78ms`), never raw `3,780,000 ns` (issue 16).
     let handle_ns: u64 = many.invocations.iter().filter(|i| i.root.func == 0).map(|i| i.duration_ns).sum();
-    let handle = format!("server::handle ({} ns,", with_commas(handle_ns));
+    let handle = format!("server::handle ({},", format_ns(handle_ns));
     assert!(frames.iter().any(|f| f.title.starts_with(&handle)), "{handle} in {frames:?}");
+    assert!(!frames.iter().any(|f| f.title.contains(" ns,")), "{frames:?}");
+    // The call path where a call panicked is its own frame, in a colour of its own.
+    let panicked: Vec<&str> = frames.iter().filter(|f| f.fill == PANICKED).map(|f| f.name()).collect();
+    assert_eq!(panicked, ["<db::Row as codec::Decode>::decode [panicked]"]);
+    labels_are_whole_or_readable(&frames);
 
     // `--invocation K` draws one invocation, and says which.
     let one = ViewOptions { invocation: Some(10), ..opts(ViewFormat::Svg) };
     let svg = String::from_utf8(render(&many, &one).unwrap().bytes).unwrap();
     let (frames, texts) = svg_frames(&svg);
     assert_eq!(texts[0], "demo::server::handle (depth 4, filter ^demo::): invocation #10 of 21");
-    let root = format!("server::handle ({} ns, 100", with_commas(many.invocations[9].duration_ns));
+    let root = format!("server::handle ({}, 100", format_ns(many.invocations[9].duration_ns));
     assert!(frames.iter().any(|f| f.title.starts_with(&root)), "{root} in {frames:?}");
     assert!(!frames.iter().any(|f| f.name() == "server::shutdown"));
 }
@@ -206,9 +213,20 @@ fn flame_chart_lays_calls_out_in_time_order() {
     let x = |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}")).x;
     assert!(x("parse::parse_request") < x("db::Pool::query"));
     assert!(x("db::Pool::query") < x("render::render"));
-    // Three separate calls of decode stay three frames in a flame chart.
-    let decodes = frames.iter().filter(|f| f.name() == "<db::Row as codec::Decode>::decode").count();
-    assert_eq!(decodes, 3);
+    // Three separate calls of decode stay three frames in a flame chart; the one that panicked is marked.
+    let decodes: Vec<&Frame> =
+        frames.iter().filter(|f| f.name().starts_with("<db::Row as codec::Decode>::decode")).collect();
+    assert_eq!(decodes.len(), 3);
+    let marked: Vec<bool> = decodes.iter().map(|f| f.name().ends_with(" [panicked]") && f.fill == PANICKED).collect();
+    assert_eq!(marked, [false, true, false], "{decodes:?}");
+    labels_are_whole_or_readable(&frames);
+    // A time axis under the frames: round ticks from 0 to the invocation's 5ms, in human units.
+    let ticks: Vec<&str> =
+        texts.iter().map(String::as_str).filter(|t| *t == "0" || t.ends_with('s') && t.len() < 8).collect();
+    assert_eq!(
+        ticks,
+        ["0", "500µs", "1.00ms", "1.50ms", "2.00ms", "2.50ms", "3.00ms", "3.50ms", "4.00ms", "4.50ms", "5.00ms"]
+    );
     // The call to util::check after render is the last thing server::handle did.
     let last_check = frames.iter().filter(|f| f.name() == "demo::util::check").map(|f| f.x).fold(0.0, f64::max);
     assert!(last_check > x("render::render"));
@@ -246,6 +264,40 @@ fn chrome_trace_has_one_complete_slice_per_call_on_one_track_per_thread_or_task(
     let truncated: Vec<_> = slices.iter().filter(|s| s["args"]["truncated_calls"].is_u64()).collect();
     assert_eq!(truncated.len(), 1);
     assert_eq!(truncated[0]["args"]["invocation"], 6);
+}
+
+#[test]
+fn function_table_matches_expected_files() {
+    let table = |sort| ViewOptions { sort, ..opts(ViewFormat::Table) };
+    // Two roots on several threads: functions by self time; `check` of two modules told apart by their paths.
+    check(&expect("many.table.txt"), &render_text(&load("many"), &table(SortKey::SelfTime)));
+    check(&expect("many.table-total.txt"), &render_text(&load("many"), &table(SortKey::Total)));
+    // Folded invocations: exact calls, estimated times marked `~`.
+    check(&expect("folded.table-calls.txt"), &render_text(&load("folded"), &table(SortKey::Calls)));
+}
+
+#[test]
+fn function_table_counts_a_recursive_call_once_in_total_time() {
+    use cargo_calltime::trace::{Invocation, Node, ThreadKind, ThreadRef};
+    // walk (100ns) -> walk (60ns) -> walk (30ns) -> leaf (10ns).
+    let leaf = Node::call(1, 40, 10, false, vec![]);
+    let inner = Node::call(0, 30, 30, false, vec![leaf]);
+    let middle = Node::call(0, 20, 60, false, vec![inner]);
+    let root = Node::call(0, 0, 100, false, vec![middle]);
+    let thread = ThreadRef { kind: ThreadKind::Thread, id: 1, name: String::new() };
+    let trace = Trace { invocations: vec![Invocation::new(0, thread, root)], ..Trace::default() };
+    let json: serde_json::Value = serde_json::from_str(&render_text(&trace, &opts(ViewFormat::Json))).unwrap();
+    let walk = &json["functions"][0];
+    assert_eq!(
+        (walk["calls"].as_u64(), walk["total_ns"].as_u64(), walk["self_ns"].as_u64()),
+        (Some(3), Some(100), Some(90))
+    );
+    // The mean is of every call: (100 + 60 + 30) / 3.
+    assert_eq!(
+        (walk["mean_ns"].as_u64(), walk["min_ns"].as_u64(), walk["max_ns"].as_u64()),
+        (Some(63), Some(30), Some(100))
+    );
+    assert_eq!(json["functions"][1]["total_ns"], 10);
 }
 
 #[test]
@@ -356,13 +408,33 @@ fn folded_flame_chart_lays_paths_out_one_after_another() {
     assert!(x("parse::parse_request") < x("db::Pool::query"));
     assert!(x("db::Pool::query") < x("render::render"));
     // A folded path is one frame, however many calls it holds.
-    assert_eq!(frames.iter().filter(|f| f.name() == "<db::Row as codec::Decode>::decode").count(), 1);
+    assert_eq!(frames.iter().filter(|f| f.name().starts_with("<db::Row as codec::Decode>::decode")).count(), 1);
     // The per-call invocation keeps its time order.
     let chart = ViewOptions { flamechart: true, invocation: Some(2), ..opts(ViewFormat::Svg) };
     let svg = String::from_utf8(render(&folded, &chart).unwrap().bytes).unwrap();
     let (frames, texts) = svg_frames(&svg);
     assert!(texts[1].starts_with("flame chart (time runs left to right)"), "{texts:?}");
-    assert_eq!(frames.iter().filter(|f| f.name() == "<db::Row as codec::Decode>::decode").count(), 2);
+    assert_eq!(frames.iter().filter(|f| f.name().starts_with("<db::Row as codec::Decode>::decode")).count(), 2);
+}
+
+/// Purple: the frames of calls that panicked.
+const PANICKED: &str = "rgb(150,60,200)";
+
+/// Every frame shows its whole name, its start and `..` (3 characters at least), or nothing: never `..m`.
+fn labels_are_whole_or_readable(frames: &[Frame]) {
+    for frame in frames {
+        let label = frame.label.as_str();
+        let shown = label.is_empty()
+            || label == frame.name()
+            || label
+                .strip_suffix("..")
+                .is_some_and(|start| start.chars().count() >= 3 && frame.name().starts_with(start));
+        assert!(shown, "label {label:?} of {frame:?}");
+    }
+    // Wide frames show their whole name: 7.08 px a character at 1180 px for the whole width.
+    for frame in frames.iter().filter(|f| f.width / 100.0 * 1180.0 > 7.08 * (f.name().chars().count() + 1) as f64) {
+        assert_eq!(frame.label, frame.name(), "{frame:?}");
+    }
 }
 
 #[test]
@@ -411,6 +483,62 @@ fn bad_view_requests_are_one_line_errors_with_hints() {
     // Text of an empty trace still says what happened.
     let text = render_text(&empty, &ViewOptions::default());
     assert!(text.contains("no complete invocation was recorded"), "{text}");
+}
+
+// ---- `--slower-than` ----
+
+#[test]
+fn slower_than_keeps_only_slow_invocations_in_every_view() {
+    let many = load("many");
+    let slow = |format| ViewOptions { slower_than_ns: Some(200_000), ..opts(format) };
+    // The same trace with only the invocations over 200µs, built by hand: every view must match it.
+    let by_hand = Trace {
+        invocations: many.invocations.iter().filter(|i| i.duration_ns > 200_000).cloned().collect(),
+        ..many.clone()
+    };
+    assert_eq!(by_hand.invocations.len(), 5);
+    // Text and table: the summary under the title says how many were kept of how many.
+    let text = render_text(&many, &slow(ViewFormat::Text));
+    check(&expect("many.slower-than-200us.txt"), &text);
+    assert_eq!(text.lines().nth(1), Some("only invocations slower than 200µs: 5 of 21 kept"));
+    let table = render_text(&many, &ViewOptions { sort: SortKey::Total, ..slow(ViewFormat::Table) });
+    check(&expect("many.slower-than-200us.table.txt"), &table);
+    assert!(table.contains("only invocations slower than 200µs: 5 of 21 kept"), "{table}");
+    // Folded and Chrome have no place for it (the commands print it on stderr): their data matches.
+    for format in [ViewFormat::Folded, ViewFormat::Chrome] {
+        assert_eq!(render_text(&many, &slow(format)), render_text(&by_hand, &opts(format)), "{format:?}");
+    }
+    // JSON: the invocations kept, and a `slower_than` field.
+    let json: serde_json::Value = serde_json::from_str(&render_text(&many, &slow(ViewFormat::Json))).unwrap();
+    assert_eq!(json["invocations"].as_array().unwrap().len(), 5);
+    assert_eq!(json["slower_than"], serde_json::json!({ "slower_than_ns": 200_000, "kept": 5, "of": 21 }));
+    assert!(json["invocations"].as_array().unwrap().iter().all(|i| i["duration_ns"].as_u64().unwrap() > 200_000));
+    let unfiltered: serde_json::Value = serde_json::from_str(&render_text(&many, &opts(ViewFormat::Json))).unwrap();
+    assert!(unfiltered["slower_than"].is_null());
+    // SVG: in the subtitle, and the widths of the kept invocations only.
+    let svg = String::from_utf8(render(&many, &slow(ViewFormat::Svg)).unwrap().bytes).unwrap();
+    let (frames, texts) = svg_frames(&svg);
+    assert!(texts[1].ends_with(" · only invocations slower than 200µs: 5 of 21 kept"), "{texts:?}");
+    let (all, _) = svg_frames(&String::from_utf8(render(&by_hand, &opts(ViewFormat::Svg)).unwrap().bytes).unwrap());
+    let titles = |frames: &[Frame]| frames.iter().map(|f| f.title.clone()).collect::<BTreeSet<_>>();
+    assert_eq!(titles(&frames), titles(&all));
+    // None slower: an error that says what the slowest took.
+    let err = render(&many, &ViewOptions { slower_than_ns: Some(2_000_000), ..opts(ViewFormat::Text) }).unwrap_err();
+    assert_eq!(err.to_string(), "none of the 21 invocations is slower than 2.00ms: the slowest took 1.04ms");
+}
+
+#[test]
+fn report_says_how_many_invocations_slower_than_were_kept() {
+    let trace = data("views/many.trace");
+    let out = util::run(
+        util::calltime().arg("report").arg(&trace).args(["--format", "folded", "--slower-than", "200us"]),
+        true,
+    );
+    assert!(stderr(&out).contains("note: only invocations slower than 200µs: 5 of 21 kept"), "{}", stderr(&out));
+    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--slower-than", "fast"]), false);
+    assert!(stderr(&out).starts_with("error: invalid --slower-than:"), "{}", stderr(&out));
+    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--sort", "calls"]), false);
+    assert!(stderr(&out).contains("error: --sort orders the function table"), "{}", stderr(&out));
 }
 
 // ---- `cargo calltime report`, as a user runs it ----
@@ -514,99 +642,6 @@ fn report_honours_a_functions_table_and_rejects_bad_flags() {
     assert!(stderr(&out).contains("invalid --min-time"), "{}", stderr(&out));
     let out = util::run(util::calltime().arg("report").arg(dir.path().join("nope.trace")), false);
     assert!(stderr(&out).contains("cannot read trace"), "{}", stderr(&out));
-}
-
-// ---- a small SVG reader ----
-
-#[derive(Debug)]
-struct Frame {
-    /// The tooltip: `name (N ns, P%)`.
-    title: String,
-    /// Percent of the width.
-    x: f64,
-    width: f64,
-}
-
-impl Frame {
-    fn name(&self) -> &str {
-        self.title.rsplit_once(" (").map_or(self.title.as_str(), |(name, _)| name)
-    }
-}
-
-/// Parses the SVG as XML (failing on malformed XML) and returns its frames (`<g>` with a `<title>` and a `<rect>`)
-/// and the text of its top-level `<text>` elements (title, subtitle, ...).
-fn svg_frames(svg: &str) -> (Vec<Frame>, Vec<String>) {
-    let mut reader = quick_xml::Reader::from_str(svg);
-    let mut frames = Vec::new();
-    let mut texts = Vec::new();
-    let mut stack: Vec<String> = Vec::new();
-    let mut current: Option<Frame> = None;
-    let mut text = String::new();
-    let number = |v: &str| v.trim_end_matches('%').parse::<f64>().unwrap_or(f64::NAN);
-    loop {
-        let event = reader.read_event().unwrap_or_else(|e| panic!("the SVG is not well-formed XML: {e}"));
-        match event {
-            Event::Start(e) => {
-                let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
-                if name == "g" {
-                    current = Some(Frame { title: String::new(), x: f64::NAN, width: f64::NAN });
-                }
-                text.clear();
-                stack.push(name);
-            }
-            Event::Empty(e) if e.name().as_ref() == b"rect" => {
-                if let Some(frame) = current.as_mut() {
-                    for attr in e.attributes() {
-                        let attr = attr.unwrap();
-                        let value = String::from_utf8_lossy(&attr.value).into_owned();
-                        match attr.key.as_ref() {
-                            b"x" => frame.x = number(&value),
-                            b"width" => frame.width = number(&value),
-                            _ => {}
-                        }
-                    }
-                }
-            }
-            Event::Text(t) => text.push_str(&t.decode().unwrap()),
-            Event::GeneralRef(r) => {
-                let name = r.decode().unwrap();
-                let c = match name.as_ref() {
-                    "lt" => '<',
-                    "gt" => '>',
-                    "amp" => '&',
-                    "quot" => '"',
-                    "apos" => '\'',
-                    _ => r.resolve_char_ref().unwrap().unwrap_or('?'),
-                };
-                text.push(c);
-            }
-            Event::End(e) => {
-                let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
-                stack.pop();
-                match name.as_str() {
-                    "title" => {
-                        if let Some(frame) = current.as_mut() {
-                            frame.title = text.clone();
-                        }
-                    }
-                    "text" if current.is_none() => texts.push(text.clone()),
-                    "g" => {
-                        if let Some(frame) = current.take() {
-                            if !frame.title.is_empty() {
-                                frames.push(frame);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                text.clear();
-            }
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    assert!(stack.is_empty(), "unclosed elements: {stack:?}");
-    (frames, texts)
 }
 
 fn with_commas(n: u64) -> String {

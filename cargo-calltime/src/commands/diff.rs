@@ -21,7 +21,7 @@ pub fn diff(global: &GlobalArgs, args: &DiffArgs) -> Result<i32> {
     }
     let report = diff::compare(&base, &head, &settings);
     let color = args.output.is_none() && ui::color_stdout();
-    let rendered = diff::render(&base, &head, &report, args.format, color)?;
+    let rendered = diff::render(&report, args.format, color)?;
     match &args.output {
         Some(path) => {
             super::write_file(path, &rendered)?;

@@ -118,6 +118,11 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
             .hint("add `--format svg` (and `--invocation K` to pick the invocation)")
             .into());
     }
+    if args.sort.is_some() && !matches!(format, ViewFormat::Table | ViewFormat::Json) {
+        return Err(UserError::new("--sort orders the function table")
+            .hint("add `--format table` (or `--format json`, whose `functions` it orders)")
+            .into());
+    }
     if args.invocation == Some(0) {
         return Err(UserError::new("--invocation counts from 1")
             .hint("`--invocation 1` is the first invocation that completed")
@@ -132,6 +137,8 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
         flamechart: args.flamechart,
         color: color && format == ViewFormat::Text,
         raw_times: args.raw_times,
+        sort: args.sort.unwrap_or_default(),
+        slower_than_ns: duration("--slower-than", args.slower_than.as_deref())?,
         history: Vec::new(),
     })
 }

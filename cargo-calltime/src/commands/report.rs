@@ -81,6 +81,9 @@ pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<i32> {
         }
         let rendered = views::render(&trace, &view)?;
         emit(&rendered, args.view.output.as_deref(), &default_file)?;
+        if let Some(note) = &rendered.note {
+            ui::note(note);
+        }
         if let Some(note) = overhead::exclude_note(&trace) {
             ui::note(&note);
         }

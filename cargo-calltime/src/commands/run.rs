@@ -68,6 +68,9 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<i32> {
         // The program's stdout must stay byte-identical to an uninstrumented run: the report goes to stderr.
         write_stderr(&rendered.bytes)?;
     }
+    if let Some(note) = &rendered.note {
+        ui::note(note);
+    }
     if let Some(note) = overhead::exclude_note(&trace) {
         ui::note(&note);
         let file = overhead::remembered_path(&calltime_dir);

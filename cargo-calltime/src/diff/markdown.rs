@@ -2,7 +2,10 @@
 
 use std::fmt::Write;
 
-use super::{calls_text, change_text, interval_text, signed_ns, time_text, Noise, PathDiff, Report, Status, Summary};
+use super::{
+    callers_text, calls_text, change_text, count_with_callers, interval_text, signed_ns, time_text, Noise, PathDiff,
+    Report, Status, Summary,
+};
 
 /// First line of every comment: lets a workflow find and update its previous comment.
 pub const MARKER: &str = "<!-- cargo-calltime -->";
@@ -25,9 +28,10 @@ pub fn render(report: &Report, limit: usize) -> String {
     let mut bottom = String::new();
     let _ = writeln!(
         bottom,
-        "<sub>{}. Times are medians of each call path's total time per invocation; a path changed when a \
-         Mann-Whitney U test gives p < {}, the {:.0}% bootstrap interval of the change excludes 0 and the medians \
-         differ by at least {}. Calls are per invocation and compared exactly.</sub>",
+        "<sub>{}. Times are medians of each call path's self time per invocation (time in the function itself); a \
+         path changed when a Mann-Whitney U test gives p < {}, the {:.0}% bootstrap interval of the change excludes \
+         0 and the medians differ by at least {}; callers whose total time moved only through it are listed under \
+         it. Calls are per invocation and compared exactly.</sub>",
         sides_line(report),
         report.settings.alpha,
         report.settings.confidence * 100.0,
@@ -78,8 +82,10 @@ pub fn render(report: &Report, limit: usize) -> String {
         middle.push('\n');
     }
     if !unchanged.is_empty() {
-        let open =
-            format!("<details><summary>{} call path(s) with no change in time or calls</summary>\n\n", unchanged.len());
+        let open = format!(
+            "<details><summary>{} call path(s) with no change in self time or calls</summary>\n\n",
+            unchanged.len()
+        );
         let table_head =
             format!("| Call path | {base} | {head} | Change | Calls / inv | Note |\n|:--|--:|--:|--:|--:|:--|\n");
         let close = "\n</details>\n\n";
@@ -96,7 +102,7 @@ pub fn render(report: &Report, limit: usize) -> String {
                     time_text(&p.head),
                     change_text(p),
                     calls_text(p),
-                    noise_word(p.noise)
+                    note(p)
                 );
                 if used + row.len() > budget {
                     break;
@@ -136,8 +142,11 @@ fn changed_row(p: &PathDiff) -> String {
     let change =
         if matches!(p.status, Status::Regressed | Status::Improved) { format!("**{change}**") } else { change };
     let calls = if p.calls.changed { format!("**{}**", calls_text(p).replace("->", "→")) } else { calls_text(p) };
+    let callers = callers_text(p, |name| format!("`{}`", code(name)))
+        .map(|text| format!("<br><sub>{text}</sub>"))
+        .unwrap_or_default();
     format!(
-        "| {icon} | `{}` | {} | {} | {change} | {} | {} | {calls} |\n",
+        "| {icon} | `{}`{callers} | {} | {} | {change} | {} | {} | {calls} |\n",
         code(&p.display),
         time_text(&p.base),
         time_text(&p.head),
@@ -148,8 +157,8 @@ fn changed_row(p: &PathDiff) -> String {
 
 /// `**1 regressed** · 0 improved · 12 unchanged · 1 call-count change`.
 fn headline(s: &Summary) -> String {
-    let regressed = format!("{} regressed", s.regressed);
-    let improved = format!("{} improved", s.improved);
+    let regressed = count_with_callers(s.regressed, "regressed", s.regressed_callers);
+    let improved = count_with_callers(s.improved, "improved", s.improved_callers);
     let mut parts = vec![
         if s.regressed > 0 { format!("**{regressed}**") } else { regressed },
         if s.improved > 0 { format!("**{improved}**") } else { improved },
@@ -269,6 +278,16 @@ fn label(text: &str) -> String {
 /// Plain text in Markdown: HTML-ish and emphasis characters made inert.
 fn escape_text(text: &str) -> String {
     text.replace('<', "&lt;").replace('>', "&gt;").replace('*', "\\*").replace('_', "\\_")
+}
+
+/// The note of an unchanged path: its cause when it is a caller, else why its difference was set aside.
+fn note(p: &PathDiff) -> String {
+    match (&p.cause, p.cause_direction()) {
+        (Some(cause), Some(slower)) => {
+            format!("{} through `{}`", if slower { "slower" } else { "faster" }, code(cause))
+        }
+        _ => noise_word(p.noise).to_owned(),
+    }
 }
 
 fn noise_word(noise: Option<Noise>) -> &'static str {

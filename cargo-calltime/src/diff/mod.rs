@@ -24,7 +24,7 @@ use crate::units::format_calls;
 use stats::Bootstrap;
 
 /// Version of the JSON diff format (docs/ci.md); bumped on any incompatible change.
-pub const DIFF_JSON_VERSION: u32 = 1;
+pub const DIFF_JSON_VERSION: u32 = 2;
 /// Significance level of the Mann-Whitney test.
 pub const ALPHA: f64 = 0.01;
 /// Exit status when `--fail-above` trips (1 is taken by errors).
@@ -52,7 +52,7 @@ pub enum DiffFormat {
 }
 
 /// Renders a comparison; `color` is for the text format on a terminal.
-pub fn render(base: &Side, head: &Side, report: &Report, format: DiffFormat, color: bool) -> Result<Vec<u8>> {
+pub fn render(report: &Report, format: DiffFormat, color: bool) -> Result<Vec<u8>> {
     Ok(match format {
         DiffFormat::Text => text::render(report, color).into_bytes(),
         DiffFormat::Json => {
@@ -61,7 +61,7 @@ pub fn render(base: &Side, head: &Side, report: &Report, format: DiffFormat, col
             json.into_bytes()
         }
         DiffFormat::Markdown => markdown::render(report, GITHUB_COMMENT_LIMIT - COMMENT_HEADROOM).into_bytes(),
-        DiffFormat::Svg => svg::render(base, head, report)?,
+        DiffFormat::Svg => svg::render(report)?,
     })
 }
 
@@ -107,10 +107,10 @@ struct PathSamples {
 }
 
 impl PathSamples {
-    /// Time samples grouped by run.
-    fn total_by_run(&self) -> Vec<&[f64]> {
-        let mut ends = self.run_starts.iter().skip(1).copied().chain([self.total_ns.len()]);
-        self.run_starts.iter().map(|&start| &self.total_ns[start..ends.next().unwrap_or(start)]).collect()
+    /// Self-time samples grouped by run (the bootstrap resamples runs, then invocations within them).
+    fn self_by_run(&self) -> Vec<&[f64]> {
+        let mut ends = self.run_starts.iter().skip(1).copied().chain([self.self_ns.len()]);
+        self.run_starts.iter().map(|&start| &self.self_ns[start..ends.next().unwrap_or(start)]).collect()
     }
 }
 
@@ -282,25 +282,6 @@ impl Side {
             }
         }
     }
-
-    /// Folded stacks of this side: display names joined by `;` and mean self time per invocation in ns.
-    pub fn folded(&self) -> String {
-        let mut lines: Vec<String> = self
-            .paths
-            .values()
-            .filter_map(|p| {
-                let mean = (p.self_ns_sum / u128::from(self.invocations.max(1))) as u64;
-                (mean > 0).then(|| {
-                    let frames: Vec<String> = p.display.iter().map(|f| crate::views::stack_safe(f)).collect();
-                    format!("{} {mean}", frames.join(";"))
-                })
-            })
-            .collect();
-        lines.sort();
-        let mut out = lines.join("\n");
-        out.push('\n');
-        out
-    }
 }
 
 /// The trace files of a side: the file itself, or the directory's `*.trace` files in name order.
@@ -404,8 +385,13 @@ pub struct TimeStats {
 
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Change {
-    /// Relative change of the medians of total time, in percent (`None` when the base median is 0).
+    /// Relative change of the medians of self time, in percent (`None` when the base median is 0): what decides
+    /// the status, so a slower function is counted once and not again in each of its callers.
     pub median_pct: Option<f64>,
+    /// Relative change of the medians of total time, in percent (`None` when the base median is 0).
+    pub total_pct: Option<f64>,
+    /// The total time moved significantly (Mann-Whitney, same direction as `total_pct`) by at least the threshold.
+    pub total_moved: bool,
     /// Bootstrap confidence interval of that change, in percent.
     pub ci_low_pct: Option<f64>,
     pub ci_high_pct: Option<f64>,
@@ -429,12 +415,26 @@ pub struct PathDiff {
     pub change: Option<Change>,
     /// Absolute change of self time per invocation (ns): how rows are ordered.
     pub impact_ns: f64,
+    /// For a caller whose own self time did not change but whose total time moved with a change below it: the
+    /// display of that cause (the changed descendant with the biggest impact).
+    pub cause: Option<String>,
+    /// For a cause: the display names of its callers (nearest first).
+    pub callers: Vec<String>,
+    /// Frame names for the flamegraph: display names, or function paths when two paths would read alike.
+    #[serde(skip)]
+    pub frames: Vec<String>,
 }
 
 impl PathDiff {
     /// Whether the path belongs in the table of changes (otherwise it is folded with the unchanged ones).
     pub fn is_reported(&self) -> bool {
         self.status != Status::Unchanged || self.calls.changed
+    }
+
+    /// For a caller folded under its cause: whether the cause made it slower (`Some(true)`) or faster.
+    pub fn cause_direction(&self) -> Option<bool> {
+        self.cause.as_ref()?;
+        self.change.and_then(|c| c.total_pct).map(|pct| pct > 0.0)
     }
 
     /// Signed change of self time per invocation (ns).
@@ -474,6 +474,10 @@ pub struct Summary {
     pub not_significant: usize,
     pub below_threshold: usize,
     pub too_few_samples: usize,
+    /// Unchanged paths (by self time) whose total time moved with a regressed or new path below them.
+    pub regressed_callers: usize,
+    /// Unchanged paths (by self time) whose total time moved with an improved or gone path below them.
+    pub improved_callers: usize,
     /// Regressed paths beyond `--fail-above` (display names): non-empty means exit status 2.
     pub over_fail_above: Vec<String>,
 }
@@ -512,8 +516,10 @@ pub fn compare(base: &Side, head: &Side, settings: &Settings) -> Report {
     for p in &mut paths {
         if seen[&p.display] > 1 {
             p.display = p.path.join(PATH_SEPARATOR);
+            p.frames = p.path.clone();
         }
     }
+    fold_callers(&mut paths);
     paths.sort_by(|a, b| {
         b.is_reported()
             .cmp(&a.is_reported())
@@ -526,7 +532,11 @@ pub fn compare(base: &Side, head: &Side, settings: &Settings) -> Report {
         match p.status {
             Status::Regressed => summary.regressed += 1,
             Status::Improved => summary.improved += 1,
-            Status::Unchanged => summary.unchanged += 1,
+            Status::Unchanged => match p.cause_direction() {
+                Some(true) => summary.regressed_callers += 1,
+                Some(false) => summary.improved_callers += 1,
+                None => summary.unchanged += 1,
+            },
             Status::Added => summary.added += 1,
             Status::Removed => summary.removed += 1,
         }
@@ -570,6 +580,41 @@ pub fn compare(base: &Side, head: &Side, settings: &Settings) -> Report {
     }
 }
 
+/// Whether a path's change makes its callers' totals slower (`Some(true)`) or faster, by its status.
+fn slower(p: &PathDiff) -> Option<bool> {
+    match p.status {
+        Status::Regressed | Status::Added => Some(true),
+        Status::Improved | Status::Removed => Some(false),
+        Status::Unchanged => None,
+    }
+}
+
+/// Folds callers under their cause: a path whose self time did not change but whose total time moved is linked to
+/// the changed path below it, in the same direction, with the biggest impact.
+fn fold_callers(paths: &mut [PathDiff]) {
+    let mut links: Vec<(usize, usize)> = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let Some(change) = p.change.filter(|c| c.total_moved && p.status == Status::Unchanged) else { continue };
+        let direction = change.total_pct.map(|pct| pct > 0.0);
+        let cause = paths
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.path.len() > p.path.len() && c.path.starts_with(&p.path) && slower(c) == direction)
+            .max_by(|(_, a), (_, b)| a.impact_ns.total_cmp(&b.impact_ns))
+            .map(|(j, _)| j);
+        if let Some(j) = cause {
+            links.push((i, j));
+        }
+    }
+    // Nearest caller first.
+    links.sort_by_key(|&(i, _)| std::cmp::Reverse(paths[i].path.len()));
+    for (caller, cause) in links {
+        paths[caller].cause = Some(paths[cause].display.clone());
+        let name = paths[caller].display.clone();
+        paths[cause].callers.push(name);
+    }
+}
+
 fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) -> PathDiff {
     let in_base = base.paths.get(key);
     let in_head = head.paths.get(key);
@@ -609,6 +654,9 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
         head: head_time,
         change: None,
         impact_ns: 0.0,
+        cause: None,
+        callers: Vec::new(),
+        frames: in_base.or(in_head).map(|p| p.display.clone()).unwrap_or_default(),
     };
     diff.impact_ns = diff.self_delta_ns().abs();
     let (Some(b), Some(h), Some(bt), Some(ht)) = (in_base, in_head, base_time, head_time) else {
@@ -619,11 +667,19 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
         diff.noise = Some(Noise::TooFewSamples);
         return diff;
     }
-    let test = stats::mann_whitney(&b.total_ns, &h.total_ns);
-    let median_pct = (bt.median_total_ns > 0.0).then(|| (ht.median_total_ns / bt.median_total_ns - 1.0) * 100.0);
+    // The status is decided by self time: a slower function makes its callers' totals slower too, and counting
+    // each of them as a regression would report one cause many times (they are folded under it, [`fold_callers`]).
+    let test = stats::mann_whitney(&b.self_ns, &h.self_ns);
+    let relative = |base: f64, head: f64| (base > 0.0).then(|| (head / base - 1.0) * 100.0);
+    let median_pct = relative(bt.median_self_ns, ht.median_self_ns);
+    let total_pct = relative(bt.median_total_ns, ht.median_total_ns);
+    let total_test = stats::mann_whitney(&b.total_ns, &h.total_ns);
+    let total_moved = total_pct.is_some_and(|pct| {
+        total_test.p < settings.alpha && (pct > 0.0) == (total_test.z > 0.0) && pct.abs() >= settings.threshold_pct
+    });
     let interval = stats::bootstrap_relative_change(
-        &b.total_by_run(),
-        &h.total_by_run(),
+        &b.self_by_run(),
+        &h.self_by_run(),
         settings.bootstrap,
         stats::stable_hash(&key.join("\n")),
     );
@@ -632,6 +688,8 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
     let significant = test.p < settings.alpha && interval_excludes_zero;
     diff.change = Some(Change {
         median_pct,
+        total_pct,
+        total_moved,
         ci_low_pct: interval.map(|i| i.0 * 100.0),
         ci_high_pct: interval.map(|i| i.1 * 100.0),
         p_value: test.p,
@@ -693,9 +751,42 @@ pub fn interval_text(p: &PathDiff) -> String {
     }
 }
 
-/// Median total time per invocation of a side, or `-` when the path did not run there.
+/// Median self time per invocation of a side (what the change compares), or `-` when the path did not run there.
 pub fn time_text(t: &Option<TimeStats>) -> String {
-    t.map_or_else(|| "-".to_owned(), |t| crate::units::format_ns_f64(t.median_total_ns))
+    t.map_or_else(|| "-".to_owned(), |t| crate::units::format_ns_f64(t.median_self_ns))
+}
+
+/// Callers listed under their cause before the rest are counted.
+const CALLERS_LISTED: usize = 3;
+
+/// `2 callers slower through it: handle -> route, handle` (each name through `name`), or None for a path that is
+/// nobody's cause.
+pub fn callers_text(p: &PathDiff, name: impl Fn(&str) -> String) -> Option<String> {
+    if p.callers.is_empty() {
+        return None;
+    }
+    let moved = if slower(p) == Some(true) { "slower" } else { "faster" };
+    let mut listed: Vec<String> = p.callers.iter().take(CALLERS_LISTED).map(|c| name(c)).collect();
+    if p.callers.len() > CALLERS_LISTED {
+        listed.push(format!("{} more", p.callers.len() - CALLERS_LISTED));
+    }
+    let count = crate::units::plural(p.callers.len() as u64, "caller");
+    Some(format!("{count} {moved} through it: {}", listed.join(", ")))
+}
+
+/// `1 regressed (1 cause, 2 callers)`: a count of causes and the callers folded under them.
+pub fn count_with_callers(count: usize, word: &str, callers: usize) -> String {
+    match (count, callers) {
+        (_, 0) => format!("{count} {word}"),
+        (0, _) => {
+            format!("{count} {word} ({} moved by new or gone paths)", crate::units::plural(callers as u64, "caller"))
+        }
+        _ => format!(
+            "{count} {word} ({}, {})",
+            crate::units::plural(count as u64, "cause"),
+            crate::units::plural(callers as u64, "caller")
+        ),
+    }
 }
 
 /// `1 -> 2` for calls per invocation; `(all, retired)` after the calls of a function that retired, which are all

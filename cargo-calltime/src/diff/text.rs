@@ -4,7 +4,10 @@ use std::fmt::Write;
 
 use anstyle::{AnsiColor, Style};
 
-use super::{calls_text, change_text, interval_text, signed_ns, time_text, PathDiff, Report, Status};
+use super::{
+    callers_text, calls_text, change_text, count_with_callers, interval_text, signed_ns, time_text, PathDiff, Report,
+    Status,
+};
 
 /// Renders the report; `color` adds ANSI styles.
 pub fn render(report: &Report, color: bool) -> String {
@@ -27,8 +30,14 @@ pub fn render(report: &Report, color: bool) -> String {
     let _ = writeln!(out, "{}", paint(dim, &super::markdown::sides_line(report)));
     let s = &report.summary;
     let mut headline = vec![
-        paint(if s.regressed > 0 { red } else { bold }, &format!("{} regressed", s.regressed)),
-        paint(if s.improved > 0 { green } else { bold }, &format!("{} improved", s.improved)),
+        paint(
+            if s.regressed > 0 { red } else { bold },
+            &count_with_callers(s.regressed, "regressed", s.regressed_callers),
+        ),
+        paint(
+            if s.improved > 0 { green } else { bold },
+            &count_with_callers(s.improved, "improved", s.improved_callers),
+        ),
         format!("{} unchanged", s.unchanged),
     ];
     let call_changes = s.calls_changed + s.added + s.removed;
@@ -81,15 +90,24 @@ pub fn render(report: &Report, color: bool) -> String {
                 line.push_str(&styled);
                 line.push_str("  ");
             }
+            let path_column = line.chars().count();
             line.push_str(&p.display);
             let _ = writeln!(out, "{}", line.trim_end());
+            if let Some(callers) = callers_text(p, str::to_owned) {
+                let _ = writeln!(out, "{:path_column$}{}", "", paint(dim, &format!("↳ {callers}")));
+            }
         }
+        let _ = writeln!(
+            out,
+            "\n  {}",
+            paint(dim, "times: median self time per invocation (in the function itself, not in the calls it makes)")
+        );
     }
     let unchanged = report.paths.len() - reported.len();
     if unchanged > 0 {
         let _ = writeln!(
             out,
-            "\n{unchanged} call path(s) with no change in time or calls not listed (all paths: --format json)"
+            "\n{unchanged} call path(s) with no change in self time or calls not listed (all paths: --format json)"
         );
     }
     let notes = super::markdown::noise_notes(report);

@@ -4,12 +4,13 @@ use anyhow::{bail, Context, Result};
 use inferno::flamegraph::{self, Options};
 
 use super::aggregate::select;
-use super::folded::{stacks, timeline};
+use super::folded::{stacks, timeline, PANICKED_MARK};
+use super::svg_frames::{self, Edit};
 use super::{plan_summary, plan_summary_for, Names, ViewOptions};
 use crate::trace::{Times, Trace};
 use crate::units::format_ns;
 
-pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
+pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerThan>) -> Result<Vec<u8>> {
     if trace.invocations.is_empty() {
         return Err(crate::error::UserError::new(format!(
             "{} holds no complete invocation: there is nothing to draw",
@@ -52,7 +53,11 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
             Some(format!("flame chart ({order}){slowest} · {} · took {}", inv.thread, format_ns(inv.duration_ns)));
         let names = Names::new(&trace.table);
         // inferno reverses a flame chart's lines before laying them out, so they are given latest first.
-        timeline(&inv.root, &names, inv.folded).into_iter().rev().map(|(stack, ns)| format!("{stack} {ns}")).collect()
+        timeline(&inv.root, &names, inv.folded, true)
+            .into_iter()
+            .rev()
+            .map(|(stack, ns)| format!("{stack} {ns}"))
+            .collect()
     } else {
         match opts.invocation {
             Some(_) => {
@@ -71,12 +76,15 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
                 });
             }
         }
-        stacks(trace, opts)?.into_iter().map(|(stack, ns)| format!("{stack} {ns}")).collect()
+        stacks(trace, opts, true)?.into_iter().map(|(stack, ns)| format!("{stack} {ns}")).collect()
     };
     // Which times these are (compensated or raw), as every view says; a flame graph has one subtitle line.
     if trace.calibration.is_some() {
         let compensated = if trace.times == Times::Compensated { "compensated times" } else { "raw times" };
         options.subtitle = Some(format!("{} · {compensated}", options.subtitle.take().unwrap_or_default()));
+    }
+    if let (Some(slower), Some(subtitle)) = (slower, options.subtitle.as_mut()) {
+        subtitle.push_str(&format!(" · {slower}"));
     }
     if lines.is_empty() {
         bail!("the selected invocations took no measurable time: there is nothing to draw");
@@ -84,5 +92,16 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
     let mut svg = Vec::new();
     flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut svg)
         .context("inferno could not draw the flamegraph")?;
-    Ok(svg)
+    let svg = String::from_utf8(svg).context("inferno wrote an SVG that is not UTF-8")?;
+    let mut svg = svg_frames::rewrite(&svg, |frame| Edit {
+        fill: frame.path.last().is_some_and(|name| name.ends_with(PANICKED_MARK)).then(|| PANICKED_FILL.to_owned()),
+        ..Edit::default()
+    })?;
+    if options.flame_chart {
+        svg = svg_frames::add_time_axis(&svg)?;
+    }
+    Ok(svg.into_bytes())
 }
+
+/// Frames of calls that panicked: a purple no frame of inferno's warm palette has.
+pub const PANICKED_FILL: &str = "rgb(150,60,200)";

@@ -9,7 +9,7 @@ use crate::trace::{Node, Trace};
 
 pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
     let mut out = String::new();
-    for (stack, self_ns) in stacks(trace, opts)? {
+    for (stack, self_ns) in stacks(trace, opts, false)? {
         out.push_str(&stack);
         out.push(' ');
         out.push_str(&self_ns.to_string());
@@ -18,13 +18,17 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
     Ok(out)
 }
 
-/// The folded stacks of the aggregate over every invocation (or of `--invocation K` alone), sorted by stack.
-pub fn stacks(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<BTreeMap<String, u64>> {
+/// The frame name a flamegraph gives a call path where a call panicked: a frame of its own, marked.
+pub const PANICKED_MARK: &str = " [panicked]";
+
+/// The folded stacks of the aggregate over every invocation (or of `--invocation K` alone), sorted by stack;
+/// `mark_panicked` appends [`PANICKED_MARK`] to the frames of call paths where a call panicked.
+pub fn stacks(trace: &Trace, opts: &ViewOptions, mark_panicked: bool) -> anyhow::Result<BTreeMap<String, u64>> {
     let names = Names::new(&trace.table);
     let selected = select(trace, opts.invocation)?;
     let mut out = BTreeMap::new();
     for agg in aggregate(selected.iter().map(|(_, inv)| *inv)) {
-        walk(&agg.tree, &names, &mut String::new(), 1, &mut out);
+        walk(&agg.tree, &(&names, mark_panicked), &mut String::new(), 1, &mut out);
     }
     Ok(out)
 }
@@ -34,12 +38,22 @@ pub fn stacks(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<BTreeMap<Stri
 pub const MAX_STACK_DEPTH: usize = 512;
 const DEEPER: &str = "(deeper calls)";
 
-fn walk(node: &Merged, names: &Names, stack: &mut String, depth: usize, out: &mut BTreeMap<String, u64>) {
-    let len = stack.len();
+/// Function names, and whether panicked frames are marked.
+type Naming<'a> = (&'a Names, bool);
+
+fn push_frame(stack: &mut String, naming: &Naming, func: u32, panicked: bool) {
     if !stack.is_empty() {
         stack.push(';');
     }
-    stack.push_str(&names.get(node.func));
+    stack.push_str(&naming.0.get(func));
+    if panicked && naming.1 {
+        stack.push_str(PANICKED_MARK);
+    }
+}
+
+fn walk(node: &Merged, naming: &Naming, stack: &mut String, depth: usize, out: &mut BTreeMap<String, u64>) {
+    let len = stack.len();
+    push_frame(stack, naming, node.func, node.panicked > 0);
     if node.self_ns > 0 {
         // Distinct call paths have distinct names (Names makes them unique), so this only adds for safety.
         let total = out.entry(stack.clone()).or_default();
@@ -49,7 +63,7 @@ fn walk(node: &Merged, names: &Names, stack: &mut String, depth: usize, out: &mu
         if depth >= MAX_STACK_DEPTH {
             *out.entry(format!("{stack};{DEEPER}")).or_default() += child.total_ns;
         } else {
-            walk(child, names, stack, depth + 1, out);
+            walk(child, naming, stack, depth + 1, out);
         }
     }
     stack.truncate(len);
@@ -59,10 +73,11 @@ fn walk(node: &Merged, names: &Names, stack: &mut String, depth: usize, out: &mu
 /// between and after its children, so consecutive lines replay the call as it happened.
 ///
 /// A folded invocation (`folded`) has no order of calls: each node's children are laid out one after another from
-/// its start, in the order their call paths were first entered, and its self time comes after them.
-pub fn timeline(root: &Node, names: &Names, folded: bool) -> Vec<(String, u64)> {
+/// its start, in the order their call paths were first entered, and its self time comes after them. `mark_panicked`
+/// appends [`PANICKED_MARK`] to the frames of calls that panicked.
+pub fn timeline(root: &Node, names: &Names, folded: bool, mark_panicked: bool) -> Vec<(String, u64)> {
     struct Walk<'a> {
-        names: &'a Names,
+        naming: Naming<'a>,
         folded: bool,
         out: Vec<(String, u64)>,
     }
@@ -70,10 +85,7 @@ pub fn timeline(root: &Node, names: &Names, folded: bool) -> Vec<(String, u64)> 
         /// `start_ns`: where `node` begins on the chart (its recorded start, or its place after its siblings).
         fn node(&mut self, node: &Node, start_ns: u64, stack: &mut String, depth: usize) {
             let len = stack.len();
-            if !stack.is_empty() {
-                stack.push(';');
-            }
-            stack.push_str(&self.names.get(node.func));
+            push_frame(stack, &self.naming, node.func, node.panicked);
             let mut at = start_ns;
             let end = start_ns.saturating_add(node.duration_ns);
             for child in &node.children {
@@ -95,7 +107,7 @@ pub fn timeline(root: &Node, names: &Names, folded: bool) -> Vec<(String, u64)> 
             stack.truncate(len);
         }
     }
-    let mut walk = Walk { names, folded, out: Vec::new() };
+    let mut walk = Walk { naming: (names, mark_panicked), folded, out: Vec::new() };
     walk.node(root, root.start_ns, &mut String::new(), 1);
     walk.out
 }

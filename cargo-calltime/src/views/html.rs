@@ -183,8 +183,11 @@ fn flamegraph(page: &mut String, trace: &Trace) -> Result<()> {
         page.push_str("<p>No complete invocation was recorded: there is nothing to draw.</p></section>\n");
         return Ok(());
     }
-    let svg =
-        super::flamegraph::render(trace, &ViewOptions { format: super::ViewFormat::Svg, ..ViewOptions::default() })?;
+    let svg = super::flamegraph::render(
+        trace,
+        &ViewOptions { format: super::ViewFormat::Svg, ..ViewOptions::default() },
+        None,
+    )?;
     let height = svg_height(&svg).unwrap_or(600);
     let _ = writeln!(
         page,

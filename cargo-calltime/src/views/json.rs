@@ -36,6 +36,10 @@ struct Document<'a> {
     retired: Vec<JsonRetirement>,
     invocations: Vec<JsonInvocation<'a>>,
     aggregate: Vec<JsonAggregate>,
+    /// One row per function, as `--format table` shows them (sorted by `--sort`).
+    functions: Vec<super::table::Row>,
+    /// `--slower-than`: the invocations kept, of how many; null without it.
+    slower_than: Option<super::SlowerThan>,
     stats: Stats,
     warnings: &'a [String],
 }
@@ -150,7 +154,7 @@ struct JsonAggregateNode {
     children: Vec<JsonAggregateNode>,
 }
 
-pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
+pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerThan>) -> anyhow::Result<String> {
     let selected = select(trace, opts.invocation)?;
     let roots = root_paths(trace);
     let doc = Document {
@@ -197,6 +201,8 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
                 retired: retired_calls(trace, &agg.retired, Some(agg.invocations)),
             })
             .collect(),
+        functions: super::table::rows(trace, opts)?,
+        slower_than: slower,
         stats: trace.stats,
         warnings: &trace.warnings,
     };

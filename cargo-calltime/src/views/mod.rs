@@ -12,6 +12,8 @@ pub mod html;
 mod json;
 mod names;
 pub mod overhead;
+pub(crate) mod svg_frames;
+pub mod table;
 mod text;
 pub mod times;
 
@@ -24,6 +26,7 @@ use crate::workspace::Workspace;
 
 pub use json::JSON_VERSION;
 pub use names::{stack_safe, Names};
+pub use table::SortKey;
 
 /// The formats a trace renders to (`--format`; their help is in cli.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +36,7 @@ pub enum ViewFormat {
     Folded,
     Chrome,
     Json,
+    Table,
     /// One self-contained HTML page ([`html`]).
     Html,
 }
@@ -56,6 +60,10 @@ pub struct ViewOptions {
     /// Show times as recorded, the probes' own cost included (`--raw-times`); compensated otherwise, when the trace
     /// has a calibration.
     pub raw_times: bool,
+    /// Table (and the JSON's `functions`): the order of the rows.
+    pub sort: SortKey,
+    /// Only invocations that took longer than this (`--slower-than`), in every format.
+    pub slower_than_ns: Option<u64>,
     /// HTML: per root function, its points across the run store's runs (oldest first); empty without history.
     pub history: Vec<(String, Vec<crate::store::SeriesPoint>)>,
 }
@@ -71,6 +79,8 @@ impl Default for ViewOptions {
             flamechart: false,
             color: false,
             raw_times: false,
+            sort: SortKey::SelfTime,
+            slower_than_ns: None,
             history: Vec::new(),
         }
     }
@@ -82,24 +92,83 @@ pub struct Rendered {
     pub bytes: Vec<u8>,
     /// Not meant for a terminal (SVG, HTML): without `-o` it goes to a file.
     pub binary_like: bool,
+    /// What the commands say on stderr (`--slower-than`: how many invocations were kept), for the formats that have
+    /// no place for it.
+    pub note: Option<String>,
+}
+
+/// `--slower-than`: the invocations a view keeps, of how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SlowerThan {
+    pub slower_than_ns: u64,
+    pub kept: usize,
+    pub of: usize,
+}
+
+impl std::fmt::Display for SlowerThan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (kept, of, ns) = (self.kept, self.of, crate::units::format_ns(self.slower_than_ns));
+        write!(f, "only invocations slower than {ns}: {kept} of {of} kept")
+    }
 }
 
 /// Renders `trace` in the format `opts` asks for, its times compensated for probe cost unless `opts.raw_times`
 /// (see [`times::prepare`]: a trace prepared once is not compensated again).
 pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
     let trace = &*times::for_view(trace, opts.raw_times);
+    let filtered;
+    let (trace, slower) = match opts.slower_than_ns {
+        Some(ns) => {
+            let slower = SlowerThan { slower_than_ns: ns, kept: 0, of: trace.invocations.len() };
+            filtered = keep_slower(trace, ns)?;
+            (&filtered, Some(SlowerThan { kept: filtered.invocations.len(), ..slower }))
+        }
+        None => (trace, None),
+    };
+    // Text and table say it under their title; SVG in its subtitle; JSON in a field.
+    let with_note = |text: String| match slower {
+        Some(slower) => after_first_line(&text, &slower.to_string()),
+        None => text,
+    };
     let (bytes, binary_like) = match opts.format {
-        ViewFormat::Text => (text::render(trace, opts)?.into_bytes(), false),
-        ViewFormat::Svg => (flamegraph::render(trace, opts)?, true),
+        ViewFormat::Text => (with_note(text::render(trace, opts)?).into_bytes(), false),
+        ViewFormat::Svg => (flamegraph::render(trace, opts, slower)?, true),
         ViewFormat::Folded => (folded::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Chrome => (chrome::render(trace, opts)?.into_bytes(), false),
-        ViewFormat::Json => (json::render(trace, opts)?.into_bytes(), false),
+        ViewFormat::Json => (json::render(trace, opts, slower)?.into_bytes(), false),
+        ViewFormat::Table => (with_note(table::render(trace, opts)?).into_bytes(), false),
         ViewFormat::Html => {
             let html_opts = html::HtmlOptions { top: opts.top.max(1), history: opts.history.clone() };
             (html::render(trace, &html_opts)?.into_bytes(), true)
         }
     };
-    Ok(Rendered { bytes, binary_like })
+    Ok(Rendered { bytes, binary_like, note: slower.map(|s| s.to_string()) })
+}
+
+/// The invocations of `trace` that took longer than `ns` (a copy: the views take a whole trace).
+fn keep_slower(trace: &Trace, ns: u64) -> Result<Trace> {
+    let mut kept = trace.clone();
+    kept.invocations.retain(|inv| inv.duration_ns > ns);
+    if kept.invocations.is_empty() && !trace.invocations.is_empty() {
+        let slowest = trace.invocations.iter().map(|inv| inv.duration_ns).max().unwrap_or(0);
+        return Err(crate::error::UserError::new(format!(
+            "none of the {} invocations is slower than {}: the slowest took {}",
+            trace.invocations.len(),
+            crate::units::format_ns(ns),
+            crate::units::format_ns(slowest)
+        ))
+        .hint("pass a lower --slower-than, or leave it out")
+        .into());
+    }
+    Ok(kept)
+}
+
+/// `text` with `line` inserted after its first line.
+fn after_first_line(text: &str, line: &str) -> String {
+    match text.split_once('\n') {
+        Some((first, rest)) => format!("{first}\n{line}\n{rest}"),
+        None => format!("{text}\n{line}\n"),
+    }
 }
 
 /// Runs `f` on a thread with a 1 GiB stack (reserved, not committed): trees are walked recursively, and a deeply
