@@ -271,6 +271,15 @@ fn errors_are_one_line_with_a_hint() {
     check_error("invalid-regex", &mut demo(&["--root", "handle", "--filter", "demo::(server"]), &dir);
     check_error("depth-zero", &mut demo(&["--root", "handle", "--depth", "0"]), &dir);
     check_error("unknown-bin", &mut demo(&["--root", "handle", "--bin", "nope"]), &dir);
+    let missing = dir.join("nope/Cargo.toml");
+    let missing = missing.to_str().unwrap();
+    check_error("missing-manifest", &mut demo(&["--root", "handle", "--manifest-path", missing]), &dir);
+    check_error("unknown-feature", &mut demo(&["--root", "handle", "--features", "nope"]), &dir);
+    check_error("unknown-profile", &mut demo(&["--root", "handle", "--profile", "nope"]), &dir);
+    // A negative depth is our error, not clap's advice to pass it after `--` (which would send it to the program).
+    let out = util::run(&mut demo(&["--root", "handle", "--depth", "-1"]), false);
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("the depth is a number of call levels") && !stderr.contains("'-- -1'"), "{stderr}");
     assert_eq!(before, snapshot(&dir), "the user's workspace changed");
 
     let empty = tempfile::tempdir().unwrap();
@@ -281,6 +290,10 @@ fn errors_are_one_line_with_a_hint() {
     let before = snapshot(&two);
     check_error("several-bins", util::calltime().args(["--root", "work"]).current_dir(&two), &two);
     assert_eq!(before, snapshot(&two), "the user's workspace changed");
+
+    // `build` on a library: the hint names what to build instead, not `build` itself.
+    let (_tmp3, lib) = util::copy_test_crate("analysis-trivial");
+    check_error("build-lib-only", util::calltime().args(["build", "--root", "render"]).current_dir(&lib), &lib);
 }
 
 /// Every function form (async with `?`, trait objects, `impl Trait`, generics, inner attributes, async blocks,

@@ -120,6 +120,9 @@ fn explain_build_failure(
 ) -> anyhow::Error {
     let calltime_dir = ws.calltime_dir();
     let plain_dir = calltime_dir.join("shadow-plain");
+    if let Some(refusal) = cargo_refusal(&failed) {
+        return refusal.into();
+    }
     if !opts.build.echo {
         eprint!("{}", failed.stderr);
     }
@@ -169,6 +172,23 @@ fn explain_build_failure(
         .hint("run with -v to see cargo's output"),
     };
     error.into()
+}
+
+/// cargo stopped before compiling anything (an unknown profile, a bad flag): its own `error:` line, and a hint that
+/// points at the flag rather than at the workspace. None when a compiler error is in the output.
+fn cargo_refusal(failed: &cargo::BuildOutput) -> Option<UserError> {
+    if failed.first_error.is_some() || failed.stderr.contains("Compiling ") {
+        return None;
+    }
+    let line = failed.stderr.lines().find_map(|l| l.trim().strip_prefix("error: "))?;
+    let hint = if line.contains("profile") {
+        "check --profile: cargo knows dev, release, test and bench, and the profiles declared as [profile.NAME] \
+         in the workspace's Cargo.toml"
+    } else {
+        "the flags passed to cargo are in `cargo calltime -vv`'s output; a plain `cargo build` with the same flags \
+         fails the same way"
+    };
+    Some(UserError::new(format!("cargo refused to build: {line}")).hint(hint))
 }
 
 /// Whether a build error is a file read (`couldn't read `path``, a missing module file) through a relative path that
