@@ -141,7 +141,7 @@ impl Sink {
                     let c = &rt.config;
                     let header = format!(
                         "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
-                         fold_after={} time_sample={} min_ns={} sample={} max_invocations={}\n",
+                         fold_after={} time_sample={} min_ns={} sample={} max_invocations={} max_depth={}\n",
                         std::process::id(),
                         rt.clock.epoch_unix_ns(),
                         exe.replace(['\n', '\r'], " "),
@@ -153,6 +153,7 @@ impl Sink {
                         c.min_ns,
                         c.sample,
                         c.max_invocations,
+                        c.max_depth,
                     );
                     if file.write_all(header.as_bytes()).is_ok() {
                         self.file = Some(file);

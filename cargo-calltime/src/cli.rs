@@ -249,6 +249,10 @@ pub struct RecordArgs {
     /// Keep at most N invocations; later ones are counted as dropped [default: 100000].
     #[arg(long, value_name = "N")]
     pub max_invocations: Option<u64>,
+    /// The frame-depth limit: calls nested deeper than N levels below the root are counted, not stored (deep
+    /// recursion) [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u64>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -22,6 +22,8 @@ pub struct RecordOptions {
     /// At least 1.
     pub sample: Option<u64>,
     pub max_invocations: Option<u64>,
+    /// The frame-depth limit; at least 1.
+    pub max_depth: Option<u64>,
 }
 
 impl RecordOptions {
@@ -34,6 +36,7 @@ impl RecordOptions {
             ("CALLTIME_MIN_NS", self.min_node_ns),
             ("CALLTIME_SAMPLE", self.sample),
             ("CALLTIME_MAX_INVOCATIONS", self.max_invocations),
+            ("CALLTIME_MAX_DEPTH", self.max_depth),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v.to_string())))

@@ -456,3 +456,24 @@ fn fast_busy_functions_are_named_and_left_out_with_exclude_fast() {
     assert!(!stderr_of(&again).contains("note:"), "{}", stderr_of(&again));
     assert!(stderr_of(&again).contains("Excluding 1 functions earlier runs found too fast"), "{}", stderr_of(&again));
 }
+
+/// Recursion 5,000 levels deep: the report names the frame-depth limit (not the node cap), and `--max-depth`
+/// raises it so the whole tree is stored.
+#[test]
+fn deep_recursion_names_the_frame_depth_limit_and_max_depth_raises_it() {
+    let (_tmp, dir) = util::copy_test_crate("e2e-deep");
+    let limit_lines = |extra: &[&str]| {
+        let out = util::run(util::calltime().args(["--root", "run", "-q"]).args(extra).current_dir(&dir), true);
+        let stderr = stderr_of(&out);
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("limit") || l.contains("cap") || l.starts_with("invocations:"))
+            .collect();
+        lines.join("\n") + "\n"
+    };
+    // The node cap is no help: the depth limit cut the tree.
+    let default = limit_lines(&["--node-cap", "1000000"]);
+    util::check(&util::data("e2e/deep-limits.txt"), &default);
+    let raised = limit_lines(&["--max-depth", "6000"]);
+    assert_eq!(raised, "invocations: 1 seen, 1 kept, 0 sampled out, 0 dropped, 0 truncated, 0 incomplete\n");
+}

@@ -106,6 +106,7 @@ pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
         min_node_ns: duration("--min-node-time", args.min_node_time.as_deref())?,
         sample: at_least_one("--sample", args.sample, "record 1 in N invocations", "record every invocation")?,
         max_invocations: args.max_invocations,
+        max_depth: at_least_one("--max-depth", args.max_depth, "frames stored in depth", "store the root only")?,
     })
 }
 
