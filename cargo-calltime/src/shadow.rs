@@ -27,7 +27,7 @@ use crate::workspace::Workspace;
 const EXTERN_CRATE: &str = " #[allow(unused_extern_crates)] extern crate calltime_rt;";
 
 /// What [`prepare`] did, for the progress line.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CopyStats {
     /// Files in the copy.
     pub files: usize,
@@ -37,6 +37,9 @@ pub struct CopyStats {
     pub removed: usize,
     /// Source files that received probes.
     pub rewritten: usize,
+    /// Files of the workspace left out because the ignore rules exclude them and no build reads them (relative to
+    /// the workspace root).
+    pub left_out: Vec<PathBuf>,
 }
 
 /// Writes the runtime crate to `<calltime>/calltime-rt` (outside any shadow workspace, with its own empty
@@ -117,6 +120,7 @@ pub fn prepare(
     let root = &ws.root;
     let edits = Edits::of(ws, probes, runtime_dir)?;
     let skip = copy::skipped_dirs(ws);
+    let selection = copy::Selection::of(ws, &skip);
     let mut stats = CopyStats::default();
     let mut kept: BTreeSet<PathBuf> = BTreeSet::new();
     let walker = walkdir::WalkDir::new(root)
@@ -141,6 +145,10 @@ pub fn prepare(
         if entry.file_type().is_dir() {
             std::fs::create_dir_all(&dst).with_context(|| format!("cannot create {}", dst.display()))?;
             kept.insert(rel);
+            continue;
+        }
+        if !selection.takes(&rel) && !edits.per_file.contains_key(&rel) {
+            stats.left_out.push(rel);
             continue;
         }
         stats.files += 1;
@@ -358,6 +366,11 @@ mod tests {
         write(".git/HEAD", "ref: x\n");
         write("target/CACHEDIR.TAG", "tag\n");
         write("target/debug/junk", "junk\n");
+        // Ignored stray output stays out; ignored files in a source directory are still copied (include_str!).
+        write(".gitignore", "*.out\nlogs/\n");
+        write("run.out", "stray\n");
+        write("logs/a.txt", "log\n");
+        write("src/table.out", "data\n");
         let args =
             crate::workspace::CargoOptions { manifest_path: Some(ws_dir.join("Cargo.toml")), ..Default::default() };
         let ws = Workspace::load(&args).unwrap();
@@ -365,8 +378,10 @@ mod tests {
         let rt = tmp.path().join("rt");
 
         let first = prepare(&ws, &copy, None, &rt).unwrap();
-        assert_eq!((first.files, first.written, first.removed), (3, 3, 0));
+        assert_eq!((first.files, first.written, first.removed), (5, 5, 0));
         assert!(!copy.join(".git").exists() && !copy.join("target").exists());
+        assert_eq!(first.left_out, [PathBuf::from("logs/a.txt"), PathBuf::from("run.out")]);
+        assert!(copy.join("src/table.out").exists() && copy.join(".gitignore").exists());
         // The copy is its own workspace root.
         assert!(std::fs::read_to_string(copy.join("Cargo.toml")).unwrap().contains("\n[workspace]\n"));
         let mtime = |rel: &str| std::fs::metadata(copy.join(rel)).unwrap().modified().unwrap();

@@ -12,6 +12,7 @@ use crate::plan::Plan;
 use crate::rewrite::PlanInfo;
 use crate::shadow::{self, CopyLock};
 use crate::ui;
+use crate::units::plural;
 use crate::workspace::{CargoOptions, Workspace};
 
 /// Everything up to a built instrumented executable.
@@ -89,6 +90,19 @@ pub fn analyse_and_build(
             stats.rewritten
         ),
     );
+    if !stats.left_out.is_empty() {
+        let shown: Vec<String> = stats.left_out.iter().take(20).map(|p| p.display().to_string()).collect();
+        let more = stats.left_out.len().saturating_sub(shown.len());
+        let listed = if opts.build.echo {
+            format!(": {}{}", shown.join(", "), if more > 0 { format!(" and {more} more") } else { String::new() })
+        } else {
+            " (-v lists them)".to_owned()
+        };
+        ui::status(
+            "Leaving",
+            &format!("out {} ignored by .gitignore{listed}", plural(stats.left_out.len() as u64, "file")),
+        );
+    }
 
     ui::status("Building", &format!("{} `{}` with probes", target.kind.noun(), target.name));
     let build_dir = calltime_dir.join("build");
