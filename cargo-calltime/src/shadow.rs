@@ -40,6 +40,9 @@ pub struct CopyStats {
     /// Files of the workspace left out because the ignore rules exclude them and no build reads them (relative to
     /// the workspace root).
     pub left_out: Vec<PathBuf>,
+    /// Probes (plan indices) whose text had to go before user code on the same line, moving its columns (a whole
+    /// body on one line).
+    pub column_shifts: Vec<u32>,
 }
 
 /// Writes the runtime crate to `<calltime>/calltime-rt` (outside any shadow workspace, with its own empty
@@ -153,7 +156,7 @@ pub fn prepare(
         }
         stats.files += 1;
         stats.rewritten += usize::from(edits.per_file.contains_key(&rel));
-        if edits.copy_file(root, entry.path(), &rel, &dst)? {
+        if edits.copy_file(root, entry.path(), &rel, &dst, &mut stats.column_shifts)? {
             stats.written += 1;
         }
         kept.insert(rel);
@@ -164,6 +167,7 @@ pub fn prepare(
             .into());
     }
     stats.removed = copy::remove_stale(dir, &kept)?;
+    stats.column_shifts.sort_unstable();
     Ok(stats)
 }
 
@@ -224,8 +228,8 @@ impl<'p> Edits<'p> {
         Ok(edits)
     }
 
-    /// Copies one file, with its edits; returns whether it wrote.
-    fn copy_file(&self, root: &Path, src: &Path, rel: &Path, dst: &Path) -> Result<bool> {
+    /// Copies one file, with its edits; returns whether it wrote. Probes that move a column are added to `shifts`.
+    fn copy_file(&self, root: &Path, src: &Path, rel: &Path, dst: &Path, shifts: &mut Vec<u32>) -> Result<bool> {
         let file_probes = self.per_file.get(rel);
         let needs_extern_crate = self.extern_crate_roots.contains(rel);
         if file_probes.is_some() || needs_extern_crate {
@@ -236,7 +240,10 @@ impl<'p> Edits<'p> {
             })?;
             let mut out = match (file_probes, self.plan_info) {
                 (Some(file_probes), Some(plan_info)) => {
-                    rewrite::apply(&text, file_probes, plan_info).with_context(|| format!("in {}", src.display()))?
+                    let (out, shifted) = rewrite::apply_keeping_columns(&text, file_probes, plan_info)
+                        .with_context(|| format!("in {}", src.display()))?;
+                    shifts.extend(shifted);
+                    out
                 }
                 _ => text,
             };

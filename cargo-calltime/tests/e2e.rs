@@ -477,3 +477,27 @@ fn deep_recursion_names_the_frame_depth_limit_and_max_depth_raises_it() {
     let raised = limit_lines(&["--max-depth", "6000"]);
     assert_eq!(raised, "invocations: 1 seen, 1 kept, 0 sampled out, 0 dropped, 0 truncated, 0 incomplete\n");
 }
+
+/// Probes keep every column the program can see (column!(), `Location::caller()`, a panic's location, in sync and
+/// async bodies) except on a line holding a whole probed body, which the run names in a note.
+#[test]
+fn probes_keep_columns_and_name_the_one_line_bodies_they_shift() {
+    let (tmp, dir) = util::copy_test_crate("e2e-columns");
+    let out = util::run(
+        util::calltime().args(["--root", "run", "--root", "later", "--probe-trivial"]).current_dir(&dir),
+        true,
+    );
+    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
+    let probed = String::from_utf8_lossy(&out.stdout);
+    let plain = String::from_utf8_lossy(&plain.stdout);
+    assert_eq!(probed.lines().count(), plain.lines().count(), "{probed}");
+    for (probed, plain) in probed.lines().zip(plain.lines()) {
+        // `one_line`'s whole body is on one line: its column moves, and only it.
+        if !plain.starts_with("one_line ") {
+            assert_eq!(probed, plain);
+        }
+    }
+    let stderr = stderr_of(&out);
+    let note: Vec<&str> = stderr.lines().filter(|l| l.contains("opening brace")).collect();
+    util::check(&util::data("e2e/column-shifts.txt"), &(note.join("\n") + "\n"));
+}

@@ -90,6 +90,20 @@ pub fn analyse_and_build(
             stats.rewritten
         ),
     );
+    if !stats.column_shifts.is_empty() {
+        let names: Vec<&str> = plan
+            .instrumented()
+            .filter(|(_, site)| stats.column_shifts.binary_search(&site.index).is_ok())
+            .map(|(function, _)| function.path.as_str())
+            .collect();
+        ui::note(&format!(
+            "{} {} code on the line of its opening brace: the probe goes before it, so column!(), panic locations \
+             and diagnostics on that line report columns shifted right: {}",
+            plural(names.len() as u64, "probed function"),
+            if names.len() == 1 { "has" } else { "have" },
+            names.join(", ")
+        ));
+    }
     if !stats.left_out.is_empty() {
         let shown: Vec<String> = stats.left_out.iter().take(20).map(|p| p.display().to_string()).collect();
         let more = stats.left_out.len().saturating_sub(shown.len());
