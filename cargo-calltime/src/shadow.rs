@@ -43,6 +43,9 @@ pub struct CopyStats {
     /// Probes (plan indices) whose text had to go before user code on the same line, moving its columns (a whole
     /// body on one line).
     pub column_shifts: Vec<u32>,
+    /// `include_str!`/`include_bytes!` of a file that gets probes: (the including file, its line, the included
+    /// file), relative to the workspace root. Those read the probed copy, not the user's bytes.
+    pub includes_of_probed: Vec<(PathBuf, u32, PathBuf)>,
 }
 
 /// Writes the runtime crate to `<calltime>/calltime-rt` (outside any shadow workspace, with its own empty
@@ -168,7 +171,36 @@ pub fn prepare(
     }
     stats.removed = copy::remove_stale(dir, &kept)?;
     stats.column_shifts.sort_unstable();
+    if !edits.per_file.is_empty() {
+        stats.includes_of_probed = includes_of_probed(root, &kept, &edits.per_file);
+    }
     Ok(stats)
+}
+
+/// The `include_str!("...")`/`include_bytes!("...")` with a literal path, in the copied `.rs` files, that name a
+/// file getting probes (a plain text search: a commented-out include is found too, which only adds a warning).
+fn includes_of_probed<T>(
+    root: &Path,
+    kept: &BTreeSet<PathBuf>,
+    probed: &BTreeMap<PathBuf, T>,
+) -> Vec<(PathBuf, u32, PathBuf)> {
+    let pattern = regex::Regex::new(r#"include_(?:str|bytes)!\s*\(\s*"([^"\\]+)""#).expect("a valid regex");
+    let mut found = Vec::new();
+    for rel in kept.iter().filter(|p| p.extension().is_some_and(|e| e == "rs")) {
+        let Ok(text) = std::fs::read_to_string(root.join(rel)) else { continue };
+        if !text.contains("include_") {
+            continue;
+        }
+        for capture in pattern.captures_iter(&text) {
+            let (Some(whole), Some(path)) = (capture.get(0), capture.get(1)) else { continue };
+            let dir = rel.parent().unwrap_or(Path::new(""));
+            let Ok(target) = relative_inside(root, &root.join(dir).join(path.as_str())) else { continue };
+            if probed.contains_key(&target) {
+                found.push((rel.clone(), rewrite::line_of(&text, whole.start()), target));
+            }
+        }
+    }
+    found
 }
 
 /// What the copy changes, keyed by path relative to the workspace root.

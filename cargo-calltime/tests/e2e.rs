@@ -492,12 +492,14 @@ fn probes_keep_columns_and_name_the_one_line_bodies_they_shift() {
     let plain = String::from_utf8_lossy(&plain.stdout);
     assert_eq!(probed.lines().count(), plain.lines().count(), "{probed}");
     for (probed, plain) in probed.lines().zip(plain.lines()) {
-        // `one_line`'s whole body is on one line: its column moves, and only it.
-        if !plain.starts_with("one_line ") {
+        // `one_line`'s whole body is on one line: its column moves, and only it. include_str! of a probed file reads
+        // the probed copy (a known limit, warned about).
+        if !plain.starts_with("one_line ") && !plain.starts_with("lib.rs has") {
             assert_eq!(probed, plain);
         }
     }
     let stderr = stderr_of(&out);
-    let note: Vec<&str> = stderr.lines().filter(|l| l.contains("opening brace")).collect();
+    let note: Vec<&str> =
+        stderr.lines().filter(|l| l.contains("opening brace") || l.contains("include_str!")).collect();
     util::check(&util::data("e2e/column-shifts.txt"), &(note.join("\n") + "\n"));
 }

@@ -104,6 +104,14 @@ pub fn analyse_and_build(
             names.join(", ")
         ));
     }
+    for (file, line, included) in &stats.includes_of_probed {
+        ui::warn(&format!(
+            "{}:{line} includes {} with include_str!/include_bytes!, which gets probes: the build reads the \
+             probed copy, not your bytes (a known limit)",
+            file.display(),
+            included.display()
+        ));
+    }
     if !stats.left_out.is_empty() {
         let shown: Vec<String> = stats.left_out.iter().take(20).map(|p| p.display().to_string()).collect();
         let more = stats.left_out.len().saturating_sub(shown.len());
