@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use crate::__private::PlanInfo;
 use crate::clock::{clock, ClockBase};
 use crate::probe::{record_enter, Guard};
-use crate::recorder::{OwnerKind, Recorder, PARENT_MASK};
+use crate::recorder::{OwnerKind, Recorder, DEFAULT_MAX_DEPTH, PARENT_MASK};
 use crate::writer::{install_flush_hooks, start_writer};
 
 /// Recorders beyond one per thread and the queue's length: root tasks in progress and the one being written.
@@ -128,6 +128,8 @@ pub(crate) struct Config {
     pub(crate) queue: usize,
     pub(crate) fold_after: usize,
     pub(crate) time_sample: u64,
+    /// Frames deeper are counted as truncated calls (`CALLTIME_MAX_DEPTH`).
+    pub(crate) max_depth: usize,
 }
 
 impl Config {
@@ -162,6 +164,7 @@ impl Config {
             queue: number("CALLTIME_QUEUE", 1024, 1).min(1 << 20) as usize,
             fold_after: number("CALLTIME_FOLD_AFTER", 4096, 0).min(u64::from(PARENT_MASK - 1)) as usize,
             time_sample: number("CALLTIME_TIME_SAMPLE", 64, 1).min(1 << 30),
+            max_depth: number("CALLTIME_MAX_DEPTH", DEFAULT_MAX_DEPTH as u64, 1).min(1 << 24) as usize,
         }
     }
 }

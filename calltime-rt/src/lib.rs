@@ -47,6 +47,7 @@
 //! | `CALLTIME_MIN_NS` | 0 | nodes shorter than this are left out with their subtrees and counted in `filtered` |
 //! | `CALLTIME_SAMPLE` | 1 | record 1 in N root invocations (the others are counted as `sampled_out`) |
 //! | `CALLTIME_MAX_INVOCATIONS` | 100000 | invocations recorded at most; later ones are counted as `dropped` |
+//! | `CALLTIME_MAX_DEPTH` | 4096 | frames stored per invocation in depth; deeper calls are counted in `truncated_calls` |
 //! | `CALLTIME_QUEUE` | 1024 | length of the bounded queue to the writer; when full, invocations are dropped and counted |
 //! | `CALLTIME_CLOCK` | `auto` | `instant` forces `std::time::Instant` instead of the invariant TSC |
 //! | `CALLTIME_EXACT` | unset | `1`: probes never retire |

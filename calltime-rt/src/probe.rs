@@ -6,7 +6,7 @@ use std::ptr;
 use crate::__private::PlanInfo;
 use crate::clock::now;
 use crate::invocation::{complete_thread_invocation, current, end_skipped_invocation, start_thread_invocation, SKIP};
-use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, MAX_DEPTH, NO_SLOT};
+use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, NO_SLOT};
 use crate::retire::retired_slot;
 
 /// The guard returned by a sync function's probe: records the function's exit when dropped. Inert (and free to
@@ -78,7 +78,7 @@ pub(crate) unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
     let r = unsafe { &mut *rec };
     let slot = r.nodes.len();
     let depth = r.depth;
-    if slot >= r.limit || depth >= MAX_DEPTH {
+    if slot >= r.limit || depth >= r.max_depth {
         // SAFETY: as above.
         return unsafe {
             if r.folded {
@@ -89,7 +89,7 @@ pub(crate) unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
         };
     }
     let start = now();
-    // SAFETY: slot == nodes.len() < limit and depth < MAX_DEPTH, checked above.
+    // SAFETY: slot == nodes.len() < limit and depth < max_depth, checked above.
     unsafe { r.push_node(slot, depth, index, start) };
     Guard { rec, slot: slot as u32 }
 }
@@ -117,7 +117,7 @@ impl Drop for Guard {
 unsafe fn enter_past_limit(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller passes the live recorder current on this thread.
     let r = unsafe { &mut *rec };
-    if r.folded || (r.past_fold() && r.depth < MAX_DEPTH) {
+    if r.folded || (r.past_fold() && r.depth < r.max_depth) {
         // SAFETY: as above.
         return unsafe { enter_folded(rec, index) };
     }

@@ -10,8 +10,8 @@ pub(crate) use fold::PathNode;
 
 use crate::invocation::Config;
 
-/// Frames deeper than this are counted as truncated calls, not stored.
-pub(crate) const MAX_DEPTH: usize = 4096;
+/// Frames deeper than `CALLTIME_max_depth` (default) are counted as truncated calls, not stored.
+pub(crate) const DEFAULT_MAX_DEPTH: usize = 4096;
 /// Node slots a new recorder starts with (6 KiB); it grows by doubling up to the fold or the node cap. Small, because
 /// programs with many short invocations take a fresh recorder for each one queued to the writer.
 const INITIAL_NODES: usize = 256;
@@ -50,38 +50,38 @@ pub(crate) struct Node {
     pub(crate) link: u32,
 }
 
-/// A per-depth array of `MAX_DEPTH` slots, left uninitialised: a slot is always set when its frame is entered and
+/// A per-depth array of `max_depth` slots, left uninitialised: a slot is always set when its frame is entered and
 /// read only while the frame is on the stack, so only the depths a program reaches are ever touched. (Zero-filling
 /// the 16-64 KB of each recorder's arrays up front showed up as page faults in programs with many short
 /// invocations, which take a fresh recorder each.)
 struct DepthArray<T: Copy> {
-    /// Length 0, capacity `MAX_DEPTH` (or 0 before `new`): the slots live in the spare capacity.
+    /// Length 0, capacity `max_depth` (or 0 before `new`): the slots live in the spare capacity.
     buf: Vec<T>,
 }
 
 impl<T: Copy> DepthArray<T> {
-    fn new() -> DepthArray<T> {
-        DepthArray { buf: Vec::with_capacity(MAX_DEPTH) }
+    fn new(len: usize) -> DepthArray<T> {
+        DepthArray { buf: Vec::with_capacity(len) }
     }
 
     fn unallocated() -> DepthArray<T> {
         DepthArray { buf: Vec::new() }
     }
 
-    fn is_allocated(&self) -> bool {
-        self.buf.capacity() >= MAX_DEPTH
+    fn is_allocated(&self, len: usize) -> bool {
+        self.buf.capacity() >= len
     }
 
     /// # Safety
-    /// `i < MAX_DEPTH` and the array is allocated.
+    /// `i < max_depth` and the array is allocated.
     #[inline(always)]
     unsafe fn set(&mut self, i: usize, value: T) {
-        // SAFETY: the allocation holds MAX_DEPTH slots (caller's contract).
+        // SAFETY: the allocation holds max_depth slots (caller's contract).
         unsafe { self.buf.as_mut_ptr().add(i).write(value) }
     }
 
     /// # Safety
-    /// `i < MAX_DEPTH` and slot `i` was set.
+    /// `i < max_depth` and slot `i` was set.
     #[inline(always)]
     unsafe fn get(&self, i: usize) -> T {
         // SAFETY: in bounds and initialised (caller's contract).
@@ -111,9 +111,11 @@ pub(crate) struct Recorder {
     /// Starts at `INITIAL_NODES` (or `cap` if smaller) and doubles on a cold path up to `cap`; a recycled recorder
     /// keeps what it grew to, so steady state allocates nothing while idle recorders in the pool stay small.
     pub(crate) nodes: Vec<Node>,
-    /// Slots of the frames currently entered; `MAX_DEPTH` long.
+    /// Slots of the frames currently entered; `max_depth` long.
     stack: DepthArray<u32>,
     pub(crate) depth: usize,
+    /// Frames deeper are counted as truncated, not stored (`CALLTIME_max_depth`); the depth arrays' length.
+    pub(crate) max_depth: usize,
     /// The node cap (`CALLTIME_NODE_CAP`); also caps the call paths of a folded invocation.
     cap: usize,
     /// `min(cap, nodes.capacity(), fold_at)`: the one bound the hot path checks; past it, a cold path grows the
@@ -182,19 +184,20 @@ impl Recorder {
     }
 
     pub(crate) fn boxed(config: &Config) -> Box<Recorder> {
-        Recorder::with_limits(config.node_cap, config.fold_after, config.time_sample)
+        Recorder::with_limits(config.node_cap, config.fold_after, config.time_sample, config.max_depth)
     }
 
     /// The start-up calibration's recorder: never folds by itself (the calibration folds it when it wants to).
     pub(crate) fn for_calibration() -> Box<Recorder> {
-        Recorder::with_limits(INITIAL_NODES, 0, 1)
+        Recorder::with_limits(INITIAL_NODES, 0, 1, DEFAULT_MAX_DEPTH)
     }
 
-    fn with_limits(cap: usize, fold_after: usize, time_sample: u64) -> Box<Recorder> {
+    fn with_limits(cap: usize, fold_after: usize, time_sample: u64, max_depth: usize) -> Box<Recorder> {
         Box::new(Recorder {
             nodes: Vec::with_capacity(cap.min(INITIAL_NODES)),
-            stack: DepthArray::new(),
+            stack: DepthArray::new(max_depth),
             depth: 0,
+            max_depth,
             cap,
             limit: cap.min(INITIAL_NODES),
             fold_after: if fold_after == 0 { usize::MAX } else { fold_after.min(cap) },
@@ -260,7 +263,7 @@ impl Recorder {
     pub(crate) fn push(&mut self, index: u32, start: u64) -> u32 {
         let slot = self.nodes.len();
         let depth = self.depth;
-        if depth >= MAX_DEPTH || (slot >= self.limit && !self.grow()) {
+        if depth >= self.max_depth || (slot >= self.limit && !self.grow()) {
             self.truncated += 1;
             return NO_SLOT;
         }
@@ -272,7 +275,7 @@ impl Recorder {
     /// Stores node `slot` and enters its frame at `depth`.
     ///
     /// # Safety
-    /// `slot == nodes.len() < limit <= nodes.capacity()` and `depth == self.depth < MAX_DEPTH`.
+    /// `slot == nodes.len() < limit <= nodes.capacity()` and `depth == self.depth < max_depth`.
     #[inline(always)]
     pub(crate) unsafe fn push_node(&mut self, slot: usize, depth: usize, index: u32, start: u64) {
         // SAFETY: the caller's contract; frame depth - 1 was set when it was entered.
@@ -301,7 +304,7 @@ impl Recorder {
 
     /// Re-enters the frame of an existing node (an async function polled again).
     pub(crate) fn push_frame(&mut self, slot: u32) -> bool {
-        if self.depth >= MAX_DEPTH {
+        if self.depth >= self.max_depth {
             return false;
         }
         if self.folded {
@@ -309,7 +312,7 @@ impl Recorder {
             self.push_keyed_frame(slot, path);
             return true;
         }
-        // SAFETY: depth < MAX_DEPTH (checked above).
+        // SAFETY: depth < max_depth (checked above).
         unsafe { self.stack.set(self.depth, slot) };
         self.depth += 1;
         true
@@ -319,7 +322,7 @@ impl Recorder {
     #[inline(always)]
     pub(crate) fn pop(&mut self, slot: u32, end: u64) -> bool {
         let depth = self.depth;
-        // SAFETY: frames 0..depth (depth <= MAX_DEPTH) were set when entered.
+        // SAFETY: frames 0..depth (depth <= max_depth) were set when entered.
         if depth > 0 && unsafe { self.stack.get(depth - 1) } == slot {
             self.depth = depth - 1;
             true

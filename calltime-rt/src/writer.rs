@@ -148,8 +148,8 @@ impl Sink {
                     let r = retire::settings();
                     let header = format!(
                         "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
-                         fold_after={} time_sample={} min_ns={} sample={} max_invocations={} retire={} \
-                         retire_factor={} retire_min_calls={}\n{}",
+                         fold_after={} time_sample={} min_ns={} sample={} max_invocations={} max_depth={} \
+                         retire={} retire_factor={} retire_min_calls={}\n{}",
                         std::process::id(),
                         rt.clock.epoch_unix_ns(),
                         exe.replace(['\n', '\r'], " "),
@@ -161,6 +161,7 @@ impl Sink {
                         c.min_ns,
                         c.sample,
                         c.max_invocations,
+                        c.max_depth,
                         u8::from(r.enabled),
                         r.factor,
                         r.min_calls,

@@ -125,8 +125,8 @@ pub fn select_target(ws: &Workspace, named: Option<&NamedTarget>, cargo: &CargoO
             let names: Vec<&str> = scope.iter().map(|p| p.name.as_str()).collect();
             Err(UserError::new(format!("no bin target to run in {}", names.join(", ")))
                 .hint(
-                    "pass --example NAME, --test NAME or --bench NAME, or -p a package that has a bin; \
-                     `cargo calltime build` builds without running",
+                    "a library is timed through a program that calls it: pass --example NAME, --test NAME or \
+                     --bench NAME, or -p a package that has a bin",
                 )
                 .into())
         }

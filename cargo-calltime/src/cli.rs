@@ -103,7 +103,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "PATH", required = true)]
     pub root: Vec<String>,
     /// How many levels of the static call graph to instrument; the root is level 1.
-    #[arg(long, default_value_t = 5, value_name = "N")]
+    #[arg(long, default_value_t = 5, value_name = "N", allow_negative_numbers = true, value_parser = depth_value)]
     pub depth: u32,
     /// Regex on the defining path (`krate::module::Type::method`) of the functions that get a probe; the root
     /// always does, and the traversal goes on through functions it rejects.
@@ -295,6 +295,10 @@ pub struct RecordArgs {
     /// worth its probe stops being timed; its later calls are only counted.
     #[arg(long)]
     pub exact: bool,
+    /// The frame-depth limit: calls nested deeper than N levels below the root are counted, not stored (deep
+    /// recursion) [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u64>,
 }
 
 /// How a run is kept in the run store (`<target>/calltime/runs.sqlite`, listed by `cargo calltime history`).
@@ -452,6 +456,12 @@ pub struct DiffArgs {
 
 /// Parses `std::env::args`, accepting both `cargo calltime ...` and `cargo-calltime calltime ...`; exits with
 /// clap's message on a usage error.
+/// `--depth`: a count of levels. Negative values reach this parser (clap's own error would advise passing them
+/// after `--`, which sends them to the program).
+fn depth_value(text: &str) -> Result<u32, String> {
+    text.trim().parse().map_err(|_| "the depth is a number of call levels, 1 or more (the root is level 1)".to_owned())
+}
+
 pub fn parse_from_env() -> Cli {
     try_parse_from(std::env::args_os().collect()).unwrap_or_else(|err| err.exit())
 }

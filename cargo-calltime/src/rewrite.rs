@@ -83,10 +83,41 @@ fn wrapper_call(index: u32, is_root: bool, plan: &PlanInfo) -> String {
 /// Applies every probe of one file. Fails (naming nothing: the caller adds the file) when an offset is outside the
 /// file or not on a character boundary, which means the plan was made from a different version of the file.
 pub fn apply(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<String> {
-    let mut edits: Vec<(usize, String)> = probes.iter().flat_map(|p| insertions(p, plan)).collect();
-    for (offset, _) in &edits {
-        if *offset > source.len() || !source.is_char_boundary(*offset) {
-            bail!("probe offset {offset} is outside the file or inside a character (the file changed since analysis)");
+    Ok(apply_keeping_columns(source, probes, plan)?.0)
+}
+
+/// [`apply`], with the indices of the probes that move a user token's column. Each insertion is placed where no
+/// user token follows it on its line: as planned when only whitespace or a `//` comment follows; an insertion that
+/// may move backwards over whitespace (an async body's closing text, an async block's wrapper) goes to the end of
+/// the previous line when only whitespace precedes it on its own and that line holds no comment, string or char
+/// (so its end is plain code). Otherwise (a whole body on one line) the tokens after it on its line shift right.
+pub fn apply_keeping_columns(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<(String, Vec<u32>)> {
+    let mut edits: Vec<(usize, String)> = Vec::new();
+    let mut shifted = Vec::new();
+    for probe in probes {
+        let mut moves_a_column = false;
+        for (i, (offset, text)) in insertions(probe, plan).into_iter().enumerate() {
+            if offset > source.len() || !source.is_char_boundary(offset) {
+                bail!(
+                    "probe offset {offset} is outside the file or inside a character (the file changed since analysis)"
+                );
+            }
+            let may_move_back = match probe.site.kind {
+                ProbeKind::Sync => false,
+                ProbeKind::Async => i == 1,
+                ProbeKind::AsyncBlock => i == 0,
+            };
+            let offset = match column_safe_offset(source, offset, may_move_back) {
+                Some(safe) => safe,
+                None => {
+                    moves_a_column = true;
+                    offset
+                }
+            };
+            edits.push((offset, text));
+        }
+        if moves_a_column {
+            shifted.push(probe.site.index);
         }
     }
     // Stable sort by offset; at equal offsets keep the plan's order (an async close of one function never shares an
@@ -102,7 +133,34 @@ pub fn apply(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<Stri
     }
     out.push_str(&source[from..]);
     debug_assert_eq!(out.lines().count(), source.lines().count());
-    Ok(out)
+    shifted.sort_unstable();
+    Ok((out, shifted))
+}
+
+/// Where an insertion planned at `offset` moves no user token's column: `offset` itself when nothing but
+/// whitespace or a line comment follows on its line; with `may_move_back`, the end of the previous line when only
+/// whitespace precedes `offset` on its line and the previous line is plain code (no `/`, `"`, `'`: it could end
+/// inside a comment or a literal). None when the insertion must shift what follows it.
+fn column_safe_offset(source: &str, offset: usize, may_move_back: bool) -> Option<usize> {
+    let line_end = source[offset..].find('\n').map_or(source.len(), |i| offset + i);
+    let rest = source[offset..line_end].trim();
+    if rest.is_empty() || rest.starts_with("//") {
+        return Some(offset);
+    }
+    if !may_move_back {
+        return None;
+    }
+    let line_start = source[..offset].rfind('\n')?;
+    if !source[line_start + 1..offset].trim().is_empty() {
+        return None;
+    }
+    let previous_start = source[..line_start].rfind('\n').map_or(0, |i| i + 1);
+    let previous = &source[previous_start..line_start];
+    if previous.contains(['/', '"', '\'']) {
+        return None;
+    }
+    // Before a `\r` of a CRLF line end.
+    Some(if previous.ends_with('\r') { line_start - 1 } else { line_start })
 }
 
 /// The 1-based line holding byte `offset` of `source`.
@@ -152,8 +210,52 @@ mod tests {
             out,
             "async fn f() -> Result<u8, E> { ::calltime_rt::__private::instrument(2, async move { if false { \
              #[allow(unreachable_code)] let __calltime_r: Result<u8, E> = ::core::unreachable!(); \
-             #[allow(unreachable_code)] return __calltime_r; } \n    Ok(1)\n }).await }\n"
+             #[allow(unreachable_code)] return __calltime_r; } \n    Ok(1) }).await \n}\n"
         );
+    }
+
+    /// Every line of `src` keeps its code at the same columns in `out` (insertions only after it, or after its
+    /// code before a line comment).
+    fn keeps_columns(src: &str, out: &str) -> bool {
+        src.lines().zip(out.lines()).all(|(a, b)| b.starts_with(a.split("//").next().unwrap_or("").trim_end()))
+    }
+
+    #[test]
+    fn insertions_go_where_no_user_token_follows_on_the_line() {
+        let src =
+            "async fn f() -> u8 { // c\n    let x = column!();\n    x\n}\nfn g() -> impl Future<Output = u8> {\n    \
+                   async move { 1 }\n}\nfn h() -> u8 { column!() }\n";
+        let open = src.find('{').unwrap() + 1;
+        let close = src.find("}\nfn g").unwrap();
+        let block_open = src.find("async move").unwrap();
+        let block_close = src.find("1 }").unwrap() + 3;
+        let h_open = src.rfind('{').unwrap() + 1;
+        let sites = [
+            site(ProbeKind::Async, 0, open, close, Some("u8")),
+            site(ProbeKind::AsyncBlock, 1, block_open, block_close, None),
+            site(ProbeKind::Sync, 2, h_open, h_open, None),
+        ];
+        let probes: Vec<Probe> = sites.iter().map(|site| Probe { site, is_root: false }).collect();
+        let (out, shifted) = apply_keeping_columns(src, &probes, &plan()).unwrap();
+        assert_eq!(shifted, [2], "only h's one-line body shifts:\n{out}");
+        let (src_kept, out_kept) = (src.split("fn h").next().unwrap(), out.split("fn h").next().unwrap());
+        assert!(keeps_columns(src_kept, out_kept), "{out}");
+        assert_eq!(out.lines().count(), src.lines().count());
+        assert!(out.contains("    x }).await \n}\n"), "{out}");
+        assert!(out.contains("u8> {::calltime_rt::__private::instrument(1, \n    async move { 1 })\n}"), "{out}");
+    }
+
+    #[test]
+    fn a_previous_line_with_a_comment_or_literal_is_not_extended() {
+        for last in ["    x // done", "    \"}\"", "    '}'"] {
+            let src = format!("async fn f() -> u8 {{\n{last}\n}}\n");
+            let open = src.find('{').unwrap() + 1;
+            let close = src.rfind('}').unwrap();
+            let s = site(ProbeKind::Async, 0, open, close, Some("u8"));
+            let (out, shifted) = apply_keeping_columns(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+            assert_eq!(shifted, [0], "{out}");
+            assert!(out.ends_with(&format!("{last}\n }}).await }}\n")), "{out}");
+        }
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub struct RecordOptions {
     pub max_invocations: Option<u64>,
     /// Probes never retire (`--exact`): every call recorded.
     pub exact: bool,
+    /// The frame-depth limit; at least 1.
+    pub max_depth: Option<u64>,
 }
 
 impl RecordOptions {
@@ -37,6 +39,7 @@ impl RecordOptions {
             ("CALLTIME_SAMPLE", self.sample),
             ("CALLTIME_MAX_INVOCATIONS", self.max_invocations),
             ("CALLTIME_EXACT", self.exact.then_some(1)),
+            ("CALLTIME_MAX_DEPTH", self.max_depth),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v.to_string())))
@@ -165,56 +168,162 @@ fn config_env(cwd: &Path) -> Vec<(String, std::ffi::OsString)> {
         .collect()
 }
 
-/// Runs the program with inherited stdio and returns its exit code (128+signal when a signal killed it, as shells
-/// report it). Ctrl-C reaches the program; the tool ignores it meanwhile so it can still render what was recorded.
-pub fn run_child(cmd: &mut Command) -> std::io::Result<i32> {
+/// How the program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChildExit {
+    /// The exit code, or 128+signal when a signal killed it (as shells report it).
+    pub code: i32,
+    /// The signal that killed it.
+    pub signal: Option<i32>,
+    /// A signal the tool received (and passed on) while the program ran.
+    pub forwarded: Option<i32>,
+}
+
+/// Runs the program with inherited stdio and waits for it. SIGTERM, SIGHUP and a SIGINT sent to the tool alone are
+/// passed on to the program, as if it had received them itself (the tool keeps running to render what was
+/// recorded); a Ctrl-C at the terminal already reaches the whole process group, the program included, and is not
+/// sent twice.
+pub fn run_child(cmd: &mut Command) -> std::io::Result<ChildExit> {
+    let forwarding = signals::Forwarding::install();
     let mut child = cmd.spawn()?;
-    let _ignore = IgnoreInterrupt::new();
+    forwarding.target(child.id());
     let status = child.wait()?;
-    if let Some(code) = status.code() {
-        return Ok(code);
-    }
+    let forwarded = forwarding.received();
+    drop(forwarding);
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;
         if let Some(signal) = status.signal() {
-            return Ok(128 + signal);
+            return Ok(ChildExit { code: 128 + signal, signal: Some(signal), forwarded });
         }
     }
-    Ok(1)
+    Ok(ChildExit { code: status.code().unwrap_or(1), signal: None, forwarded })
 }
 
-/// Ignores SIGINT while alive (unix); restores the default on drop.
-struct IgnoreInterrupt;
+/// The name of a common signal (`SIGTERM`), for messages.
+pub fn signal_name(signal: i32) -> Option<&'static str> {
+    let names = [
+        (1, "SIGHUP"),
+        (2, "SIGINT"),
+        (3, "SIGQUIT"),
+        (4, "SIGILL"),
+        (6, "SIGABRT"),
+        (7, "SIGBUS"),
+        (8, "SIGFPE"),
+        (9, "SIGKILL"),
+        (11, "SIGSEGV"),
+        (13, "SIGPIPE"),
+        (14, "SIGALRM"),
+        (15, "SIGTERM"),
+    ];
+    names.iter().find(|(n, _)| *n == signal).map(|(_, name)| *name)
+}
 
 #[cfg(unix)]
-mod sigint {
-    extern "C" {
-        fn signal(signum: i32, handler: usize) -> usize;
+mod signals {
+    //! libc's `sigaction` with `SA_SIGINFO`: the handler must tell a terminal's SIGINT (sent by the kernel to the
+    //! whole foreground process group) from one sent to the tool alone (`kill`), which only siginfo's `si_code`
+    //! says; hand-written struct layouts for that differ per platform, so libc provides them.
+    use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
+
+    static CHILD: AtomicI32 = AtomicI32::new(0);
+    static RECEIVED: AtomicI32 = AtomicI32::new(0);
+    const FORWARDED: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+
+    /// Handlers installed while alive; the previous dispositions come back on drop.
+    pub struct Forwarding {
+        previous: Vec<(libc::c_int, libc::sigaction)>,
     }
-    const SIGINT: i32 = 2;
-    const SIG_DFL: usize = 0;
-    const SIG_IGN: usize = 1;
-    pub fn ignore(yes: bool) {
-        // SAFETY: `signal` with SIG_IGN/SIG_DFL installs no Rust code as a handler.
-        unsafe {
-            signal(SIGINT, if yes { SIG_IGN } else { SIG_DFL });
+
+    extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
+        // Only async-signal-safe work here: atomics and kill(2).
+        RECEIVED.store(signal, SeqCst);
+        if signal == libc::SIGINT && !sent_by_a_process(info) {
+            return;
+        }
+        let child = CHILD.load(SeqCst);
+        if child > 0 {
+            // SAFETY: kill(2) on the pid of the child this process spawned and has not reaped yet.
+            unsafe { libc::kill(child, signal) };
+        }
+    }
+
+    /// Whether `kill`/`sigqueue` sent the signal (Linux: a `si_code` of 0 or below; the terminal's come from the
+    /// kernel with a positive one). Elsewhere the codes differ: a SIGINT is then taken as the terminal's.
+    fn sent_by_a_process(info: *mut libc::siginfo_t) -> bool {
+        // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler (null checked anyway).
+        cfg!(target_os = "linux") && !info.is_null() && unsafe { (*info).si_code } <= 0
+    }
+
+    impl Forwarding {
+        pub fn install() -> Forwarding {
+            CHILD.store(0, SeqCst);
+            RECEIVED.store(0, SeqCst);
+            let mut previous = Vec::new();
+            for signal in FORWARDED {
+                // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler above only does
+                // async-signal-safe work; `old` receives the previous disposition to restore.
+                unsafe {
+                    let mut action: libc::sigaction = std::mem::zeroed();
+                    action.sa_sigaction = on_signal as *const () as usize;
+                    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+                    libc::sigemptyset(&mut action.sa_mask);
+                    let mut old: libc::sigaction = std::mem::zeroed();
+                    if libc::sigaction(signal, &action, &mut old) == 0 {
+                        previous.push((signal, old));
+                    }
+                }
+            }
+            Forwarding { previous }
+        }
+
+        /// Sends the program what arrived before its pid was known.
+        pub fn target(&self, pid: u32) {
+            let pid = pid as i32;
+            CHILD.store(pid, SeqCst);
+            let early = RECEIVED.load(SeqCst);
+            if early != 0 && early != libc::SIGINT {
+                // SAFETY: as in the handler.
+                unsafe { libc::kill(pid, early) };
+            }
+        }
+
+        pub fn received(&self) -> Option<i32> {
+            Some(RECEIVED.load(SeqCst)).filter(|&s| s != 0)
+        }
+    }
+
+    impl Drop for Forwarding {
+        fn drop(&mut self) {
+            CHILD.store(0, SeqCst);
+            for (signal, old) in &self.previous {
+                // SAFETY: restores the disposition sigaction returned for this signal.
+                unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
+            }
         }
     }
 }
 
-impl IgnoreInterrupt {
-    fn new() -> IgnoreInterrupt {
-        #[cfg(unix)]
-        sigint::ignore(true);
-        IgnoreInterrupt
-    }
-}
+#[cfg(not(unix))]
+mod signals {
+    /// No forwarding: Ctrl-C reaches the console's whole process group.
+    pub struct Forwarding;
 
-impl Drop for IgnoreInterrupt {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        sigint::ignore(false);
+    /// Whether `kill`/`sigqueue` sent the signal (Linux: a `si_code` of 0 or below; the terminal's come from the
+    /// kernel with a positive one). Elsewhere the codes differ: a SIGINT is then taken as the terminal's.
+    fn sent_by_a_process(info: *mut libc::siginfo_t) -> bool {
+        // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler (null checked anyway).
+        cfg!(target_os = "linux") && !info.is_null() && unsafe { (*info).si_code } <= 0
+    }
+
+    impl Forwarding {
+        pub fn install() -> Forwarding {
+            Forwarding
+        }
+        pub fn target(&self, _pid: u32) {}
+        pub fn received(&self) -> Option<i32> {
+            None
+        }
     }
 }
 

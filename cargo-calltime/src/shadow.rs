@@ -27,7 +27,7 @@ use crate::workspace::Workspace;
 const EXTERN_CRATE: &str = " #[allow(unused_extern_crates)] extern crate calltime_rt;";
 
 /// What [`prepare`] did, for the progress line.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CopyStats {
     /// Files in the copy.
     pub files: usize,
@@ -37,6 +37,15 @@ pub struct CopyStats {
     pub removed: usize,
     /// Source files that received probes.
     pub rewritten: usize,
+    /// Files of the workspace left out because the ignore rules exclude them and no build reads them (relative to
+    /// the workspace root).
+    pub left_out: Vec<PathBuf>,
+    /// Probes (plan indices) whose text had to go before user code on the same line, moving its columns (a whole
+    /// body on one line).
+    pub column_shifts: Vec<u32>,
+    /// `include_str!`/`include_bytes!` of a file that gets probes: (the including file, its line, the included
+    /// file), relative to the workspace root. Those read the probed copy, not the user's bytes.
+    pub includes_of_probed: Vec<(PathBuf, u32, PathBuf)>,
 }
 
 /// Writes the runtime crate to `<calltime>/calltime-rt` (outside any shadow workspace, with its own empty
@@ -117,6 +126,7 @@ pub fn prepare(
     let root = &ws.root;
     let edits = Edits::of(ws, probes, runtime_dir)?;
     let skip = copy::skipped_dirs(ws);
+    let selection = copy::Selection::of(ws, &skip);
     let mut stats = CopyStats::default();
     let mut kept: BTreeSet<PathBuf> = BTreeSet::new();
     let walker = walkdir::WalkDir::new(root)
@@ -143,9 +153,13 @@ pub fn prepare(
             kept.insert(rel);
             continue;
         }
+        if !selection.takes(&rel) && !edits.per_file.contains_key(&rel) {
+            stats.left_out.push(rel);
+            continue;
+        }
         stats.files += 1;
         stats.rewritten += usize::from(edits.per_file.contains_key(&rel));
-        if edits.copy_file(root, entry.path(), &rel, &dst)? {
+        if edits.copy_file(root, entry.path(), &rel, &dst, &mut stats.column_shifts)? {
             stats.written += 1;
         }
         kept.insert(rel);
@@ -156,7 +170,37 @@ pub fn prepare(
             .into());
     }
     stats.removed = copy::remove_stale(dir, &kept)?;
+    stats.column_shifts.sort_unstable();
+    if !edits.per_file.is_empty() {
+        stats.includes_of_probed = includes_of_probed(root, &kept, &edits.per_file);
+    }
     Ok(stats)
+}
+
+/// The `include_str!("...")`/`include_bytes!("...")` with a literal path, in the copied `.rs` files, that name a
+/// file getting probes (a plain text search: a commented-out include is found too, which only adds a warning).
+fn includes_of_probed<T>(
+    root: &Path,
+    kept: &BTreeSet<PathBuf>,
+    probed: &BTreeMap<PathBuf, T>,
+) -> Vec<(PathBuf, u32, PathBuf)> {
+    let pattern = regex::Regex::new(r#"include_(?:str|bytes)!\s*\(\s*"([^"\\]+)""#).expect("a valid regex");
+    let mut found = Vec::new();
+    for rel in kept.iter().filter(|p| p.extension().is_some_and(|e| e == "rs")) {
+        let Ok(text) = std::fs::read_to_string(root.join(rel)) else { continue };
+        if !text.contains("include_") {
+            continue;
+        }
+        for capture in pattern.captures_iter(&text) {
+            let (Some(whole), Some(path)) = (capture.get(0), capture.get(1)) else { continue };
+            let dir = rel.parent().unwrap_or(Path::new(""));
+            let Ok(target) = relative_inside(root, &root.join(dir).join(path.as_str())) else { continue };
+            if probed.contains_key(&target) {
+                found.push((rel.clone(), rewrite::line_of(&text, whole.start()), target));
+            }
+        }
+    }
+    found
 }
 
 /// What the copy changes, keyed by path relative to the workspace root.
@@ -216,8 +260,8 @@ impl<'p> Edits<'p> {
         Ok(edits)
     }
 
-    /// Copies one file, with its edits; returns whether it wrote.
-    fn copy_file(&self, root: &Path, src: &Path, rel: &Path, dst: &Path) -> Result<bool> {
+    /// Copies one file, with its edits; returns whether it wrote. Probes that move a column are added to `shifts`.
+    fn copy_file(&self, root: &Path, src: &Path, rel: &Path, dst: &Path, shifts: &mut Vec<u32>) -> Result<bool> {
         let file_probes = self.per_file.get(rel);
         let needs_extern_crate = self.extern_crate_roots.contains(rel);
         if file_probes.is_some() || needs_extern_crate {
@@ -228,7 +272,10 @@ impl<'p> Edits<'p> {
             })?;
             let mut out = match (file_probes, self.plan_info) {
                 (Some(file_probes), Some(plan_info)) => {
-                    rewrite::apply(&text, file_probes, plan_info).with_context(|| format!("in {}", src.display()))?
+                    let (out, shifted) = rewrite::apply_keeping_columns(&text, file_probes, plan_info)
+                        .with_context(|| format!("in {}", src.display()))?;
+                    shifts.extend(shifted);
+                    out
                 }
                 _ => text,
             };
@@ -358,6 +405,11 @@ mod tests {
         write(".git/HEAD", "ref: x\n");
         write("target/CACHEDIR.TAG", "tag\n");
         write("target/debug/junk", "junk\n");
+        // Ignored stray output stays out; ignored files in a source directory are still copied (include_str!).
+        write(".gitignore", "*.out\nlogs/\n");
+        write("run.out", "stray\n");
+        write("logs/a.txt", "log\n");
+        write("src/table.out", "data\n");
         let args =
             crate::workspace::CargoOptions { manifest_path: Some(ws_dir.join("Cargo.toml")), ..Default::default() };
         let ws = Workspace::load(&args).unwrap();
@@ -365,8 +417,10 @@ mod tests {
         let rt = tmp.path().join("rt");
 
         let first = prepare(&ws, &copy, None, &rt).unwrap();
-        assert_eq!((first.files, first.written, first.removed), (3, 3, 0));
+        assert_eq!((first.files, first.written, first.removed), (5, 5, 0));
         assert!(!copy.join(".git").exists() && !copy.join("target").exists());
+        assert_eq!(first.left_out, [PathBuf::from("logs/a.txt"), PathBuf::from("run.out")]);
+        assert!(copy.join("src/table.out").exists() && copy.join(".gitignore").exists());
         // The copy is its own workspace root.
         assert!(std::fs::read_to_string(copy.join("Cargo.toml")).unwrap().contains("\n[workspace]\n"));
         let mtime = |rel: &str| std::fs::metadata(copy.join(rel)).unwrap().modified().unwrap();

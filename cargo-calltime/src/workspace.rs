@@ -250,7 +250,18 @@ fn member_of_manifest(
 }
 
 fn metadata_error(err: cargo_metadata::Error, args: &CargoOptions) -> anyhow::Error {
-    let text = err.to_string();
+    let text = match &err {
+        cargo_metadata::Error::CargoMetadata { stderr } => stderr.clone(),
+        other => other.to_string(),
+    };
+    // cargo's own words, without its `error: ` prefix and the `Caused by:` blocks' indentation.
+    let cause = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "Caused by:")
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join(": ");
     if text.contains("could not find `Cargo.toml`") || text.contains("could not find Cargo.toml") {
         let place = match &args.manifest_path {
             Some(p) => p.display().to_string(),
@@ -260,5 +271,20 @@ fn metadata_error(err: cargo_metadata::Error, args: &CargoOptions) -> anyhow::Er
             .hint("run inside a cargo project or pass --manifest-path path/to/Cargo.toml")
             .into();
     }
-    anyhow::anyhow!("`cargo metadata` failed: {}", text.trim())
+    if let (Some(path), true) = (&args.manifest_path, text.contains("does not exist")) {
+        return UserError::new(format!("--manifest-path {} does not exist", path.display()))
+            .hint("pass the path of a package's or workspace's Cargo.toml, or leave --manifest-path out inside one")
+            .into();
+    }
+    if text.contains("does not contain this feature") || text.contains("none of the selected packages contains") {
+        return UserError::new(format!("unknown feature: {cause}"))
+            .hint(
+                "features are declared under [features] in the package's Cargo.toml (or are optional \
+                 dependencies); check the spelling, or select the package that has it with -p",
+            )
+            .into();
+    }
+    UserError::new(format!("cargo cannot read the workspace: {cause}"))
+        .hint("a plain `cargo metadata` in the same directory shows the same error")
+        .into()
 }

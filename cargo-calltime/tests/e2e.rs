@@ -246,6 +246,75 @@ fn killed_program_keeps_its_completed_trees() {
     assert_eq!(before, snapshot(&dir), "the user's workspace changed");
 }
 
+/// Starts `cargo calltime` on e2e-loop and reads `lines` lines of the program's stdout: the tool's child and the
+/// program's pid (each line starts with it).
+fn start_loop(cmd: &mut Command, lines: usize) -> (std::process::Child, BufReader<std::process::ChildStdout>, String) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut pid = None;
+    for _ in 0..lines {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        pid = line.split_whitespace().next().map(str::to_owned);
+    }
+    let Some(pid) = pid else {
+        let _ = child.kill();
+        let stderr = std::io::read_to_string(child.stderr.take().unwrap()).unwrap();
+        panic!("the program printed nothing; stderr:\n{stderr}");
+    };
+    (child, stdout, pid)
+}
+
+fn signal(name: &str, pid: &str) {
+    util::run(Command::new("kill").args([&format!("-{name}"), pid]), true);
+}
+
+/// SIGTERM or SIGINT sent to `cargo calltime` reaches the program as `cargo run` would have it; the tool waits for
+/// it, says what ended it and renders what was recorded; no program is left running.
+#[test]
+fn signals_to_the_tool_reach_the_program_and_the_report_follows() {
+    let (_tmp, dir) = util::copy_test_crate("e2e-loop");
+    let before = snapshot(&dir);
+    for (name, number) in [("TERM", 15), ("INT", 2)] {
+        let (child, mut stdout, program) =
+            start_loop(util::calltime().args(["--root", "step", "--format", "json", "-o", "-"]).current_dir(&dir), 5);
+        signal(name, &child.id().to_string());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stderr = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(128 + number), "{stderr}");
+        let gone = Command::new("kill").args(["-0", &program]).stderr(Stdio::null()).status().unwrap();
+        assert!(!gone.success(), "the program {program} still runs after SIG{name} to cargo calltime");
+        let note =
+            format!("warning: the program was killed by signal {number} (SIG{name}, passed on from cargo calltime)");
+        assert!(stderr.contains(&note), "{stderr}");
+        let json_start = rest.find("{\n").unwrap_or_else(|| panic!("no report on stdout:\n{rest}\n{stderr}"));
+        let json: Value = serde_json::from_str(&rest[json_start..]).unwrap();
+        assert!(!json["invocations"].as_array().unwrap().is_empty(), "no completed invocation in the report");
+    }
+
+    // Killed while inside a root that never returns: said so, not "never called".
+    let (child, _stdout, _program) =
+        start_loop(util::calltime().args(["--root", "forever", "-q", "--", "--stuck"]).current_dir(&dir), 1);
+    signal("TERM", &child.id().to_string());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + 15));
+    let stderr = stderr_of(&out);
+    let lines: Vec<&str> = stderr.lines().skip_while(|l| !l.starts_with("error: ")).collect();
+    util::check(&util::data("e2e/errors/killed-inside-root.txt"), &(lines.join("\n") + "\n"));
+
+    // abort() right after a root returned: the signal is named, whether or not the writer got the last trees out.
+    let out =
+        util::run(util::calltime().args(["--root", "step", "-q", "--", "--abort-after", "3"]).current_dir(&dir), false);
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(128 + 6), "{stderr}");
+    assert!(stderr.contains("killed by signal 6 (SIGABRT)") && !stderr.contains("never called"), "{stderr}");
+    assert_eq!(before, snapshot(&dir), "the user's workspace changed");
+}
+
 /// Runs a failing command and checks its last `error:`/`hint:` lines, with the temporary dir normalised.
 fn check_error(case: &str, cmd: &mut Command, dir: &Path) {
     let out = util::run(cmd, false);
@@ -271,6 +340,20 @@ fn errors_are_one_line_with_a_hint() {
     check_error("invalid-regex", &mut demo(&["--root", "handle", "--filter", "demo::(server"]), &dir);
     check_error("depth-zero", &mut demo(&["--root", "handle", "--depth", "0"]), &dir);
     check_error("unknown-bin", &mut demo(&["--root", "handle", "--bin", "nope"]), &dir);
+    let missing = dir.join("nope/Cargo.toml");
+    let missing = missing.to_str().unwrap();
+    check_error("missing-manifest", &mut demo(&["--root", "handle", "--manifest-path", missing]), &dir);
+    check_error("unknown-feature", &mut demo(&["--root", "handle", "--features", "nope"]), &dir);
+    check_error("unknown-profile", &mut demo(&["--root", "handle", "--profile", "nope"]), &dir);
+    // The program runs (and prints its own `panicked` lines): only the error lines are compared.
+    let out = util::run(&mut demo(&["--root", "handle", "-q", "--max-invocations", "0"]), false);
+    let stderr = stderr_of(&out);
+    let lines: Vec<&str> = stderr.lines().skip_while(|l| !l.starts_with("error: ")).collect();
+    util::check(&util::data("e2e/errors/max-invocations-zero.txt"), &(lines.join("\n") + "\n"));
+    // A negative depth is our error, not clap's advice to pass it after `--` (which would send it to the program).
+    let out = util::run(&mut demo(&["--root", "handle", "--depth", "-1"]), false);
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("the depth is a number of call levels") && !stderr.contains("'-- -1'"), "{stderr}");
     assert_eq!(before, snapshot(&dir), "the user's workspace changed");
 
     let empty = tempfile::tempdir().unwrap();
@@ -281,6 +364,10 @@ fn errors_are_one_line_with_a_hint() {
     let before = snapshot(&two);
     check_error("several-bins", util::calltime().args(["--root", "work"]).current_dir(&two), &two);
     assert_eq!(before, snapshot(&two), "the user's workspace changed");
+
+    // `build` on a library: the hint names what to build instead, not `build` itself.
+    let (_tmp3, lib) = util::copy_test_crate("analysis-trivial");
+    check_error("build-lib-only", util::calltime().args(["build", "--root", "render"]).current_dir(&lib), &lib);
 }
 
 /// Every function form (async with `?`, trait objects, `impl Trait`, generics, inner attributes, async blocks,
@@ -404,4 +491,51 @@ fn busy_functions_retire_by_themselves() {
     assert_eq!(in_tree + retired, 20_003, "every call of mix is counted exactly:\n{stderr}");
     assert!(stderr.contains("note: 1 probe retired during the run"), "{stderr}");
     assert!(!stderr.contains("--exclude '"), "no second run is asked for:\n{stderr}");
+}
+
+/// Recursion 5,000 levels deep: the report names the frame-depth limit (not the node cap), and `--max-depth`
+/// raises it so the whole tree is stored.
+#[test]
+fn deep_recursion_names_the_frame_depth_limit_and_max_depth_raises_it() {
+    let (_tmp, dir) = util::copy_test_crate("e2e-deep");
+    let limit_lines = |extra: &[&str]| {
+        let out = util::run(util::calltime().args(["--root", "run", "-q"]).args(extra).current_dir(&dir), true);
+        let stderr = stderr_of(&out);
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("limit") || l.contains("cap") || l.starts_with("invocations:"))
+            .collect();
+        lines.join("\n") + "\n"
+    };
+    // The node cap is no help: the depth limit cut the tree.
+    let default = limit_lines(&["--node-cap", "1000000"]);
+    util::check(&util::data("e2e/deep-limits.txt"), &default);
+    let raised = limit_lines(&["--max-depth", "6000"]);
+    assert_eq!(raised, "invocations: 1 seen, 1 kept, 0 sampled out, 0 dropped, 0 truncated, 0 incomplete\n");
+}
+
+/// Probes keep every column the program can see (column!(), `Location::caller()`, a panic's location, in sync and
+/// async bodies) except on a line holding a whole probed body, which the run names in a note.
+#[test]
+fn probes_keep_columns_and_name_the_one_line_bodies_they_shift() {
+    let (tmp, dir) = util::copy_test_crate("e2e-columns");
+    let out = util::run(
+        util::calltime().args(["--root", "run", "--root", "later", "--probe-trivial"]).current_dir(&dir),
+        true,
+    );
+    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
+    let probed = String::from_utf8_lossy(&out.stdout);
+    let plain = String::from_utf8_lossy(&plain.stdout);
+    assert_eq!(probed.lines().count(), plain.lines().count(), "{probed}");
+    for (probed, plain) in probed.lines().zip(plain.lines()) {
+        // `one_line`'s whole body is on one line: its column moves, and only it. include_str! of a probed file reads
+        // the probed copy (a known limit, warned about).
+        if !plain.starts_with("one_line ") && !plain.starts_with("lib.rs has") {
+            assert_eq!(probed, plain);
+        }
+    }
+    let stderr = stderr_of(&out);
+    let note: Vec<&str> =
+        stderr.lines().filter(|l| l.contains("opening brace") || l.contains("include_str!")).collect();
+    util::check(&util::data("e2e/column-shifts.txt"), &(note.join("\n") + "\n"));
 }

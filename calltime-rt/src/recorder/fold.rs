@@ -6,7 +6,7 @@
 
 use std::mem;
 
-use super::{DepthArray, Recorder, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, MAX_DEPTH, NO_PATH, PARENT_MASK, UNTIMED};
+use super::{DepthArray, Recorder, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, NO_PATH, PARENT_MASK, UNTIMED};
 use crate::clock::now;
 use crate::retire::{consider_path, CHECK_EVERY};
 
@@ -16,9 +16,9 @@ impl Recorder {
     #[inline(never)]
     pub(crate) fn fold(&mut self) {
         crate::retire::observe_at_fold(&self.nodes);
-        if !self.frame_path.is_allocated() {
-            self.frame_path = DepthArray::new();
-            self.frame_start = DepthArray::new();
+        if !self.frame_path.is_allocated(self.max_depth) {
+            self.frame_path = DepthArray::new(self.max_depth);
+            self.frame_start = DepthArray::new(self.max_depth);
         }
         self.paths.clear();
         self.paths.reserve(self.nodes.len().min(self.cap).max(64));
@@ -48,7 +48,7 @@ impl Recorder {
             }
         }
         for i in 0..self.depth {
-            // SAFETY: i < depth <= MAX_DEPTH, and frame i was set when it was entered.
+            // SAFETY: i < depth <= max_depth, and frame i was set when it was entered.
             unsafe {
                 let path = self.slot_path.get(self.stack.get(i) as usize).copied().unwrap_or(NO_PATH);
                 self.frame_path.set(i, path);
@@ -122,11 +122,11 @@ impl Recorder {
     #[inline(always)]
     pub(crate) fn enter_path(&mut self, index: u32) -> Option<u32> {
         let depth = self.depth;
-        if depth == 0 || depth >= MAX_DEPTH {
+        if depth == 0 || depth >= self.max_depth {
             self.truncated += 1;
             return None;
         }
-        // SAFETY: 0 < depth < MAX_DEPTH; frame depth - 1 was set (on entry or by the fold).
+        // SAFETY: 0 < depth < max_depth; frame depth - 1 was set (on entry or by the fold).
         let parent = unsafe { self.frame_path.get(depth - 1) };
         let mut path = NO_PATH;
         let mut start = UNTIMED;
@@ -148,7 +148,7 @@ impl Recorder {
             None => self.truncated += 1,
         }
         let key = FOLD_KEY | depth as u32;
-        // SAFETY: depth < MAX_DEPTH, checked above.
+        // SAFETY: depth < max_depth, checked above.
         unsafe { self.push_frame_at(depth, key, path, start) };
         Some(key)
     }
@@ -156,7 +156,7 @@ impl Recorder {
     /// Enters the frame at `depth` (== `self.depth`) of a folded invocation.
     ///
     /// # Safety
-    /// `depth < MAX_DEPTH` and the invocation has folded (the arrays are allocated).
+    /// `depth < max_depth` and the invocation has folded (the arrays are allocated).
     #[inline(always)]
     unsafe fn push_frame_at(&mut self, depth: usize, key: u32, path: u32, start: u64) {
         // SAFETY: the caller's contract.
@@ -185,7 +185,7 @@ impl Recorder {
 
     /// Enters a frame of a folded invocation for `path`, untimed; returns its key.
     pub(crate) fn push_path_frame(&mut self, path: u32) -> Option<u32> {
-        if self.depth >= MAX_DEPTH {
+        if self.depth >= self.max_depth {
             return None;
         }
         let key = FOLD_KEY | self.depth as u32;
@@ -195,7 +195,7 @@ impl Recorder {
 
     /// Enters an untimed frame of a folded invocation; the caller checked the depth.
     pub(super) fn push_keyed_frame(&mut self, key: u32, path: u32) {
-        // SAFETY: the caller checked depth < MAX_DEPTH; only folded invocations get here.
+        // SAFETY: the caller checked depth < max_depth; only folded invocations get here.
         unsafe { self.push_frame_at(self.depth, key, path, UNTIMED) };
     }
 
@@ -219,12 +219,12 @@ impl Recorder {
     pub(crate) fn leave_folded(&mut self, slot: u32) -> bool {
         let depth = self.depth;
         let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
-        // SAFETY: frames 0..depth (depth <= MAX_DEPTH) were set when entered.
+        // SAFETY: frames 0..depth (depth <= max_depth) were set when entered.
         if depth == 0 || unsafe { self.stack.get(depth - 1) } != slot {
             return self.pop(slot, now());
         }
         self.depth = depth - 1;
-        // SAFETY: frame depth - 1 (< MAX_DEPTH) was set when it was entered or by the fold.
+        // SAFETY: frame depth - 1 (< max_depth) was set when it was entered or by the fold.
         let (path, start) = unsafe { (self.frame_path.get(depth - 1), self.frame_start.get(depth - 1)) };
         if start != UNTIMED {
             let end = now();
@@ -262,8 +262,8 @@ impl Recorder {
     #[inline(always)]
     pub(crate) fn enter_cached_path(&mut self, index: u32) -> Option<u32> {
         let depth = self.depth;
-        if self.folded && depth > 0 && depth < MAX_DEPTH {
-            // SAFETY: 0 < depth < MAX_DEPTH, the depth arrays are allocated once folded and frame depth - 1 was set;
+        if self.folded && depth > 0 && depth < self.max_depth {
+            // SAFETY: 0 < depth < max_depth, the depth arrays are allocated once folded and frame depth - 1 was set;
             // path ids are checked against paths.len() before use.
             unsafe {
                 let parent = self.frame_path.get(depth - 1) as usize;
@@ -294,7 +294,7 @@ impl Recorder {
         let depth = self.depth;
         if self.folded
             && depth > 1
-            // SAFETY: 1 < depth <= MAX_DEPTH; frame depth - 1 was set when entered.
+            // SAFETY: 1 < depth <= max_depth; frame depth - 1 was set when entered.
             && unsafe { self.stack.get(depth - 1) == slot && self.frame_start.get(depth - 1) == UNTIMED }
             && !std::thread::panicking()
         {
@@ -314,7 +314,7 @@ impl Recorder {
         let key = self.enter_path(index)?;
         let top = self.depth - 1;
         // The frame covers this poll only; the call's own time runs from here to its completion.
-        // SAFETY: enter_path entered frame `top` (< MAX_DEPTH) just now.
+        // SAFETY: enter_path entered frame `top` (< max_depth) just now.
         let path = unsafe {
             self.frame_start.set(top, UNTIMED);
             self.frame_path.get(top)

@@ -12,6 +12,7 @@ use crate::plan::Plan;
 use crate::rewrite::PlanInfo;
 use crate::shadow::{self, CopyLock};
 use crate::ui;
+use crate::units::plural;
 use crate::workspace::{CargoOptions, Workspace};
 
 /// Everything up to a built instrumented executable.
@@ -89,6 +90,41 @@ pub fn analyse_and_build(
             stats.rewritten
         ),
     );
+    if !stats.column_shifts.is_empty() {
+        let names: Vec<&str> = plan
+            .instrumented()
+            .filter(|(_, site)| stats.column_shifts.binary_search(&site.index).is_ok())
+            .map(|(function, _)| function.path.as_str())
+            .collect();
+        ui::note(&format!(
+            "{} {} code on the line of its opening brace: the probe goes before it, so column!(), panic locations \
+             and diagnostics on that line report columns shifted right: {}",
+            plural(names.len() as u64, "probed function"),
+            if names.len() == 1 { "has" } else { "have" },
+            names.join(", ")
+        ));
+    }
+    for (file, line, included) in &stats.includes_of_probed {
+        ui::warn(&format!(
+            "{}:{line} includes {} with include_str!/include_bytes!, which gets probes: the build reads the \
+             probed copy, not your bytes (a known limit)",
+            file.display(),
+            included.display()
+        ));
+    }
+    if !stats.left_out.is_empty() {
+        let shown: Vec<String> = stats.left_out.iter().take(20).map(|p| p.display().to_string()).collect();
+        let more = stats.left_out.len().saturating_sub(shown.len());
+        let listed = if opts.build.echo {
+            format!(": {}{}", shown.join(", "), if more > 0 { format!(" and {more} more") } else { String::new() })
+        } else {
+            " (-v lists them)".to_owned()
+        };
+        ui::status(
+            "Leaving",
+            &format!("out {} ignored by .gitignore{listed}", plural(stats.left_out.len() as u64, "file")),
+        );
+    }
 
     ui::status("Building", &format!("{} `{}` with probes", target.kind.noun(), target.name));
     let build_dir = calltime_dir.join("build");
@@ -120,6 +156,9 @@ fn explain_build_failure(
 ) -> anyhow::Error {
     let calltime_dir = ws.calltime_dir();
     let plain_dir = calltime_dir.join("shadow-plain");
+    if let Some(refusal) = cargo_refusal(&failed) {
+        return refusal.into();
+    }
     if !opts.build.echo {
         eprint!("{}", failed.stderr);
     }
@@ -169,6 +208,23 @@ fn explain_build_failure(
         .hint("run with -v to see cargo's output"),
     };
     error.into()
+}
+
+/// cargo stopped before compiling anything (an unknown profile, a bad flag): its own `error:` line, and a hint that
+/// points at the flag rather than at the workspace. None when a compiler error is in the output.
+fn cargo_refusal(failed: &cargo::BuildOutput) -> Option<UserError> {
+    if failed.first_error.is_some() || failed.stderr.contains("Compiling ") {
+        return None;
+    }
+    let line = failed.stderr.lines().find_map(|l| l.trim().strip_prefix("error: "))?;
+    let hint = if line.contains("profile") {
+        "check --profile: cargo knows dev, release, test and bench, and the profiles declared as [profile.NAME] \
+         in the workspace's Cargo.toml"
+    } else {
+        "the flags passed to cargo are in `cargo calltime -vv`'s output; a plain `cargo build` with the same flags \
+         fails the same way"
+    };
+    Some(UserError::new(format!("cargo refused to build: {line}")).hint(hint))
 }
 
 /// Whether a build error is a file read (`couldn't read `path``, a missing module file) through a relative path that

@@ -107,6 +107,7 @@ pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
         sample: at_least_one("--sample", args.sample, "record 1 in N invocations", "record every invocation")?,
         max_invocations: args.max_invocations,
         exact: args.exact,
+        max_depth: at_least_one("--max-depth", args.max_depth, "frames stored in depth", "store the root only")?,
     })
 }
 

@@ -8,8 +8,9 @@ use super::instrument::{analyse_and_build, Built};
 use super::options;
 use crate::cli::{GlobalArgs, RunArgs};
 use crate::error::UserError;
+use crate::run::ChildExit;
 use crate::store::{Source, StoreOptions};
-use crate::trace::Trace;
+use crate::trace::{Stats, Trace};
 use crate::ui;
 use crate::units::plural;
 use crate::views::{self, overhead, ViewFormat};
@@ -33,11 +34,12 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<i32> {
         &record,
     );
     ui::status("Running", &program_line(&built.executable, &args.program_args, &built.ws.root));
-    let code = crate::run::run_child(&mut cmd).with_context(|| format!("cannot run {}", built.executable.display()))?;
+    let exit = crate::run::run_child(&mut cmd).with_context(|| format!("cannot run {}", built.executable.display()))?;
+    let code = exit.code;
 
     let table = PathBuf::from(&built.info.table);
     if !trace_path.exists() {
-        return root_never_called(&built, code, 0);
+        return nothing_recorded(&built, &exit, None);
     }
     let trace = Trace::load(&trace_path, Some(&table))?;
     crate::run::keep_trace(&trace_path, &table, &calltime_dir.join("last.trace"))?;
@@ -48,7 +50,13 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<i32> {
         ui::warn(warning);
     }
     if trace.invocations.is_empty() {
-        return root_never_called(&built, code, trace.stats.seen);
+        return nothing_recorded(&built, &exit, Some(&trace));
+    }
+    if let Some(signal) = exit.signal {
+        ui::warn(&format!(
+            "the program was {}; invocations of the root still running then are not in the report",
+            killed_by(signal, &exit)
+        ));
     }
     // Compensated once (recursively: on the big stack): the stored run, the view and the note see the same times,
     // as `report --import` stores them.
@@ -90,25 +98,78 @@ fn write_stderr(bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// The root never completed: an error naming the plan size, with the program's failing exit code if it had one.
-fn root_never_called(built: &Built, code: i32, started: u64) -> Result<i32> {
+/// No invocation was recorded: an error saying why as far as the exit status and the runtime's counters tell (never
+/// called, killed by a signal, dropped by a limit, sampled out, never returned), with the program's failing exit
+/// code if it had one.
+fn nothing_recorded(built: &Built, exit: &ChildExit, trace: Option<&Trace>) -> Result<i32> {
     let roots = built.plan.root_args.join("`, `");
-    let exited = if code != 0 { format!("; the program exited with code {code}") } else { String::new() };
     let functions = built.info.functions;
-    let err = if started > 0 {
-        UserError::new(format!(
-            "root `{roots}` was entered {} but never returned ({functions} functions instrumented){exited}",
-            plural(started, "time")
+    let exited = match exit.signal {
+        Some(signal) => format!("; the program was {}", killed_by(signal, exit)),
+        None if exit.code != 0 => format!("; the program exited with code {}", exit.code),
+        None => String::new(),
+    };
+    // The runtime writes its counters at each flush and at exit: none means the process ended abruptly.
+    let stats = trace.filter(|t| t.stats_records > 0).map(|t| t.stats);
+    let err = match stats {
+        None if exit.signal.is_some() || trace.is_some() => UserError::new(format!(
+            "no invocation of root `{roots}` was written ({functions} functions instrumented){exited}"
         ))
-        .hint("the program ended inside it (process::exit, abort, a signal); pick a root that returns")
-    } else {
-        UserError::new(format!("root `{roots}` was never called ({functions} functions instrumented){exited}")).hint(
-            "check that the program reaches it with these arguments (after `--`), or pick another --root; \
-             `cargo calltime graph --root ...` shows the plan",
-        )
+        .hint(
+            "a root still running when the program ends is not recorded, and invocations that returned just \
+             before may not have reached the trace yet; pick a root that returns while the program runs (one \
+             called from inside its loop)",
+        ),
+        Some(stats) if stats.seen > 0 && stats.dropped > 0 => dropped_error(&roots, stats, trace, &exited),
+        Some(stats) if stats.seen > 0 && stats.sampled_out == stats.seen => UserError::new(format!(
+            "root `{roots}` was entered {} and every invocation was sampled out by --sample{exited}",
+            plural(stats.seen, "time")
+        ))
+        .hint("--sample N records 1 invocation in N: lower it, or give the program more work"),
+        Some(stats) if stats.seen > 0 => UserError::new(format!(
+            "root `{roots}` was entered {} but never returned ({functions} functions instrumented){exited}",
+            plural(stats.seen, "time")
+        ))
+        .hint("the program ended inside it (process::exit, abort, a signal); pick a root that returns"),
+        _ => UserError::new(format!("root `{roots}` was never called ({functions} functions instrumented){exited}"))
+            .hint(
+                "check that the program reaches it with these arguments (after `--`), or pick another --root; \
+                 `cargo calltime graph --root ...` shows the plan",
+            ),
     };
     ui::error(&err.into());
-    Ok(if code != 0 { code } else { 1 })
+    Ok(if exit.code != 0 { exit.code } else { 1 })
+}
+
+/// Every invocation was dropped: by `--max-invocations` when the count reached it, else the writer fell behind.
+fn dropped_error(roots: &str, stats: Stats, trace: Option<&Trace>, exited: &str) -> UserError {
+    let limit = trace.and_then(|t| t.settings.get("max_invocations").copied());
+    let entered = plural(stats.seen, "time");
+    match limit {
+        Some(limit) if stats.kept + stats.dropped > limit => UserError::new(format!(
+            "root `{roots}` was entered {entered} and all {} invocations were dropped by --max-invocations {limit}{exited}",
+            stats.dropped
+        ))
+        .hint("--max-invocations N records the first N invocations: raise it (the default is 100000)"),
+        _ => UserError::new(format!(
+            "root `{roots}` was entered {entered} but all {} invocations were dropped: the trace writer fell behind{exited}",
+            stats.dropped
+        ))
+        .hint("a longer writer queue keeps more (CALLTIME_QUEUE, default 1024), or --sample N records fewer"),
+    }
+}
+
+/// `killed by signal 15 (SIGTERM, passed on from cargo calltime)`.
+fn killed_by(signal: i32, exit: &ChildExit) -> String {
+    let mut about: Vec<&str> = crate::run::signal_name(signal).into_iter().collect();
+    if exit.forwarded == Some(signal) {
+        about.push("passed on from cargo calltime");
+    }
+    if about.is_empty() {
+        format!("killed by signal {signal}")
+    } else {
+        format!("killed by signal {signal} ({})", about.join(", "))
+    }
 }
 
 /// `program args` for the progress line, relative to the workspace when possible.

@@ -34,6 +34,75 @@ pub(super) fn is_skipped_dir(path: &Path, skip: &[PathBuf]) -> bool {
     skip.contains(&normalized)
 }
 
+/// Which files of the workspace the copy takes: every file the version control ignore rules (`.gitignore`,
+/// `.git/info/exclude`, `.ignore`) do not exclude, and, ignored or not, what cargo and the compiler read: manifests,
+/// lock files, `.cargo/` config, toolchain files, and every file of a target's source directory (`src/`,
+/// `examples/`, ...; just the file for a target at the package root, such as `build.rs`). Stray output (`*.out`,
+/// logs) that the user ignores stays out.
+pub(super) struct Selection {
+    /// Files (relative to the root) the ignore rules leave in.
+    not_ignored: BTreeSet<PathBuf>,
+    /// Directories (relative) whose files are always copied, and single files always copied.
+    source_dirs: Vec<PathBuf>,
+    source_files: BTreeSet<PathBuf>,
+}
+
+impl Selection {
+    pub(super) fn of(ws: &Workspace, skip: &[PathBuf]) -> Selection {
+        let root = &ws.root;
+        let mut not_ignored = BTreeSet::new();
+        let skip_owned = skip.to_vec();
+        let walker = ignore::WalkBuilder::new(root)
+            .hidden(false)
+            .follow_links(true)
+            .parents(false)
+            .git_global(false)
+            .require_git(false)
+            .filter_entry(move |e| {
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                !(is_dir && e.depth() > 0 && is_skipped_dir(e.path(), &skip_owned))
+            })
+            .build();
+        for entry in walker.flatten() {
+            if let Ok(rel) = entry.path().strip_prefix(root) {
+                not_ignored.insert(rel.to_owned());
+            }
+        }
+        let mut source_dirs = Vec::new();
+        let mut source_files = BTreeSet::new();
+        for package in &ws.metadata.packages {
+            let Some(package_dir) = package.manifest_path.parent() else { continue };
+            if !package_dir.as_std_path().starts_with(root) {
+                continue;
+            }
+            for target in &package.targets {
+                let src = target.src_path.as_std_path();
+                let Ok(rel) = src.strip_prefix(root) else { continue };
+                source_files.insert(rel.to_owned());
+                match src.parent() {
+                    Some(dir) if dir != package_dir.as_std_path() => {
+                        source_dirs.extend(dir.strip_prefix(root).ok().map(Path::to_owned));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Selection { not_ignored, source_dirs, source_files }
+    }
+
+    /// Whether the copy takes the file at `rel`.
+    pub(super) fn takes(&self, rel: &Path) -> bool {
+        const CARGO_FILES: &[&str] =
+            &["Cargo.toml", "Cargo.lock", "rust-toolchain", "rust-toolchain.toml", "config", "config.toml"];
+        let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let in_cargo_dir = rel.components().any(|c| c.as_os_str() == ".cargo");
+        self.not_ignored.contains(rel)
+            || (CARGO_FILES.contains(&name) && (in_cargo_dir || !matches!(name, "config" | "config.toml")))
+            || self.source_files.contains(rel)
+            || self.source_dirs.iter().any(|dir| rel.starts_with(dir))
+    }
+}
+
 /// Writes `bytes` to `path` unless it already holds exactly them. Returns whether it wrote.
 pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     if let Ok(existing) = std::fs::read(path) {

@@ -76,6 +76,27 @@ struct TextView<'a> {
     origin_ns: u64,
 }
 
+/// The runtime's frame-depth limit: the `max_depth` setting, or the fixed limit of runtimes that did not write it.
+fn max_depth(trace: &Trace) -> u64 {
+    trace.settings.get("max_depth").copied().unwrap_or(4096)
+}
+
+/// The limit, when this truncated invocation's tree is as deep as it (so deeper calls were cut, whatever the node
+/// cap). Levels are counted without recursion: a tree cut by the limit is thousands of levels deep.
+fn depth_limit_reached(trace: &Trace, inv: &Invocation) -> Option<u64> {
+    if inv.truncated_calls == 0 {
+        return None;
+    }
+    let limit = max_depth(trace);
+    let mut deepest = 0u64;
+    let mut stack = vec![(&inv.root, 1u64)];
+    while let Some((node, level)) = stack.pop() {
+        deepest = deepest.max(level);
+        stack.extend(node.children.iter().map(|c| (c, level + 1)));
+    }
+    (deepest >= limit).then_some(limit)
+}
+
 impl TextView<'_> {
     /// The recording settings (version 3) and whether times are compensated, under the title.
     fn times_lines(&self, out: &mut String) {
@@ -102,8 +123,12 @@ impl TextView<'_> {
             format!("invocation #{k} · {} · started +{start} · took {}", inv.thread, format_ns(inv.duration_ns));
         let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
         if inv.truncated_calls > 0 {
+            let limit = match depth_limit_reached(self.trace, inv) {
+                Some(depth) => format!("reached the frame-depth limit (--max-depth {depth})"),
+                None => "hit the node cap (--node-cap)".to_owned(),
+            };
             let note = format!(
-                "  truncated: the tree hit the node cap (--node-cap); {} more call{} were counted, not recorded{}",
+                "  truncated: the tree {limit}; {} more call{} were counted, not recorded{}",
                 inv.truncated_calls,
                 plural_s(inv.truncated_calls),
                 if inv.folded { " (the cap counts call paths here)" } else { "" }
@@ -354,10 +379,22 @@ impl TextView<'_> {
         } else {
             stats.truncated
         };
-        if truncated > 0 {
+        let too_deep = self.trace.invocations.iter().filter(|i| depth_limit_reached(self.trace, i).is_some()).count();
+        let too_deep = too_deep as u64;
+        if too_deep > 0 {
             let note = format!(
-                "  {truncated} invocation{} hit the node cap (--node-cap): calls past it were counted, not recorded",
-                plural_s(truncated)
+                "  {too_deep} invocation{} reached the frame-depth limit (--max-depth {}): deeper calls were counted, \
+                 not recorded",
+                plural_s(too_deep),
+                max_depth(self.trace)
+            );
+            let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
+        }
+        let capped = truncated.saturating_sub(too_deep);
+        if capped > 0 {
+            let note = format!(
+                "  {capped} invocation{} hit the node cap (--node-cap): calls past it were counted, not recorded",
+                plural_s(capped)
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
