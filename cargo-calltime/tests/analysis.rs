@@ -31,6 +31,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // Functions cheaper than a probe are left out by default, and kept with --probe-trivial.
     ("trivial", "analysis-trivial", &["--root", "Doc::render", "--depth", "3"]),
     ("trivial-probed", "analysis-trivial", &["--root", "Doc::render", "--depth", "3", "--probe-trivial"]),
+    // `.to_string()` runs the type's Display::fmt; `.parse()` runs a FromStr impl (every visible one).
+    ("to-string", "to-string-edge", &["--root", "show", "--depth", "2"]),
+    ("parse", "to-string-edge", &["--root", "read", "--depth", "2"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

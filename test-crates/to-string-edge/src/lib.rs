@@ -1,4 +1,4 @@
-//! `cargo calltime graph --root show --depth 2` should list `<to_string_edge::Dots as Display>::fmt` at level 2
+//! `cargo calltime graph --root show --depth 2` lists `<to_string_edge::Dots as Display>::fmt` at level 2
 //! (std's blanket `ToString` runs the type's `Display::fmt`, as the graph's "implicit calls" note says), like
 //! `--root show_formatted` does; it lists `show` alone. `.parse()` likewise misses `FromStr::from_str`.
 use std::fmt::Display;
