@@ -41,6 +41,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     ("cfg-default", "analysis-faults", &["--root", "faults::main", "--depth", "4"]),
     ("cfg-grain", "analysis-faults", &["--root", "faults::main", "--depth", "4", "--features", "grain"]),
     ("cfg-no-default", "analysis-faults", &["--root", "faults::main", "--depth", "4", "--no-default-features"]),
+    // `.to_string()` runs the type's Display::fmt; `.parse()` runs a FromStr impl (every visible one).
+    ("to-string", "to-string-edge", &["--root", "show", "--depth", "2"]),
+    ("parse", "to-string-edge", &["--root", "read", "--depth", "2"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

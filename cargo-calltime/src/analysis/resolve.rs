@@ -4,7 +4,7 @@
 //! the default body; a method call on a receiver of unknown type goes to every workspace method of that name and
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
-use super::index::{CrateId, FnId, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
+use super::index::{CrateId, FnId, ImplDef, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
 use super::std_model::{DERIVED_METHODS, INTEGERS, STD_TYPES};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
@@ -461,7 +461,7 @@ impl Index {
                     return None;
                 }
                 Outcome::External => return None,
-                Outcome::MissingOnType(_) if DERIVED_METHODS.contains(&name) => return None,
+                // Before the derived-method arm: `to_string` is in that list too, and would hide this edge.
                 Outcome::MissingOnType(t)
                     if name == "to_string"
                         && args == Some(0)
@@ -471,6 +471,7 @@ impl Index {
                     out.extend(self.trait_impl_methods(t, "Display", &["fmt"]));
                     return None;
                 }
+                Outcome::MissingOnType(_) if DERIVED_METHODS.contains(&name) => return None,
                 Outcome::MissingOnType(_) if matches!(receiver, Receiver::Guessed(_)) => {}
                 Outcome::MissingOnType(t) => {
                     // Auto-deref: the method is the Deref target's, reached through the type's `deref`.
@@ -483,6 +484,19 @@ impl Index {
                     }
                 }
                 Outcome::Missing(_) => {}
+            }
+        }
+        if name == "parse" && args == Some(0) {
+            // `str::parse` runs `FromStr::from_str` of a type the call site rarely names: every visible impl.
+            let impls: Vec<FnId> = self
+                .impls_of_trait("FromStr", "from_str")
+                .into_iter()
+                .filter(|&f| self.guess_allowed(ctx.krate, f))
+                .collect();
+            if !impls.is_empty() {
+                return self
+                    .fan_out(impls, out)
+                    .map(|note| note.replace("by name and arity", "for `.parse()` (FromStr)"));
             }
         }
         let candidates: Vec<FnId> = self
@@ -543,6 +557,13 @@ impl Index {
     }
 
     /// Methods of `t`'s impls of a trait named `trait_name` (by its last path segment: `Deref`, `Index`).
+    /// Method `method` of every workspace impl of the trait named `trait_name`, whatever its self type.
+    fn impls_of_trait(&self, trait_name: &str, method: &str) -> Vec<FnId> {
+        let named =
+            |imp: &&ImplDef| imp.trait_path.as_ref().and_then(|p| p.segs.last()).is_some_and(|n| n == trait_name);
+        self.impls.iter().filter(named).flat_map(|imp| imp.methods.get(method).into_iter().flatten().copied()).collect()
+    }
+
     fn trait_impl_methods(&self, t: TypeId, trait_name: &str, methods: &[&str]) -> Vec<FnId> {
         let mut out = Vec::new();
         for &i in &self.types[self.follow_alias(t)].impls {
