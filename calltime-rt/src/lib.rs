@@ -41,7 +41,7 @@
 //! | `CALLTIME_MIN_NS` | 0 | nodes shorter than this are left out with their subtrees and counted in `filtered` |
 //! | `CALLTIME_SAMPLE` | 1 | record 1 in N root invocations (the others are counted as `sampled_out`) |
 //! | `CALLTIME_MAX_INVOCATIONS` | 100000 | invocations recorded at most; later ones are counted as `dropped` |
-//! | `CALLTIME_QUEUE` | 1024 | length of the bounded queue to the writer; when full, invocations are dropped and counted |
+//! | `CALLTIME_QUEUE` | 1024 | what may wait for the writer, per thread: an outbox of 8 x N node slots (up to 16384), into which invocations of up to 2 x N nodes are copied (bigger ones take one slot and their buffer); when full, invocations are dropped and counted; also the length of the root tasks' queue |
 //! | `CALLTIME_CLOCK` | `auto` | `instant` forces `std::time::Instant` instead of the invariant TSC |
 //!
 //! # Costs and bounds
@@ -82,12 +82,12 @@
 mod clock;
 mod future;
 mod invocation;
+mod outbox;
 mod probe;
 mod recorder;
 mod writer;
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering::Relaxed;
 
 pub use future::Instrumented;
 pub use probe::Guard;
@@ -164,21 +164,21 @@ pub struct Stats {
     pub kept: u64,
     /// Invocations not recorded because of 1-in-N sampling (`CALLTIME_SAMPLE`).
     pub sampled_out: u64,
-    /// Invocations lost: past `CALLTIME_MAX_INVOCATIONS`, writer queue full, no free buffer, or write failure.
+    /// Invocations lost: the three causes below, plus failed writes and thread teardown.
     pub dropped: u64,
     /// Written invocations whose tree hit the node cap or the depth limit (calls counted, not stored).
     pub truncated: u64,
+    /// Invocations not recorded because `CALLTIME_MAX_INVOCATIONS` were already recorded.
+    pub dropped_limit: u64,
+    /// Invocations dropped because the writer fell behind: the thread's outbox or the writer's queue was full.
+    pub dropped_queue_full: u64,
+    /// Big invocations dropped because no free recorder was left to take over from the one being handed off.
+    pub dropped_no_buffer: u64,
 }
 
 /// This process's counters so far.
 pub fn stats() -> Stats {
-    Stats {
-        seen: invocation::SEEN.load(Relaxed),
-        kept: invocation::KEPT.load(Relaxed),
-        sampled_out: invocation::SAMPLED_OUT.load(Relaxed),
-        dropped: invocation::DROPPED.load(Relaxed),
-        truncated: invocation::TRUNCATED.load(Relaxed),
-    }
+    invocation::stats()
 }
 
 /// Writes every completed invocation that is still queued, then a `stats` line, before returning. Invocations in

@@ -2,19 +2,19 @@
 //! from parent links) and appends them to the trace file; the panic hook and the exit handler drain the queue too.
 
 use std::cell::Cell;
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::Write as _;
-use std::mem;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::Receiver;
 use std::sync::Mutex;
 use std::time::Duration;
+use std::{mem, ptr};
 
 use crate::clock::Scale;
 use crate::invocation::{dequeued, give_back, lock, Runtime, DROPPED, KEPT, RUNTIME, TRUNCATED};
+use crate::outbox::{self, Entry};
 use crate::recorder::{
-    OwnerKind, PathNode, Recorder, FLAG_CANCELLED, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
+    Node, OwnerKind, PathNode, Recorder, FLAG_CANCELLED, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
 };
 use crate::Stats;
 
@@ -71,6 +71,24 @@ struct Sink {
     pending_truncated: u64,
     /// A folded invocation's call paths with the times of its pre-fold calls added.
     paths: Vec<PathNode>,
+    /// The open ancestors (slot, end in ns, left out by `CALLTIME_MIN_NS`) of the node being written.
+    open: Vec<(u32, u64, bool)>,
+    /// The nodes of the outbox record being written.
+    scratch: Vec<Node>,
+}
+
+/// What a record's `inv` line says besides its times and counts.
+struct Owner<'a> {
+    kind: OwnerKind,
+    id: u64,
+    truncated: u64,
+    name: Option<&'a str>,
+}
+
+impl Owner<'_> {
+    fn of(rec: &Recorder) -> Owner<'_> {
+        Owner { kind: rec.kind(), id: rec.owner(), truncated: rec.truncated(), name: rec.name() }
+    }
 }
 
 static SINK: Mutex<Sink> = Mutex::new(Sink {
@@ -88,30 +106,49 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     pending_records: 0,
     pending_truncated: 0,
     paths: Vec::new(),
+    open: Vec::new(),
+    scratch: Vec::new(),
 });
 
-/// Appends `value` in decimal, two digits per division (the writer spends much of its time here).
-fn push_decimal(out: &mut String, mut value: u64) {
+/// Appends `value` in decimal, two digits per division, straight into the string's spare capacity (the writer
+/// spends much of its time here).
+fn push_decimal(out: &mut String, value: u64) {
     const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
                                 5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    while value >= 100 {
-        let pair = (value % 100) as usize * 2;
-        value /= 100;
-        at -= 2;
-        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    let len = value.checked_ilog10().map_or(1, |log| log as usize + 1);
+    // SAFETY: only ASCII digits are appended, so the string stays UTF-8.
+    let out = unsafe { out.as_mut_vec() };
+    out.reserve(len);
+    let mut value = value;
+    // SAFETY: `len` bytes are reserved past the length, and every one of them is written before `set_len`: the
+    // pairs fill them from the end, the last one or two digits from `at` down to 0.
+    unsafe {
+        let start = out.as_mut_ptr().add(out.len());
+        let mut at = len;
+        while value >= 100 {
+            let pair = (value % 100) as usize * 2;
+            value /= 100;
+            at -= 2;
+            ptr::copy_nonoverlapping(PAIRS.as_ptr().add(pair), start.add(at), 2);
+        }
+        if value >= 10 {
+            ptr::copy_nonoverlapping(PAIRS.as_ptr().add(value as usize * 2), start, 2);
+        } else {
+            *start = b'0' + value as u8;
+        }
+        out.set_len(out.len() + len);
     }
-    if value >= 10 {
-        let pair = value as usize * 2;
-        at -= 2;
-        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    } else {
-        at -= 1;
-        digits[at] = b'0' + value as u8;
+}
+
+/// Appends a line: `kind`, then the fields in decimal.
+fn push_fields(out: &mut String, kind: &str, fields: &[u64]) {
+    out.reserve(kind.len() + fields.len() * 21 + 1);
+    out.push_str(kind);
+    for &value in fields {
+        out.push(' ');
+        push_decimal(out, value);
     }
-    // SAFETY: ASCII digits are valid UTF-8.
-    unsafe { out.as_mut_vec() }.extend_from_slice(&digits[at..]);
+    out.push('\n');
 }
 
 /// Writes every queued invocation (and a `stats` line if asked). Safe from any thread; never waits for itself.
@@ -178,7 +215,34 @@ impl Sink {
                 self.flush_pending(rt);
             }
         }
+        self.write_outboxes(rt, &mut scale);
         self.flush_pending(rt);
+    }
+
+    /// Writes the small invocations waiting in the threads' outboxes.
+    fn write_outboxes(&mut self, rt: &Runtime, scale: &mut Option<Scale>) {
+        let mut scratch = mem::take(&mut self.scratch);
+        let mut at = 0;
+        while let Some(outbox) = outbox::nth(at) {
+            at += 1;
+            outbox.drain(&mut scratch, |thread, name, entry| {
+                let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
+                match entry {
+                    Entry::Nodes(nodes, truncated) => {
+                        let owner = Owner { kind: OwnerKind::Thread, id: thread, truncated, name };
+                        self.write_nodes(rt, nodes, &owner, scale);
+                    }
+                    Entry::Recorder(rec) => {
+                        self.write_invocation(rt, &rec, scale);
+                        give_back(rec);
+                    }
+                }
+                if self.pending.len() >= FLUSH_BYTES {
+                    self.flush_pending(rt);
+                }
+            });
+        }
+        self.scratch = scratch;
     }
 
     /// Writes the records gathered since the last flush with one `write` call: one call per invocation made the
@@ -212,6 +276,7 @@ impl Sink {
         if self.last_stats == Some(now) {
             return;
         }
+        // Version 3 appends the drop causes and the retired functions (trace-format.md); they come with it.
         let line = format!("stats {} {} {} {} {}\n", now.seen, now.kept, now.sampled_out, now.dropped, now.truncated);
         if let Some(file) = self.file(rt) {
             if file.write_all(line.as_bytes()).is_ok() {
@@ -220,46 +285,110 @@ impl Sink {
         }
     }
 
-    /// Rebuilds preorder from parent links, converts ticks, applies the minimum duration, writes one record.
+    /// Writes one invocation handed over in its recorder.
     fn write_invocation(&mut self, rt: &Runtime, rec: &Recorder, scale: Scale) {
-        let nodes = rec.nodes();
-        let count = nodes.len();
-        if count == 0 {
+        if rec.nodes().is_empty() {
             return;
         }
         if rec.folded {
             self.write_folded(rt, rec, scale);
             return;
         }
-        self.link_children(count, |slot| (nodes[slot].link & PARENT_MASK) as usize);
-        let root = nodes[0];
+        self.write_nodes(rt, rec.nodes(), &Owner::of(rec), scale);
+    }
+
+    /// Writes one per-call invocation: converts ticks, applies the minimum duration, writes the nodes in preorder.
+    fn write_nodes(&mut self, rt: &Runtime, nodes: &[Node], owner: &Owner, scale: Scale) {
+        let Some(root) = nodes.first() else { return };
         let root_start = scale.ns(root.start);
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
         self.body.clear();
+        let (written, filtered) = match self.walk_in_entry_order(rt, nodes, scale, root_end) {
+            Some(counts) => counts,
+            None => self.walk_by_links(rt, nodes, scale, root_end),
+        };
+        self.finish_record(owner, root_start, root_end - root_start, written, filtered);
+    }
+
+    /// Appends the node line of `node` (at `depth`, under a parent that ended at `parent_end`) unless it is shorter
+    /// than the minimum duration; its end in ns, and whether it was written.
+    fn push_node(
+        &mut self,
+        rt: &Runtime,
+        node: &Node,
+        is_root: bool,
+        depth: u32,
+        parent_end: u64,
+        scale: Scale,
+    ) -> (u64, bool) {
+        let mut flags = node.link >> PARENT_BITS;
+        let start = scale.ns(node.start);
+        let end = if node.end == OPEN {
+            flags |= FLAG_CANCELLED;
+            parent_end
+        } else {
+            scale.ns(node.end)
+        }
+        .max(start);
+        let duration = end - start;
+        if !is_root && duration < rt.config.min_ns {
+            return (end, false);
+        }
+        self.push_line("n", &[u64::from(depth), u64::from(node.index), start, duration, u64::from(flags)]);
+        (end, true)
+    }
+
+    /// Sync invocations record their nodes in preorder: written in one pass, with the open ancestors on a stack.
+    /// `None` (and nothing written) when a node's parent is not an open ancestor, as when async children interleave.
+    fn walk_in_entry_order(&mut self, rt: &Runtime, nodes: &[Node], scale: Scale, root_end: u64) -> Option<(u64, u64)> {
+        self.open.clear();
+        let (mut written, mut filtered) = (0u64, 0u64);
+        for (slot, node) in nodes.iter().enumerate() {
+            let mut parent_end = root_end;
+            if slot > 0 {
+                let parent = node.link & PARENT_MASK;
+                while self.open.last().is_some_and(|&(open, ..)| open != parent) {
+                    self.open.pop();
+                }
+                let Some(&(_, end, left_out)) = self.open.last() else {
+                    self.body.clear();
+                    return None;
+                };
+                if left_out {
+                    filtered += 1;
+                    self.open.push((slot as u32, end, true));
+                    continue;
+                }
+                parent_end = end;
+            }
+            let depth = self.open.len() as u32;
+            let (end, kept) = self.push_node(rt, node, slot == 0, depth, parent_end, scale);
+            if kept {
+                written += 1;
+            } else {
+                filtered += 1;
+            }
+            self.open.push((slot as u32, end, !kept));
+        }
+        Some((written, filtered))
+    }
+
+    /// Rebuilds preorder from parent links (children in entry order) and writes the nodes.
+    fn walk_by_links(&mut self, rt: &Runtime, nodes: &[Node], scale: Scale, root_end: u64) -> (u64, u64) {
+        self.link_children(nodes.len(), |slot| (nodes[slot].link & PARENT_MASK) as usize);
         self.walk.clear();
         self.walk.push((0, 0, root_end));
         let (mut written, mut filtered) = (0u64, 0u64);
         while let Some((slot, depth, parent_end)) = self.walk.pop() {
-            let node = nodes[slot as usize];
-            let mut flags = node.link >> PARENT_BITS;
-            let start = scale.ns(node.start);
-            let end = if node.end == OPEN {
-                flags |= FLAG_CANCELLED;
-                parent_end
-            } else {
-                scale.ns(node.end)
-            }
-            .max(start);
-            let duration = end - start;
-            if slot != 0 && duration < rt.config.min_ns {
+            let (end, kept) = self.push_node(rt, &nodes[slot as usize], slot == 0, depth, parent_end, scale);
+            if !kept {
                 filtered += self.subtree_size(slot);
                 continue;
             }
             written += 1;
-            self.push_line("n", &[u64::from(depth), u64::from(node.index), start, duration, u64::from(flags)]);
             self.walk_children(slot, depth, end);
         }
-        self.finish_record(rec, root_start, root_end - root_start, written, filtered);
+        (written, filtered)
     }
 
     /// Writes a folded invocation: one `a` line per call path, in preorder, children in order of first entry.
@@ -315,7 +444,7 @@ impl Sink {
             self.walk_children(id, depth, 0);
         }
         self.paths = paths;
-        self.finish_record(rec, root_start, root_end - root_start, written, filtered);
+        self.finish_record(&Owner::of(rec), root_start, root_end - root_start, written, filtered);
     }
 
     /// Builds `first_child`/`next_sibling` for `count` nodes from each one's parent (children in index order);
@@ -349,33 +478,31 @@ impl Sink {
     /// Appends a node line: its kind, then the fields. By hand: `writeln!` through core::fmt took about half of the
     /// writer's time on large trees.
     fn push_line(&mut self, kind: &str, fields: &[u64]) {
-        self.body.push_str(kind);
-        for &value in fields {
-            self.body.push(' ');
-            push_decimal(&mut self.body, value);
-        }
-        self.body.push('\n');
+        push_fields(&mut self.body, kind, fields);
     }
 
-    /// Wraps the node lines in `body` into an `inv` ... `end` record and writes it with one call.
-    fn finish_record(&mut self, rec: &Recorder, start: u64, duration: u64, written: u64, filtered: u64) {
+    /// Wraps the node lines in `body` into an `inv` ... `end` record.
+    fn finish_record(&mut self, owner: &Owner, start: u64, duration: u64, written: u64, filtered: u64) {
         let seq = self.seq;
-        let kind = match rec.kind() {
-            OwnerKind::Thread => "thread",
-            OwnerKind::Task => "task",
-        };
-        let _ = writeln!(
-            self.pending,
-            "inv {seq} {kind} {} {start} {duration} {written} {} {filtered} {}",
-            rec.owner(),
-            rec.truncated(),
-            rec.name().unwrap_or("")
-        );
-        self.pending.push_str(&self.body);
-        let _ = writeln!(self.pending, "end {seq}");
+        let out = &mut self.pending;
+        out.push_str("inv ");
+        push_decimal(out, seq);
+        out.push_str(match owner.kind {
+            OwnerKind::Thread => " thread",
+            OwnerKind::Task => " task",
+        });
+        for value in [owner.id, start, duration, written, owner.truncated, filtered] {
+            out.push(' ');
+            push_decimal(out, value);
+        }
+        out.push(' ');
+        out.push_str(owner.name.unwrap_or(""));
+        out.push('\n');
+        out.push_str(&self.body);
+        push_fields(out, "end", &[seq]);
         self.seq += 1;
         self.pending_records += 1;
-        if rec.truncated() > 0 {
+        if owner.truncated > 0 {
             self.pending_truncated += 1;
         }
     }

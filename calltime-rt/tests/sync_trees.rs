@@ -335,12 +335,17 @@ fn full_queue_drops_instead_of_blocking() {
         for _ in 0..10 {
             root();
         }
-        assert_eq!(calltime_rt::stats().dropped, 9);
+        let stats = calltime_rt::stats();
+        assert_eq!(
+            (stats.dropped, stats.dropped_queue_full, stats.dropped_limit, stats.dropped_no_buffer),
+            (6, 6, 0, 0)
+        );
         return;
     }
-    let trace = run_ok("full_queue_drops_instead_of_blocking", &[("CALLTIME_QUEUE", "1")]);
-    assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]"]);
-    assert_eq!(trace.stats, Some([10, 1, 0, 9, 0]));
+    // A 32-slot outbox: four 6-node invocations (7 slots each) fit.
+    let trace = run_ok("full_queue_drops_instead_of_blocking", &[("CALLTIME_QUEUE", "4")]);
+    assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]"; 4]);
+    assert_eq!(trace.stats, Some([10, 4, 0, 6, 0]));
 }
 
 #[test]
