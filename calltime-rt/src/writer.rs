@@ -110,45 +110,97 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     scratch: Vec::new(),
 });
 
-/// Appends `value` in decimal, two digits per division, straight into the string's spare capacity (the writer
-/// spends much of its time here).
-fn push_decimal(out: &mut String, value: u64) {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
-                                5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-    let len = value.checked_ilog10().map_or(1, |log| log as usize + 1);
-    // SAFETY: only ASCII digits are appended, so the string stays UTF-8.
-    let out = unsafe { out.as_mut_vec() };
-    out.reserve(len);
-    let mut value = value;
-    // SAFETY: `len` bytes are reserved past the length, and every one of them is written before `set_len`: the
-    // pairs fill them from the end, the last one or two digits from `at` down to 0.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
+                            5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+
+/// Digits of `value` in decimal: from its bit length, corrected by one comparison.
+#[inline(always)]
+fn decimal_len(value: u64) -> usize {
+    const POWERS: [u64; 20] = {
+        let mut powers = [1u64; 20];
+        let mut i = 1;
+        while i < 20 {
+            powers[i] = powers[i - 1] * 10;
+            i += 1;
+        }
+        powers
+    };
+    let bits = 64 - (value | 1).leading_zeros() as usize;
+    let guess = (bits * 1233) >> 12;
+    (guess + usize::from(value >= POWERS[guess])).max(1)
+}
+
+/// Writes `value` in decimal at `dst`, four digits per division and two per table lookup; returns the end.
+///
+/// # Safety
+/// `dst` is valid for 20 bytes of writes.
+#[inline(always)]
+unsafe fn write_decimal(dst: *mut u8, value: u64) -> *mut u8 {
+    let pair = |at: *mut u8, two: u32| {
+        // SAFETY: `two` < 100 indexes a pair of the table; `at` is within the caller's 20 bytes (see below).
+        unsafe { ptr::copy_nonoverlapping(PAIRS.as_ptr().add(two as usize * 2), at, 2) }
+    };
+    let len = decimal_len(value);
+    // SAFETY: the digits fill dst..dst+len from the end, len <= 20 (the caller's contract).
     unsafe {
-        let start = out.as_mut_ptr().add(out.len());
-        let mut at = len;
-        while value >= 100 {
-            let pair = (value % 100) as usize * 2;
+        let end = dst.add(len);
+        let mut at = end;
+        let mut value = value;
+        while value >= 10_000 {
+            let four = (value % 10_000) as u32;
+            value /= 10_000;
+            at = at.sub(4);
+            pair(at, four / 100);
+            pair(at.add(2), four % 100);
+        }
+        let mut value = value as u32;
+        if value >= 100 {
+            at = at.sub(2);
+            pair(at, value % 100);
             value /= 100;
-            at -= 2;
-            ptr::copy_nonoverlapping(PAIRS.as_ptr().add(pair), start.add(at), 2);
         }
         if value >= 10 {
-            ptr::copy_nonoverlapping(PAIRS.as_ptr().add(value as usize * 2), start, 2);
+            pair(at.sub(2), value);
         } else {
-            *start = b'0' + value as u8;
+            *at.sub(1) = b'0' + value as u8;
         }
-        out.set_len(out.len() + len);
+        end
     }
 }
 
-/// Appends a line: `kind`, then the fields in decimal.
-fn push_fields(out: &mut String, kind: &str, fields: &[u64]) {
-    out.reserve(kind.len() + fields.len() * 21 + 1);
-    out.push_str(kind);
-    for &value in fields {
-        out.push(' ');
-        push_decimal(out, value);
+/// Appends `value` in decimal.
+fn push_decimal(out: &mut String, value: u64) {
+    // SAFETY: only ASCII digits are appended, so the string stays UTF-8.
+    let out = unsafe { out.as_mut_vec() };
+    out.reserve(20);
+    // SAFETY: 20 bytes are reserved past the length; `write_decimal` writes the digits there and returns their end.
+    unsafe {
+        let start = out.as_mut_ptr().add(out.len());
+        let end = write_decimal(start, value);
+        out.set_len(out.len() + end.offset_from(start) as usize);
     }
-    out.push('\n');
+}
+
+/// Appends a line: `kind`, then the fields in decimal, with one capacity check (the writer spends most of its
+/// time here: `writeln!` through core::fmt took about half of it on large trees).
+#[inline(always)]
+fn push_fields(out: &mut String, kind: &str, fields: &[u64]) {
+    // SAFETY: `kind` is UTF-8 and everything else appended is ASCII.
+    let out = unsafe { out.as_mut_vec() };
+    out.reserve(kind.len() + fields.len() * 21 + 1);
+    // SAFETY: the bytes written (kind, then per field a space and at most 20 digits, then a newline) fit in what
+    // was just reserved past the length, and all of them are written before `set_len`.
+    unsafe {
+        let start = out.as_mut_ptr().add(out.len());
+        ptr::copy_nonoverlapping(kind.as_ptr(), start, kind.len());
+        let mut at = start.add(kind.len());
+        for &value in fields {
+            *at = b' ';
+            at = write_decimal(at.add(1), value);
+        }
+        *at = b'\n';
+        out.set_len(out.len() + at.offset_from(start) as usize + 1);
+    }
 }
 
 /// Writes every queued invocation (and a `stats` line if asked). Safe from any thread; never waits for itself.
@@ -551,10 +603,27 @@ pub(crate) fn install_flush_hooks() {
 mod tests {
     #[test]
     fn push_decimal_writes_every_width() {
-        for value in [0, 7, 9, 10, 42, 99, 100, 101, 999, 1000, 65_536, 1_234_567_890, u64::MAX] {
+        let mut values = vec![0, 7, 42, 65_536, 1_234_567_890, u64::MAX, u64::MAX - 1];
+        // Both sides of every power of ten and of every power of two (where the digit count is guessed from).
+        for shift in 0..64 {
+            values.extend([(1u64 << shift) - 1, 1 << shift, (1 << shift) + 1]);
+        }
+        for power in 1..20 {
+            let p = 10u64.pow(power);
+            values.extend([p - 1, p, p + 1]);
+        }
+        for value in values {
             let mut out = String::from("x");
             super::push_decimal(&mut out, value);
             assert_eq!(out, format!("x{value}"));
         }
+    }
+
+    #[test]
+    fn push_fields_writes_a_line() {
+        let mut out = String::from("head\n");
+        super::push_fields(&mut out, "n", &[0, 12, u64::MAX, 10_000, 9]);
+        super::push_fields(&mut out, "end", &[3]);
+        assert_eq!(out, format!("head\nn 0 12 {} 10000 9\nend 3\n", u64::MAX));
     }
 }
