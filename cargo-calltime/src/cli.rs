@@ -1,11 +1,14 @@
 //! Command-line interface: every flag of every subcommand, in one place.
 //!
 //! Cargo runs a subcommand as `cargo-calltime calltime ARGS...`; [`parse_from_env`] drops that extra word so the
-//! binary works both ways.
+//! binary works both ways. Cargo's global flags (`-v`, `-q`, `--color`, `--manifest-path`, `--offline`, `--locked`,
+//! `--frozen`) are clap global arguments: accepted before or after a subcommand's name, as cargo accepts them.
+//! These are the raw flags; `commands` turns them into each stage's typed options, validating each flag once.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::PossibleValue;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -13,12 +16,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     bin_name = "cargo calltime",
     version,
     about = "Per-invocation call-time trees for one function of your workspace, with no hand annotations",
-    args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    #[command(flatten)]
+    pub global: GlobalArgs,
     /// Analyse, rewrite a shadow copy, build it, run it and show the trees (the default command).
     #[command(flatten)]
     pub run: RunArgs,
@@ -36,12 +40,35 @@ pub enum Command {
     Diff(DiffArgs),
 }
 
-/// Cargo's own flags, with cargo's meanings.
+/// Cargo's global flags, with cargo's meanings: given before or after the subcommand's name.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GlobalArgs {
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH", global = true)]
+    pub manifest_path: Option<PathBuf>,
+    /// Run without accessing the network.
+    #[arg(long, global = true)]
+    pub offline: bool,
+    /// Assert that Cargo.lock will remain unchanged.
+    #[arg(long, global = true)]
+    pub locked: bool,
+    /// Equivalent to --locked and --offline.
+    #[arg(long, global = true)]
+    pub frozen: bool,
+    /// Use verbose output (-vv very verbose); shows cargo's build output.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Do not print progress messages.
+    #[arg(short = 'q', long = "quiet", global = true)]
+    pub quiet: bool,
+    /// Coloring: auto, always, never.
+    #[arg(long, value_name = "WHEN", global = true)]
+    pub color: Option<ColorChoice>,
+}
+
+/// Cargo's package and feature selection, with cargo's meanings.
 #[derive(Debug, Clone, Default, Args)]
 pub struct CargoArgs {
-    /// Path to Cargo.toml.
-    #[arg(long, value_name = "PATH")]
-    pub manifest_path: Option<PathBuf>,
     /// Package(s) to analyse and instrument (default: the whole workspace).
     #[arg(short = 'p', long = "package", value_name = "SPEC")]
     pub package: Vec<String>,
@@ -57,24 +84,6 @@ pub struct CargoArgs {
     /// Directory for all generated artifacts.
     #[arg(long, value_name = "DIRECTORY", env = "CARGO_TARGET_DIR")]
     pub target_dir: Option<PathBuf>,
-    /// Run without accessing the network.
-    #[arg(long)]
-    pub offline: bool,
-    /// Assert that Cargo.lock will remain unchanged.
-    #[arg(long)]
-    pub locked: bool,
-    /// Equivalent to --locked and --offline.
-    #[arg(long)]
-    pub frozen: bool,
-    /// Use verbose output (-vv very verbose); shows cargo's build output.
-    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
-    pub verbose: u8,
-    /// Do not print progress messages.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
-    /// Coloring: auto, always, never.
-    #[arg(long, value_name = "WHEN")]
-    pub color: Option<ColorChoice>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -172,18 +181,27 @@ pub struct ViewArgs {
     pub flamechart: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ViewFormat {
-    /// Indented trees, slowest invocations first, then the aggregate and a summary.
-    Text,
-    /// Flamegraph SVG (inferno).
-    Svg,
-    /// Folded stacks `a;b;c <self ns>` for inferno, flamegraph.pl and speedscope.
-    Folded,
-    /// Chrome trace event JSON for Perfetto and chrome://tracing.
-    Chrome,
-    /// Versioned JSON (docs/json.md).
-    Json,
+pub use crate::views::ViewFormat;
+
+/// The view formats on the command line, with their help (the type is the views' own).
+impl ValueEnum for ViewFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[ViewFormat::Text, ViewFormat::Svg, ViewFormat::Folded, ViewFormat::Chrome, ViewFormat::Json]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            ViewFormat::Text => PossibleValue::new("text")
+                .help("Indented trees, slowest invocations first, then the aggregate and a summary"),
+            ViewFormat::Svg => PossibleValue::new("svg").help("Flamegraph SVG (inferno)"),
+            ViewFormat::Folded => PossibleValue::new("folded")
+                .help("Folded stacks `a;b;c <self ns>` for inferno, flamegraph.pl and speedscope"),
+            ViewFormat::Chrome => {
+                PossibleValue::new("chrome").help("Chrome trace event JSON for Perfetto and chrome://tracing")
+            }
+            ViewFormat::Json => PossibleValue::new("json").help("Versioned JSON (docs/json.md)"),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -233,38 +251,6 @@ pub struct RecordArgs {
     pub max_invocations: Option<u64>,
 }
 
-impl RecordArgs {
-    /// The runtime's environment variables for the flags that were given.
-    pub fn env(&self) -> anyhow::Result<Vec<(&'static str, String)>> {
-        let mut env = Vec::new();
-        if let Some(n) = self.node_cap {
-            env.push(("CALLTIME_NODE_CAP", n.to_string()));
-        }
-        if let Some(n) = self.fold_after {
-            env.push(("CALLTIME_FOLD_AFTER", n.to_string()));
-        }
-        if let Some(n) = self.time_sample {
-            if n == 0 {
-                anyhow::bail!("--time-sample must be at least 1 (time 1 in N calls)\n  hint: use --time-sample 1 to time every call");
-            }
-            env.push(("CALLTIME_TIME_SAMPLE", n.to_string()));
-        }
-        if let Some(d) = &self.min_node_time {
-            env.push(("CALLTIME_MIN_NS", crate::units::parse_duration(d)?.to_string()));
-        }
-        if let Some(n) = self.sample {
-            if n == 0 {
-                anyhow::bail!("--sample must be at least 1 (record 1 in N invocations)\n  hint: use --sample 1 to record every invocation");
-            }
-            env.push(("CALLTIME_SAMPLE", n.to_string()));
-        }
-        if let Some(n) = self.max_invocations {
-            env.push(("CALLTIME_MAX_INVOCATIONS", n.to_string()));
-        }
-        Ok(env)
-    }
-}
-
 #[derive(Debug, Clone, Args)]
 pub struct BuildArgs {
     #[command(flatten)]
@@ -275,11 +261,21 @@ pub struct BuildArgs {
     pub plan: PlanArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GraphFormat {
-    Text,
-    Json,
-    Dot,
+pub use crate::analysis::render::GraphFormat;
+
+/// The graph formats on the command line (the type is the analysis's own).
+impl ValueEnum for GraphFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[GraphFormat::Text, GraphFormat::Json, GraphFormat::Dot]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            GraphFormat::Text => PossibleValue::new("text"),
+            GraphFormat::Json => PossibleValue::new("json"),
+            GraphFormat::Dot => PossibleValue::new("dot"),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -310,14 +306,24 @@ pub struct ReportArgs {
     pub view: ViewArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DiffFormat {
-    Text,
-    Json,
-    /// GitHub-flavoured Markdown for a pull-request comment.
-    Markdown,
-    /// Differential flamegraph SVG.
-    Svg,
+pub use crate::diff::DiffFormat;
+
+/// The diff formats on the command line, with their help (the type is the diff's own).
+impl ValueEnum for DiffFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[DiffFormat::Text, DiffFormat::Json, DiffFormat::Markdown, DiffFormat::Svg]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            DiffFormat::Text => PossibleValue::new("text"),
+            DiffFormat::Json => PossibleValue::new("json"),
+            DiffFormat::Markdown => {
+                PossibleValue::new("markdown").help("GitHub-flavoured Markdown for a pull-request comment")
+            }
+            DiffFormat::Svg => PossibleValue::new("svg").help("Differential flamegraph SVG"),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -346,70 +352,98 @@ pub struct DiffArgs {
     /// Name of the head side in reports.
     #[arg(long, default_value = "head", value_name = "LABEL")]
     pub head_label: String,
-    /// Coloring: auto, always, never.
-    #[arg(long, value_name = "WHEN")]
-    pub color: Option<ColorChoice>,
 }
 
-/// Parses `std::env::args`, accepting both `cargo calltime ...` and `cargo-calltime calltime ...`.
+/// Parses `std::env::args`, accepting both `cargo calltime ...` and `cargo-calltime calltime ...`; exits with
+/// clap's message on a usage error.
 pub fn parse_from_env() -> Cli {
-    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    try_parse_from(std::env::args_os().collect()).unwrap_or_else(|err| err.exit())
+}
+
+/// Parses a command line (program name first). A flag of the default command given with a subcommand is refused
+/// (`--root f report`), as `args_conflicts_with_subcommands` would, except for the global flags, which that setting
+/// would refuse too.
+pub fn try_parse_from(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(without_cargo_word(args))?;
+    if let Some(subcommand) = matches.subcommand_name() {
+        // (Flattened structs add groups to the ids: only arguments count.)
+        let given = command.get_arguments().find(|a| {
+            !a.is_global_set()
+                && matches.ids().any(|id| id == a.get_id())
+                && matches.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine)
+        });
+        if let Some(flag) = given.map(ToString::to_string) {
+            return Err(command.error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!("`{flag}` belongs to the default command and cannot be used with `{subcommand}`"),
+            ));
+        }
+    }
+    Cli::from_arg_matches(&matches)
+}
+
+/// Drops the `calltime` cargo inserts when it runs the binary as a subcommand (`cargo-calltime calltime ARGS`).
+fn without_cargo_word(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     if args.get(1).is_some_and(|a| a == "calltime") {
         args.remove(1);
-    }
-    Cli::parse_from(hoist_global_flags(args))
-}
-
-/// Cargo takes its global flags before a subcommand too (`cargo -q build`), and so does `cargo calltime -q report`:
-/// the flags cargo treats as global, given before a subcommand's name, are moved after it (where clap expects them).
-/// Anything else before the name (a run flag such as `--root`) stops the search: that is the default command.
-fn hoist_global_flags(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const SUBCOMMANDS: [&str; 4] = ["graph", "build", "report", "diff"];
-    const FLAGS: [&str; 7] = ["-q", "--quiet", "--verbose", "--offline", "--locked", "--frozen", "--color"];
-    const WITH_VALUE: [&str; 2] = ["--color", "--manifest-path"];
-    let mut at = 1;
-    while let Some(arg) = args.get(at).and_then(|a| a.to_str()) {
-        if SUBCOMMANDS.contains(&arg) {
-            if at > 1 {
-                let name = args.remove(at);
-                args.insert(1, name);
-            }
-            break;
-        }
-        let flag = arg.split('=').next().unwrap_or(arg);
-        let verbose =
-            arg.len() > 1 && arg.starts_with('-') && !arg.starts_with("--") && arg[1..].chars().all(|c| c == 'v');
-        if !(FLAGS.contains(&flag) || flag == "--manifest-path" || verbose) {
-            break;
-        }
-        at += if WITH_VALUE.contains(&arg) { 2 } else { 1 };
     }
     args
 }
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
-
     use super::*;
 
+    fn try_parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        try_parse_from(args.iter().map(std::ffi::OsString::from).collect())
+    }
+
+    fn parse(args: &[&str]) -> Cli {
+        try_parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
     #[test]
-    fn global_flags_before_a_subcommand_move_after_it() {
-        let hoist = |args: &[&str]| -> Vec<String> {
-            let args = args.iter().map(std::ffi::OsString::from).collect();
-            hoist_global_flags(args).into_iter().map(|a| a.into_string().unwrap()).collect()
-        };
-        assert_eq!(hoist(&["c", "-q", "report"]), ["c", "report", "-q"]);
-        assert_eq!(
-            hoist(&["c", "--color", "never", "-vv", "--manifest-path=x/Cargo.toml", "graph", "--root", "f"]),
-            ["c", "graph", "--color", "never", "-vv", "--manifest-path=x/Cargo.toml", "--root", "f"]
-        );
-        // A run flag first: the default command, nothing moves (even a program argument named like a subcommand).
-        assert_eq!(hoist(&["c", "--root", "f", "--", "report"]), ["c", "--root", "f", "--", "report"]);
-        assert_eq!(hoist(&["c", "-q", "--root", "f"]), ["c", "-q", "--root", "f"]);
-        assert!(
-            matches!(Cli::parse_from(hoist(&["c", "-q", "report"])).command, Some(Command::Report(ref r)) if r.cargo.quiet)
-        );
+    fn global_flags_go_before_or_after_a_subcommand() {
+        for args in [
+            &["c", "-q", "report"][..],
+            &["c", "report", "-q"],
+            &["c", "-qv", "report"],
+            &["c", "-q", "-v", "report"],
+            &["c", "calltime", "-qv", "report"],
+            &["cargo-calltime", "calltime", "report", "-qv"],
+        ] {
+            let cli = parse(args);
+            assert!(matches!(cli.command, Some(Command::Report(_))), "{args:?}");
+            assert!(cli.global.quiet, "{args:?}");
+        }
+        let cli = parse(&["c", "-qv", "report"]);
+        assert_eq!(cli.global.verbose, 1);
+        let cli = parse(&["c", "--color", "never", "-vv", "--manifest-path=x/Cargo.toml", "graph", "--root", "f"]);
+        assert!(matches!(cli.command, Some(Command::Graph(ref g)) if g.plan.root == ["f"]));
+        assert_eq!(cli.global.verbose, 2);
+        assert_eq!(cli.global.color, Some(ColorChoice::Never));
+        assert_eq!(cli.global.manifest_path.as_deref(), Some(std::path::Path::new("x/Cargo.toml")));
+        let cli = parse(&["c", "--offline", "diff", "a", "b", "--color", "always"]);
+        assert!(matches!(cli.command, Some(Command::Diff(_))) && cli.global.offline);
+        assert_eq!(cli.global.color, Some(ColorChoice::Always));
+    }
+
+    #[test]
+    fn global_flags_work_with_the_default_command() {
+        let cli = parse(&["c", "-q", "--root", "f"]);
+        assert!(cli.command.is_none() && cli.global.quiet);
+        let cli = parse(&["c", "--root", "f", "-qv"]);
+        assert!(cli.command.is_none() && cli.global.quiet && cli.global.verbose == 1);
+        // A program argument named like a subcommand stays a program argument.
+        let cli = parse(&["c", "-q", "--root", "f", "--", "report"]);
+        assert!(cli.command.is_none());
+        assert_eq!(cli.run.program_args, ["report"]);
+        // A run flag with a subcommand is still refused, before or after the subcommand's name.
+        let err = try_parse(&["c", "--root", "f", "report"]).unwrap_err();
+        assert!(err.to_string().contains("`--root <PATH>` belongs to the default command"), "{err}");
+        assert!(try_parse(&["c", "-q", "--depth", "3", "graph", "--root", "f"]).is_err());
+        assert!(try_parse(&["c", "report", "--root", "f"]).is_err());
     }
 
     #[test]

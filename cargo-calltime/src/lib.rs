@@ -6,8 +6,9 @@
 //! views ([`views`]) and diffs ([`diff`]).
 
 pub mod analysis;
-pub mod build;
+pub mod cargo;
 pub mod cli;
+pub mod commands;
 pub mod diff;
 pub mod error;
 pub mod plan;
@@ -21,28 +22,12 @@ pub mod units;
 pub mod views;
 pub mod workspace;
 
-use cli::Command;
-
 /// Runs the tool; returns the process exit code. Errors are printed as one `error:` line plus hints, never as a
 /// panic or a backtrace.
 pub fn main() -> i32 {
     let cli = cli::parse_from_env();
-    let (verbose, color) = match &cli.command {
-        None => (cli.run.cargo.verbose, cli.run.cargo.color),
-        Some(Command::Graph(a)) => (a.cargo.verbose, a.cargo.color),
-        Some(Command::Build(a)) => (a.cargo.verbose, a.cargo.color),
-        Some(Command::Report(a)) => (a.cargo.verbose, a.cargo.color),
-        Some(Command::Diff(a)) => (0, a.color),
-    };
-    ui::init(verbose, color);
-    let result = match cli.command {
-        None => run::run_command(&cli.run),
-        Some(Command::Graph(args)) => run::graph_command(&args),
-        Some(Command::Build(args)) => run::build_command(&args),
-        Some(Command::Report(args)) => views::report_command(&args),
-        Some(Command::Diff(args)) => diff::diff_command(&args),
-    };
-    match result {
+    ui::init(cli.global.verbose, cli.global.color);
+    match commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
             ui::error(&err);

@@ -42,11 +42,20 @@ pub fn set_quiet(quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
 }
 
+/// Whether stderr gets colour (after `init`).
+pub fn color_stderr() -> bool {
+    !matches!(anstream::AutoStream::choice(&std::io::stderr()), anstream::ColorChoice::Never)
+}
+
 /// A cargo-style progress line on stderr: `   Analysing myapp (42 functions)`.
 pub fn status(verb: &str, message: &str) {
-    if QUIET.load(Ordering::Relaxed) {
-        return;
+    if !QUIET.load(Ordering::Relaxed) {
+        status_always(verb, message);
     }
+}
+
+/// A status line shown even with `-q`: the result the user asked for (`Wrote FILE`).
+pub fn status_always(verb: &str, message: &str) {
     let style = Style::new().bold().fg_color(Some(AnsiColor::Green.into()));
     let _ = writeln!(anstream::stderr(), "{style}{verb:>12}{style:#} {message}");
 }

@@ -1,6 +1,6 @@
 //! Durations in human units with three significant digits, and their parsing for flags like `--min-time 250us`.
 
-use anyhow::{bail, Result};
+use crate::error::UserError;
 
 /// `1.23µs`, `45.6ms`, `789ns`, `2.00s`: three significant digits.
 pub fn format_ns(ns: u64) -> String {
@@ -36,21 +36,50 @@ pub fn format_ns_f64(ns: f64) -> String {
 }
 
 /// Parses `250us`, `1.5ms`, `2s`, `100ns`, `100` (ns) into nanoseconds.
-pub fn parse_duration(text: &str) -> Result<u64> {
+pub fn parse_duration(text: &str) -> Result<u64, UserError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let Ok(value) = num.parse::<f64>() else {
-        bail!("`{text}` is not a duration\n  hint: write a number and a unit, e.g. 250us, 1.5ms, 2s");
+        return Err(UserError::new(format!("`{text}` is not a duration"))
+            .hint("write a number and a unit, e.g. 250us, 1.5ms, 2s"));
     };
     let scale = match unit.trim() {
         "" | "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
-        other => bail!("unknown duration unit `{other}` in `{text}`\n  hint: use ns, us, ms or s"),
+        other => {
+            return Err(
+                UserError::new(format!("unknown duration unit `{other}` in `{text}`")).hint("use ns, us, ms or s")
+            )
+        }
     };
     Ok((value * scale).round() as u64)
+}
+
+/// Calls per invocation: `3` for whole numbers, `2.50` and `0.33` otherwise (two decimals, so table columns line
+/// up).
+pub fn format_calls(calls: f64) -> String {
+    if (calls - calls.round()).abs() < 1e-9 {
+        return format!("{calls:.0}");
+    }
+    format!("{calls:.2}")
+}
+
+/// `1 invocation`, `2 invocations`.
+pub fn plural(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    format!("{n} {noun}{}", plural_s(n))
+}
+
+/// The `s` of a plural: `""` for one, `"s"` otherwise.
+pub fn plural_s(n: impl Into<u64>) -> &'static str {
+    if n.into() == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,25 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use cargo_metadata::{CargoOpt, Metadata, MetadataCommand, Package};
 
-use crate::cli::CargoArgs;
+use crate::error::UserError;
+
+/// Cargo's workspace, package and feature selection, as typed options (commands build them from the flags).
+#[derive(Debug, Clone, Default)]
+pub struct CargoOptions {
+    /// `--manifest-path`; else the Cargo.toml found from the current directory upwards.
+    pub manifest_path: Option<PathBuf>,
+    /// `-p` specs (empty: the whole workspace).
+    pub packages: Vec<String>,
+    /// Feature names, already split at commas and spaces.
+    pub features: Vec<String>,
+    pub all_features: bool,
+    pub no_default_features: bool,
+    pub target_dir: Option<PathBuf>,
+    /// `--offline` or `--frozen`.
+    pub offline: bool,
+    /// `--locked` or `--frozen`.
+    pub locked: bool,
+}
 
 /// The user's workspace as cargo sees it.
 #[derive(Debug)]
@@ -22,18 +40,18 @@ pub struct Workspace {
 impl Workspace {
     /// Runs `cargo metadata` for the manifest named by `--manifest-path`, or the one found from the current
     /// directory upwards.
-    pub fn load(args: &CargoArgs) -> Result<Workspace> {
+    pub fn load(args: &CargoOptions) -> Result<Workspace> {
         Self::load_with(args, false)
     }
 
     /// Like [`Workspace::load`] but with `cargo metadata --no-deps`: only the workspace's own packages, no
     /// dependency resolution (no registry access, several times faster). Enough for the static analysis, which
     /// reads workspace dependencies and their renames from the manifests; `metadata.resolve` is None.
-    pub fn load_members_only(args: &CargoArgs) -> Result<Workspace> {
+    pub fn load_members_only(args: &CargoOptions) -> Result<Workspace> {
         Self::load_with(args, true)
     }
 
-    fn load_with(args: &CargoArgs, no_deps: bool) -> Result<Workspace> {
+    fn load_with(args: &CargoOptions, no_deps: bool) -> Result<Workspace> {
         let mut cmd = MetadataCommand::new();
         if no_deps {
             cmd.no_deps();
@@ -47,21 +65,14 @@ impl Workspace {
         if args.no_default_features {
             cmd.features(CargoOpt::NoDefaultFeatures);
         }
-        let features: Vec<String> = args
-            .features
-            .iter()
-            .flat_map(|f| f.split([',', ' ']))
-            .filter(|f| !f.is_empty())
-            .map(str::to_owned)
-            .collect();
-        if !features.is_empty() {
-            cmd.features(CargoOpt::SomeFeatures(features));
+        if !args.features.is_empty() {
+            cmd.features(CargoOpt::SomeFeatures(args.features.clone()));
         }
         let mut other = Vec::new();
-        if args.offline || args.frozen {
+        if args.offline {
             other.push("--offline".to_owned());
         }
-        if args.locked || args.frozen {
+        if args.locked {
             other.push("--locked".to_owned());
         }
         cmd.other_options(other);
@@ -92,24 +103,25 @@ impl Workspace {
             .filter(|(_, p)| metadata.workspace_members.contains(&p.id))
             .map(|(i, _)| i)
             .collect();
-        let selected = if args.package.is_empty() {
+        let selected = if args.packages.is_empty() {
             match member_of_manifest(&metadata, &members, args, &root) {
                 Some(i) => vec![i],
                 None => members,
             }
         } else {
             let mut selected = Vec::new();
-            for spec in &args.package {
+            for spec in &args.packages {
                 let found = members.iter().copied().find(|&i| metadata.packages[i].name.as_str() == spec.as_str());
                 match found {
                     Some(i) => selected.push(i),
                     None => {
                         let names: Vec<&str> = members.iter().map(|&i| metadata.packages[i].name.as_str()).collect();
-                        anyhow::bail!(
-                            "package `{spec}` is not a member of the workspace at {}\n  hint: members are: {}",
-                            root.display(),
-                            names.join(", ")
-                        );
+                        return Err(UserError::new(format!(
+                            "package `{spec}` is not a member of the workspace at {}",
+                            root.display()
+                        ))
+                        .hint(format!("members are: {}", names.join(", ")))
+                        .into());
                     }
                 }
             }
@@ -136,7 +148,7 @@ impl Workspace {
 fn member_of_manifest(
     metadata: &Metadata,
     members: &[usize],
-    args: &CargoArgs,
+    args: &CargoOptions,
     root: &std::path::Path,
 ) -> Option<usize> {
     let manifest = match &args.manifest_path {
@@ -155,16 +167,16 @@ fn member_of_manifest(
         .find(|&i| metadata.packages[i].manifest_path.as_std_path().canonicalize().ok().as_ref() == Some(&manifest))
 }
 
-fn metadata_error(err: cargo_metadata::Error, args: &CargoArgs) -> anyhow::Error {
+fn metadata_error(err: cargo_metadata::Error, args: &CargoOptions) -> anyhow::Error {
     let text = err.to_string();
     if text.contains("could not find `Cargo.toml`") || text.contains("could not find Cargo.toml") {
         let place = match &args.manifest_path {
             Some(p) => p.display().to_string(),
             None => std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".to_owned()),
         };
-        return anyhow::anyhow!(
-            "no cargo workspace found at {place}\n  hint: run inside a cargo project or pass --manifest-path path/to/Cargo.toml"
-        );
+        return UserError::new(format!("no cargo workspace found at {place}"))
+            .hint("run inside a cargo project or pass --manifest-path path/to/Cargo.toml")
+            .into();
     }
     anyhow::anyhow!("`cargo metadata` failed: {}", text.trim())
 }

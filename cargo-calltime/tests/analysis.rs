@@ -6,8 +6,8 @@ mod util;
 use std::path::Path;
 
 use cargo_calltime::analysis::make_plan;
-use cargo_calltime::cli::CargoArgs;
 use cargo_calltime::plan::{path_regex, Plan, PlanOptions, ProbeKind, SkipReason};
+use cargo_calltime::workspace::CargoOptions;
 use cargo_calltime::workspace::Workspace;
 use util::{calltime, check, copy_test_crate, data, normalize_path, run};
 
@@ -143,7 +143,7 @@ fn plan_for(dir: &Path, roots: &[&str], depth: u32, filter: Option<&str>) -> Pla
 }
 
 fn plan_with(dir: &Path, roots: &[&str], depth: u32, filter: Option<&str>, everything: bool) -> Plan {
-    let cargo = CargoArgs { manifest_path: Some(dir.join("Cargo.toml")), ..CargoArgs::default() };
+    let cargo = CargoOptions { manifest_path: Some(dir.join("Cargo.toml")), ..CargoOptions::default() };
     let ws = Workspace::load(&cargo).expect("workspace loads");
     let mut options = PlanOptions::new(roots.iter().map(|r| r.to_string()).collect(), depth).expect("valid options");
     options.filter = filter.map(|re| path_regex("--filter", re).expect("valid regex"));

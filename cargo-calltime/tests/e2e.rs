@@ -132,6 +132,19 @@ fn demo_trees_output_exit_code_and_untouched_workspace() {
     assert!(stderr.contains("12 invocations"), "{stderr}");
     assert!(saved.exists() && tmp.path().join("saved/run.trace.functions.json").exists());
 
+    // Cargo's global flags go before the subcommand too (`cargo calltime -qv report`), in the form cargo runs the
+    // binary with (`cargo-calltime calltime ...`, as util::calltime does) and when it is run directly.
+    let folded = |mut cmd: Command, args: &[&str]| {
+        let out = util::run(cmd.args(args).args(["--format", "folded"]).current_dir(&dir), true);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let expected = folded(util::calltime(), &["report"]);
+    assert!(expected.contains("server::handle"), "{expected}");
+    for args in [&["-qv", "report"][..], &["-q", "report"], &["report", "-q"]] {
+        assert_eq!(folded(util::calltime(), args), expected, "{args:?}");
+    }
+    assert_eq!(folded(Command::new(env!("CARGO_BIN_EXE_cargo-calltime")), &["-qv", "report"]), expected);
+
     // `build`: the last stdout line is the instrumented binary; running it by hand records a trace.
     let out = util::run(util::calltime().args(["build", "--root", "server::handle", "-q"]).current_dir(&dir), true);
     let stdout = String::from_utf8(out.stdout).unwrap();

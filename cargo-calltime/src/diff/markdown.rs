@@ -169,10 +169,10 @@ fn headline(s: &Summary) -> String {
 /// `2 call-count changes (1 new path, 1 gone)`.
 pub(super) fn call_changes_text(s: &Summary) -> String {
     let total = s.calls_changed + s.added + s.removed;
-    let mut text = format!("{total} call-count change{}", if total == 1 { "" } else { "s" });
+    let mut text = format!("{total} call-count change{}", crate::units::plural_s(total as u64));
     let mut extra = Vec::new();
     if s.added > 0 {
-        extra.push(format!("{} new path{}", s.added, if s.added == 1 { "" } else { "s" }));
+        extra.push(format!("{} new path{}", s.added, crate::units::plural_s(s.added as u64)));
     }
     if s.removed > 0 {
         extra.push(format!("{} gone", s.removed));
@@ -192,9 +192,9 @@ pub(super) fn sides_line(report: &Report) -> String {
         format!(
             "{}: {runs} run{}{dropped}, {} invocation{}",
             label(&s.label),
-            if runs == 1 { "" } else { "s" },
+            crate::units::plural_s(runs as u64),
             s.invocations,
-            if s.invocations == 1 { "" } else { "s" }
+            crate::units::plural_s(s.invocations)
         )
     };
     format!("{}; {}", side(&report.base), side(&report.head))

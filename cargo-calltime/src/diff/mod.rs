@@ -12,16 +12,15 @@ mod svg;
 mod text;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::cli::{DiffArgs, DiffFormat};
+use crate::error::{hints_of, UserError};
 use crate::trace::Trace;
-use crate::ui;
+use crate::units::format_calls;
 use stats::Bootstrap;
 
 /// Version of the JSON diff format (docs/ci.md); bumped on any incompatible change.
@@ -43,63 +42,41 @@ pub const COMMENT_HEADROOM: usize = 1_000;
 /// Separator of the functions of a call path in every format but the flamegraph.
 pub const PATH_SEPARATOR: &str = " -> ";
 
-/// `cargo calltime diff`: returns 0, or [`EXIT_REGRESSION`] when `--fail-above` trips.
-pub fn diff_command(args: &DiffArgs) -> Result<i32> {
-    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
-        bail!("--threshold {} is not a percentage\n  hint: pass a number such as 10 (meaning 10%)", args.threshold);
-    }
-    if let Some(pct) = args.fail_above {
-        if !(pct.is_finite() && pct >= 0.0) {
-            bail!("--fail-above {pct} is not a percentage\n  hint: pass a number such as 20 (meaning 20%)");
-        }
-    }
-    let base = Side::load(&args.base, &args.base_label)?;
-    let head = Side::load(&args.head, &args.head_label)?;
-    for warning in base.warnings.iter().chain(&head.warnings) {
-        ui::warn(warning);
-    }
-    let settings = Settings {
-        threshold_pct: args.threshold,
-        alpha: ALPHA,
-        fail_above_pct: args.fail_above,
-        bootstrap: Bootstrap::default(),
-    };
-    let report = compare(&base, &head, &settings);
-    let color = args.output.is_none() && ui::color_stdout();
-    let rendered: Vec<u8> = match args.format {
-        DiffFormat::Text => text::render(&report, color).into_bytes(),
+/// The formats a diff renders to (`--format`; their help is in cli.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiffFormat {
+    Text,
+    Json,
+    Markdown,
+    Svg,
+}
+
+/// Renders a comparison; `color` is for the text format on a terminal.
+pub fn render(base: &Side, head: &Side, report: &Report, format: DiffFormat, color: bool) -> Result<Vec<u8>> {
+    Ok(match format {
+        DiffFormat::Text => text::render(report, color).into_bytes(),
         DiffFormat::Json => {
-            let mut json = serde_json::to_string_pretty(&report).context("cannot serialise the diff")?;
+            let mut json = serde_json::to_string_pretty(report).context("cannot serialise the diff")?;
             json.push('\n');
             json.into_bytes()
         }
-        DiffFormat::Markdown => markdown::render(&report, GITHUB_COMMENT_LIMIT - COMMENT_HEADROOM).into_bytes(),
-        DiffFormat::Svg => svg::render(&base, &head, &report)?,
-    };
-    match &args.output {
-        Some(path) => {
-            std::fs::write(path, &rendered).with_context(|| {
-                format!("cannot write {}\n  hint: check that the directory exists and is writable", path.display())
-            })?;
-            ui::status("Wrote", &path.display().to_string());
-        }
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            // A closed pipe (`| head`) is not an error worth reporting.
-            let _ = stdout.write_all(&rendered).and_then(|()| stdout.flush());
-        }
+        DiffFormat::Markdown => markdown::render(report, GITHUB_COMMENT_LIMIT - COMMENT_HEADROOM).into_bytes(),
+        DiffFormat::Svg => svg::render(base, head, report)?,
+    })
+}
+
+/// The warning when `--fail-above` trips, or None.
+pub fn fail_above_warning(report: &Report, settings: &Settings) -> Option<String> {
+    let over = &report.summary.over_fail_above;
+    if over.is_empty() {
+        return None;
     }
-    if report.summary.over_fail_above.is_empty() {
-        return Ok(0);
-    }
-    let limit = args.fail_above.unwrap_or_default();
-    ui::warn(&format!(
+    Some(format!(
         "{} call path(s) regressed by more than {}: {}",
-        report.summary.over_fail_above.len(),
-        format_pct_plain(limit),
-        report.summary.over_fail_above.join(", ")
-    ));
-    Ok(EXIT_REGRESSION)
+        over.len(),
+        format_pct_plain(settings.fail_above_pct.unwrap_or_default()),
+        over.join(", ")
+    ))
 }
 
 /// How the comparison decides.
@@ -173,14 +150,15 @@ impl Side {
         let mut traces = Vec::with_capacity(files.len());
         for (file, trace) in files.iter().zip(loaded) {
             let trace = trace.map_err(|e| {
-                let text = format!("{e:#}");
-                if text.contains("\n  hint: ") {
-                    return anyhow!(text);
+                if !hints_of(&e).is_empty() {
+                    return e;
                 }
-                anyhow!(
-                    "{text}\n  hint: pass traces written by `cargo calltime --save FILE` (or CALLTIME_OUT), \
-                     with their `.functions.json` table beside them"
-                )
+                UserError::new(format!("{e:#}"))
+                    .hint(
+                        "pass traces written by `cargo calltime --save FILE` (or CALLTIME_OUT), with their \
+                         `.functions.json` table beside them",
+                    )
+                    .into()
             })?;
             let name = run_name(input, file);
             // `diff` has no --functions flag: the table travels beside each trace.
@@ -221,11 +199,12 @@ impl Side {
             }
         }
         if side.invocations == 0 {
-            bail!(
-                "{} ({label}) has no complete root invocations to compare\n  hint: check that the recorded command \
-                 calls the root function and returns normally",
+            return Err(UserError::new(format!(
+                "{} ({label}) has no complete root invocations to compare",
                 input.display()
-            );
+            ))
+            .hint("check that the recorded command calls the root function and returns normally")
+            .into());
         }
         if side.truncated_invocations > 0 {
             side.warnings.push(format!(
@@ -283,7 +262,7 @@ impl Side {
             .filter_map(|p| {
                 let mean = (p.self_ns_sum / u128::from(self.invocations.max(1))) as u64;
                 (mean > 0).then(|| {
-                    let frames: Vec<String> = p.display.iter().map(|f| f.replace(';', ":")).collect();
+                    let frames: Vec<String> = p.display.iter().map(|f| crate::views::stack_safe(f)).collect();
                     format!("{} {mean}", frames.join(";"))
                 })
             })
@@ -298,10 +277,8 @@ impl Side {
 /// The trace files of a side: the file itself, or the directory's `*.trace` files in name order.
 fn trace_files(input: &Path) -> Result<Vec<PathBuf>> {
     let meta = std::fs::metadata(input).map_err(|e| {
-        anyhow!(
-            "cannot read {}: {e}\n  hint: pass a trace saved with `cargo calltime --save FILE`, or a directory of them",
-            input.display()
-        )
+        UserError::new(format!("cannot read {}: {e}", input.display()))
+            .hint("pass a trace saved with `cargo calltime --save FILE`, or a directory of them")
     })?;
     if !meta.is_dir() {
         return Ok(vec![input.to_owned()]);
@@ -314,11 +291,9 @@ fn trace_files(input: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     if files.is_empty() {
-        bail!(
-            "directory {} holds no *.trace files\n  hint: record runs into it with `cargo calltime ... --save {}/run-1.trace`",
-            input.display(),
-            input.display()
-        );
+        return Err(UserError::new(format!("directory {} holds no *.trace files", input.display()))
+            .hint(format!("record runs into it with `cargo calltime ... --save {}/run-1.trace`", input.display()))
+            .into());
     }
     Ok(files)
 }
@@ -658,15 +633,6 @@ fn format_pct_plain(pct: f64) -> String {
     let text = format!("{pct:.2}");
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text}%")
-}
-
-/// Calls per invocation: `3`, `2.5`, `0.33`.
-pub fn format_calls(calls: f64) -> String {
-    if (calls - calls.round()).abs() < 1e-9 {
-        return format!("{calls:.0}");
-    }
-    let text = format!("{calls:.2}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// The change column: `+52.1%` or `new` / `gone` / `n/a`.

@@ -1,7 +1,7 @@
 //! `--format svg`: a differential flamegraph (inferno) of base vs head. Frame widths are head's self time per
 //! invocation (averaged over invocations); colour is the change from base: red grew, blue shrank.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::{Report, Side};
 
@@ -17,9 +17,9 @@ pub fn render(base: &Side, head: &Side, report: &Report) -> Result<Vec<u8>> {
     )
     .context("cannot combine the folded stacks of base and head")?;
     if differential.is_empty() {
-        bail!(
-            "nothing to draw: every call path took 0ns on both sides\n  hint: check the traces with `cargo calltime report TRACE`"
-        );
+        return Err(crate::error::UserError::new("nothing to draw: every call path took 0ns on both sides")
+            .hint("check the traces with `cargo calltime report TRACE`")
+            .into());
     }
     // Stable input order, so the same traces give the same SVG.
     let text = String::from_utf8_lossy(&differential);

@@ -192,12 +192,15 @@ pub fn select(trace: &Trace, invocation: Option<usize>) -> anyhow::Result<Vec<(u
             None if trace.invocations.is_empty() => {
                 anyhow::bail!("invocation {k} does not exist: the trace holds no complete invocation")
             }
-            None => anyhow::bail!(
-                "invocation {k} does not exist in {}\n  hint: the trace holds {} invocation(s): pass --invocation 1..={}",
-                trace.path.display(),
-                trace.invocations.len(),
-                trace.invocations.len()
-            ),
+            None => {
+                let count = trace.invocations.len();
+                Err(crate::error::UserError::new(format!("invocation {k} does not exist in {}", trace.path.display()))
+                    .hint(format!(
+                        "the trace holds {}: pass --invocation 1..={count}",
+                        crate::units::plural(count as u64, "invocation")
+                    ))
+                    .into())
+            }
         },
     }
 }

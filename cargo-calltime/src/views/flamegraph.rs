@@ -11,11 +11,12 @@ use crate::units::format_ns;
 
 pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
     if trace.invocations.is_empty() {
-        bail!(
-            "{} holds no complete invocation: there is nothing to draw\n  hint: check that the program called the root \
-             (`cargo calltime report --format text` shows the counters)",
+        return Err(crate::error::UserError::new(format!(
+            "{} holds no complete invocation: there is nothing to draw",
             trace.path.display()
-        );
+        ))
+        .hint("check that the program called the root (`cargo calltime report --format text` shows the counters)")
+        .into());
     }
     let what = plan_summary(trace);
     let count = trace.invocations.len();
@@ -62,7 +63,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Vec<u8>> {
                     Some(format!("self time by call path · {} · took {}", inv.thread, format_ns(inv.duration_ns)));
             }
             None => {
-                options.title = format!("{what}: {count} invocation{}", if count == 1 { "" } else { "s" });
+                options.title = format!("{what}: {count} invocation{}", crate::units::plural_s(count as u64));
                 options.subtitle = Some(if count == 1 {
                     "self time by call path".to_owned()
                 } else {

@@ -48,13 +48,18 @@ struct JsonInvocation<'a> {
     tree: JsonNode,
 }
 
+/// Which function a node is: the fields every node kind starts with.
 #[derive(Serialize)]
-struct JsonNode {
+struct JsonFunction {
     path: String,
     display: String,
     file: String,
     line: u32,
-    calls: u64,
+}
+
+/// A node's times, in both node kinds.
+#[derive(Serialize)]
+struct JsonTimes {
     timed_calls: u64,
     /// `total_ns`, `self_ns` and the mean are estimates (`timed_calls < calls`).
     estimated: bool,
@@ -62,6 +67,26 @@ struct JsonNode {
     self_ns: u64,
     min_ns: u64,
     max_ns: u64,
+}
+
+fn times(m: &Merged) -> JsonTimes {
+    JsonTimes {
+        timed_calls: m.timed_calls,
+        estimated: m.is_estimated(),
+        total_ns: m.total_ns,
+        self_ns: m.self_ns,
+        min_ns: m.min_ns,
+        max_ns: m.max_ns,
+    }
+}
+
+#[derive(Serialize)]
+struct JsonNode {
+    #[serde(flatten)]
+    function: JsonFunction,
+    calls: u64,
+    #[serde(flatten)]
+    times: JsonTimes,
     /// Calls left by unwinding.
     panicked: u64,
     start_ns: u64,
@@ -76,20 +101,14 @@ struct JsonAggregate {
 
 #[derive(Serialize)]
 struct JsonAggregateNode {
-    path: String,
-    display: String,
-    file: String,
-    line: u32,
+    #[serde(flatten)]
+    function: JsonFunction,
     calls: u64,
     /// Invocations in which this call path occurs.
     invocations: u64,
     calls_per_invocation: f64,
-    timed_calls: u64,
-    estimated: bool,
-    total_ns: u64,
-    self_ns: u64,
-    min_ns: u64,
-    max_ns: u64,
+    #[serde(flatten)]
+    times: JsonTimes,
     mean_ns: u64,
     /// None where calls were recorded folded.
     p50_ns: Option<u64>,
@@ -149,27 +168,20 @@ fn depth(node: &Node) -> usize {
 }
 
 /// (path, display, file, line) of a function, `#index` when the table does not name it.
-fn describe(trace: &Trace, func: u32) -> (String, String, String, u32) {
+fn describe(trace: &Trace, func: u32) -> JsonFunction {
     match trace.table.get(func) {
-        Some(f) => (f.path.clone(), f.display.clone(), f.file.clone(), f.line),
-        None => (format!("#{func}"), format!("#{func}"), String::new(), 0),
+        Some(f) => {
+            JsonFunction { path: f.path.clone(), display: f.display.clone(), file: f.file.clone(), line: f.line }
+        }
+        None => JsonFunction { path: format!("#{func}"), display: format!("#{func}"), file: String::new(), line: 0 },
     }
 }
 
 fn node(trace: &Trace, m: &Merged) -> JsonNode {
-    let (path, display, file, line) = describe(trace, m.func);
     JsonNode {
-        path,
-        display,
-        file,
-        line,
+        function: describe(trace, m.func),
         calls: m.calls,
-        timed_calls: m.timed_calls,
-        estimated: m.is_estimated(),
-        total_ns: m.total_ns,
-        self_ns: m.self_ns,
-        min_ns: m.min_ns,
-        max_ns: m.max_ns,
+        times: times(m),
         panicked: m.panicked,
         start_ns: m.start_ns,
         children: m.children.iter().map(|c| node(trace, c)).collect(),
@@ -177,21 +189,12 @@ fn node(trace: &Trace, m: &Merged) -> JsonNode {
 }
 
 fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged) -> JsonAggregateNode {
-    let (path, display, file, line) = describe(trace, m.func);
     JsonAggregateNode {
-        path,
-        display,
-        file,
-        line,
+        function: describe(trace, m.func),
         calls: m.calls,
         invocations: m.invocations,
         calls_per_invocation: agg.calls_per_invocation(m),
-        timed_calls: m.timed_calls,
-        estimated: m.is_estimated(),
-        total_ns: m.total_ns,
-        self_ns: m.self_ns,
-        min_ns: m.min_ns,
-        max_ns: m.max_ns,
+        times: times(m),
         mean_ns: m.mean_ns(),
         p50_ns: m.percentile_ns(0.5),
         p99_ns: m.percentile_ns(0.99),

@@ -69,8 +69,8 @@ impl Names {
 }
 
 /// Folded stacks separate frames with `;` and end with ` <count>`: a `;` inside a name (`<[u8; 4] as T>::f`) would
-/// split the frame.
-fn stack_safe(name: &str) -> String {
+/// split the frame. Every folded-stack writer (views, diff) names frames through this.
+pub fn stack_safe(name: &str) -> String {
     name.replace(';', ",")
 }
 

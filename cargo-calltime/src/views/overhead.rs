@@ -77,7 +77,7 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
          cost about as much as what they measure; to leave them out of the plan (their time then counts in their \
          callers' self time), add `--exclude-fast` (every function runs of this workspace found too fast) or:\n  --exclude {}",
         fast.len(),
-        if fast.len() == 1 { "" } else { "s" },
+        crate::units::plural_s(fast.len() as u64),
         thousands(calls),
         format_ns(FAST_NS),
         shown.join(", "),

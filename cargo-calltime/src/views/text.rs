@@ -7,7 +7,7 @@ use anstyle::{AnsiColor, Style};
 use super::aggregate::{aggregate, select, Aggregate, Merged};
 use super::{plan_summary, Names, ViewOptions};
 use crate::trace::{Invocation, Trace};
-use crate::units::format_ns;
+use crate::units::{format_calls, format_ns, plural_s};
 
 pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
     let view = TextView {
@@ -40,7 +40,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         } else {
             String::new()
         };
-        let title = format!("{what}: {count} invocation{} recorded{shown}", plural(count as u64));
+        let title = format!("{what}: {count} invocation{} recorded{shown}", plural_s(count as u64));
         let _ = writeln!(out, "{}", view.paint.s(bold(), &title));
     }
     let mut slowest = selected;
@@ -82,7 +82,7 @@ impl TextView<'_> {
             let note = format!(
                 "  truncated: the tree hit the node cap (--node-cap); {} more call{} were counted, not recorded{}",
                 inv.truncated_calls,
-                plural(inv.truncated_calls),
+                plural_s(inv.truncated_calls),
                 if inv.folded { " (the cap counts call paths here)" } else { "" }
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
@@ -91,7 +91,7 @@ impl TextView<'_> {
             let note = format!(
                 "  {} call{} shorter than --min-node-time left out with their subtrees",
                 inv.filtered_nodes,
-                plural(inv.filtered_nodes)
+                plural_s(inv.filtered_nodes)
             );
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
@@ -123,7 +123,7 @@ impl TextView<'_> {
         let header = format!(
             "aggregate of {} invocation{} of {} by call path (per call: mean, p50, p99, max)",
             agg.invocations,
-            plural(agg.invocations),
+            plural_s(agg.invocations),
             self.names.get(agg.tree.func)
         );
         let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
@@ -136,7 +136,7 @@ impl TextView<'_> {
         let percentile = |node: &Merged, q: f64| node.percentile_ns(q).map_or_else(|| "-".to_owned(), format_ns);
         let cells = |node: &Merged| Row {
             cells: vec![
-                calls_per_invocation(agg.calls_per_invocation(node)),
+                format_calls(agg.calls_per_invocation(node)),
                 approx(node.total_ns, node.is_estimated()),
                 approx(node.self_ns, self_is_estimated(node)),
                 approx(node.mean_ns(), node.is_estimated()),
@@ -156,7 +156,7 @@ impl TextView<'_> {
         );
         let invocations = agg.invocations.max(1) as f64;
         let folded = |total: u64, calls: u64, estimated: bool| {
-            let mut cells = vec![calls_per_invocation(calls as f64 / invocations), approx(total, estimated)];
+            let mut cells = vec![format_calls(calls as f64 / invocations), approx(total, estimated)];
             cells.resize(7, String::new());
             cells
         };
@@ -299,7 +299,7 @@ impl TextView<'_> {
     fn folded_note(&self, has_estimates: bool) -> String {
         let settings = &self.trace.settings;
         let mut note = match settings.get("fold_after") {
-            Some(after) => format!("folded into call paths after {after} call{}", plural(*after)),
+            Some(after) => format!("folded into call paths after {after} call{}", plural_s(*after)),
             None => "folded into call paths".to_owned(),
         };
         note.push_str(" (calls counted exactly");
@@ -332,7 +332,7 @@ impl TextView<'_> {
         if truncated > 0 {
             let note = format!(
                 "  {truncated} invocation{} hit the node cap (--node-cap): calls past it were counted, not recorded",
-                plural(truncated)
+                plural_s(truncated)
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
@@ -341,7 +341,7 @@ impl TextView<'_> {
                 "  {} invocation{} dropped (the trace writer fell behind, or --max-invocations was reached): \
                  the aggregate leaves {} out",
                 stats.dropped,
-                plural(stats.dropped),
+                plural_s(stats.dropped),
                 if stats.dropped == 1 { "it" } else { "them" }
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
@@ -350,7 +350,7 @@ impl TextView<'_> {
             let note = format!(
                 "  {} record{} cut off at the end of the trace (the program stopped while writing) and left out",
                 stats.incomplete,
-                plural(stats.incomplete)
+                plural_s(stats.incomplete)
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
@@ -434,14 +434,6 @@ fn warn() -> Style {
     Style::new().fg_color(Some(AnsiColor::Yellow.into()))
 }
 
-fn plural(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
 /// `~1.23ms` for an estimate, `1.23ms` otherwise.
 fn approx(ns: u64, estimated: bool) -> String {
     if estimated {
@@ -466,15 +458,6 @@ fn percent(part: u64, whole: u64) -> String {
         return "-".to_owned();
     }
     format!("{:.1}%", part as f64 * 100.0 / whole as f64)
-}
-
-/// `3` for whole numbers, `2.50` otherwise.
-fn calls_per_invocation(value: f64) -> String {
-    if value.fract() == 0.0 {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.2}")
-    }
 }
 
 /// Splits `a::b::Type::method` into (`a::b::Type::`, `method`); `::` inside `<...>` does not count.

@@ -1,16 +1,37 @@
-//! Stage 6: building the shadow copy with cargo, and telling whose fault a failed build is.
+//! Stage 6: choosing the target like `cargo run` does, building the shadow copy with cargo, and finding the probed
+//! function a compiler error points at.
 
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use cargo_metadata::diagnostic::DiagnosticLevel;
 use cargo_metadata::Message;
 
-use crate::cli::{CargoArgs, ColorChoice, TargetArgs};
+use crate::error::UserError;
 use crate::plan::Plan;
-use crate::workspace::Workspace;
+use crate::workspace::{CargoOptions, Workspace};
+
+/// How cargo builds: the typed form of the target and output flags.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    pub release: bool,
+    pub profile: Option<String>,
+    /// `--color`: `Some(true)` always, `Some(false)` never, `None` when stderr is a terminal and NO_COLOR is unset.
+    pub color: Option<bool>,
+    /// Stream cargo's output (`-v`).
+    pub echo: bool,
+    /// Pass `-v` to cargo (`-vv`).
+    pub cargo_verbose: bool,
+}
+
+/// `--bin NAME`, `--example NAME`, `--test NAME` or `--bench NAME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedTarget {
+    pub kind: TargetKind,
+    pub name: String,
+}
 
 /// Which kind of target runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +43,11 @@ pub enum TargetKind {
 }
 
 impl TargetKind {
+    /// `bin`, `example`, ...: the flag without its dashes, for messages.
+    pub fn noun(self) -> &'static str {
+        &self.flag()[2..]
+    }
+
     pub fn flag(self) -> &'static str {
         match self {
             TargetKind::Bin => "--bin",
@@ -47,9 +73,9 @@ pub struct Target {
 
 /// Picks the target: `--bin/--example/--test/--bench NAME`, or the single bin of the selected packages (the root
 /// package, or the default members, when no `-p` is given), honouring `default-run`.
-pub fn select_target(ws: &Workspace, args: &TargetArgs, cargo: &CargoArgs) -> Result<Target> {
+pub fn select_target(ws: &Workspace, named: Option<&NamedTarget>, cargo: &CargoOptions) -> Result<Target> {
     let meta = &ws.metadata;
-    let scope: Vec<&cargo_metadata::Package> = if !cargo.package.is_empty() {
+    let scope: Vec<&cargo_metadata::Package> = if !cargo.packages.is_empty() {
         ws.selected_packages().collect()
     } else if let Some(root) = meta.root_package() {
         vec![root]
@@ -58,22 +84,6 @@ pub fn select_target(ws: &Workspace, args: &TargetArgs, cargo: &CargoArgs) -> Re
     } else {
         meta.workspace_packages()
     };
-    let explicit = [
-        (TargetKind::Bin, &args.bin),
-        (TargetKind::Example, &args.example),
-        (TargetKind::Test, &args.test),
-        (TargetKind::Bench, &args.bench),
-    ];
-    let given: Vec<_> = explicit.iter().filter_map(|(k, n)| n.as_ref().map(|n| (*k, n.clone()))).collect();
-    if given.len() > 1 {
-        bail!("only one of --bin, --example, --test and --bench can be given\n  hint: run one target at a time");
-    }
-    let is_kind = |t: &cargo_metadata::Target, kind: TargetKind| match kind {
-        TargetKind::Bin => t.is_bin(),
-        TargetKind::Example => t.is_example(),
-        TargetKind::Test => t.is_test(),
-        TargetKind::Bench => t.is_bench(),
-    };
     let make = |p: &cargo_metadata::Package, kind, name: &str| Target {
         package: p.name.to_string(),
         package_spec: format!("{}@{}", p.name, p.version),
@@ -81,28 +91,23 @@ pub fn select_target(ws: &Workspace, args: &TargetArgs, cargo: &CargoArgs) -> Re
         kind,
         name: name.to_owned(),
     };
-    if let Some((kind, name)) = given.first() {
+    if let Some(NamedTarget { kind, name }) = named {
         // An explicit name is looked up in every member when no -p narrows it, like cargo does.
         let search: Vec<&cargo_metadata::Package> =
-            if cargo.package.is_empty() { meta.workspace_packages() } else { scope.clone() };
+            if cargo.packages.is_empty() { meta.workspace_packages() } else { scope.clone() };
         for p in &search {
-            if let Some(t) = p.targets.iter().find(|t| is_kind(t, *kind) && t.name == *name) {
+            if let Some(t) = targets_of(p, *kind).find(|t| t.name == *name) {
                 return Ok(make(p, *kind, &t.name));
             }
         }
-        let available: Vec<String> = search
-            .iter()
-            .flat_map(|p| p.targets.iter().filter(|t| is_kind(t, *kind)).map(|t| t.name.clone()))
-            .collect();
-        let what = &kind.flag()[2..];
-        bail!(
-            "no {what} target named `{name}`\n  hint: {}",
-            if available.is_empty() {
-                format!("the selected packages have no {what} targets")
-            } else {
-                format!("available {what} targets: {}", available.join(", "))
-            }
-        );
+        let available: Vec<&str> = search.iter().flat_map(|p| targets_of(p, *kind)).map(|t| t.name.as_str()).collect();
+        let what = kind.noun();
+        let hint = if available.is_empty() {
+            format!("the selected packages have no {what} targets")
+        } else {
+            format!("available {what} targets: {}", available.join(", "))
+        };
+        return Err(UserError::new(format!("no {what} target named `{name}`")).hint(hint).into());
     }
     let mut candidates = Vec::new();
     for p in &scope {
@@ -118,20 +123,30 @@ pub fn select_target(ws: &Workspace, args: &TargetArgs, cargo: &CargoArgs) -> Re
         1 => Ok(candidates.remove(0)),
         0 => {
             let names: Vec<&str> = scope.iter().map(|p| p.name.as_str()).collect();
-            bail!(
-                "no bin target to run in {}\n  hint: pass --example NAME, --test NAME or --bench NAME, or -p a package \
-                 that has a bin; `cargo calltime build` builds without running",
-                names.join(", ")
-            )
+            Err(UserError::new(format!("no bin target to run in {}", names.join(", ")))
+                .hint(
+                    "pass --example NAME, --test NAME or --bench NAME, or -p a package that has a bin; \
+                     `cargo calltime build` builds without running",
+                )
+                .into())
         }
         _ => {
             let names: Vec<&str> = candidates.iter().map(|t| t.name.as_str()).collect();
-            bail!(
-                "several bin targets could run: {}\n  hint: pass --bin NAME (or set `default-run` in the package)",
-                names.join(", ")
-            )
+            Err(UserError::new(format!("several bin targets could run: {}", names.join(", ")))
+                .hint("pass --bin NAME (or set `default-run` in the package)")
+                .into())
         }
     }
+}
+
+/// The package's targets of one kind.
+fn targets_of(package: &cargo_metadata::Package, kind: TargetKind) -> impl Iterator<Item = &cargo_metadata::Target> {
+    package.targets.iter().filter(move |t| match kind {
+        TargetKind::Bin => t.is_bin(),
+        TargetKind::Example => t.is_example(),
+        TargetKind::Test => t.is_test(),
+        TargetKind::Bench => t.is_bench(),
+    })
 }
 
 /// The first compiler error of a build: where, and what.
@@ -161,16 +176,13 @@ pub fn cargo_build(
     shadow_root: &Path,
     user_root: &Path,
     target_dir: &Path,
-    cargo: &CargoArgs,
-    target_args: &TargetArgs,
+    cargo: &CargoOptions,
+    build: &BuildOptions,
     target: Option<&Target>,
 ) -> Result<BuildOutput> {
-    let color = match cargo.color {
-        Some(ColorChoice::Always) => "always",
-        Some(ColorChoice::Never) => "never",
-        _ if std::env::var_os("NO_COLOR").is_some() => "never",
-        _ if std::io::stderr().is_terminal() => "always",
-        _ => "never",
+    let color = match build.color {
+        Some(always) => always,
+        None => std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal(),
     };
     let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo_bin);
@@ -180,65 +192,27 @@ pub fn cargo_build(
         .arg("--target-dir")
         .arg(target_dir)
         // Diagnostics come back as JSON (with their rendered text, printed by us) so the first error's place is known.
-        .arg(if color == "always" {
-            "--message-format=json-diagnostic-rendered-ansi"
-        } else {
-            "--message-format=json"
-        });
-    if let Some(t) = target {
-        cmd.args(["-p", &t.package_spec, t.kind.flag(), &t.name]);
-    } else {
-        for p in &cargo.package {
-            cmd.args(["-p", p]);
-        }
-    }
-    for f in &cargo.features {
-        cmd.args(["--features", f]);
-    }
-    if cargo.all_features {
-        cmd.arg("--all-features");
-    }
-    if cargo.no_default_features {
-        cmd.arg("--no-default-features");
-    }
-    if target_args.release {
-        cmd.arg("--release");
-    }
-    if let Some(profile) = &target_args.profile {
-        cmd.args(["--profile", profile]);
-    }
-    // The copy's Cargo.lock gains the calltime-rt entry, so --locked cannot hold for it; the user's lock is never
-    // written. --frozen keeps its no-network half.
-    if cargo.offline || cargo.frozen {
-        cmd.arg("--offline");
-    }
-    if cargo.locked || cargo.frozen {
-        tracing::info!("not passing --locked to the shadow build: adding calltime-rt changes the copy's Cargo.lock");
-    }
-    if cargo.verbose > 1 {
-        cmd.arg("-v");
-    }
-    cmd.arg(format!("--color={color}"));
+        .arg(if color { "--message-format=json-diagnostic-rendered-ansi" } else { "--message-format=json" });
+    add_selection_flags(&mut cmd, cargo, build, target);
+    cmd.arg(if color { "--color=always" } else { "--color=never" });
     add_remap_flag(&mut cmd, shadow_root, user_root);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     tracing::info!("running {cmd:?}");
     let mut child = cmd.spawn().with_context(|| format!("cannot run {}", Path::new(&cargo_bin).display()))?;
 
     // cargo's stderr and the rendered diagnostics, in arrival order: streamed with -v, kept for a failure.
-    let echo = cargo.verbose > 0;
     let kept = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let show = {
-        let kept = kept.clone();
+        let (kept, echo) = (kept.clone(), build.echo);
         // cargo's own lines (`Compiling x (path)`, notes) name the copy: show the user's paths instead.
         let (from, to) = (shadow_root.display().to_string(), user_root.display().to_string());
         move |text: &str| {
             let text = text.replace(&from, &to);
-            let text = text.as_str();
             if echo {
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }
             if let Ok(mut kept) = kept.lock() {
-                kept.push_str(text);
+                kept.push_str(&text);
             }
         }
     };
@@ -254,10 +228,61 @@ pub fn cargo_build(
             }
         })
     };
-
-    let mut out = BuildOutput::default();
     let stdout = child.stdout.take().expect("stdout is piped");
-    for message in Message::parse_stream(BufReader::new(stdout)) {
+    let mut out = read_messages(BufReader::new(stdout), target, &show, (shadow_root, user_root));
+    let status = child.wait().context("cannot wait for cargo")?;
+    let _ = stderr_reader.join();
+    out.stderr = kept.lock().map(|k| k.clone()).unwrap_or_default();
+    out.success &= status.success();
+    Ok(out)
+}
+
+/// Package, feature, profile and network flags for the build of the copy.
+fn add_selection_flags(cmd: &mut Command, cargo: &CargoOptions, build: &BuildOptions, target: Option<&Target>) {
+    if let Some(t) = target {
+        cmd.args(["-p", &t.package_spec, t.kind.flag(), &t.name]);
+    } else {
+        for p in &cargo.packages {
+            cmd.args(["-p", p]);
+        }
+    }
+    for f in &cargo.features {
+        cmd.args(["--features", f]);
+    }
+    if cargo.all_features {
+        cmd.arg("--all-features");
+    }
+    if cargo.no_default_features {
+        cmd.arg("--no-default-features");
+    }
+    if build.release {
+        cmd.arg("--release");
+    }
+    if let Some(profile) = &build.profile {
+        cmd.args(["--profile", profile]);
+    }
+    // The copy's Cargo.lock gains the calltime-rt entry, so --locked cannot hold for it; the user's lock is never
+    // written. --frozen keeps its no-network half.
+    if cargo.offline {
+        cmd.arg("--offline");
+    }
+    if cargo.locked {
+        tracing::info!("not passing --locked to the shadow build: adding calltime-rt changes the copy's Cargo.lock");
+    }
+    if build.cargo_verbose {
+        cmd.arg("-v");
+    }
+}
+
+/// Reads cargo's JSON messages: the target's executable, whether the build finished, and the first error's place.
+fn read_messages(
+    stdout: impl BufRead,
+    target: Option<&Target>,
+    show: &impl Fn(&str),
+    (shadow_root, user_root): (&Path, &Path),
+) -> BuildOutput {
+    let mut out = BuildOutput::default();
+    for message in Message::parse_stream(stdout) {
         let Ok(message) = message else { continue };
         match message {
             Message::CompilerArtifact(artifact) => {
@@ -291,11 +316,7 @@ pub fn cargo_build(
             _ => {}
         }
     }
-    let status = child.wait().context("cannot wait for cargo")?;
-    let _ = stderr_reader.join();
-    out.stderr = kept.lock().map(|k| k.clone()).unwrap_or_default();
-    out.success &= status.success();
-    Ok(out)
+    out
 }
 
 /// `--remap-path-prefix=<shadow>=<workspace>` without clobbering the user's rustflags: appended to
@@ -331,17 +352,12 @@ fn relative_to_roots(file: &Path, shadow_root: &Path, user_root: &Path) -> PathB
 /// compiler error there is about.
 pub fn function_at<'p>(plan: &'p Plan, ws_root: &Path, file: &Path, line: usize) -> Option<&'p str> {
     let mut best: Option<(u32, &str)> = None;
-    let mut source: Option<String> = None;
     for (function, site) in plan.instrumented() {
         let rel = function.file.strip_prefix(ws_root).unwrap_or(&function.file);
         if rel != file {
             continue;
         }
-        if source.is_none() {
-            source = std::fs::read_to_string(&function.file).ok();
-        }
-        let probe_line = source.as_deref().map_or(function.line, |s| crate::rewrite::line_of(s, site.open));
-        let start_line = function.line.min(probe_line);
+        let start_line = function.line.min(site.line);
         if start_line as usize <= line && best.map_or(true, |(l, _)| start_line > l) {
             best = Some((start_line, function.path.as_str()));
         }

@@ -1,0 +1,49 @@
+//! `cargo calltime diff BASE HEAD`: returns 0, or [`EXIT_REGRESSION`] when `--fail-above` trips.
+
+use anyhow::Result;
+
+use crate::cli::DiffArgs;
+use crate::diff::{self, stats::Bootstrap, Settings, Side, ALPHA, EXIT_REGRESSION};
+use crate::error::UserError;
+use crate::ui;
+
+pub fn diff(args: &DiffArgs) -> Result<i32> {
+    let settings = Settings {
+        threshold_pct: percentage("--threshold", args.threshold, 10)?,
+        alpha: ALPHA,
+        fail_above_pct: args.fail_above.map(|pct| percentage("--fail-above", pct, 20)).transpose()?,
+        bootstrap: Bootstrap::default(),
+    };
+    let base = Side::load(&args.base, &args.base_label)?;
+    let head = Side::load(&args.head, &args.head_label)?;
+    for warning in base.warnings.iter().chain(&head.warnings) {
+        ui::warn(warning);
+    }
+    let report = diff::compare(&base, &head, &settings);
+    let color = args.output.is_none() && ui::color_stdout();
+    let rendered = diff::render(&base, &head, &report, args.format, color)?;
+    match &args.output {
+        Some(path) => {
+            super::write_file(path, &rendered)?;
+            ui::status("Wrote", &path.display().to_string());
+        }
+        None => super::write_stdout(&rendered)?,
+    }
+    match diff::fail_above_warning(&report, &settings) {
+        Some(warning) => {
+            ui::warn(&warning);
+            Ok(EXIT_REGRESSION)
+        }
+        None => Ok(0),
+    }
+}
+
+/// A percentage flag: finite and not negative.
+fn percentage(flag: &str, pct: f64, example: u32) -> Result<f64> {
+    if pct.is_finite() && pct >= 0.0 {
+        return Ok(pct);
+    }
+    Err(UserError::new(format!("{flag} {pct} is not a percentage"))
+        .hint(format!("pass a number such as {example} (meaning {example}%)"))
+        .into())
+}

@@ -1,0 +1,185 @@
+//! What `run` and `build` share: analyse, rewrite the shadow copy, build it, and say whose fault a failed build is.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::options;
+use crate::cargo::{self, BuildOptions, NamedTarget, Target};
+use crate::cli::{CargoArgs, GlobalArgs, PlanArgs, TargetArgs};
+use crate::error::UserError;
+use crate::plan::Plan;
+use crate::rewrite::PlanInfo;
+use crate::shadow::{self, CopyLock};
+use crate::ui;
+use crate::workspace::{CargoOptions, Workspace};
+
+/// Everything up to a built instrumented executable.
+pub struct Built {
+    pub ws: Workspace,
+    pub plan: Plan,
+    pub info: PlanInfo,
+    pub target: Target,
+    pub executable: PathBuf,
+}
+
+/// The typed options of an analysed build, from the flags `run` and `build` share.
+struct BuildPlan<'a> {
+    cargo: CargoOptions,
+    build: BuildOptions,
+    named: Option<NamedTarget>,
+    plan: &'a PlanArgs,
+}
+
+pub fn analyse_and_build(
+    global: &GlobalArgs,
+    cargo_args: &CargoArgs,
+    target_args: &TargetArgs,
+    plan_args: &PlanArgs,
+) -> Result<Built> {
+    let mut plan_options = options::plan_options(plan_args)?;
+    let opts = BuildPlan {
+        cargo: options::cargo_options(global, cargo_args),
+        build: options::build_options(global, target_args),
+        named: options::named_target(target_args)?,
+        plan: plan_args,
+    };
+    let ws = Workspace::load(&opts.cargo)?;
+    let target = cargo::select_target(&ws, opts.named.as_ref(), &opts.cargo)?;
+
+    ui::status("Analysing", &format!("{} from {}", ws.root.display(), opts.plan.root.join(", ")));
+    let plan = super::plan(&ws, &mut plan_options, opts.plan.exclude_fast)?;
+    let functions = plan.instrumented().count() as u32;
+    if functions == 0 {
+        return Err(UserError::new(format!(
+            "no function gets a probe ({} reached from {})",
+            plan.functions.len(),
+            plan.root_args.join(", ")
+        ))
+        .hint("check --filter; `cargo calltime graph` shows the plan")
+        .into());
+    }
+    let calltime_dir = ws.calltime_dir();
+    let id = shadow::plan_id(&plan);
+    let plans = calltime_dir.join("plans");
+    std::fs::create_dir_all(&plans).with_context(|| format!("cannot create {}", plans.display()))?;
+    let table_path = plans.join(format!("{id}.functions.json"));
+    plan.function_table(&id).save(&table_path)?;
+    let info = PlanInfo { id, table: table_path.display().to_string(), functions };
+
+    // Two runs at once on one workspace would write the same copy: the second waits for the first's build.
+    let _lock = match CopyLock::try_acquire(&calltime_dir)? {
+        Some(lock) => lock,
+        None => {
+            ui::status("Blocking", "waiting for another cargo calltime on this workspace to finish building");
+            CopyLock::acquire(&calltime_dir)?
+        }
+    };
+    let shadow_dir = calltime_dir.join("shadow");
+    let runtime = shadow::runtime_for(&ws, &calltime_dir, &shadow_dir)?;
+    let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), &runtime)?;
+    ui::status(
+        "Copying",
+        &format!(
+            "{} files to {} ({} changed, {} removed; {functions} functions probed in {} files)",
+            stats.files,
+            shadow_dir.display(),
+            stats.written,
+            stats.removed,
+            stats.rewritten
+        ),
+    );
+
+    ui::status("Building", &format!("{} `{}` with probes", target.kind.noun(), target.name));
+    let build_dir = calltime_dir.join("build");
+    let out = cargo::cargo_build(&shadow_dir, &ws.root, &build_dir, &opts.cargo, &opts.build, Some(&target))?;
+    if !out.success {
+        return Err(explain_build_failure(&ws, &plan, &opts, &target, &runtime, out));
+    }
+    let Some(executable) = out.executable else {
+        return Err(UserError::new(format!(
+            "cargo built {} `{}` but named no executable for it",
+            target.kind.noun(),
+            target.name
+        ))
+        .hint("run with -v to see cargo's output")
+        .into());
+    };
+    Ok(Built { ws, plan, info, target, executable })
+}
+
+/// A failed instrumented build: builds the unmodified copy to tell the user whether the probes or their code broke
+/// it, and which function's probe.
+fn explain_build_failure(
+    ws: &Workspace,
+    plan: &Plan,
+    opts: &BuildPlan,
+    target: &Target,
+    runtime: &Path,
+    failed: cargo::BuildOutput,
+) -> anyhow::Error {
+    let calltime_dir = ws.calltime_dir();
+    let plain_dir = calltime_dir.join("shadow-plain");
+    if !opts.build.echo {
+        eprint!("{}", failed.stderr);
+    }
+    ui::status("Checking", "whether the workspace builds without probes");
+    let plain = shadow::prepare(ws, &plain_dir, None, runtime).and_then(|_| {
+        let plain_build = calltime_dir.join("build-plain");
+        cargo::cargo_build(&plain_dir, &ws.root, &plain_build, &opts.cargo, &opts.build, Some(target))
+    });
+    let at = |e: &cargo::FirstError| format!("{}:{}: {}", e.file.display(), e.line, e.message);
+    let error = match plain {
+        Ok(plain) if !plain.success && reads_outside_workspace(&ws.root, failed.first_error.as_ref()) => {
+            let err = failed.first_error.as_ref().expect("checked by reads_outside_workspace");
+            UserError::new(format!("the copy of the workspace cannot be built: {}", at(err))).hint(
+                "the code reads a file outside the workspace by a relative path (include_str!, include_bytes!, \
+                 #[path]); cargo calltime builds a copy of the workspace only, so such paths do not resolve there \
+                 (a known limit)",
+            )
+        }
+        Ok(plain) if !plain.success => UserError::new(format!(
+            "the workspace does not build, with or without probes{}",
+            failed.first_error.as_ref().map(|e| format!(" ({})", at(e))).unwrap_or_default()
+        ))
+        .hint("fix the errors above (a plain `cargo build` shows them too), then run cargo calltime again"),
+        Ok(_) => {
+            let culprit = failed
+                .first_error
+                .as_ref()
+                .and_then(|e| cargo::function_at(plan, &ws.root, &e.file, e.line).map(|f| (e, f)));
+            match culprit {
+                Some((err, function)) => UserError::new(format!(
+                    "the probe inserted into `{function}` broke the build ({}); the workspace builds without probes",
+                    at(err)
+                ))
+                .hint(format!(
+                    "leave `{function}` out with a --filter that does not match it, and please report this \
+                     cargo-calltime bug"
+                )),
+                None => UserError::new("the instrumented build failed but the workspace builds without probes").hint(
+                    "this is a cargo-calltime bug; run with -v and report it, or narrow --filter/--depth to avoid \
+                     the failing function",
+                ),
+            }
+        }
+        Err(err) => UserError::new(format!(
+            "the instrumented build failed (and building the unmodified copy to find out why failed too: {err:#})"
+        ))
+        .hint("run with -v to see cargo's output"),
+    };
+    error.into()
+}
+
+/// Whether a build error is a file read (`couldn't read `path``, a missing module file) through a relative path that
+/// leaves the workspace: it builds in place but not in the copy.
+fn reads_outside_workspace(root: &Path, error: Option<&cargo::FirstError>) -> bool {
+    let Some(error) = error else { return false };
+    if !(error.message.starts_with("couldn't read") || error.message.starts_with("file not found for module")) {
+        return false;
+    }
+    let Some(quoted) = error.message.split('`').nth(1) else { return false };
+    let path = Path::new(quoted);
+    let base = if path.is_absolute() { PathBuf::new() } else { root.to_owned() };
+    !shadow::normalize(&base.join(path)).starts_with(shadow::normalize(root))
+}

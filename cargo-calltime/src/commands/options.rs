@@ -1,0 +1,139 @@
+//! From the clap flags to the stages' typed options: each flag is validated here, once, with one message.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::cargo::{BuildOptions, NamedTarget, TargetKind};
+use crate::cli::{CargoArgs, ColorChoice, GlobalArgs, PlanArgs, RecordArgs, TargetArgs, ViewArgs};
+use crate::error::UserError;
+use crate::plan::{path_regex, PlanOptions};
+use crate::run::RecordOptions;
+use crate::views::{ViewFormat, ViewOptions};
+use crate::workspace::CargoOptions;
+
+pub fn cargo_options(global: &GlobalArgs, cargo: &CargoArgs) -> CargoOptions {
+    CargoOptions {
+        manifest_path: global.manifest_path.clone(),
+        packages: cargo.package.clone(),
+        features: cargo
+            .features
+            .iter()
+            .flat_map(|f| f.split([',', ' ']))
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        all_features: cargo.all_features,
+        no_default_features: cargo.no_default_features,
+        target_dir: cargo.target_dir.clone(),
+        offline: global.offline || global.frozen,
+        locked: global.locked || global.frozen,
+    }
+}
+
+pub fn build_options(global: &GlobalArgs, target: &TargetArgs) -> BuildOptions {
+    BuildOptions {
+        release: target.release,
+        profile: target.profile.clone(),
+        color: match global.color {
+            Some(ColorChoice::Always) => Some(true),
+            Some(ColorChoice::Never) => Some(false),
+            Some(ColorChoice::Auto) | None => None,
+        },
+        echo: global.verbose > 0,
+        cargo_verbose: global.verbose > 1,
+    }
+}
+
+/// `--bin/--example/--test/--bench NAME`: at most one.
+pub fn named_target(args: &TargetArgs) -> Result<Option<NamedTarget>> {
+    let given: Vec<NamedTarget> = [
+        (TargetKind::Bin, &args.bin),
+        (TargetKind::Example, &args.example),
+        (TargetKind::Test, &args.test),
+        (TargetKind::Bench, &args.bench),
+    ]
+    .into_iter()
+    .filter_map(|(kind, name)| name.clone().map(|name| NamedTarget { kind, name }))
+    .collect();
+    if given.len() > 1 {
+        return Err(UserError::new("only one of --bin, --example, --test and --bench can be given")
+            .hint("run one target at a time")
+            .into());
+    }
+    Ok(given.into_iter().next())
+}
+
+/// The plan flags, validated (roots, depth, regexes); `--exclude-fast` is read later, from the workspace
+/// ([`super::plan`]).
+pub fn plan_options(args: &PlanArgs) -> Result<PlanOptions> {
+    let mut options = PlanOptions::new(args.root.clone(), args.depth)?;
+    options.filter = args.filter.as_deref().map(|re| path_regex("--filter", re)).transpose()?;
+    options.exclusions.pattern = args.exclude.as_deref().map(|re| path_regex("--exclude", re)).transpose()?;
+    options.probe_trivial = args.probe_trivial;
+    options.all_functions = args.all_functions;
+    Ok(options)
+}
+
+/// A duration flag (`250us`, `1.5ms`), in nanoseconds.
+fn duration(flag: &str, value: Option<&str>) -> Result<Option<u64>> {
+    value
+        .map(|text| {
+            crate::units::parse_duration(text).map_err(|err| {
+                let mut user = UserError::new(format!("invalid {flag}: {}", err.message));
+                user.hints = err.hints;
+                anyhow::Error::new(user)
+            })
+        })
+        .transpose()
+}
+
+/// The recording flags, passed to the runtime as CALLTIME_* variables.
+pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
+    // (flag, value, what N means, what 1 does)
+    let at_least_one = |flag: &str, value: Option<u64>, meaning: &str, one: &str| -> Result<Option<u64>> {
+        if value == Some(0) {
+            return Err(UserError::new(format!("{flag} must be at least 1 ({meaning})"))
+                .hint(format!("use {flag} 1 to {one}"))
+                .into());
+        }
+        Ok(value)
+    };
+    Ok(RecordOptions {
+        node_cap: args.node_cap,
+        fold_after: args.fold_after,
+        time_sample: at_least_one("--time-sample", args.time_sample, "time 1 in N calls", "time every call")?,
+        min_node_ns: duration("--min-node-time", args.min_node_time.as_deref())?,
+        sample: at_least_one("--sample", args.sample, "record 1 in N invocations", "record every invocation")?,
+        max_invocations: args.max_invocations,
+    })
+}
+
+/// The view flags; `color` says whether the text goes to a terminal that takes colour.
+pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
+    let format = args.format;
+    if args.flamechart && format != ViewFormat::Svg {
+        return Err(UserError::new("--flamechart draws an SVG flame chart")
+            .hint("add `--format svg` (and `--invocation K` to pick the invocation)")
+            .into());
+    }
+    if args.invocation == Some(0) {
+        return Err(UserError::new("--invocation counts from 1")
+            .hint("`--invocation 1` is the first invocation that completed")
+            .into());
+    }
+    Ok(ViewOptions {
+        format,
+        top: args.top,
+        highlight_ns: duration("--highlight", args.highlight.as_deref())?,
+        min_time_ns: duration("--min-time", args.min_time.as_deref())?,
+        invocation: args.invocation,
+        flamechart: args.flamechart,
+        color: color && format == ViewFormat::Text,
+    })
+}
+
+/// Whether `-o` sends the output to stdout (no `-o`, or `-o -`).
+pub fn to_stdout(output: Option<&Path>) -> bool {
+    output.map_or(true, |path| path == Path::new("-"))
+}
