@@ -25,7 +25,7 @@
 //! one tree (a root task records into its own context, which travels with the future).
 //!
 //! # Public API
-//! - [`flush`]: write every completed invocation still queued, then a `stats` line, before returning.
+//! - [`flush`]: write every completed invocation still queued (every thread's), then a `stats` line, before returning.
 //! - [`stats`]: this process's counters ([`Stats`]).
 //! - [`trace_path`]: where this process writes its trace (known once a root was entered).
 //! - [`Guard`] and [`Instrumented`]: what the probes return. They are created only by the hidden `__private`
@@ -50,15 +50,23 @@
 //! the clock reads only for the sampled calls. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
 //! converted to nanoseconds and trees are formatted on the writer thread. Each thread allocates one node buffer
 //! (24 bytes a node; 256 nodes, doubled on a cold path up to the fold or `CALLTIME_NODE_CAP` when an invocation needs more, and
-//! kept at that size when recycled) at its first root entry; at most `CALLTIME_QUEUE + 65` more buffers
-//! exist (queued, being written, or owned by root tasks in progress). When none is free the invocation is dropped
-//! and counted, never waited for.
+//! kept at that size when recycled) and one outbox (`8 x CALLTIME_QUEUE` slots of 24 bytes, at most 384 KB) at its
+//! first root entry; an ended thread's outbox is reused by a later thread once drained.
+//!
+//! Per invocation, on the thread that runs it: admission by the thread's own counters (tickets for
+//! `CALLTIME_MAX_INVOCATIONS` are taken from one shared counter 64 at a time), and at the root's return a copy of
+//! the nodes into the thread's outbox, published with one store; the writer is woken when the outbox crosses half
+//! full, or after a quiet spell. Nothing shared between threads is locked or written on that path. A bigger
+//! invocation (more than `2 x CALLTIME_QUEUE` nodes, or folded) is handed over in its buffer through the outbox, and
+//! the thread takes a free buffer (at most `CALLTIME_QUEUE + 65` exist beyond one per thread: queued, being written,
+//! or owned by root tasks in progress). Root tasks go through a shared queue. When the outbox or the queue is full,
+//! or no buffer is free, the invocation is dropped and counted under its cause, never waited for.
 //!
 //! # Durability
 //! Finished trees are written by the writer thread within about 20 ms of their root's return, many per `write`
-//! call. A chained panic hook writes
-//! the queued trees before the previous hook runs (so `panic = "abort"` keeps them), and an `atexit` handler writes
-//! them and a final `stats` line (so `std::process::exit` and returning from `main` keep them).
+//! call. A chained panic hook writes the queued trees and every thread's outbox before the previous hook runs (so
+//! `panic = "abort"` keeps them), and an `atexit` handler writes them and a final `stats` line (so
+//! `std::process::exit` and returning from `main` keep them, including the outboxes of threads still running).
 //!
 //! # Building
 //! No dependencies, no build script; Rust 1.80 or newer, editions 2015 to 2021 (edition 2024 would need `unsafe

@@ -102,8 +102,10 @@ impl Outbox {
     /// ring has no room. Only the owning thread calls it.
     pub(crate) fn push_recorder(&self, rec: Box<Recorder>) -> Result<usize, Box<Recorder>> {
         let rec = Box::into_raw(rec);
-        // SAFETY (of the error path): the pointer came from Box::into_raw just above and was not published.
-        self.publish(header(0, 0, rec), &[]).ok_or_else(|| unsafe { Box::from_raw(rec) })
+        self.publish(header(0, 0, rec), &[]).ok_or_else(|| {
+            // SAFETY: the pointer came from Box::into_raw just above and was not published.
+            unsafe { Box::from_raw(rec) }
+        })
     }
 
     /// Writes a header and its nodes past the head and publishes them; the slots used after that, or `None` (and

@@ -1,5 +1,6 @@
-//! The writer: a thread that takes completed invocations off the queue, formats them (ticks to nanoseconds, preorder
-//! from parent links) and appends them to the trace file; the panic hook and the exit handler drain the queue too.
+//! The writer: a thread that takes completed invocations out of the threads' outboxes and the root tasks' queue,
+//! formats them (ticks to nanoseconds, preorder) and appends them to the trace file; the panic hook, the exit
+//! handler and `flush` drain them too.
 
 use std::cell::Cell;
 use std::fs::File;
