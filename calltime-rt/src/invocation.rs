@@ -13,7 +13,7 @@ use crate::__private::PlanInfo;
 use crate::clock::{clock, ClockBase};
 use crate::outbox::{self, Counter, Outbox};
 use crate::probe::{record_enter, Guard};
-use crate::recorder::{OwnerKind, Recorder, PARENT_MASK};
+use crate::recorder::{OwnerKind, Recorder, PARENT_MASK, RETIRED_COUNTERS};
 use crate::writer::{install_flush_hooks, start_writer};
 
 /// Recorders beyond one per thread and the queue's length: root tasks in progress and the one being written.
@@ -211,6 +211,7 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         let config = Config::from_env();
         let clock = clock();
+        crate::calibrate::at_start_up();
         let (sender, receiver) = sync_channel(config.queue);
         SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);
         lock(&POOL).reserve(config.queue + SPARE_RECORDERS + 8);
@@ -444,7 +445,8 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
 /// writer when the outbox crosses half full or after a quiet spell.
 fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, rt: &Runtime) {
     let nodes = rec.nodes();
-    let Some(used) = outbox.push(nodes, rec.truncated()) else {
+    let retired_calls = &rec.retired_calls()[..=crate::retire::slots_used().min(RETIRED_COUNTERS - 1)];
+    let Some((before, after)) = outbox.push(nodes, retired_calls, rec.truncated()) else {
         outbox.count(Counter::DroppedQueueFull);
         return;
     };
@@ -452,7 +454,7 @@ fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, rt: &R
     let quiet = end.wrapping_sub(slot.last_push) >= QUIET_TICKS;
     slot.last_push = end;
     let half = outbox.capacity() / 2;
-    if quiet || (used >= half && used - (nodes.len() + 1) < half) {
+    if quiet || (before < half && after >= half) {
         wake_writer(rt);
     }
 }
@@ -494,5 +496,6 @@ pub(crate) fn stats() -> crate::Stats {
         dropped_limit,
         dropped_queue_full,
         dropped_no_buffer,
+        retired_functions: crate::retire::retired_functions(),
     }
 }

@@ -52,16 +52,17 @@ unsafe impl Sync for Outbox {}
 /// the counters (`crate::stats`).
 static OUTBOXES: Mutex<Vec<&'static Outbox>> = Mutex::new(Vec::new());
 
-/// A header slot: `index` holds the node count and `start` the truncated calls of the invocation that follows; or,
-/// for an invocation too big to copy, `end` holds its recorder (`Box::into_raw`) and no nodes follow.
-fn header(nodes: usize, truncated: u64, recorder: *mut Recorder) -> Node {
-    Node { start: truncated, end: recorder as usize as u64, index: nodes as u32, link: 0 }
+/// A header slot: `index` holds the node count, `link` the count of retired-call entries that follow the nodes
+/// (`index` the retirement slot, `start` the calls) and `start` the truncated calls of the invocation; or, for an
+/// invocation too big to copy, `end` holds its recorder (`Box::into_raw`) and nothing follows.
+fn header(nodes: usize, retired: usize, truncated: u64, recorder: *mut Recorder) -> Node {
+    Node { start: truncated, end: recorder as usize as u64, index: nodes as u32, link: retired as u32 }
 }
 
 /// One finished invocation read out of an outbox.
 pub(crate) enum Entry<'a> {
-    /// A small invocation's nodes and truncated calls.
-    Nodes(&'a [Node], u64),
+    /// A small invocation: its nodes, its calls of retired functions (see `header`) and its truncated calls.
+    Nodes { nodes: &'a [Node], retired: &'a [Node], truncated: u64 },
     /// A big invocation, handed over in its recorder (to be given back once written).
     Recorder(Box<Recorder>),
 }
@@ -92,41 +93,56 @@ impl Outbox {
         c.store(c.load(Relaxed) + 1, Relaxed);
     }
 
-    /// Copies a finished invocation in; false (nothing written) when the ring has no room. The used slots after
-    /// the push are returned on success, for the caller's wake-up decision. Only the owning thread calls it.
-    pub(crate) fn push(&self, nodes: &[Node], truncated: u64) -> Option<usize> {
-        self.publish(header(nodes.len(), truncated, std::ptr::null_mut()), nodes)
+    /// Copies a finished invocation in; `None` (nothing published) when the ring has no room, else the slots in
+    /// use before and after, for the caller's wake-up decision. Only the owning thread calls it.
+    /// `retired_calls` are the recorder's counters by retirement slot (those in use); the non-zero ones are copied.
+    pub(crate) fn push(&self, nodes: &[Node], retired_calls: &[u64], truncated: u64) -> Option<(usize, usize)> {
+        self.publish(nodes, retired_calls, truncated, std::ptr::null_mut())
     }
 
     /// Hands over a big invocation in its recorder, in order with the small ones; the recorder back when the
     /// ring has no room. Only the owning thread calls it.
-    pub(crate) fn push_recorder(&self, rec: Box<Recorder>) -> Result<usize, Box<Recorder>> {
+    pub(crate) fn push_recorder(&self, rec: Box<Recorder>) -> Result<(usize, usize), Box<Recorder>> {
         let rec = Box::into_raw(rec);
-        self.publish(header(0, 0, rec), &[]).ok_or_else(|| {
+        self.publish(&[], &[], 0, rec).ok_or_else(|| {
             // SAFETY: the pointer came from Box::into_raw just above and was not published.
             unsafe { Box::from_raw(rec) }
         })
     }
 
-    /// Writes a header and its nodes past the head and publishes them; the slots used after that, or `None` (and
-    /// nothing written) when they do not fit.
-    fn publish(&self, header: Node, nodes: &[Node]) -> Option<usize> {
+    /// Writes the nodes and retired-call entries past the head, then their header, and publishes them; the slots
+    /// in use before and after, or `None` (and nothing published) when they may not fit.
+    fn publish(
+        &self,
+        nodes: &[Node],
+        retired_calls: &[u64],
+        truncated: u64,
+        rec: *mut Recorder,
+    ) -> Option<(usize, usize)> {
         let head = self.head.load(Relaxed);
         let used = head.wrapping_sub(self.tail.load(Acquire));
-        let need = nodes.len() + 1;
-        if used + need > self.slots.len() {
+        if used + 1 + nodes.len() + retired_calls.len() > self.slots.len() {
             return None;
         }
-        // SAFETY: slots head..head+need are past the published head and within capacity of the tail: nobody reads
-        // them until the store below publishes them.
-        unsafe {
-            *self.slots[head & self.mask].get() = header;
-            for (i, node) in nodes.iter().enumerate() {
-                *self.slots[(head + 1 + i) & self.mask].get() = *node;
+        let mut at = head.wrapping_add(1);
+        // SAFETY (of the writes below): slots head..at stay within the bound checked above, past the published
+        // head: nobody reads them until the store below publishes them.
+        let mut put = |node: Node| {
+            unsafe { *self.slots[at & self.mask].get() = node };
+            at = at.wrapping_add(1);
+        };
+        nodes.iter().for_each(|&node| put(node));
+        let mut retired = 0;
+        for (slot, &calls) in retired_calls.iter().enumerate() {
+            if calls > 0 {
+                put(Node { start: calls, end: 0, index: slot as u32, link: 0 });
+                retired += 1;
             }
         }
-        self.head.store(head.wrapping_add(need), Release);
-        Some(used + need)
+        // SAFETY: as above.
+        unsafe { *self.slots[head & self.mask].get() = header(nodes.len(), retired, truncated, rec) };
+        self.head.store(at, Release);
+        Some((used, used + at.wrapping_sub(head)))
     }
 
     pub(crate) fn capacity(&self) -> usize {
@@ -147,7 +163,7 @@ impl Outbox {
             // SAFETY: slots tail..head were published by the owner's release store of head, acquired above, and
             // the owner does not write them again before the tail store below gives them back.
             let h = unsafe { *self.slots[tail & self.mask].get() };
-            let count = h.index as usize;
+            let (count, retired) = (h.index as usize, h.link as usize);
             let entry = if h.end != 0 {
                 // SAFETY: a non-zero `end` in a header is a recorder the owner gave up with Box::into_raw; it is
                 // read out exactly once, here, before the tail moves past it.
@@ -155,14 +171,15 @@ impl Outbox {
             } else {
                 scratch.clear();
                 // SAFETY: as for the header.
-                scratch.extend((1..=count).map(|i| unsafe { *self.slots[(tail + i) & self.mask].get() }));
-                Entry::Nodes(scratch, h.start)
+                scratch.extend((1..=count + retired).map(|i| unsafe { *self.slots[(tail + i) & self.mask].get() }));
+                let (nodes, retired) = scratch.split_at(count);
+                Entry::Nodes { nodes, retired, truncated: h.start }
             };
             // SAFETY: the owner wrote `owner` before publishing any record of this claim; it is rewritten only by a
             // later claim, which waits for the ring to be empty (after the tail store below).
             let owner = unsafe { &*self.owner.get() };
             each(owner.thread, owner.name.as_deref(), entry);
-            tail = tail.wrapping_add(count + 1);
+            tail = tail.wrapping_add(1 + count + retired);
             self.tail.store(tail, Release);
         }
     }

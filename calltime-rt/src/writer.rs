@@ -17,10 +17,11 @@ use crate::outbox::{self, Entry};
 use crate::recorder::{
     Node, OwnerKind, PathNode, Recorder, FLAG_CANCELLED, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
 };
+use crate::retire::{self, Retirement, Watch};
 use crate::Stats;
 
-/// The trace format version this runtime writes (`calltime-trace 2`).
-const TRACE_VERSION: u32 = 2;
+/// The trace format version this runtime writes (`calltime-trace 3`).
+const TRACE_VERSION: u32 = 3;
 /// Records gathered before the writer writes them out, even in the middle of a drain.
 const FLUSH_BYTES: usize = 1 << 18;
 /// How often the writer thread looks at the queue by itself.
@@ -74,21 +75,34 @@ struct Sink {
     paths: Vec<PathNode>,
     /// The open ancestors (slot, end in ns, left out by `CALLTIME_MIN_NS`) of the node being written.
     open: Vec<(u32, u64, bool)>,
-    /// The nodes of the outbox record being written.
+    /// The nodes (then the retired calls) of the outbox record being written.
     scratch: Vec<Node>,
+    /// The writer's observations of per-call invocations, for retiring functions.
+    watch: Watch,
+    retirements: Vec<Retirement>,
 }
 
-/// What a record's `inv` line says besides its times and counts.
+/// What a record's `inv` line and `r` lines say besides its nodes, times and counts.
 struct Owner<'a> {
     kind: OwnerKind,
     id: u64,
     truncated: u64,
     name: Option<&'a str>,
+    retired: Retired<'a>,
+}
+
+/// Calls of retired functions in an invocation.
+enum Retired<'a> {
+    /// A recorder's counters, by retirement slot.
+    BySlot(&'a [u64]),
+    /// An outbox record's entries: `index` the retirement slot, `start` the calls.
+    Entries(&'a [Node]),
 }
 
 impl Owner<'_> {
     fn of(rec: &Recorder) -> Owner<'_> {
-        Owner { kind: rec.kind(), id: rec.owner(), truncated: rec.truncated(), name: rec.name() }
+        let retired = Retired::BySlot(rec.retired_calls());
+        Owner { kind: rec.kind(), id: rec.owner(), truncated: rec.truncated(), name: rec.name(), retired }
     }
 }
 
@@ -109,6 +123,8 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     paths: Vec::new(),
     open: Vec::new(),
     scratch: Vec::new(),
+    watch: Watch::new(),
+    retirements: Vec::new(),
 });
 
 const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
@@ -229,9 +245,11 @@ impl Sink {
                 Ok(mut file) => {
                     let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default();
                     let c = &rt.config;
+                    let r = retire::settings();
                     let header = format!(
                         "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
-                         fold_after={} time_sample={} min_ns={} sample={} max_invocations={}\n",
+                         fold_after={} time_sample={} min_ns={} sample={} max_invocations={} retire={} \
+                         retire_factor={} retire_min_calls={}\n{}",
                         std::process::id(),
                         rt.clock.epoch_unix_ns(),
                         exe.replace(['\n', '\r'], " "),
@@ -243,6 +261,10 @@ impl Sink {
                         c.min_ns,
                         c.sample,
                         c.max_invocations,
+                        u8::from(r.enabled),
+                        r.factor,
+                        r.min_calls,
+                        calibration_line(),
                     );
                     if file.write_all(header.as_bytes()).is_ok() {
                         self.file = Some(file);
@@ -261,6 +283,7 @@ impl Sink {
         let mut scale = None;
         while let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) {
             dequeued();
+            self.push_retirements();
             let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
             self.write_invocation(rt, &rec, scale);
             give_back(rec);
@@ -269,6 +292,7 @@ impl Sink {
             }
         }
         self.write_outboxes(rt, &mut scale);
+        self.push_retirements();
         self.flush_pending(rt);
     }
 
@@ -280,9 +304,11 @@ impl Sink {
             at += 1;
             outbox.drain(&mut scratch, |thread, name, entry| {
                 let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
+                self.push_retirements();
                 match entry {
-                    Entry::Nodes(nodes, truncated) => {
-                        let owner = Owner { kind: OwnerKind::Thread, id: thread, truncated, name };
+                    Entry::Nodes { nodes, retired, truncated } => {
+                        let retired = Retired::Entries(retired);
+                        let owner = Owner { kind: OwnerKind::Thread, id: thread, truncated, name, retired };
                         self.write_nodes(rt, nodes, &owner, scale);
                     }
                     Entry::Recorder(rec) => {
@@ -298,11 +324,28 @@ impl Sink {
         self.scratch = scratch;
     }
 
+    /// Appends the `retire` records not yet written (between invocations: a retirement always precedes the records
+    /// that count its function's retired calls).
+    fn push_retirements(&mut self) {
+        if !retire::has_pending() {
+            return;
+        }
+        let mut taken = mem::take(&mut self.retirements);
+        taken.clear();
+        retire::take_pending(&mut taken);
+        for r in &taken {
+            self.body.clear();
+            self.push_line("retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
+            self.pending.push_str(&self.body);
+        }
+        self.retirements = taken;
+    }
+
     /// Writes the records gathered since the last flush with one `write` call: one call per invocation made the
     /// writer fall behind programs with tens of thousands of short invocations (a syscall costs more than
     /// formatting a small tree).
     fn flush_pending(&mut self, rt: &Runtime) {
-        if self.pending_records == 0 {
+        if self.pending_records == 0 && self.pending.is_empty() {
             return;
         }
         let pending = mem::take(&mut self.pending);
@@ -329,8 +372,11 @@ impl Sink {
         if self.last_stats == Some(now) {
             return;
         }
-        // Version 3 appends the drop causes and the retired functions (trace-format.md); they come with it.
-        let line = format!("stats {} {} {} {} {}\n", now.seen, now.kept, now.sampled_out, now.dropped, now.truncated);
+        let mut line = String::new();
+        let fields = [now.seen, now.kept, now.sampled_out, now.dropped, now.truncated, now.dropped_limit];
+        push_fields(&mut line, "stats", &fields);
+        line.pop();
+        push_fields(&mut line, "", &[now.dropped_queue_full, now.dropped_no_buffer, now.retired_functions]);
         if let Some(file) = self.file(rt) {
             if file.write_all(line.as_bytes()).is_ok() {
                 self.last_stats = Some(now);
@@ -361,6 +407,7 @@ impl Sink {
             None => self.walk_by_links(rt, nodes, scale, root_end),
         };
         self.finish_record(owner, root_start, root_end - root_start, written, filtered);
+        self.watch.observe_nodes(nodes);
     }
 
     /// Appends the node line of `node` (at `depth`, under a parent that ended at `parent_end`) unless it is shorter
@@ -462,7 +509,7 @@ impl Sink {
                     p.flags |= FLAG_CANCELLED;
                 }
             } else {
-                p.add_time(node.end.saturating_sub(node.start));
+                p.add_exact(node.end.saturating_sub(node.start));
                 p.flags |= node.link >> PARENT_BITS;
             }
         }
@@ -477,11 +524,8 @@ impl Sink {
         while let Some((id, depth, _)) = self.walk.pop() {
             let p = paths[id as usize];
             let timed_ns = scale.span(p.ticks);
-            let estimated = if p.timed == 0 {
-                0
-            } else {
-                (u128::from(timed_ns) * u128::from(p.calls) / u128::from(p.timed)) as u64
-            };
+            let exact_ns = scale.span(p.exact_ticks);
+            let estimated = unbiased_total(p.calls, p.timed, timed_ns, p.exact_calls, exact_ns);
             if id != 0 && estimated < rt.config.min_ns {
                 filtered += self.subtree_size(id);
                 continue;
@@ -490,10 +534,16 @@ impl Sink {
             let (min, max) = if p.timed == 0 { (0, 0) } else { (scale.span(p.min), scale.span(p.max)) };
             let first_start = if p.first_start == UNTIMED { root_start } else { scale.ns(p.first_start) };
             let flags = u64::from(p.flags);
-            self.push_line(
-                "a",
-                &[u64::from(depth), u64::from(p.index), p.calls, p.timed, first_start, timed_ns, min, max, flags],
-            );
+            let (calls, timed, exact_calls) = (p.calls, p.timed, p.exact_calls);
+            let fields = [depth.into(), p.index.into(), calls, timed, first_start, timed_ns, min, max, flags];
+            self.push_line("a", &fields);
+            // The two fields of version 3, appended to the line just written.
+            self.body.pop();
+            for value in [exact_calls, exact_ns] {
+                self.body.push(' ');
+                push_decimal(&mut self.body, value);
+            }
+            self.body.push('\n');
             self.walk_children(id, depth, 0);
         }
         self.paths = paths;
@@ -552,6 +602,18 @@ impl Sink {
         out.push_str(owner.name.unwrap_or(""));
         out.push('\n');
         out.push_str(&self.body);
+        let slots_used = retire::slots_used();
+        let mut push_retired = |slot: usize, calls: u64| {
+            if calls > 0 && (1..=slots_used).contains(&slot) {
+                push_fields(out, "r", &[u64::from(retire::slot_index(slot)), calls]);
+            }
+        };
+        match owner.retired {
+            Retired::BySlot(counts) => {
+                counts.iter().enumerate().take(slots_used + 1).for_each(|(slot, &calls)| push_retired(slot, calls))
+            }
+            Retired::Entries(entries) => entries.iter().for_each(|e| push_retired(e.index as usize, e.start)),
+        }
         push_fields(out, "end", &[seq]);
         self.seq += 1;
         self.pending_records += 1;
@@ -573,6 +635,35 @@ impl Sink {
         }
         size
     }
+}
+
+/// The estimated total time of a folded call path (trace-format.md): its exact part, plus its later calls at the
+/// mean of the calls timed at random gaps.
+fn unbiased_total(calls: u64, timed: u64, timed_ns: u64, exact_calls: u64, exact_ns: u64) -> u64 {
+    if timed > exact_calls {
+        let sampled_ns = u128::from(timed_ns.saturating_sub(exact_ns));
+        let later = u128::from(calls.saturating_sub(exact_calls));
+        exact_ns + (later * sampled_ns / u128::from(timed - exact_calls)) as u64
+    } else if exact_calls > 0 {
+        (u128::from(exact_ns) * u128::from(calls) / u128::from(exact_calls)) as u64
+    } else {
+        0
+    }
+}
+
+/// The header's `calibration` line (trace-format.md), empty when the probes were not calibrated.
+fn calibration_line() -> String {
+    let Some(c) = crate::calibrate::get() else { return String::new() };
+    format!(
+        "calibration recorded_inner={} recorded_outer={} folded_outer={} timed_inner={} timed_outer={} \
+         retired_outer={}\n",
+        c.recorded_inner_ps,
+        c.recorded_outer_ps,
+        c.folded_outer_ps,
+        c.timed_inner_ps,
+        c.timed_outer_ps,
+        c.retired_outer_ps
+    )
 }
 
 pub(crate) fn install_flush_hooks() {

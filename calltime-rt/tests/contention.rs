@@ -68,7 +68,8 @@ fn check_run() {
     let max = (THREADS * ROOTS_PER_THREAD - LIMIT_DROPS).to_string();
     let trace = run_ok(
         "threads_hand_off_invocations_without_overflow",
-        &[("CALLTIME_QUEUE", "2"), ("CALLTIME_MAX_INVOCATIONS", &max)],
+        // Exact: the tiny calls would otherwise retire and leave the trees (retire.rs tests that).
+        &[("CALLTIME_QUEUE", "2"), ("CALLTIME_MAX_INVOCATIONS", &max), ("CALLTIME_EXACT", "1")],
     );
     let [seen, kept, sampled_out, dropped, truncated] = trace.stats.expect("a stats line at exit");
     assert_eq!(seen, THREADS * ROOTS_PER_THREAD);
