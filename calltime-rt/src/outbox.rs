@@ -125,9 +125,9 @@ impl Outbox {
             return None;
         }
         let mut at = head.wrapping_add(1);
-        // SAFETY (of the writes below): slots head..at stay within the bound checked above, past the published
-        // head: nobody reads them until the store below publishes them.
         let mut put = |node: Node| {
+            // SAFETY: slots head..at stay within the bound checked above, past the published head: nobody reads
+            // them until the store below publishes them.
             unsafe { *self.slots[at & self.mask].get() = node };
             at = at.wrapping_add(1);
         };
