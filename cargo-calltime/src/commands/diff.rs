@@ -2,20 +2,20 @@
 
 use anyhow::Result;
 
-use crate::cli::DiffArgs;
-use crate::diff::{self, stats::Bootstrap, Settings, Side, ALPHA, EXIT_REGRESSION};
+use crate::cli::{DiffArgs, GlobalArgs};
+use crate::diff::{self, stats::Bootstrap, Settings, ALPHA, EXIT_REGRESSION};
 use crate::error::UserError;
 use crate::ui;
 
-pub fn diff(args: &DiffArgs) -> Result<i32> {
+pub fn diff(global: &GlobalArgs, args: &DiffArgs) -> Result<i32> {
     let settings = Settings {
         threshold_pct: percentage("--threshold", args.threshold, 10)?,
         alpha: ALPHA,
         fail_above_pct: args.fail_above.map(|pct| percentage("--fail-above", pct, 20)).transpose()?,
         bootstrap: Bootstrap::default(),
     };
-    let base = Side::load(&args.base, &args.base_label)?;
-    let head = Side::load(&args.head, &args.head_label)?;
+    let base = super::history::diff_side(global, &args.base, &args.base_label)?;
+    let head = super::history::diff_side(global, &args.head, &args.head_label)?;
     for warning in base.warnings.iter().chain(&head.warnings) {
         ui::warn(warning);
     }

@@ -6,6 +6,7 @@
 mod build;
 mod diff;
 mod graph;
+mod history;
 mod instrument;
 mod options;
 mod report;
@@ -31,7 +32,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Some(Command::Graph(args)) => graph::graph(&cli.global, args),
         Some(Command::Build(args)) => build::build(&cli.global, args),
         Some(Command::Report(args)) => report::report(&cli.global, args),
-        Some(Command::Diff(args)) => diff::diff(args),
+        Some(Command::Diff(args)) => diff::diff(&cli.global, args),
+        Some(Command::History(args)) => history::history(&cli.global, args),
     }
 }
 
