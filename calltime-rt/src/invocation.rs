@@ -74,7 +74,6 @@ impl Drop for OwnedRecorder {
 struct ThreadSlot {
     rec: *mut Recorder,
     id: u64,
-    name: Option<Arc<str>>,
     /// Where its small finished invocations go, and its counters.
     outbox: Option<&'static Outbox>,
     /// Roots entered on this thread (for 1-in-N sampling).
@@ -87,7 +86,7 @@ struct ThreadSlot {
 
 impl ThreadSlot {
     const EMPTY: ThreadSlot =
-        ThreadSlot { rec: ptr::null_mut(), id: 0, name: None, outbox: None, seen: 0, tickets: 0, last_push: 0 };
+        ThreadSlot { rec: ptr::null_mut(), id: 0, outbox: None, seen: 0, tickets: 0, last_push: 0 };
 }
 
 impl Drop for ThreadSlot {
@@ -356,8 +355,8 @@ fn set_up_thread(slot: &mut ThreadSlot, rt: &Runtime) {
     slot.rec = Box::into_raw(rec);
     if slot.outbox.is_none() {
         slot.id = THREAD_IDS.fetch_add(1, Relaxed);
-        slot.name = std::thread::current().name().map(|n| Arc::from(n.replace(['\n', '\r'], " ")));
-        slot.outbox = Some(outbox::claim(rt.outbox_slots, slot.id, slot.name.clone()));
+        let name = std::thread::current().name().map(|n| Arc::from(n.replace(['\n', '\r'], " ")));
+        slot.outbox = Some(outbox::claim(rt.outbox_slots, slot.id, name));
     }
 }
 
@@ -378,8 +377,9 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
             if let Admission::Skip = admit_on_thread(slot, outbox, rt) {
                 return Some(SKIP);
             }
-            // SAFETY: the slot owns the recorder and no invocation is in progress on this thread.
-            unsafe { (*slot.rec).begin(OwnerKind::Thread, slot.id, slot.name.clone()) };
+            // SAFETY: the slot owns the recorder and no invocation is in progress on this thread. The name is the
+            // outbox's (the writer takes it from there).
+            unsafe { (*slot.rec).begin(OwnerKind::Thread, slot.id, None) };
             Some(slot.rec)
         })
         .ok()

@@ -99,10 +99,13 @@ enum Retired<'a> {
     Entries(&'a [Node]),
 }
 
-impl Owner<'_> {
-    fn of(rec: &Recorder) -> Owner<'_> {
+impl<'a> Owner<'a> {
+    /// `thread_name`: a thread's recorder does not carry its thread's name (an atomic reference count per
+    /// invocation); its outbox does.
+    fn of(rec: &'a Recorder, thread_name: Option<&'a str>) -> Owner<'a> {
         let retired = Retired::BySlot(rec.retired_calls());
-        Owner { kind: rec.kind(), id: rec.owner(), truncated: rec.truncated(), name: rec.name(), retired }
+        let name = rec.name().or(thread_name);
+        Owner { kind: rec.kind(), id: rec.owner(), truncated: rec.truncated(), name, retired }
     }
 }
 
@@ -285,7 +288,7 @@ impl Sink {
             dequeued();
             self.push_retirements();
             let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
-            self.write_invocation(rt, &rec, scale);
+            self.write_invocation(rt, &rec, None, scale);
             give_back(rec);
             if self.pending.len() >= FLUSH_BYTES {
                 self.flush_pending(rt);
@@ -312,7 +315,7 @@ impl Sink {
                         self.write_nodes(rt, nodes, &owner, scale);
                     }
                     Entry::Recorder(rec) => {
-                        self.write_invocation(rt, &rec, scale);
+                        self.write_invocation(rt, &rec, name, scale);
                         give_back(rec);
                     }
                 }
@@ -385,15 +388,15 @@ impl Sink {
     }
 
     /// Writes one invocation handed over in its recorder.
-    fn write_invocation(&mut self, rt: &Runtime, rec: &Recorder, scale: Scale) {
+    fn write_invocation(&mut self, rt: &Runtime, rec: &Recorder, thread_name: Option<&str>, scale: Scale) {
         if rec.nodes().is_empty() {
             return;
         }
         if rec.folded {
-            self.write_folded(rt, rec, scale);
+            self.write_folded(rt, rec, thread_name, scale);
             return;
         }
-        self.write_nodes(rt, rec.nodes(), &Owner::of(rec), scale);
+        self.write_nodes(rt, rec.nodes(), &Owner::of(rec, thread_name), scale);
     }
 
     /// Writes one per-call invocation: converts ticks, applies the minimum duration, writes the nodes in preorder.
@@ -492,7 +495,7 @@ impl Sink {
     }
 
     /// Writes a folded invocation: one `a` line per call path, in preorder, children in order of first entry.
-    fn write_folded(&mut self, rt: &Runtime, rec: &Recorder, scale: Scale) {
+    fn write_folded(&mut self, rt: &Runtime, rec: &Recorder, thread_name: Option<&str>, scale: Scale) {
         let count = rec.paths().len();
         if count == 0 {
             return;
@@ -547,7 +550,7 @@ impl Sink {
             self.walk_children(id, depth, 0);
         }
         self.paths = paths;
-        self.finish_record(&Owner::of(rec), root_start, root_end - root_start, written, filtered);
+        self.finish_record(&Owner::of(rec, thread_name), root_start, root_end - root_start, written, filtered);
     }
 
     /// Builds `first_child`/`next_sibling` for `count` nodes from each one's parent (children in index order);
