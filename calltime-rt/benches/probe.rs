@@ -124,6 +124,25 @@ fn empty_root_invocation(bencher: Bencher) {
     bencher.bench_local(|| drop(black_box(enter_root(0, &PLAN))));
 }
 
+/// A root and 9 probed calls (10 nodes), as a search tool's root per file: the whole cost of an invocation to the
+/// thread that runs it (start, admission, 10 probe pairs, completion and hand-off to the writer), with the writer
+/// running (on another core when there is one) and invocations past what it keeps up with dropped. Subtract 10 x
+/// `bare_call` for the probes' share of what the functions cost anyway.
+#[divan::bench(threads = [1, 4], sample_size = 1000)]
+fn root_invocation_10_nodes(bencher: Bencher) {
+    hold_writer(false);
+    bencher.bench(ten_node_root);
+    hold_writer(true);
+}
+
+#[inline(never)]
+fn ten_node_root() {
+    let _root = enter_root(0, &PLAN);
+    for _ in 0..9 {
+        probed_fn();
+    }
+}
+
 /// A `tracing` span created and entered under a `tracing_subscriber` registry. (A fixed sample size: the first,
 /// allocating, iteration would otherwise make divan pick one iteration per sample, below the timer's precision.)
 #[divan::bench(sample_size = 1000)]

@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::__private::PlanInfo;
 use crate::clock::{clock, ClockBase};
+use crate::outbox::{self, Counter, Outbox};
 use crate::probe::{record_enter, Guard};
-use crate::recorder::{OwnerKind, Recorder, DEFAULT_MAX_DEPTH, PARENT_MASK};
+use crate::recorder::{OwnerKind, Recorder, DEFAULT_MAX_DEPTH, PARENT_MASK, RETIRED_COUNTERS};
 use crate::writer::{install_flush_hooks, start_writer};
 
 /// Recorders beyond one per thread and the queue's length: root tasks in progress and the one being written.
@@ -26,7 +27,7 @@ thread_local! {
     /// one that is not recorded, else the thread's recorder or (during a poll) a root task's recorder.
     static CURRENT: Cell<*mut Recorder> = const { Cell::new(ptr::null_mut()) };
     /// This thread's own recorder and identity; touched only when an invocation starts or ends.
-    static THREAD: RefCell<ThreadSlot> = const { RefCell::new(ThreadSlot { rec: ptr::null_mut(), id: 0, name: None }) };
+    static THREAD: RefCell<ThreadSlot> = const { RefCell::new(ThreadSlot::EMPTY) };
 }
 
 /// The recording context current on this thread (see `CURRENT`).
@@ -69,14 +70,34 @@ impl Drop for OwnedRecorder {
     }
 }
 
+/// What a thread keeps for its invocations; set up at its first root entry.
 struct ThreadSlot {
     rec: *mut Recorder,
     id: u64,
-    name: Option<Arc<str>>,
+    /// Where its small finished invocations go, and its counters.
+    outbox: Option<&'static Outbox>,
+    /// Roots entered on this thread (for 1-in-N sampling).
+    seen: u64,
+    /// Invocations this thread may still record under `CALLTIME_MAX_INVOCATIONS`, taken from `ADMITTED` in batches.
+    tickets: u64,
+    /// Tick at which the last invocation was pushed to the outbox (to wake the writer after a quiet spell).
+    last_push: u64,
+}
+
+impl ThreadSlot {
+    const EMPTY: ThreadSlot =
+        ThreadSlot { rec: ptr::null_mut(), id: 0, outbox: None, seen: 0, tickets: 0, last_push: 0 };
 }
 
 impl Drop for ThreadSlot {
     fn drop(&mut self) {
+        // Unused tickets go back, so other threads may still record up to the limit.
+        if self.tickets > 0 {
+            ADMITTED.fetch_sub(self.tickets, Relaxed);
+        }
+        if let Some(outbox) = self.outbox.take() {
+            outbox.release();
+        }
         if self.rec.is_null() {
             return;
         }
@@ -102,10 +123,16 @@ pub(crate) fn end_skipped_invocation() {
     CURRENT.with(|c| c.set(ptr::null_mut()));
 }
 
-// Counters of `crate::Stats` (KEPT and TRUNCATED are counted by the writer, when a record reaches the file).
+// Counters of `crate::Stats` outside the threads' outboxes: root tasks, invocations handed over in their recorder,
+// failed writes (KEPT and TRUNCATED are counted by the writer, when a record reaches the file).
 pub(crate) static SEEN: AtomicU64 = AtomicU64::new(0);
+/// Tickets handed out under `CALLTIME_MAX_INVOCATIONS` (to threads in batches, to tasks one by one).
 static ADMITTED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static SAMPLED_OUT: AtomicU64 = AtomicU64::new(0);
+pub(crate) static DROPPED_LIMIT: AtomicU64 = AtomicU64::new(0);
+pub(crate) static DROPPED_QUEUE_FULL: AtomicU64 = AtomicU64::new(0);
+pub(crate) static DROPPED_NO_BUFFER: AtomicU64 = AtomicU64::new(0);
+/// Failed writes and thread teardown.
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static KEPT: AtomicU64 = AtomicU64::new(0);
 pub(crate) static TRUNCATED: AtomicU64 = AtomicU64::new(0);
@@ -176,6 +203,8 @@ pub(crate) struct Runtime {
     pub(crate) plan: &'static PlanInfo,
     sender: SyncSender<Box<Recorder>>,
     writer: Option<std::thread::Thread>,
+    /// Slots of each thread's outbox (a power of two).
+    outbox_slots: usize,
 }
 
 pub(crate) static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -190,7 +219,9 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
         lock(&POOL).reserve(config.queue + SPARE_RECORDERS + 8);
         let writer = start_writer(receiver);
         install_flush_hooks();
-        Runtime { config, clock, plan, sender, writer }
+        // 8 slots per invocation of the queue's length (a 10-node invocation takes 11), up to 384 KB a thread.
+        let outbox_slots = (config.queue * 8).next_power_of_two().clamp(8, 1 << 14);
+        Runtime { config, clock, plan, sender, writer, outbox_slots }
     })
 }
 
@@ -203,6 +234,7 @@ enum Admission {
     Skip,
 }
 
+/// Admits a root task's invocation (threads admit with their own counters, in `admit_on_thread`).
 fn admit(rt: &Runtime) -> Admission {
     let seen = SEEN.fetch_add(1, Relaxed);
     if seen % rt.config.sample != 0 {
@@ -210,9 +242,43 @@ fn admit(rt: &Runtime) -> Admission {
         return Admission::Skip;
     }
     if ADMITTED.fetch_add(1, Relaxed) >= rt.config.max_invocations {
-        DROPPED.fetch_add(1, Relaxed);
+        DROPPED_LIMIT.fetch_add(1, Relaxed);
         return Admission::Skip;
     }
+    Admission::Record
+}
+
+/// Takes a thread's next batch of tickets under `CALLTIME_MAX_INVOCATIONS`: up to 64 at a time, fewer as the limit
+/// nears (so threads holding unused tickets keep few from the others); 0 past the limit, without writing the shared
+/// counter.
+fn take_tickets(max: u64) -> u64 {
+    let admitted = ADMITTED.load(Relaxed);
+    if admitted >= max {
+        return 0;
+    }
+    let batch = ((max - admitted) / 64).clamp(1, 64);
+    let before = ADMITTED.fetch_add(batch, Relaxed);
+    batch.min(max.saturating_sub(before))
+}
+
+/// Admits (or skips, counted) a root invocation on this thread: its own sampling count and tickets, so threads
+/// starting invocations at once share no counter.
+fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime) -> Admission {
+    outbox.count(Counter::Seen);
+    let seen = slot.seen;
+    slot.seen += 1;
+    if rt.config.sample > 1 && seen % rt.config.sample != 0 {
+        outbox.count(Counter::SampledOut);
+        return Admission::Skip;
+    }
+    if slot.tickets == 0 {
+        slot.tickets = take_tickets(rt.config.max_invocations);
+        if slot.tickets == 0 {
+            outbox.count(Counter::DroppedLimit);
+            return Admission::Skip;
+        }
+    }
+    slot.tickets -= 1;
     Admission::Record
 }
 
@@ -235,11 +301,20 @@ pub(crate) fn give_back(rec: Box<Recorder>) {
 /// Wake the writer at most this often (ns) when invocations end in a burst: a wake is a futex call and a context
 /// switch, which cost a program with thousands of short invocations more than its probes did.
 const WAKE_EVERY_NS: u64 = 5_000_000;
+/// An outbox push this many clock ticks (2 to 10 ms) after the thread's previous one wakes the writer right away,
+/// so a program killed between requests loses nothing.
+const QUIET_TICKS: u64 = 10_000_000;
 static LAST_WAKE_NS: AtomicU64 = AtomicU64::new(0);
 /// Invocations sent to the writer and not yet received by it.
 static QUEUED: AtomicUsize = AtomicUsize::new(0);
 
-/// Hands a completed invocation to the writer; drops it (counted) when the queue is full.
+fn wake_writer(rt: &Runtime) {
+    if let Some(writer) = &rt.writer {
+        writer.unpark();
+    }
+}
+
+/// Hands a completed invocation to the writer in its recorder; drops it (counted) when the queue is full.
 fn send(rt: &Runtime, rec: Box<Recorder>) {
     // Counted before the send, so the writer's decrement (after its receive) can never come first and wrap the
     // counter; undone when the send fails.
@@ -252,12 +327,15 @@ fn send(rt: &Runtime, rec: Box<Recorder>) {
             // before the queue fills up in a burst.
             if now_ns.saturating_sub(last) >= WAKE_EVERY_NS || queued >= rt.config.queue / 2 {
                 LAST_WAKE_NS.store(now_ns, Relaxed);
-                if let Some(writer) = &rt.writer {
-                    writer.unpark();
-                }
+                wake_writer(rt);
             }
         }
-        Err(TrySendError::Full(rec)) | Err(TrySendError::Disconnected(rec)) => {
+        Err(TrySendError::Full(rec)) => {
+            QUEUED.fetch_sub(1, Relaxed);
+            DROPPED_QUEUE_FULL.fetch_add(1, Relaxed);
+            give_back(rec);
+        }
+        Err(TrySendError::Disconnected(rec)) => {
             QUEUED.fetch_sub(1, Relaxed);
             DROPPED.fetch_add(1, Relaxed);
             give_back(rec);
@@ -272,66 +350,115 @@ pub(crate) fn dequeued() {
     let _ = QUEUED.fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
 }
 
+/// A thread's first root entry: its recorder, identity and outbox.
+#[cold]
+#[inline(never)]
+fn set_up_thread(slot: &mut ThreadSlot, rt: &Runtime) {
+    let rec = lock(&POOL).pop().unwrap_or_else(|| Recorder::boxed(&rt.config));
+    slot.rec = Box::into_raw(rec);
+    if slot.outbox.is_none() {
+        slot.id = THREAD_IDS.fetch_add(1, Relaxed);
+        let name = std::thread::current().name().map(|n| Arc::from(n.replace(['\n', '\r'], " ")));
+        slot.outbox = Some(outbox::claim(rt.outbox_slots, slot.id, name));
+    }
+}
+
 /// The root probe of a thread with no invocation in progress: admits (or skips) a new invocation and enters its
 /// root in the thread's recorder.
 #[cold]
 #[inline(never)]
 pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Guard {
     let rt = runtime(plan);
-    if let Admission::Skip = admit(rt) {
-        CURRENT.with(|c| c.set(SKIP));
-        return Guard::SKIPPED;
-    }
     let rec = THREAD
         .try_with(|slot| {
             let mut slot = slot.try_borrow_mut().ok()?;
+            let slot = &mut *slot;
             if slot.rec.is_null() {
-                let rec = lock(&POOL).pop().unwrap_or_else(|| Recorder::boxed(&rt.config));
-                slot.rec = Box::into_raw(rec);
-                slot.id = THREAD_IDS.fetch_add(1, Relaxed);
-                slot.name = std::thread::current().name().map(|n| Arc::from(n.replace(['\n', '\r'], " ")));
+                set_up_thread(slot, rt);
             }
-            // SAFETY: the slot owns the recorder and no invocation is in progress on this thread.
-            unsafe { (*slot.rec).begin(OwnerKind::Thread, slot.id, slot.name.clone()) };
+            let outbox = slot.outbox?;
+            if let Admission::Skip = admit_on_thread(slot, outbox, rt) {
+                return Some(SKIP);
+            }
+            // SAFETY: the slot owns the recorder and no invocation is in progress on this thread. The name is the
+            // outbox's (the writer takes it from there).
+            unsafe { (*slot.rec).begin(OwnerKind::Thread, slot.id, None) };
             Some(slot.rec)
         })
         .ok()
         .flatten();
-    let Some(rec) = rec else {
-        // Thread teardown: nothing can be recorded here.
-        DROPPED.fetch_add(1, Relaxed);
-        CURRENT.with(|c| c.set(SKIP));
-        return Guard::SKIPPED;
+    let rec = match rec {
+        Some(SKIP) => SKIP,
+        Some(rec) => rec,
+        None => {
+            // Thread teardown: nothing can be recorded here.
+            SEEN.fetch_add(1, Relaxed);
+            DROPPED.fetch_add(1, Relaxed);
+            SKIP
+        }
     };
     CURRENT.with(|c| c.set(rec));
+    if rec == SKIP {
+        return Guard::SKIPPED;
+    }
     // SAFETY: rec is this thread's live recorder.
     unsafe { record_enter(rec, index) }
 }
 
-/// The root frame of a thread invocation was left: hand the tree to the writer and take a fresh recorder.
+/// The root frame of a thread invocation was left: hand the tree to the writer, through the thread's outbox when
+/// it is small (the recorder is reused at once), else in its recorder (the thread takes a fresh one).
 #[cold]
 #[inline(never)]
 pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
     CURRENT.with(|c| c.set(ptr::null_mut()));
     let Some(rt) = RUNTIME.get() else { return };
-    let filled = THREAD
-        .try_with(|slot| {
-            let mut slot = slot.try_borrow_mut().ok()?;
-            if slot.rec != rec {
-                return None;
-            }
-            let fresh = spare_recorder(rt)?;
-            Some(mem::replace(&mut slot.rec, Box::into_raw(fresh)))
-        })
-        .ok()
-        .flatten();
-    match filled {
-        // SAFETY: the pointer came from Box::into_raw and the slot no longer refers to it.
-        Some(filled) => send(rt, unsafe { Box::from_raw(filled) }),
-        // No free recorder: the tree is dropped and the recorder reused for the next invocation.
-        None => {
-            DROPPED.fetch_add(1, Relaxed);
+    let handed = THREAD.try_with(|slot| {
+        let mut slot = slot.try_borrow_mut().ok()?;
+        let slot = &mut *slot;
+        let outbox = slot.outbox.filter(|_| slot.rec == rec)?;
+        // SAFETY: the slot owns the recorder, whose invocation just ended on this thread.
+        let r = unsafe { &*rec };
+        if !r.folded && r.nodes().len() <= outbox.max_nodes() {
+            push_to_outbox(slot, outbox, r, rt);
+            return Some(());
         }
+        match spare_recorder(rt) {
+            Some(fresh) => {
+                let filled = mem::replace(&mut slot.rec, Box::into_raw(fresh));
+                // SAFETY: the pointer came from Box::into_raw and the slot no longer refers to it.
+                match outbox.push_recorder(unsafe { Box::from_raw(filled) }) {
+                    Ok(_) => wake_writer(rt),
+                    Err(rec) => {
+                        outbox.count(Counter::DroppedQueueFull);
+                        give_back(rec);
+                    }
+                }
+            }
+            // No free recorder: the tree is dropped and the recorder reused for the next invocation.
+            None => outbox.count(Counter::DroppedNoBuffer),
+        }
+        Some(())
+    });
+    if !matches!(handed, Ok(Some(()))) {
+        DROPPED.fetch_add(1, Relaxed);
+    }
+}
+
+/// Copies a small finished invocation into the thread's outbox (dropped, counted, when it is full) and wakes the
+/// writer when the outbox crosses half full or after a quiet spell.
+fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, rt: &Runtime) {
+    let nodes = rec.nodes();
+    let retired_calls = &rec.retired_calls()[..=crate::retire::slots_used().min(RETIRED_COUNTERS - 1)];
+    let Some((before, after)) = outbox.push(nodes, retired_calls, rec.truncated()) else {
+        outbox.count(Counter::DroppedQueueFull);
+        return;
+    };
+    let end = nodes.first().map_or(0, |root| root.end);
+    let quiet = end.wrapping_sub(slot.last_push) >= QUIET_TICKS;
+    slot.last_push = end;
+    let half = outbox.capacity() / 2;
+    if quiet || (before < half && after >= half) {
+        wake_writer(rt);
     }
 }
 
@@ -343,7 +470,7 @@ pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recor
         return None;
     }
     let Some(mut rec) = spare_recorder(rt) else {
-        DROPPED.fetch_add(1, Relaxed);
+        DROPPED_NO_BUFFER.fetch_add(1, Relaxed);
         return None;
     };
     rec.begin(OwnerKind::Task, TASK_IDS.fetch_add(1, Relaxed), None);
@@ -355,5 +482,23 @@ pub(crate) fn finish_task(owned: OwnedRecorder) {
     match RUNTIME.get() {
         Some(rt) => send(rt, owned.into_box()),
         None => drop(owned),
+    }
+}
+
+/// The counters of `crate::Stats` so far: the shared ones plus every thread's outbox.
+pub(crate) fn stats() -> crate::Stats {
+    let dropped_limit = DROPPED_LIMIT.load(Relaxed) + outbox::total(Counter::DroppedLimit);
+    let dropped_queue_full = DROPPED_QUEUE_FULL.load(Relaxed) + outbox::total(Counter::DroppedQueueFull);
+    let dropped_no_buffer = DROPPED_NO_BUFFER.load(Relaxed) + outbox::total(Counter::DroppedNoBuffer);
+    crate::Stats {
+        seen: SEEN.load(Relaxed) + outbox::total(Counter::Seen),
+        kept: KEPT.load(Relaxed),
+        sampled_out: SAMPLED_OUT.load(Relaxed) + outbox::total(Counter::SampledOut),
+        dropped: DROPPED.load(Relaxed) + dropped_limit + dropped_queue_full + dropped_no_buffer,
+        truncated: TRUNCATED.load(Relaxed),
+        dropped_limit,
+        dropped_queue_full,
+        dropped_no_buffer,
+        retired_functions: crate::retire::retired_functions(),
     }
 }

@@ -31,7 +31,7 @@
 //! one tree (a root task records into its own context, which travels with the future).
 //!
 //! # Public API
-//! - [`flush`]: write every completed invocation still queued, then a `stats` line, before returning.
+//! - [`flush`]: write every completed invocation still queued (every thread's), then a `stats` line, before returning.
 //! - [`stats`]: this process's counters ([`Stats`]).
 //! - [`trace_path`]: where this process writes its trace (known once a root was entered).
 //! - [`Guard`] and [`Instrumented`]: what the probes return. They are created only by the hidden `__private`
@@ -48,7 +48,7 @@
 //! | `CALLTIME_SAMPLE` | 1 | record 1 in N root invocations (the others are counted as `sampled_out`) |
 //! | `CALLTIME_MAX_INVOCATIONS` | 100000 | invocations recorded at most; later ones are counted as `dropped` |
 //! | `CALLTIME_MAX_DEPTH` | 4096 | frames stored per invocation in depth; deeper calls are counted in `truncated_calls` |
-//! | `CALLTIME_QUEUE` | 1024 | length of the bounded queue to the writer; when full, invocations are dropped and counted |
+//! | `CALLTIME_QUEUE` | 1024 | what may wait for the writer, per thread: an outbox of 8 x N node slots (up to 16384), into which invocations of up to 2 x N nodes are copied (bigger ones take one slot and their buffer); when full, invocations are dropped and counted; also the length of the root tasks' queue |
 //! | `CALLTIME_CLOCK` | `auto` | `instant` forces `std::time::Instant` instead of the invariant TSC |
 //! | `CALLTIME_EXACT` | unset | `1`: probes never retire |
 //! | `CALLTIME_RETIRE_FACTOR` | 20 | a function retires when its compensated mean is under N x a recorded probe's cost |
@@ -60,15 +60,23 @@
 //! the clock reads only for the sampled calls; for a retired function, a byte load and a counter. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
 //! converted to nanoseconds and trees are formatted on the writer thread. Each thread allocates one node buffer
 //! (24 bytes a node; 256 nodes, doubled on a cold path up to the fold or `CALLTIME_NODE_CAP` when an invocation needs more, and
-//! kept at that size when recycled) at its first root entry; at most `CALLTIME_QUEUE + 65` more buffers
-//! exist (queued, being written, or owned by root tasks in progress). When none is free the invocation is dropped
-//! and counted, never waited for.
+//! kept at that size when recycled) and one outbox (`8 x CALLTIME_QUEUE` slots of 24 bytes, at most 384 KB) at its
+//! first root entry; an ended thread's outbox is reused by a later thread once drained.
+//!
+//! Per invocation, on the thread that runs it: admission by the thread's own counters (tickets for
+//! `CALLTIME_MAX_INVOCATIONS` are taken from one shared counter 64 at a time), and at the root's return a copy of
+//! the nodes into the thread's outbox, published with one store; the writer is woken when the outbox crosses half
+//! full, or after a quiet spell. Nothing shared between threads is locked or written on that path. A bigger
+//! invocation (more than `2 x CALLTIME_QUEUE` nodes, or folded) is handed over in its buffer through the outbox, and
+//! the thread takes a free buffer (at most `CALLTIME_QUEUE + 65` exist beyond one per thread: queued, being written,
+//! or owned by root tasks in progress). Root tasks go through a shared queue. When the outbox or the queue is full,
+//! or no buffer is free, the invocation is dropped and counted under its cause, never waited for.
 //!
 //! # Durability
 //! Finished trees are written by the writer thread within about 20 ms of their root's return, many per `write`
-//! call. A chained panic hook writes
-//! the queued trees before the previous hook runs (so `panic = "abort"` keeps them), and an `atexit` handler writes
-//! them and a final `stats` line (so `std::process::exit` and returning from `main` keep them).
+//! call. A chained panic hook writes the queued trees and every thread's outbox before the previous hook runs (so
+//! `panic = "abort"` keeps them), and an `atexit` handler writes them and a final `stats` line (so
+//! `std::process::exit` and returning from `main` keep them, including the outboxes of threads still running).
 //!
 //! # Building
 //! No dependencies, no build script; Rust 1.80 or newer, editions 2015 to 2021 (edition 2024 would need `unsafe
@@ -94,13 +102,13 @@ mod calibrate;
 mod clock;
 mod future;
 mod invocation;
+mod outbox;
 mod probe;
 mod recorder;
 mod retire;
 mod writer;
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering::Relaxed;
 
 pub use future::Instrumented;
 pub use probe::Guard;
@@ -182,24 +190,23 @@ pub struct Stats {
     pub kept: u64,
     /// Invocations not recorded because of 1-in-N sampling (`CALLTIME_SAMPLE`).
     pub sampled_out: u64,
-    /// Invocations lost: past `CALLTIME_MAX_INVOCATIONS`, writer queue full, no free buffer, or write failure.
+    /// Invocations lost: the three causes below, plus failed writes and thread teardown.
     pub dropped: u64,
     /// Written invocations whose tree hit the node cap or the depth limit (calls counted, not stored).
     pub truncated: u64,
+    /// Invocations not recorded because `CALLTIME_MAX_INVOCATIONS` were already recorded.
+    pub dropped_limit: u64,
+    /// Invocations dropped because the writer fell behind: the thread's outbox or the writer's queue was full.
+    pub dropped_queue_full: u64,
+    /// Big invocations dropped because no free recorder was left to take over from the one being handed off.
+    pub dropped_no_buffer: u64,
     /// Functions whose probes retired (see `CALLTIME_EXACT`).
     pub retired_functions: u64,
 }
 
 /// This process's counters so far.
 pub fn stats() -> Stats {
-    Stats {
-        seen: invocation::SEEN.load(Relaxed),
-        kept: invocation::KEPT.load(Relaxed),
-        sampled_out: invocation::SAMPLED_OUT.load(Relaxed),
-        dropped: invocation::DROPPED.load(Relaxed),
-        truncated: invocation::TRUNCATED.load(Relaxed),
-        retired_functions: retire::retired_functions(),
-    }
+    invocation::stats()
 }
 
 /// Writes every completed invocation that is still queued, then a `stats` line, before returning. Invocations in

@@ -1,20 +1,21 @@
-//! The writer: a thread that takes completed invocations off the queue, formats them (ticks to nanoseconds, preorder
-//! from parent links) and appends them to the trace file; the panic hook and the exit handler drain the queue too.
+//! The writer: a thread that takes completed invocations out of the threads' outboxes and the root tasks' queue,
+//! formats them (ticks to nanoseconds, preorder) and appends them to the trace file; the panic hook, the exit
+//! handler and `flush` drain them too.
 
 use std::cell::Cell;
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::Write as _;
-use std::mem;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::Receiver;
 use std::sync::Mutex;
 use std::time::Duration;
+use std::{mem, ptr};
 
 use crate::clock::Scale;
 use crate::invocation::{dequeued, give_back, lock, Runtime, DROPPED, KEPT, RUNTIME, TRUNCATED};
+use crate::outbox::{self, Entry};
 use crate::recorder::{
-    OwnerKind, PathNode, Recorder, FLAG_CANCELLED, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
+    Node, OwnerKind, PathNode, Recorder, FLAG_CANCELLED, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
 };
 use crate::retire::{self, Retirement, Watch};
 use crate::Stats;
@@ -72,9 +73,40 @@ struct Sink {
     pending_truncated: u64,
     /// A folded invocation's call paths with the times of its pre-fold calls added.
     paths: Vec<PathNode>,
+    /// The open ancestors (slot, end in ns, left out by `CALLTIME_MIN_NS`) of the node being written.
+    open: Vec<(u32, u64, bool)>,
+    /// The nodes (then the retired calls) of the outbox record being written.
+    scratch: Vec<Node>,
     /// The writer's observations of per-call invocations, for retiring functions.
     watch: Watch,
     retirements: Vec<Retirement>,
+}
+
+/// What a record's `inv` line and `r` lines say besides its nodes, times and counts.
+struct Owner<'a> {
+    kind: OwnerKind,
+    id: u64,
+    truncated: u64,
+    name: Option<&'a str>,
+    retired: Retired<'a>,
+}
+
+/// Calls of retired functions in an invocation.
+enum Retired<'a> {
+    /// A recorder's counters, by retirement slot.
+    BySlot(&'a [u64]),
+    /// An outbox record's entries: `index` the retirement slot, `start` the calls.
+    Entries(&'a [Node]),
+}
+
+impl<'a> Owner<'a> {
+    /// `thread_name`: a thread's recorder does not carry its thread's name (an atomic reference count per
+    /// invocation); its outbox does.
+    fn of(rec: &'a Recorder, thread_name: Option<&'a str>) -> Owner<'a> {
+        let retired = Retired::BySlot(rec.retired_calls());
+        let name = rec.name().or(thread_name);
+        Owner { kind: rec.kind(), id: rec.owner(), truncated: rec.truncated(), name, retired }
+    }
 }
 
 static SINK: Mutex<Sink> = Mutex::new(Sink {
@@ -92,32 +124,103 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     pending_records: 0,
     pending_truncated: 0,
     paths: Vec::new(),
+    open: Vec::new(),
+    scratch: Vec::new(),
     watch: Watch::new(),
     retirements: Vec::new(),
 });
 
-/// Appends `value` in decimal, two digits per division (the writer spends much of its time here).
-fn push_decimal(out: &mut String, mut value: u64) {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
-                                5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    while value >= 100 {
-        let pair = (value % 100) as usize * 2;
-        value /= 100;
-        at -= 2;
-        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
+                            5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+
+/// Digits of `value` in decimal: from its bit length, corrected by one comparison.
+#[inline(always)]
+fn decimal_len(value: u64) -> usize {
+    const POWERS: [u64; 20] = {
+        let mut powers = [1u64; 20];
+        let mut i = 1;
+        while i < 20 {
+            powers[i] = powers[i - 1] * 10;
+            i += 1;
+        }
+        powers
+    };
+    let bits = 64 - (value | 1).leading_zeros() as usize;
+    let guess = (bits * 1233) >> 12;
+    (guess + usize::from(value >= POWERS[guess])).max(1)
+}
+
+/// Writes `value` in decimal at `dst`, four digits per division and two per table lookup; returns the end.
+///
+/// # Safety
+/// `dst` is valid for 20 bytes of writes.
+#[inline(always)]
+unsafe fn write_decimal(dst: *mut u8, value: u64) -> *mut u8 {
+    let pair = |at: *mut u8, two: u32| {
+        // SAFETY: `two` < 100 indexes a pair of the table; `at` is within the caller's 20 bytes (see below).
+        unsafe { ptr::copy_nonoverlapping(PAIRS.as_ptr().add(two as usize * 2), at, 2) }
+    };
+    let len = decimal_len(value);
+    // SAFETY: the digits fill dst..dst+len from the end, len <= 20 (the caller's contract).
+    unsafe {
+        let end = dst.add(len);
+        let mut at = end;
+        let mut value = value;
+        while value >= 10_000 {
+            let four = (value % 10_000) as u32;
+            value /= 10_000;
+            at = at.sub(4);
+            pair(at, four / 100);
+            pair(at.add(2), four % 100);
+        }
+        let mut value = value as u32;
+        if value >= 100 {
+            at = at.sub(2);
+            pair(at, value % 100);
+            value /= 100;
+        }
+        if value >= 10 {
+            pair(at.sub(2), value);
+        } else {
+            *at.sub(1) = b'0' + value as u8;
+        }
+        end
     }
-    if value >= 10 {
-        let pair = value as usize * 2;
-        at -= 2;
-        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    } else {
-        at -= 1;
-        digits[at] = b'0' + value as u8;
+}
+
+/// Appends `value` in decimal.
+fn push_decimal(out: &mut String, value: u64) {
+    // SAFETY: only ASCII digits are appended, so the string stays UTF-8.
+    let out = unsafe { out.as_mut_vec() };
+    out.reserve(20);
+    // SAFETY: 20 bytes are reserved past the length; `write_decimal` writes the digits there and returns their end.
+    unsafe {
+        let start = out.as_mut_ptr().add(out.len());
+        let end = write_decimal(start, value);
+        out.set_len(out.len() + end.offset_from(start) as usize);
     }
-    // SAFETY: ASCII digits are valid UTF-8.
-    unsafe { out.as_mut_vec() }.extend_from_slice(&digits[at..]);
+}
+
+/// Appends a line: `kind`, then the fields in decimal, with one capacity check (the writer spends most of its
+/// time here: `writeln!` through core::fmt took about half of it on large trees).
+#[inline(always)]
+fn push_fields(out: &mut String, kind: &str, fields: &[u64]) {
+    // SAFETY: `kind` is UTF-8 and everything else appended is ASCII.
+    let out = unsafe { out.as_mut_vec() };
+    out.reserve(kind.len() + fields.len() * 21 + 1);
+    // SAFETY: the bytes written (kind, then per field a space and at most 20 digits, then a newline) fit in what
+    // was just reserved past the length, and all of them are written before `set_len`.
+    unsafe {
+        let start = out.as_mut_ptr().add(out.len());
+        ptr::copy_nonoverlapping(kind.as_ptr(), start, kind.len());
+        let mut at = start.add(kind.len());
+        for &value in fields {
+            *at = b' ';
+            at = write_decimal(at.add(1), value);
+        }
+        *at = b'\n';
+        out.set_len(out.len() + at.offset_from(start) as usize + 1);
+    }
 }
 
 /// Writes every queued invocation (and a `stats` line if asked). Safe from any thread; never waits for itself.
@@ -186,14 +289,43 @@ impl Sink {
             dequeued();
             self.push_retirements();
             let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
-            self.write_invocation(rt, &rec, scale);
+            self.write_invocation(rt, &rec, None, scale);
             give_back(rec);
             if self.pending.len() >= FLUSH_BYTES {
                 self.flush_pending(rt);
             }
         }
+        self.write_outboxes(rt, &mut scale);
         self.push_retirements();
         self.flush_pending(rt);
+    }
+
+    /// Writes the small invocations waiting in the threads' outboxes.
+    fn write_outboxes(&mut self, rt: &Runtime, scale: &mut Option<Scale>) {
+        let mut scratch = mem::take(&mut self.scratch);
+        let mut at = 0;
+        while let Some(outbox) = outbox::nth(at) {
+            at += 1;
+            outbox.drain(&mut scratch, |thread, name, entry| {
+                let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
+                self.push_retirements();
+                match entry {
+                    Entry::Nodes { nodes, retired, truncated } => {
+                        let retired = Retired::Entries(retired);
+                        let owner = Owner { kind: OwnerKind::Thread, id: thread, truncated, name, retired };
+                        self.write_nodes(rt, nodes, &owner, scale);
+                    }
+                    Entry::Recorder(rec) => {
+                        self.write_invocation(rt, &rec, name, scale);
+                        give_back(rec);
+                    }
+                }
+                if self.pending.len() >= FLUSH_BYTES {
+                    self.flush_pending(rt);
+                }
+            });
+        }
+        self.scratch = scratch;
     }
 
     /// Appends the `retire` records not yet written (between invocations: a retirement always precedes the records
@@ -244,7 +376,11 @@ impl Sink {
         if self.last_stats == Some(now) {
             return;
         }
-        let line = format!("stats {} {} {} {} {}\n", now.seen, now.kept, now.sampled_out, now.dropped, now.truncated);
+        let mut line = String::new();
+        let fields = [now.seen, now.kept, now.sampled_out, now.dropped, now.truncated, now.dropped_limit];
+        push_fields(&mut line, "stats", &fields);
+        line.pop();
+        push_fields(&mut line, "", &[now.dropped_queue_full, now.dropped_no_buffer, now.retired_functions]);
         if let Some(file) = self.file(rt) {
             if file.write_all(line.as_bytes()).is_ok() {
                 self.last_stats = Some(now);
@@ -252,51 +388,115 @@ impl Sink {
         }
     }
 
-    /// Rebuilds preorder from parent links, converts ticks, applies the minimum duration, writes one record.
-    fn write_invocation(&mut self, rt: &Runtime, rec: &Recorder, scale: Scale) {
-        let nodes = rec.nodes();
-        let count = nodes.len();
-        if count == 0 {
+    /// Writes one invocation handed over in its recorder.
+    fn write_invocation(&mut self, rt: &Runtime, rec: &Recorder, thread_name: Option<&str>, scale: Scale) {
+        if rec.nodes().is_empty() {
             return;
         }
         if rec.folded {
-            self.write_folded(rt, rec, scale);
+            self.write_folded(rt, rec, thread_name, scale);
             return;
         }
-        self.link_children(count, |slot| (nodes[slot].link & PARENT_MASK) as usize);
-        let root = nodes[0];
+        self.write_nodes(rt, rec.nodes(), &Owner::of(rec, thread_name), scale);
+    }
+
+    /// Writes one per-call invocation: converts ticks, applies the minimum duration, writes the nodes in preorder.
+    fn write_nodes(&mut self, rt: &Runtime, nodes: &[Node], owner: &Owner, scale: Scale) {
+        let Some(root) = nodes.first() else { return };
         let root_start = scale.ns(root.start);
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
         self.body.clear();
+        let (written, filtered) = match self.walk_in_entry_order(rt, nodes, scale, root_end) {
+            Some(counts) => counts,
+            None => self.walk_by_links(rt, nodes, scale, root_end),
+        };
+        self.finish_record(owner, root_start, root_end - root_start, written, filtered);
+        self.watch.observe_nodes(nodes);
+    }
+
+    /// Appends the node line of `node` (at `depth`, under a parent that ended at `parent_end`) unless it is shorter
+    /// than the minimum duration; its end in ns, and whether it was written.
+    fn push_node(
+        &mut self,
+        rt: &Runtime,
+        node: &Node,
+        is_root: bool,
+        depth: u32,
+        parent_end: u64,
+        scale: Scale,
+    ) -> (u64, bool) {
+        let mut flags = node.link >> PARENT_BITS;
+        let start = scale.ns(node.start);
+        let end = if node.end == OPEN {
+            flags |= FLAG_CANCELLED;
+            parent_end
+        } else {
+            scale.ns(node.end)
+        }
+        .max(start);
+        let duration = end - start;
+        if !is_root && duration < rt.config.min_ns {
+            return (end, false);
+        }
+        self.push_line("n", &[u64::from(depth), u64::from(node.index), start, duration, u64::from(flags)]);
+        (end, true)
+    }
+
+    /// Sync invocations record their nodes in preorder: written in one pass, with the open ancestors on a stack.
+    /// `None` (and nothing written) when a node's parent is not an open ancestor, as when async children interleave.
+    fn walk_in_entry_order(&mut self, rt: &Runtime, nodes: &[Node], scale: Scale, root_end: u64) -> Option<(u64, u64)> {
+        self.open.clear();
+        let (mut written, mut filtered) = (0u64, 0u64);
+        for (slot, node) in nodes.iter().enumerate() {
+            let mut parent_end = root_end;
+            if slot > 0 {
+                let parent = node.link & PARENT_MASK;
+                while self.open.last().is_some_and(|&(open, ..)| open != parent) {
+                    self.open.pop();
+                }
+                let Some(&(_, end, left_out)) = self.open.last() else {
+                    self.body.clear();
+                    return None;
+                };
+                if left_out {
+                    filtered += 1;
+                    self.open.push((slot as u32, end, true));
+                    continue;
+                }
+                parent_end = end;
+            }
+            let depth = self.open.len() as u32;
+            let (end, kept) = self.push_node(rt, node, slot == 0, depth, parent_end, scale);
+            if kept {
+                written += 1;
+            } else {
+                filtered += 1;
+            }
+            self.open.push((slot as u32, end, !kept));
+        }
+        Some((written, filtered))
+    }
+
+    /// Rebuilds preorder from parent links (children in entry order) and writes the nodes.
+    fn walk_by_links(&mut self, rt: &Runtime, nodes: &[Node], scale: Scale, root_end: u64) -> (u64, u64) {
+        self.link_children(nodes.len(), |slot| (nodes[slot].link & PARENT_MASK) as usize);
         self.walk.clear();
         self.walk.push((0, 0, root_end));
         let (mut written, mut filtered) = (0u64, 0u64);
         while let Some((slot, depth, parent_end)) = self.walk.pop() {
-            let node = nodes[slot as usize];
-            let mut flags = node.link >> PARENT_BITS;
-            let start = scale.ns(node.start);
-            let end = if node.end == OPEN {
-                flags |= FLAG_CANCELLED;
-                parent_end
-            } else {
-                scale.ns(node.end)
-            }
-            .max(start);
-            let duration = end - start;
-            if slot != 0 && duration < rt.config.min_ns {
+            let (end, kept) = self.push_node(rt, &nodes[slot as usize], slot == 0, depth, parent_end, scale);
+            if !kept {
                 filtered += self.subtree_size(slot);
                 continue;
             }
             written += 1;
-            self.push_line("n", &[u64::from(depth), u64::from(node.index), start, duration, u64::from(flags)]);
             self.walk_children(slot, depth, end);
         }
-        self.finish_record(rec, root_start, root_end - root_start, written, filtered);
-        self.watch.observe_nodes(nodes);
+        (written, filtered)
     }
 
     /// Writes a folded invocation: one `a` line per call path, in preorder, children in order of first entry.
-    fn write_folded(&mut self, rt: &Runtime, rec: &Recorder, scale: Scale) {
+    fn write_folded(&mut self, rt: &Runtime, rec: &Recorder, thread_name: Option<&str>, scale: Scale) {
         let count = rec.paths().len();
         if count == 0 {
             return;
@@ -356,7 +556,7 @@ impl Sink {
             self.walk_children(id, depth, 0);
         }
         self.paths = paths;
-        self.finish_record(rec, root_start, root_end - root_start, written, filtered);
+        self.finish_record(&Owner::of(rec, thread_name), root_start, root_end - root_start, written, filtered);
     }
 
     /// Builds `first_child`/`next_sibling` for `count` nodes from each one's parent (children in index order);
@@ -390,43 +590,43 @@ impl Sink {
     /// Appends a node line: its kind, then the fields. By hand: `writeln!` through core::fmt took about half of the
     /// writer's time on large trees.
     fn push_line(&mut self, kind: &str, fields: &[u64]) {
-        self.body.push_str(kind);
-        for &value in fields {
-            self.body.push(' ');
-            push_decimal(&mut self.body, value);
-        }
-        self.body.push('\n');
+        push_fields(&mut self.body, kind, fields);
     }
 
-    /// Wraps the node lines in `body` into an `inv` ... `end` record and writes it with one call.
-    fn finish_record(&mut self, rec: &Recorder, start: u64, duration: u64, written: u64, filtered: u64) {
+    /// Wraps the node lines in `body` into an `inv` ... `end` record.
+    fn finish_record(&mut self, owner: &Owner, start: u64, duration: u64, written: u64, filtered: u64) {
         let seq = self.seq;
-        let kind = match rec.kind() {
-            OwnerKind::Thread => "thread",
-            OwnerKind::Task => "task",
-        };
-        let _ = writeln!(
-            self.pending,
-            "inv {seq} {kind} {} {start} {duration} {written} {} {filtered} {}",
-            rec.owner(),
-            rec.truncated(),
-            rec.name().unwrap_or("")
-        );
-        self.pending.push_str(&self.body);
-        for slot in 1..=retire::slots_used().min(rec.retired_calls().len() - 1) {
-            let calls = rec.retired_calls()[slot];
-            if calls > 0 {
-                self.pending.push_str("r ");
-                push_decimal(&mut self.pending, u64::from(retire::slot_index(slot)));
-                self.pending.push(' ');
-                push_decimal(&mut self.pending, calls);
-                self.pending.push('\n');
-            }
+        let out = &mut self.pending;
+        out.push_str("inv ");
+        push_decimal(out, seq);
+        out.push_str(match owner.kind {
+            OwnerKind::Thread => " thread",
+            OwnerKind::Task => " task",
+        });
+        for value in [owner.id, start, duration, written, owner.truncated, filtered] {
+            out.push(' ');
+            push_decimal(out, value);
         }
-        let _ = writeln!(self.pending, "end {seq}");
+        out.push(' ');
+        out.push_str(owner.name.unwrap_or(""));
+        out.push('\n');
+        out.push_str(&self.body);
+        let slots_used = retire::slots_used();
+        let mut push_retired = |slot: usize, calls: u64| {
+            if calls > 0 && (1..=slots_used).contains(&slot) {
+                push_fields(out, "r", &[u64::from(retire::slot_index(slot)), calls]);
+            }
+        };
+        match owner.retired {
+            Retired::BySlot(counts) => {
+                counts.iter().enumerate().take(slots_used + 1).for_each(|(slot, &calls)| push_retired(slot, calls))
+            }
+            Retired::Entries(entries) => entries.iter().for_each(|e| push_retired(e.index as usize, e.start)),
+        }
+        push_fields(out, "end", &[seq]);
         self.seq += 1;
         self.pending_records += 1;
-        if rec.truncated() > 0 {
+        if owner.truncated > 0 {
             self.pending_truncated += 1;
         }
     }
@@ -504,10 +704,27 @@ pub(crate) fn install_flush_hooks() {
 mod tests {
     #[test]
     fn push_decimal_writes_every_width() {
-        for value in [0, 7, 9, 10, 42, 99, 100, 101, 999, 1000, 65_536, 1_234_567_890, u64::MAX] {
+        let mut values = vec![0, 7, 42, 65_536, 1_234_567_890, u64::MAX, u64::MAX - 1];
+        // Both sides of every power of ten and of every power of two (where the digit count is guessed from).
+        for shift in 0..64 {
+            values.extend([(1u64 << shift) - 1, 1 << shift, (1 << shift) + 1]);
+        }
+        for power in 1..20 {
+            let p = 10u64.pow(power);
+            values.extend([p - 1, p, p + 1]);
+        }
+        for value in values {
             let mut out = String::from("x");
             super::push_decimal(&mut out, value);
             assert_eq!(out, format!("x{value}"));
         }
+    }
+
+    #[test]
+    fn push_fields_writes_a_line() {
+        let mut out = String::from("head\n");
+        super::push_fields(&mut out, "n", &[0, 12, u64::MAX, 10_000, 9]);
+        super::push_fields(&mut out, "end", &[3]);
+        assert_eq!(out, format!("head\nn 0 12 {} 10000 9\nend 3\n", u64::MAX));
     }
 }

@@ -1,5 +1,5 @@
 //! Many threads ending invocations at once, in the test's debug profile (overflow checks on): the hand-off to the
-//! writer must never panic or lose count. Issue 12 item 1: the queue counter was incremented after the send, so the
+//! writer must never panic or lose count, and every dropped invocation is counted under its cause. Issue 12 item 1: the queue counter was incremented after the send, so the
 //! writer's decrement could come first and wrap it (`attempt to add with overflow`, exit 101).
 
 mod common;
@@ -41,6 +41,15 @@ fn threads_hand_off_invocations_without_overflow() {
         for thread in threads {
             thread.join().expect("a recording thread panicked");
         }
+        // Every root is accounted for once written, and every drop has its cause.
+        calltime_rt::flush();
+        let s = calltime_rt::stats();
+        assert_eq!(s.seen, THREADS * ROOTS_PER_THREAD);
+        assert_eq!(s.kept + s.dropped + s.sampled_out, s.seen, "{s:?}");
+        assert_eq!(s.dropped, s.dropped_limit + s.dropped_queue_full + s.dropped_no_buffer, "{s:?}");
+        // At most the limit is recorded; tickets a thread held when it ended may be left unused by the others.
+        let unused_tickets_bound = THREADS * 64;
+        assert!((LIMIT_DROPS..=LIMIT_DROPS + unused_tickets_bound).contains(&s.dropped_limit), "{s:?}");
         return;
     }
     // The race is narrow (the old code failed about one run in three here): three runs.
@@ -49,20 +58,26 @@ fn threads_hand_off_invocations_without_overflow() {
     }
 }
 
-/// One run of the scenario with a 2-slot queue, so the writer is woken after every send and drains while the
-/// threads send, and every root recorded (no invocation limit) goes through the queue.
+/// Invocations past the limit: the threads take their tickets in batches from one counter, and the limit must
+/// still hold.
+const LIMIT_DROPS: u64 = 1_000;
+
+/// One run of the scenario with 16-slot outboxes (4 invocations each), so the writer is woken every other root and
+/// drains while the threads push, and a limit just below the number of roots.
 fn check_run() {
+    let max = (THREADS * ROOTS_PER_THREAD - LIMIT_DROPS).to_string();
     let trace = run_ok(
         "threads_hand_off_invocations_without_overflow",
         // Exact: the tiny calls would otherwise retire and leave the trees (retire.rs tests that).
-        &[("CALLTIME_QUEUE", "2"), ("CALLTIME_MAX_INVOCATIONS", "800000"), ("CALLTIME_EXACT", "1")],
+        &[("CALLTIME_QUEUE", "2"), ("CALLTIME_MAX_INVOCATIONS", &max), ("CALLTIME_EXACT", "1")],
     );
     let [seen, kept, sampled_out, dropped, truncated] = trace.stats.expect("a stats line at exit");
     assert_eq!(seen, THREADS * ROOTS_PER_THREAD);
     assert_eq!(sampled_out, 0);
     assert_eq!(truncated, 0);
-    // Every root is kept or dropped (on a full queue).
+    // Every root is kept or dropped (past the limit or on a full outbox).
     assert_eq!(kept + dropped, seen);
+    assert!(dropped >= LIMIT_DROPS, "dropped {dropped}");
     assert!(kept > 0, "kept {kept}");
     assert_eq!(trace.incomplete, 0);
     assert_eq!(trace.invocations.len() as u64, kept);

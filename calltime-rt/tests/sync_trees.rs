@@ -4,7 +4,7 @@
 mod common;
 
 use calltime_rt::__private::{enter, enter_root, hold_writer, PlanInfo};
-use common::{is_child, parse, run_child, run_ok};
+use common::{is_child, parse, run_child, run_ok, Inv};
 use std::hint::black_box;
 
 static PLAN: PlanInfo = PlanInfo { id: "plan-sync", table: "/tmp/sync.functions.json", functions: 16 };
@@ -335,12 +335,17 @@ fn full_queue_drops_instead_of_blocking() {
         for _ in 0..10 {
             root();
         }
-        assert_eq!(calltime_rt::stats().dropped, 9);
+        let stats = calltime_rt::stats();
+        assert_eq!(
+            (stats.dropped, stats.dropped_queue_full, stats.dropped_limit, stats.dropped_no_buffer),
+            (6, 6, 0, 0)
+        );
         return;
     }
-    let trace = run_ok("full_queue_drops_instead_of_blocking", &[("CALLTIME_QUEUE", "1")]);
-    assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]"]);
-    assert_eq!(trace.stats, Some([10, 1, 0, 9, 0]));
+    // A 32-slot outbox: four 6-node invocations (7 slots each) fit.
+    let trace = run_ok("full_queue_drops_instead_of_blocking", &[("CALLTIME_QUEUE", "4")]);
+    assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]"; 4]);
+    assert_eq!(trace.stats, Some([10, 4, 0, 6, 0]));
 }
 
 #[test]
@@ -450,4 +455,47 @@ fn writer_appends_each_tree_as_it_completes() {
     let trace = parse(&text);
     assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]"]);
     assert_eq!(trace.stats, None, "nothing ran after the crash");
+}
+
+/// Small invocations wait in their thread's outbox until the writer drains it: with the writer held, the exit
+/// handler must still find those of a thread that ended and of one still running, in each thread's order, big
+/// invocations (handed over in their buffer) included.
+#[test]
+fn exit_writes_every_threads_outbox() {
+    if is_child("exit_writes_every_threads_outbox") {
+        hold_writer(true);
+        let named = |name: &str| std::thread::Builder::new().name(name.into());
+        named("ended")
+            .spawn(|| {
+                root();
+                recursive_root(9); // 11 nodes: more than this outbox copies (8)
+                root();
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let (started, wait) = std::sync::mpsc::channel();
+        let _running = named("running").spawn(move || {
+            recursive_root(1);
+            root();
+            started.send(()).unwrap();
+            std::thread::park();
+        });
+        wait.recv().unwrap();
+        root();
+        std::process::exit(3);
+    }
+    let (output, text) = run_child("exit_writes_every_threads_outbox", &[("CALLTIME_QUEUE", "4")]);
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
+    let trace = parse(&text);
+    let shapes_of = |name: &str| -> Vec<String> {
+        trace.invocations.iter().filter(|inv| inv.name == name).map(Inv::shape).collect()
+    };
+    let root_shape = "0[1[2] 1[2] 2]";
+    let deep = format!("{}2{}", "0[".repeat(10), "]".repeat(10));
+    assert_eq!(shapes_of("ended"), [root_shape.to_owned(), deep, root_shape.to_owned()]);
+    assert_eq!(shapes_of("running"), ["0[0[2]]", root_shape]);
+    // The test harness runs the child scenario on a thread named after the test.
+    assert_eq!(shapes_of("exit_writes_every_threads_outbox"), [root_shape]);
+    assert_eq!(trace.stats, Some([6, 6, 0, 0, 0]));
 }

@@ -9,6 +9,7 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("future.rs", include_str!("../../calltime-rt/src/future.rs")),
     ("invocation.rs", include_str!("../../calltime-rt/src/invocation.rs")),
     ("lib.rs", include_str!("../../calltime-rt/src/lib.rs")),
+    ("outbox.rs", include_str!("../../calltime-rt/src/outbox.rs")),
     ("probe.rs", include_str!("../../calltime-rt/src/probe.rs")),
     ("recorder.rs", include_str!("../../calltime-rt/src/recorder.rs")),
     ("recorder/fold.rs", include_str!("../../calltime-rt/src/recorder/fold.rs")),

@@ -1,0 +1,219 @@
+//! Per-thread outboxes: how a thread hands small finished invocations to the writer without touching anything
+//! shared with other threads. Each thread that enters a root claims an outbox: a single-producer ring of nodes
+//! (the thread copies a finished invocation's nodes in and publishes them with one release store; whoever holds the
+//! writer's sink reads them out and advances the tail) and the thread's counters (written by the thread alone, with
+//! plain stores, summed by `crate::stats`). Outboxes are registered once (a cold path, the thread's first root) and
+//! never freed: an ended thread's outbox is drained by the writer, the panic hook or the exit handler like any other,
+//! then reused by a later thread.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use std::sync::{Arc, Mutex};
+
+use crate::invocation::lock;
+use crate::recorder::{Node, Recorder};
+
+/// Counters of one outbox (see `crate::Stats`): written by the owning thread only, read by anyone.
+#[derive(Clone, Copy)]
+pub(crate) enum Counter {
+    Seen,
+    SampledOut,
+    DroppedLimit,
+    DroppedQueueFull,
+    DroppedNoBuffer,
+}
+const COUNTERS: usize = 5;
+
+/// Who recorded the invocations in an outbox: set by the claiming thread while the ring is empty.
+struct Owner {
+    thread: u64,
+    name: Option<Arc<str>>,
+}
+
+pub(crate) struct Outbox {
+    /// A power-of-two ring of records: a header (see `header`) followed by the invocation's nodes.
+    slots: Box<[UnsafeCell<Node>]>,
+    mask: usize,
+    /// Slots published by the owner (only the owner stores it).
+    head: AtomicUsize,
+    /// Slots consumed by the sink's holder (only it stores it, under the sink's lock).
+    tail: AtomicUsize,
+    in_use: AtomicBool,
+    owner: UnsafeCell<Owner>,
+    counters: [AtomicU64; COUNTERS],
+}
+
+// SAFETY: the ring's slots between tail and head are written only before their release by the owner's head store
+// and read only after the consumer's acquire load of it; slots past head are written only by the owner, and read
+// by nobody until published. `owner` is written only while the outbox is claimed and empty (no reader).
+unsafe impl Sync for Outbox {}
+
+/// Every outbox ever claimed; locked only to claim one (a thread's first root), to walk them (a drain) and to sum
+/// the counters (`crate::stats`).
+static OUTBOXES: Mutex<Vec<&'static Outbox>> = Mutex::new(Vec::new());
+
+/// A header slot: `index` holds the node count, `link` the count of retired-call entries that follow the nodes
+/// (`index` the retirement slot, `start` the calls) and `start` the truncated calls of the invocation; or, for an
+/// invocation too big to copy, `end` holds its recorder (`Box::into_raw`) and nothing follows.
+fn header(nodes: usize, retired: usize, truncated: u64, recorder: *mut Recorder) -> Node {
+    Node { start: truncated, end: recorder as usize as u64, index: nodes as u32, link: retired as u32 }
+}
+
+/// One finished invocation read out of an outbox.
+pub(crate) enum Entry<'a> {
+    /// A small invocation: its nodes, its calls of retired functions (see `header`) and its truncated calls.
+    Nodes { nodes: &'a [Node], retired: &'a [Node], truncated: u64 },
+    /// A big invocation, handed over in its recorder (to be given back once written).
+    Recorder(Box<Recorder>),
+}
+
+impl Outbox {
+    fn new(capacity: usize) -> Outbox {
+        let empty = Node { start: 0, end: 0, index: 0, link: 0 };
+        Outbox {
+            slots: (0..capacity).map(|_| UnsafeCell::new(empty)).collect(),
+            mask: capacity - 1,
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            in_use: AtomicBool::new(true),
+            owner: UnsafeCell::new(Owner { thread: 0, name: None }),
+            counters: Default::default(),
+        }
+    }
+
+    /// Largest invocation (in nodes) that goes through the outbox; bigger ones are handed over in their recorder.
+    pub(crate) fn max_nodes(&self) -> usize {
+        self.slots.len() / 4
+    }
+
+    /// Counts one event; only the owning thread calls it (a load and a store, no read-modify-write).
+    #[inline(always)]
+    pub(crate) fn count(&self, counter: Counter) {
+        let c = &self.counters[counter as usize];
+        c.store(c.load(Relaxed) + 1, Relaxed);
+    }
+
+    /// Copies a finished invocation in; `None` (nothing published) when the ring has no room, else the slots in
+    /// use before and after, for the caller's wake-up decision. Only the owning thread calls it.
+    /// `retired_calls` are the recorder's counters by retirement slot (those in use); the non-zero ones are copied.
+    pub(crate) fn push(&self, nodes: &[Node], retired_calls: &[u64], truncated: u64) -> Option<(usize, usize)> {
+        self.publish(nodes, retired_calls, truncated, std::ptr::null_mut())
+    }
+
+    /// Hands over a big invocation in its recorder, in order with the small ones; the recorder back when the
+    /// ring has no room. Only the owning thread calls it.
+    pub(crate) fn push_recorder(&self, rec: Box<Recorder>) -> Result<(usize, usize), Box<Recorder>> {
+        let rec = Box::into_raw(rec);
+        self.publish(&[], &[], 0, rec).ok_or_else(|| {
+            // SAFETY: the pointer came from Box::into_raw just above and was not published.
+            unsafe { Box::from_raw(rec) }
+        })
+    }
+
+    /// Writes the nodes and retired-call entries past the head, then their header, and publishes them; the slots
+    /// in use before and after, or `None` (and nothing published) when they may not fit.
+    fn publish(
+        &self,
+        nodes: &[Node],
+        retired_calls: &[u64],
+        truncated: u64,
+        rec: *mut Recorder,
+    ) -> Option<(usize, usize)> {
+        let head = self.head.load(Relaxed);
+        let used = head.wrapping_sub(self.tail.load(Acquire));
+        if used + 1 + nodes.len() + retired_calls.len() > self.slots.len() {
+            return None;
+        }
+        let mut at = head.wrapping_add(1);
+        let mut put = |node: Node| {
+            // SAFETY: slots head..at stay within the bound checked above, past the published head: nobody reads
+            // them until the store below publishes them.
+            unsafe { *self.slots[at & self.mask].get() = node };
+            at = at.wrapping_add(1);
+        };
+        nodes.iter().for_each(|&node| put(node));
+        let mut retired = 0;
+        for (slot, &calls) in retired_calls.iter().enumerate() {
+            if calls > 0 {
+                put(Node { start: calls, end: 0, index: slot as u32, link: 0 });
+                retired += 1;
+            }
+        }
+        // SAFETY: as above.
+        unsafe { *self.slots[head & self.mask].get() = header(nodes.len(), retired, truncated, rec) };
+        self.head.store(at, Release);
+        Some((used, used + at.wrapping_sub(head)))
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The thread ended: a later thread may claim the outbox once it is drained.
+    pub(crate) fn release(&self) {
+        self.in_use.store(false, Release);
+    }
+
+    /// Reads out every published invocation, in order: `each(thread, name, entry)`. Only the holder of the
+    /// writer's sink calls it (one consumer at a time).
+    pub(crate) fn drain(&self, scratch: &mut Vec<Node>, mut each: impl FnMut(u64, Option<&str>, Entry)) {
+        let mut tail = self.tail.load(Relaxed);
+        let head = self.head.load(Acquire);
+        while tail != head {
+            // SAFETY: slots tail..head were published by the owner's release store of head, acquired above, and
+            // the owner does not write them again before the tail store below gives them back.
+            let h = unsafe { *self.slots[tail & self.mask].get() };
+            let (count, retired) = (h.index as usize, h.link as usize);
+            let entry = if h.end != 0 {
+                // SAFETY: a non-zero `end` in a header is a recorder the owner gave up with Box::into_raw; it is
+                // read out exactly once, here, before the tail moves past it.
+                Entry::Recorder(unsafe { Box::from_raw(h.end as usize as *mut Recorder) })
+            } else {
+                scratch.clear();
+                // SAFETY: as for the header.
+                scratch.extend((1..=count + retired).map(|i| unsafe { *self.slots[(tail + i) & self.mask].get() }));
+                let (nodes, retired) = scratch.split_at(count);
+                Entry::Nodes { nodes, retired, truncated: h.start }
+            };
+            // SAFETY: the owner wrote `owner` before publishing any record of this claim; it is rewritten only by a
+            // later claim, which waits for the ring to be empty (after the tail store below).
+            let owner = unsafe { &*self.owner.get() };
+            each(owner.thread, owner.name.as_deref(), entry);
+            tail = tail.wrapping_add(1 + count + retired);
+            self.tail.store(tail, Release);
+        }
+    }
+}
+
+/// Claims a free, drained outbox for the calling thread, or registers a new one of `capacity` slots (a power of
+/// two).
+pub(crate) fn claim(capacity: usize, thread: u64, name: Option<Arc<str>>) -> &'static Outbox {
+    let mut all = lock(&OUTBOXES);
+    let free = all.iter().copied().find(|ob| {
+        !ob.in_use.load(Acquire)
+            && ob.tail.load(Acquire) == ob.head.load(Relaxed)
+            && ob.in_use.compare_exchange(false, true, Acquire, Relaxed).is_ok()
+    });
+    let ob = match free {
+        Some(ob) => ob,
+        None => {
+            let ob: &'static Outbox = Box::leak(Box::new(Outbox::new(capacity)));
+            all.push(ob);
+            ob
+        }
+    };
+    // SAFETY: the outbox is claimed by this thread and empty: no consumer reads its owner until this thread
+    // publishes a record.
+    unsafe { *ob.owner.get() = Owner { thread, name } };
+    ob
+}
+
+/// The outbox registered `at` in order, for the drains.
+pub(crate) fn nth(at: usize) -> Option<&'static Outbox> {
+    lock(&OUTBOXES).get(at).copied()
+}
+
+/// The sum of one counter over every outbox.
+pub(crate) fn total(counter: Counter) -> u64 {
+    lock(&OUTBOXES).iter().map(|ob| ob.counters[counter as usize].load(Relaxed)).sum()
+}
