@@ -86,5 +86,11 @@ fn plan(ws: &Workspace, options: &mut PlanOptions, exclude_fast: bool) -> Result
     for warning in &analysis.warnings {
         ui::warn(warning);
     }
-    analysis.plan(ws, options)
+    let printed = analysis.warnings.len();
+    let plan = analysis.plan(ws, options)?;
+    // The planning's own warnings (a --filter that leaves only the roots) follow the analysis's in the plan.
+    for warning in plan.warnings.iter().skip(printed) {
+        ui::warn(warning);
+    }
+    Ok(plan)
 }

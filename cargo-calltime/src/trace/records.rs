@@ -14,13 +14,14 @@ pub(super) const MAGIC: &str = "calltime-trace";
 
 /// Settings the runtime writes, in its order: a value of these that is not a number is an error, and the builder
 /// writes them first, in this order, as the runtime does.
-pub(super) const KNOWN_SETTINGS: [&str; 9] = [
+pub(super) const KNOWN_SETTINGS: [&str; 10] = [
     "node_cap",
     "fold_after",
     "time_sample",
     "min_ns",
     "sample",
     "max_invocations",
+    "max_depth",
     "retire",
     "retire_factor",
     "retire_min_calls",
