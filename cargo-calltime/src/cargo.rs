@@ -26,7 +26,8 @@ pub struct BuildOptions {
     pub cargo_verbose: bool,
 }
 
-/// `--bin NAME`, `--example NAME`, `--test NAME` or `--bench NAME`.
+/// `--bin NAME`, `--example NAME`, `--test NAME`, `--bench NAME` or `--lib` (whose name is the package's library's,
+/// empty until [`select_target`] finds it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedTarget {
     pub kind: TargetKind,
@@ -40,6 +41,8 @@ pub enum TargetKind {
     Example,
     Test,
     Bench,
+    /// The library's unit tests (`cargo test --lib`).
+    Lib,
 }
 
 impl TargetKind {
@@ -54,6 +57,7 @@ impl TargetKind {
             TargetKind::Example => "--example",
             TargetKind::Test => "--test",
             TargetKind::Bench => "--bench",
+            TargetKind::Lib => "--lib",
         }
     }
 }
@@ -91,6 +95,9 @@ pub fn select_target(ws: &Workspace, named: Option<&NamedTarget>, cargo: &CargoO
         kind,
         name: name.to_owned(),
     };
+    if let Some(NamedTarget { kind: TargetKind::Lib, .. }) = named {
+        return select_lib(&scope, make);
+    }
     if let Some(NamedTarget { kind, name }) = named {
         // An explicit name is looked up in every member when no -p narrows it, like cargo does.
         let search: Vec<&cargo_metadata::Package> =
@@ -139,6 +146,33 @@ pub fn select_target(ws: &Workspace, named: Option<&NamedTarget>, cargo: &CargoO
     }
 }
 
+/// `--lib`: the library of the selected package (the root package, or the one `-p` names).
+fn select_lib(
+    scope: &[&cargo_metadata::Package],
+    make: impl Fn(&cargo_metadata::Package, TargetKind, &str) -> Target,
+) -> Result<Target> {
+    let make = &make;
+    let libs: Vec<Target> = scope
+        .iter()
+        .flat_map(|p| targets_of(p, TargetKind::Lib).map(move |t| make(p, TargetKind::Lib, &t.name)))
+        .collect();
+    match <[Target; 1]>::try_from(libs) {
+        Ok([lib]) => Ok(lib),
+        Err(libs) if libs.is_empty() => {
+            let names: Vec<&str> = scope.iter().map(|p| p.name.as_str()).collect();
+            Err(UserError::new(format!("--lib: no library in {}", names.join(", ")))
+                .hint("pass -p a package that has a lib target")
+                .into())
+        }
+        Err(libs) => {
+            let names: Vec<&str> = libs.iter().map(|t| t.package.as_str()).collect();
+            Err(UserError::new(format!("--lib: several packages have a library: {}", names.join(", ")))
+                .hint("pick one with -p NAME")
+                .into())
+        }
+    }
+}
+
 /// The package's targets of one kind.
 fn targets_of(package: &cargo_metadata::Package, kind: TargetKind) -> impl Iterator<Item = &cargo_metadata::Target> {
     package.targets.iter().filter(move |t| match kind {
@@ -146,6 +180,7 @@ fn targets_of(package: &cargo_metadata::Package, kind: TargetKind) -> impl Itera
         TargetKind::Example => t.is_example(),
         TargetKind::Test => t.is_test(),
         TargetKind::Bench => t.is_bench(),
+        TargetKind::Lib => t.is_lib() || t.is_rlib() || t.is_proc_macro(),
     })
 }
 
@@ -186,8 +221,13 @@ pub fn cargo_build(
     };
     let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo_bin);
-    cmd.arg("build")
-        .arg("--manifest-path")
+    // A library's unit tests are built by `cargo test --no-run`: `cargo build --lib` builds the library itself.
+    if target.is_some_and(|t| t.kind == TargetKind::Lib) {
+        cmd.args(["test", "--no-run"]);
+    } else {
+        cmd.arg("build");
+    }
+    cmd.arg("--manifest-path")
         .arg(shadow_root.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(target_dir)
@@ -240,7 +280,10 @@ pub fn cargo_build(
 /// Package, feature, profile and network flags for the build of the copy.
 fn add_selection_flags(cmd: &mut Command, cargo: &CargoOptions, build: &BuildOptions, target: Option<&Target>) {
     if let Some(t) = target {
-        cmd.args(["-p", &t.package_spec, t.kind.flag(), &t.name]);
+        cmd.args(["-p", &t.package_spec, t.kind.flag()]);
+        if t.kind != TargetKind::Lib {
+            cmd.arg(&t.name);
+        }
     } else {
         for p in &cargo.packages {
             cmd.args(["-p", p]);

@@ -369,3 +369,135 @@ fn fast_busy_functions_are_named_and_left_out_with_exclude_fast() {
     assert!(!stderr_of(&again).contains("note:"), "{}", stderr_of(&again));
     assert!(stderr_of(&again).contains("Excluding 1 functions earlier runs found too fast"), "{}", stderr_of(&again));
 }
+
+/// The layout of a `--help`: headings and flags in order, descriptions left out (their wording may change freely).
+fn help_layout(help: &str) -> String {
+    let mut out = String::new();
+    for line in help.lines() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        // A flag line is `  -o, --output <FILE>  Description` or `      --root <PATH>  ...`; descriptions and
+        // possible values (`- text: ...`) are indented further.
+        let indent = line.len() - line.trim_start().len();
+        let flags = line.trim_start();
+        if (indent == 2 || indent == 6) && flags.starts_with(['-', '[', '<']) {
+            let end = flags.find("  ").unwrap_or(flags.len());
+            out.push_str(&format!("  {}\n", &flags[..end]));
+        }
+    }
+    out
+}
+
+#[test]
+fn help_lists_the_tools_flags_first_under_headings() {
+    let mut layout = String::new();
+    for command in [&[][..], &["graph"], &["build"], &["report"], &["diff"]] {
+        let out = util::run(util::calltime().args(command).arg("-h"), true);
+        layout.push_str(&format!("== cargo calltime {} -h\n", command.join(" ")));
+        layout.push_str(&help_layout(&String::from_utf8(out.stdout).unwrap()));
+    }
+    util::check(&util::data("e2e/help-layout.txt"), &layout);
+    // The long help has the same layout.
+    let long = util::run(util::calltime().arg("--help"), true);
+    let short = util::run(util::calltime().arg("-h"), true);
+    assert_eq!(
+        help_layout(&String::from_utf8(long.stdout).unwrap()),
+        help_layout(&String::from_utf8(short.stdout).unwrap())
+    );
+}
+
+/// A directory holding a fake `xdg-open` (and `open`, for macOS) that appends the file it is given to `opened.txt`.
+fn fake_opener(dir: &Path) -> std::ffi::OsString {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in ["xdg-open", "open"] {
+        let script = bin.join(name);
+        std::fs::write(&script, format!("#!/bin/sh\necho \"$1\" >> {}\n", dir.join("opened.txt").display())).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut path = bin.into_os_string();
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    path
+}
+
+#[test]
+fn lib_unit_tests_are_the_program_and_every_output_goes_where_o_says() {
+    let (tmp, dir) = util::copy_test_crate("e2e-lib");
+    let before = snapshot(&dir);
+    let report = tmp.path().join("report.json");
+    // Every unit test calls the root once; `-- TESTNAME` filters them as under `cargo test --lib`.
+    let out = util::run(
+        util::calltime().args(["--lib", "--root", "checksum", "--format", "json", "-o"]).arg(&report).current_dir(&dir),
+        true,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("test result: ok. 3 passed"), "{stdout}");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(json["invocations"].as_array().map(Vec::len), Some(3), "{json}");
+    let out = util::run(
+        util::calltime()
+            .args(["--lib", "--root", "checksum", "--format", "json", "-o"])
+            .arg(&report)
+            .args(["--", "two_words"])
+            .current_dir(&dir),
+        true,
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    util::check(&util::data("e2e/lib-tree.txt"), &tree_dump(&json));
+    assert_eq!(snapshot(&dir), before, "the run changed the workspace");
+
+    // `report` and `diff` print every format on stdout without `-o`, and write it to FILE with `-o FILE`.
+    let last = dir.join("target/calltime/last.trace");
+    for command in [vec!["report"], vec!["diff", "last.trace", "last.trace"]] {
+        let args = |cmd: &mut Command| {
+            cmd.args(&command).args(["--format", "svg"]).current_dir(last.parent().unwrap());
+        };
+        let mut cmd = util::calltime();
+        args(&mut cmd);
+        let out = util::run(&mut cmd, true);
+        let printed = String::from_utf8(out.stdout).unwrap();
+        assert!(printed.starts_with("<?xml") && printed.contains("checksum"), "{command:?}: {printed:.200}");
+        let file = tmp.path().join(format!("{}.svg", command[0]));
+        let mut cmd = util::calltime();
+        args(&mut cmd);
+        let out = util::run(cmd.arg("-o").arg(&file).arg("-q"), true);
+        assert!(out.stdout.is_empty(), "{command:?} printed with -o");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), printed, "{command:?}: -o wrote something else");
+        assert!(stderr_of(&out).contains("Wrote"), "{command:?}: the written path is shown even with -q");
+        // `--open` without `-o`: a temporary file, opened.
+        let mut cmd = util::calltime();
+        args(&mut cmd);
+        let out = util::run(cmd.arg("--open").env("PATH", fake_opener(tmp.path())), true);
+        assert!(out.stdout.is_empty(), "{command:?} --open printed the SVG");
+    }
+    let opened = std::fs::read_to_string(tmp.path().join("opened.txt")).unwrap();
+    let opened: Vec<&str> = opened.lines().collect();
+    assert_eq!(opened.len(), 2, "{opened:?}");
+    for file in opened {
+        assert!(std::fs::read_to_string(file).unwrap().contains("checksum"), "{file} is not the SVG");
+    }
+    let err = util::run(util::calltime().args(["report", "--open"]).current_dir(&dir), false);
+    assert!(stderr_of(&err).contains("error: --open opens an SVG"), "{}", stderr_of(&err));
+
+    // `--color` reaches the log lines too, whatever NO_COLOR says.
+    let log = |color: &str| {
+        let mut cmd = util::calltime();
+        cmd.args(["-v", "--color", color, "graph", "--root", "checksum"]).current_dir(&dir).env_remove("NO_COLOR");
+        let out = util::run(&mut cmd, true);
+        (stderr_of(&out), String::from_utf8(out.stdout).unwrap())
+    };
+    let (never, plan) = log("never");
+    assert!(never.contains("INFO") && !never.contains('\x1b'), "{never}");
+    assert!(log("always").0.contains("\x1b["), "no colour with --color always");
+    // The implicit-calls paragraph of `graph` only with -v.
+    assert!(plan.contains("implicit calls:"), "{plan}");
+    let out = util::run(util::calltime().args(["graph", "--root", "checksum"]).current_dir(&dir), true);
+    let plan = String::from_utf8(out.stdout).unwrap();
+    assert!(!plan.contains("implicit calls:") && plan.ends_with("(-v lists the implicit calls the graph follows)\n"));
+}
