@@ -428,13 +428,24 @@ fn fake_opener(dir: &Path) -> std::ffi::OsString {
 #[test]
 fn lib_unit_tests_are_the_program_and_every_output_goes_where_o_says() {
     let (tmp, dir) = util::copy_test_crate("e2e-lib");
-    let before = snapshot(&dir);
     let report = tmp.path().join("report.json");
+    // The user has built the crate: the first run copies its dependency (itoa) and rebuilds only the crate.
+    let mut plain = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    plain.args(["build", "-q", "--offline"]).current_dir(&dir).env_remove("CARGO_TARGET_DIR").env_remove("RUSTFLAGS");
+    util::run(&mut plain, true);
+    let before = snapshot(&dir);
     // Every unit test calls the root once; `-- TESTNAME` filters them as under `cargo test --lib`.
     let out = util::run(
-        util::calltime().args(["--lib", "--root", "checksum", "--format", "json", "-o"]).arg(&report).current_dir(&dir),
+        util::calltime()
+            .args(["--lib", "--root", "checksum", "--format", "json", "-v", "-o"])
+            .arg(&report)
+            .current_dir(&dir)
+            .env_remove("RUSTFLAGS"),
         true,
     );
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("Reusing") && stderr.contains("Compiling e2e-lib"), "{stderr}");
+    assert!(!stderr.contains("Compiling itoa"), "the dependency was rebuilt:\n{stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("test result: ok. 3 passed"), "{stdout}");
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();

@@ -41,6 +41,7 @@ pub fn build_options(global: &GlobalArgs, target: &TargetArgs) -> BuildOptions {
             Some(ColorChoice::Auto) | None => None,
         },
         echo: global.verbose > 0,
+        progress: !global.quiet && (global.verbose > 0 || std::io::IsTerminal::is_terminal(&std::io::stderr())),
         cargo_verbose: global.verbose > 1,
     }
 }

@@ -9,6 +9,11 @@ pub fn checksum(text: &str) -> u64 {
     total
 }
 
+/// A checksum as text (not reached from the root: only here so the crate has a dependency to reuse).
+pub fn label(checksum: u64) -> String {
+    itoa::Buffer::new().format(checksum).to_owned()
+}
+
 fn weigh(word: &str) -> u64 {
     let mut sum = 0;
     for byte in word.bytes() {
