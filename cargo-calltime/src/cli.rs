@@ -34,6 +34,7 @@ pub struct Cli {
 mod heading {
     pub const PROBES: &str = "Probes";
     pub const RECORDING: &str = "Recording";
+    pub const STORE: &str = "Run Store";
     pub const OUTPUT: &str = "Output";
     pub const TARGET: &str = "Target Selection";
     pub const PACKAGE: &str = "Package Selection";
@@ -52,6 +53,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two traces (or two directories of traces) by call path, for CI pull-request comments.
     Diff(DiffArgs),
+    /// List the runs kept in the run store (every `cargo calltime` run and `report --import`), chart them.
+    History(HistoryArgs),
 }
 
 /// Cargo's global flags, with cargo's meanings: given before or after the subcommand's name.
@@ -186,7 +189,8 @@ pub struct ViewArgs {
     /// `<target>/calltime/last.svg`.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Open the SVG in the browser (xdg-open, open); without `-o` it is written to a temporary file first.
+    /// Open the SVG or HTML report in the browser (xdg-open, open); without `-o` it is written to a temporary file
+    /// first.
     #[arg(long)]
     pub open: bool,
     /// Show the N slowest invocations in full.
@@ -211,7 +215,7 @@ pub use crate::views::ViewFormat;
 /// The view formats on the command line, with their help (the type is the views' own).
 impl ValueEnum for ViewFormat {
     fn value_variants<'a>() -> &'a [Self] {
-        &[ViewFormat::Text, ViewFormat::Svg, ViewFormat::Folded, ViewFormat::Chrome, ViewFormat::Json]
+        &[ViewFormat::Text, ViewFormat::Svg, ViewFormat::Folded, ViewFormat::Chrome, ViewFormat::Json, ViewFormat::Html]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -225,6 +229,10 @@ impl ValueEnum for ViewFormat {
                 PossibleValue::new("chrome").help("Chrome trace event JSON for Perfetto and chrome://tracing")
             }
             ViewFormat::Json => PossibleValue::new("json").help("Versioned JSON (docs/json.md)"),
+            ViewFormat::Html => PossibleValue::new("html").help(
+                "One self-contained page to share: summary, slowest invocations, flamegraph, sortable table, \
+                 charts across stored runs",
+            ),
         })
     }
 }
@@ -236,6 +244,8 @@ pub struct RunArgs {
     pub plan: PlanArgs,
     #[command(flatten)]
     pub record: RecordArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Keep a copy of the raw trace in FILE.
     #[arg(long, value_name = "FILE", help_heading = heading::RECORDING)]
     pub save: Option<PathBuf>,
@@ -276,6 +286,43 @@ pub struct RecordArgs {
     /// Keep at most N invocations; later ones are counted as dropped [default: 100000].
     #[arg(long, value_name = "N")]
     pub max_invocations: Option<u64>,
+}
+
+/// How a run is kept in the run store (`<target>/calltime/runs.sqlite`, listed by `cargo calltime history`).
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::STORE)]
+pub struct StoreArgs {
+    /// Label the stored run (a branch, an experiment): `history --label L` lists those runs, `diff @label:L ...`
+    /// compares them.
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Keep the trace files of the newest N stored runs; older runs keep only their summaries [default: 20].
+    #[arg(long, value_name = "N")]
+    pub keep: Option<usize>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// Only runs with this label (`--label` of the run).
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Only runs recorded on or after DATE (UTC: 2026-03-01 or 2026-03-01T14:30).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only runs recorded on or before DATE (a date alone takes in that whole day).
+    #[arg(long, value_name = "DATE")]
+    pub until: Option<String>,
+    /// Only runs that recorded this root function (matched by `::`-suffix, as `--root` is).
+    #[arg(long, value_name = "PATH")]
+    pub root: Option<String>,
+    /// Plot mean, p50 and p99 time and calls per invocation, one point per run, as an SVG chart.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+    /// Remove the stored run ID (dirty data) and its trace; repeatable.
+    #[arg(long, value_name = "ID")]
+    pub delete: Vec<i64>,
+    #[command(flatten)]
+    pub cargo: CargoArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -324,8 +371,14 @@ pub struct ReportArgs {
     /// Trace file to render (default: the last run's, under the target dir).
     #[arg(value_name = "TRACE")]
     pub trace: Option<PathBuf>,
+    /// Add the trace FILE, recorded elsewhere (by a `cargo calltime build` binary in CI, ...), to the run store,
+    /// then render it.
+    #[arg(long, value_name = "FILE", conflicts_with = "trace")]
+    pub import: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Function table to name the trace's indices with (default: the one the trace names).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = None::<&str>)]
     pub functions: Option<PathBuf>,
     #[command(flatten)]
     pub view: ViewArgs,
@@ -355,10 +408,11 @@ impl ValueEnum for DiffFormat {
 
 #[derive(Debug, Clone, Args)]
 pub struct DiffArgs {
-    /// Base side: a trace file or a directory of trace files from repeated runs.
+    /// Base side: a trace file, a directory of trace files from repeated runs, or stored runs: `@label:L` (every
+    /// run labelled L) or `@run:N` (run N of `cargo calltime history`).
     #[arg(value_name = "BASE")]
     pub base: PathBuf,
-    /// Head side: a trace file or a directory of trace files from repeated runs.
+    /// Head side: as BASE.
     #[arg(value_name = "HEAD")]
     pub head: PathBuf,
     /// Output format.

@@ -16,6 +16,7 @@ pub mod rewrite;
 pub mod run;
 pub mod runtime_sources;
 pub mod shadow;
+pub mod store;
 pub mod trace;
 pub mod ui;
 pub mod units;

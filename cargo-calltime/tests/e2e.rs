@@ -394,7 +394,7 @@ fn help_layout(help: &str) -> String {
 #[test]
 fn help_lists_the_tools_flags_first_under_headings() {
     let mut layout = String::new();
-    for command in [&[][..], &["graph"], &["build"], &["report"], &["diff"]] {
+    for command in [&[][..], &["graph"], &["build"], &["report"], &["diff"], &["history"]] {
         let out = util::run(util::calltime().args(command).arg("-h"), true);
         layout.push_str(&format!("== cargo calltime {} -h\n", command.join(" ")));
         layout.push_str(&help_layout(&String::from_utf8(out.stdout).unwrap()));

@@ -2,12 +2,12 @@
 
 use anyhow::Result;
 
-use crate::cli::DiffArgs;
-use crate::diff::{self, stats::Bootstrap, DiffFormat, Settings, Side, ALPHA, EXIT_REGRESSION};
+use crate::cli::{DiffArgs, GlobalArgs};
+use crate::diff::{self, stats::Bootstrap, DiffFormat, Settings, ALPHA, EXIT_REGRESSION};
 use crate::error::UserError;
 use crate::ui;
 
-pub fn diff(args: &DiffArgs) -> Result<i32> {
+pub fn diff(global: &GlobalArgs, args: &DiffArgs) -> Result<i32> {
     let settings = Settings {
         threshold_pct: percentage("--threshold", args.threshold, 10)?,
         alpha: ALPHA,
@@ -15,8 +15,8 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         bootstrap: Bootstrap::default(),
     };
     super::check_open(args.open, args.format == DiffFormat::Svg, args.output.as_deref())?;
-    let base = Side::load(&args.base, &args.base_label)?;
-    let head = Side::load(&args.head, &args.head_label)?;
+    let base = super::history::diff_side(global, &args.base, &args.base_label)?;
+    let head = super::history::diff_side(global, &args.head, &args.head_label)?;
     for warning in base.warnings.iter().chain(&head.warnings) {
         ui::warn(warning);
     }

@@ -6,6 +6,7 @@
 mod build;
 mod diff;
 mod graph;
+mod history;
 mod instrument;
 mod options;
 mod report;
@@ -32,7 +33,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Some(Command::Graph(args)) => graph::graph(&cli.global, args),
         Some(Command::Build(args)) => build::build(&cli.global, args),
         Some(Command::Report(args)) => report::report(&cli.global, args),
-        Some(Command::Diff(args)) => diff::diff(args),
+        Some(Command::Diff(args)) => diff::diff(&cli.global, args),
+        Some(Command::History(args)) => history::history(&cli.global, args),
     }
 }
 
@@ -60,15 +62,16 @@ fn temp_output(what: &str, extension: &str) -> PathBuf {
     std::env::temp_dir().join(format!("cargo-calltime-{}-{what}.{extension}", std::process::id()))
 }
 
-/// Writes a command's result to `file`, or to stdout when there is none (never an SVG to a terminal); with `open`,
+/// Writes a command's result to `file`, or to stdout when there is none (never an SVG or HTML report, a
+/// `file_format`, to a terminal); with `open`,
 /// opens the file in the browser. Every command's output goes through here, so `-o`, `-o -` and `--open` mean the
 /// same everywhere.
-fn emit(bytes: &[u8], svg: bool, file: Option<&Path>, open: bool) -> Result<()> {
+fn emit(bytes: &[u8], file_format: bool, file: Option<&Path>, open: bool) -> Result<()> {
     let Some(path) = file else {
         use std::io::IsTerminal;
-        if svg && std::io::stdout().is_terminal() {
-            return Err(UserError::new("not writing an SVG to the terminal")
-                .hint("pass `-o FILE.svg`, `--open` to see it in the browser, or pipe the output")
+        if file_format && std::io::stdout().is_terminal() {
+            return Err(UserError::new("not writing an SVG or HTML report to the terminal")
+                .hint("pass `-o FILE`, `--open` to see it in the browser, or pipe the output")
                 .into());
         }
         return write_stdout(bytes);
@@ -108,13 +111,16 @@ fn open_in_browser(path: &Path) {
     }
 }
 
-/// `--open` shows an SVG: refused up front (before any build) for other formats and for `-o -`.
-fn check_open(open: bool, svg: bool, output: Option<&Path>) -> Result<()> {
+/// `--open` shows an SVG or HTML report (`file_format`): refused up front (before any build) for other formats and
+/// for `-o -`.
+fn check_open(open: bool, file_format: bool, output: Option<&Path>) -> Result<()> {
     if !open {
         return Ok(());
     }
-    if !svg {
-        return Err(UserError::new("--open opens an SVG in the browser").hint("add `--format svg`").into());
+    if !file_format {
+        return Err(UserError::new("--open opens an SVG or HTML report in the browser")
+            .hint("add `--format svg` or `--format html`")
+            .into());
     }
     if output == Some(Path::new("-")) {
         return Err(UserError::new("--open needs a file, not `-o -`")

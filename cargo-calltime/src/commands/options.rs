@@ -132,6 +132,7 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
         invocation: args.invocation,
         flamechart: args.flamechart,
         color: color && format == ViewFormat::Text,
+        history: Vec::new(),
     })
 }
 

@@ -8,38 +8,69 @@ use anyhow::Result;
 use super::options;
 use crate::cli::{GlobalArgs, ReportArgs};
 use crate::error::UserError;
+use crate::store::{self, Source, StoreOptions};
 use crate::trace::Trace;
 use crate::ui;
 use crate::views::{self, overhead, ViewFormat};
 use crate::workspace::Workspace;
 
 pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<i32> {
-    let svg = args.view.format == ViewFormat::Svg;
-    super::check_open(args.view.open, svg, args.view.output.as_deref())?;
-    let file = super::destination(args.view.output.as_deref(), args.view.open, || super::temp_output("report", "svg"));
-    let view = options::view_options(&args.view, ui::color_stdout() && file.is_none())?;
+    let file_format = matches!(args.view.format, ViewFormat::Svg | ViewFormat::Html);
+    super::check_open(args.view.open, file_format, args.view.output.as_deref())?;
+    let extension = if args.view.format == ViewFormat::Html { "html" } else { "svg" };
+    let file =
+        super::destination(args.view.output.as_deref(), args.view.open, || super::temp_output("report", extension));
+    let mut view = options::view_options(&args.view, ui::color_stdout() && file.is_none())?;
     let cargo = options::cargo_options(global, &args.cargo);
-    // The workspace is only needed to find the last trace; `cargo metadata` is not free.
-    let trace_path = match &args.trace {
-        Some(path) => path.clone(),
-        None => match Workspace::load(&cargo) {
-            Ok(ws) => last_trace(&ws)?,
-            Err(e) => {
-                let reason = e.to_string();
-                return Err(UserError::new(format!(
-                    "cannot find the last run's trace: {}",
-                    reason.lines().next().unwrap_or_default()
-                ))
-                .hint("pass a trace file (`cargo calltime report path/to/run.trace`) or run this inside the workspace")
-                .into());
-            }
-        },
+    if args.import.is_none() && (args.store.label.is_some() || args.store.keep.is_some()) {
+        return Err(UserError::new("--label and --keep go with --import FILE")
+            .hint("`cargo calltime report --import run.trace --label ci` stores a trace recorded elsewhere")
+            .into());
+    }
+    let store_opts = super::history::store_options(&args.store, Source::Import, None)?;
+    // The workspace finds the last trace and the run store; `cargo metadata` is not free.
+    let needs_workspace = args.trace.is_none() || args.import.is_some() || view.format == ViewFormat::Html;
+    let workspace = if needs_workspace { Some(Workspace::load(&cargo)) } else { None };
+    let trace_path = match (args.import.as_ref().or(args.trace.as_ref()), &workspace) {
+        (Some(path), _) => path.clone(),
+        (None, Some(Ok(ws))) => last_trace(ws)?,
+        (None, Some(Err(e))) => {
+            let reason = e.to_string();
+            return Err(UserError::new(format!(
+                "cannot find the last run's trace: {}",
+                reason.lines().next().unwrap_or_default()
+            ))
+            .hint("pass a trace file (`cargo calltime report path/to/run.trace`) or run this inside the workspace")
+            .into());
+        }
+        (None, None) => unreachable!("the workspace is loaded when no trace is given"),
+    };
+    let calltime_dir = match &workspace {
+        Some(Ok(ws)) => Some(ws.calltime_dir()),
+        Some(Err(e)) if args.import.is_some() => {
+            return Err(UserError::new(format!(
+                "cannot find the run store: {}",
+                e.to_string().lines().next().unwrap_or_default()
+            ))
+            .hint("run `report --import` inside the workspace (or pass --manifest-path)")
+            .into())
+        }
+        _ => None,
     };
     // Loading, rendering and dropping a deep tree all recurse.
     views::with_big_stack(|| -> Result<i32> {
         let trace = Trace::load(&trace_path, args.functions.as_deref())?;
         for warning in &trace.warnings {
             ui::warn(warning);
+        }
+        if let (Some(dir), Some(_)) = (&calltime_dir, &args.import) {
+            let ws_root = workspace.as_ref().and_then(|w| w.as_ref().ok()).map(|w| w.root.clone());
+            let opts = StoreOptions { workspace_root: ws_root, ..store_opts.clone() };
+            let recorded = store::record_run(dir, &trace, &trace_path, &opts)?;
+            ui::status_always("Stored", &format!("run #{} from {}", recorded.id, trace_path.display()));
+        }
+        if let (Some(dir), ViewFormat::Html) = (&calltime_dir, view.format) {
+            view.history = super::history::series_for(dir, &trace)?;
         }
         let rendered = views::render(&trace, &view)?;
         super::emit(&rendered.bytes, rendered.binary_like, file.as_deref(), args.view.open)?;

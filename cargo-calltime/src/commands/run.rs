@@ -8,18 +8,21 @@ use super::instrument::{analyse_and_build, Built};
 use super::options;
 use crate::cli::{GlobalArgs, RunArgs};
 use crate::error::UserError;
+use crate::store::{Source, StoreOptions};
 use crate::trace::Trace;
 use crate::ui;
 use crate::units::plural;
-use crate::views::{self, overhead};
+use crate::views::{self, overhead, ViewFormat};
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<i32> {
     let record = options::record_options(&args.record)?;
+    let store_opts = super::history::store_options(&args.store, Source::Run, None)?;
     // The report goes to stderr unless `-o` says otherwise; colour follows the stream it goes to.
     let to_stderr = args.view.output.is_none();
     let color = if to_stderr { ui::color_stderr() } else { ui::color_stdout() };
-    let view = options::view_options(&args.view, color && options::to_stdout(args.view.output.as_deref()))?;
-    super::check_open(args.view.open, view.format == views::ViewFormat::Svg, args.view.output.as_deref())?;
+    let mut view = options::view_options(&args.view, color && options::to_stdout(args.view.output.as_deref()))?;
+    let file_format = matches!(view.format, ViewFormat::Svg | ViewFormat::Html);
+    super::check_open(args.view.open, file_format, args.view.output.as_deref())?;
     let built = analyse_and_build(global, &args.cargo, &args.target, &args.plan)?;
     let calltime_dir = built.ws.calltime_dir();
     let trace_path = crate::run::new_trace_path(&calltime_dir)?;
@@ -49,13 +52,19 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<i32> {
     if trace.invocations.is_empty() {
         return root_never_called(&built, code, trace.stats.seen);
     }
+    let store_opts = StoreOptions { workspace_root: Some(built.ws.root.clone()), ..store_opts };
+    super::history::record(&calltime_dir, &trace, &trace_path, &store_opts);
+    if view.format == ViewFormat::Html {
+        view.history = super::history::series_for(&calltime_dir, &trace)?;
+    }
     let count = trace.invocations.len() as u64;
     ui::status("Rendering", &format!("{} of {}", plural(count, "invocation"), built.plan.root_args.join(", ")));
     let rendered = views::with_big_stack(|| views::render(&trace, &view))?;
     if args.view.output.is_some() || rendered.binary_like {
-        // Without `-o`, an SVG goes to a file of its own: stdout is the program's, stderr is no place for it.
+        // Without `-o`, an SVG or HTML report goes to a file of its own: stdout is the program's, stderr is no
+        // place for it.
         let file = match args.view.output.as_deref() {
-            None => Some(calltime_dir.join("last.svg")),
+            None => Some(calltime_dir.join(if view.format == ViewFormat::Html { "last.html" } else { "last.svg" })),
             output => super::destination(output, false, PathBuf::new),
         };
         super::emit(&rendered.bytes, rendered.binary_like, file.as_deref(), args.view.open)?;

@@ -30,9 +30,9 @@ pub const ALPHA: f64 = 0.01;
 /// Exit status when `--fail-above` trips (1 is taken by errors).
 pub const EXIT_REGRESSION: i32 = 2;
 /// A run is dirty when its median root time is farther than this many scaled MADs from the median of the runs...
-const OUTLIER_MADS: f64 = 3.0;
+pub const OUTLIER_MADS: f64 = 3.0;
 /// ...and farther than this fraction of it.
-const OUTLIER_MIN_RELATIVE: f64 = 0.05;
+pub const OUTLIER_MIN_RELATIVE: f64 = 0.05;
 /// Fewer invocations than this on either side and a path's times are not tested.
 pub const MIN_SAMPLES: usize = 8;
 /// GitHub's limit on a comment body, in characters.
@@ -143,7 +143,11 @@ pub struct Side {
 impl Side {
     /// Loads a trace file or every `*.trace` file of a directory, drops dirty runs and gathers per-path samples.
     pub fn load(input: &Path, label: &str) -> Result<Side> {
-        let files = trace_files(input)?;
+        Side::load_files(input, &trace_files(input)?, label)
+    }
+
+    /// [`Side::load`] of the given trace files (stored runs: `@label:L`); `input` names the side in messages.
+    pub fn load_files(input: &Path, files: &[PathBuf], label: &str) -> Result<Side> {
         // Parsing dominates on big traces: one file per thread.
         let loaded: Vec<Result<Trace>> = files.par_iter().map(|file| Trace::load(file, None)).collect();
         let mut warnings = Vec::new();

@@ -3,9 +3,12 @@
 //! (`commands::report`, `commands::run`).
 
 pub mod aggregate;
+pub mod chart;
 mod chrome;
 mod flamegraph;
 mod folded;
+pub mod history;
+pub mod html;
 mod json;
 mod names;
 pub mod overhead;
@@ -29,6 +32,8 @@ pub enum ViewFormat {
     Folded,
     Chrome,
     Json,
+    /// One self-contained HTML page ([`html`]).
+    Html,
 }
 
 /// How a trace is rendered; `Default` is what `cargo calltime report` does with no flags.
@@ -47,6 +52,8 @@ pub struct ViewOptions {
     pub flamechart: bool,
     /// Text: ANSI colours.
     pub color: bool,
+    /// HTML: per root function, its points across the run store's runs (oldest first); empty without history.
+    pub history: Vec<(String, Vec<crate::store::SeriesPoint>)>,
 }
 
 impl Default for ViewOptions {
@@ -59,6 +66,7 @@ impl Default for ViewOptions {
             invocation: None,
             flamechart: false,
             color: false,
+            history: Vec::new(),
         }
     }
 }
@@ -67,7 +75,7 @@ impl Default for ViewOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rendered {
     pub bytes: Vec<u8>,
-    /// Not meant for a terminal (SVG): without `-o` it goes to a file.
+    /// Not meant for a terminal (SVG, HTML): without `-o` it goes to a file.
     pub binary_like: bool,
 }
 
@@ -79,6 +87,10 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
         ViewFormat::Folded => (folded::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Chrome => (chrome::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Json => (json::render(trace, opts)?.into_bytes(), false),
+        ViewFormat::Html => {
+            let html_opts = html::HtmlOptions { top: opts.top.max(1), history: opts.history.clone() };
+            (html::render(trace, &html_opts)?.into_bytes(), true)
+        }
     };
     Ok(Rendered { bytes, binary_like })
 }
