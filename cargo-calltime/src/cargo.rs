@@ -244,13 +244,15 @@ pub fn cargo_build(
 
     // cargo's stderr and the rendered diagnostics, in arrival order: streamed with -v, kept for a failure.
     let kept = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    // `show(text, is_cargo_line)`: cargo's stderr holds its own lines only (the compiler's come as JSON on stdout);
+    // with `progress` they are passed on as they come, so a first run that builds every dependency is not silent.
     let show = {
-        let (kept, echo) = (kept.clone(), build.echo);
+        let (kept, echo, progress) = (kept.clone(), build.echo, build.progress);
         // cargo's own lines (`Compiling x (path)`, notes) name the copy: show the user's paths instead.
         let (from, to) = (shadow_root.display().to_string(), user_root.display().to_string());
-        move |text: &str| {
+        move |text: &str, is_cargo_line: bool| {
             let text = text.replace(&from, &to);
-            if echo {
+            if echo || (progress && is_cargo_line) {
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }
             if let Ok(mut kept) = kept.lock() {
@@ -261,23 +263,17 @@ pub fn cargo_build(
     let stderr = child.stderr.take().expect("stderr is piped");
     let stderr_reader = {
         let show = show.clone();
-        // cargo's stderr holds its own lines only (the compiler's come as JSON on stdout): with `progress` they
-        // are passed on as they come, so a first run that builds every dependency is not silent.
-        let progress = build.progress && !build.echo;
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stderr);
             let mut line = String::new();
             while reader.read_line(&mut line).unwrap_or(0) > 0 {
-                if progress {
-                    let _ = std::io::stderr().write_all(line.as_bytes());
-                }
-                show(&line);
+                show(&line, true);
                 line.clear();
             }
         })
     };
     let stdout = child.stdout.take().expect("stdout is piped");
-    let mut out = read_messages(BufReader::new(stdout), target, &show, (shadow_root, user_root));
+    let mut out = read_messages(BufReader::new(stdout), target, &|text| show(text, false), (shadow_root, user_root));
     let status = child.wait().context("cannot wait for cargo")?;
     let _ = stderr_reader.join();
     out.stderr = kept.lock().map(|k| k.clone()).unwrap_or_default();
