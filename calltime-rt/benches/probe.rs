@@ -1,7 +1,7 @@
 //! Cost of one probed call, against the floor (two clock reads) and other instrumentation, in one run:
 //! `cargo bench -p calltime-rt --bench probe`. Results and method: docs/performance.md, "Runtime probe cost".
 
-use calltime_rt::__private::{enter, enter_root, hold_writer, init_clock, now, PlanInfo};
+use calltime_rt::__private::{enter, enter_root, hold_writer, init_clock, now, retire_now, PlanInfo};
 use divan::{black_box, Bencher};
 
 static PLAN: PlanInfo = PlanInfo { id: "bench", table: "", functions: 4 };
@@ -17,6 +17,9 @@ fn main() {
     std::env::set_var("CALLTIME_OUT", std::env::temp_dir().join("calltime-rt-bench.trace"));
     // The benchmarks start millions of invocations; past the default maximum (100000) probes would stop recording.
     std::env::set_var("CALLTIME_MAX_INVOCATIONS", u64::MAX.to_string());
+    // Probes never retire by themselves here, so each benchmark measures the kind it names; `retired_probe_pair`
+    // retires its function explicitly.
+    std::env::set_var("CALLTIME_EXACT", "1");
     init_clock();
     // Trees are handed off but not formatted, so the writer thread does not compete for the CPU; once the queue is
     // full, finished invocations are dropped and their buffers reused.
@@ -34,6 +37,13 @@ fn bare_fn() {
 #[inline(never)]
 fn probed_fn() {
     let __calltime_guard = enter(1);
+    black_box(());
+}
+
+/// A function whose probe `retired_probe_pair` retires.
+#[inline(never)]
+fn retired_fn() {
+    let __calltime_guard = enter(2);
     black_box(());
 }
 
@@ -86,6 +96,15 @@ fn probed_calls_in_invocations(bencher: Bencher, per_invocation: u32, warm_up: u
 #[divan::bench(sample_size = 4096)]
 fn folded_probe_pair(bencher: Bencher) {
     probed_calls_in_invocations(bencher, FOLDED_PROBES_PER_INVOCATION, 3);
+}
+
+/// A probed call of a retired function inside a root invocation: counted, not recorded (subtract `bare_call`).
+#[divan::bench]
+fn retired_probe_pair(bencher: Bencher) {
+    retire_now(2);
+    let root = enter_root(0, &PLAN);
+    bencher.bench_local(retired_fn);
+    drop(root);
 }
 
 /// A probed call with no invocation in progress: a thread-local load and a branch (subtract `bare_call`).

@@ -22,6 +22,11 @@ impl ClockBase {
         self.epoch_unix_ns
     }
 
+    /// True when ticks are TSC cycles (else nanoseconds).
+    pub(crate) fn is_tsc(&self) -> bool {
+        self.tsc
+    }
+
     /// Nanoseconds since the epoch, by `Instant` (whatever the tick source).
     pub(crate) fn elapsed_ns(&self) -> u64 {
         self.instant0.elapsed().as_nanos() as u64

@@ -64,6 +64,8 @@ fn begin_task_node(index: u32, plan: Option<&'static PlanInfo>) -> TaskState {
     if cur == SKIP {
         return TaskState::Inert;
     }
+    // Async functions never retire: the watchers must not pick one from its nodes.
+    crate::retire::pin(index);
     // SAFETY: a real CURRENT is live for the duration of this poll.
     let r = unsafe { &mut *cur };
     if r.past_fold() {

@@ -181,6 +181,7 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         let config = Config::from_env();
         let clock = clock();
+        crate::calibrate::at_start_up();
         let (sender, receiver) = sync_channel(config.queue);
         SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);
         lock(&POOL).reserve(config.queue + SPARE_RECORDERS + 8);

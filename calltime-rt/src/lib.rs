@@ -15,9 +15,15 @@
 //!
 //! A big invocation *folds*: past `CALLTIME_FOLD_AFTER` calls, its nodes are merged into one node per call path
 //! (every call of a function under the same chain of ancestors) and each later call adds one to its path's count.
-//! Counts stay exact; a path's first 16 calls are timed, then 1 in `CALLTIME_TIME_SAMPLE` at random gaps, so the
-//! common call costs a counter and a frame instead of two clock reads, and a tree of millions of calls stays
-//! complete in a bounded buffer.
+//! Counts stay exact; 1 in `CALLTIME_TIME_SAMPLE` calls of a path is timed, at random gaps independent of the
+//! calls' durations (so the estimates are unbiased), so the common call costs a counter and a frame instead of two
+//! clock reads, and a tree of millions of calls stays complete in a bounded buffer.
+//!
+//! Probes *retire* themselves: a leaf function observed over `CALLTIME_RETIRE_MIN_CALLS` calls whose mean time,
+//! less the probes' own cost, is under `CALLTIME_RETIRE_FACTOR` times what its probe costs its caller stops being
+//! recorded for the rest of the process; inside invocations its calls are then only counted (a byte load and an
+//! increment). At start-up the runtime calibrates what each kind of probe costs on this machine (about 0.2 ms), and
+//! writes it in the trace so the tool can subtract it.
 //!
 //! Async functions are wrapped in [`Instrumented`]: it enters on every poll and leaves when the poll returns, so the
 //! node of an async function spans its first poll to its completion, its children are what it called during its
@@ -37,17 +43,20 @@
 //! | `CALLTIME_OUT` | `calltime-<pid>.trace` in the current directory | trace file path (created or truncated) |
 //! | `CALLTIME_NODE_CAP` | 100000 | nodes stored per invocation (calls, or call paths once folded); later calls are counted in `truncated_calls` |
 //! | `CALLTIME_FOLD_AFTER` | 4096 | calls recorded one node each before an invocation folds into call paths; 0 never folds |
-//! | `CALLTIME_TIME_SAMPLE` | 64 | in a folded invocation, time 1 in N calls of a path past its first 16; 1 times every call |
+//! | `CALLTIME_TIME_SAMPLE` | 64 | in a folded invocation, time 1 in N calls of a path, at random gaps; 1 times every call |
 //! | `CALLTIME_MIN_NS` | 0 | nodes shorter than this are left out with their subtrees and counted in `filtered` |
 //! | `CALLTIME_SAMPLE` | 1 | record 1 in N root invocations (the others are counted as `sampled_out`) |
 //! | `CALLTIME_MAX_INVOCATIONS` | 100000 | invocations recorded at most; later ones are counted as `dropped` |
 //! | `CALLTIME_QUEUE` | 1024 | length of the bounded queue to the writer; when full, invocations are dropped and counted |
 //! | `CALLTIME_CLOCK` | `auto` | `instant` forces `std::time::Instant` instead of the invariant TSC |
+//! | `CALLTIME_EXACT` | unset | `1`: probes never retire |
+//! | `CALLTIME_RETIRE_FACTOR` | 20 | a function retires when its compensated mean is under N x a recorded probe's cost |
+//! | `CALLTIME_RETIRE_MIN_CALLS` | 1000 | calls observed before a function may retire |
 //!
 //! # Costs and bounds
 //! Per call: one thread-local access, one clock read on entry and one on exit, a write into a preallocated
 //! per-thread buffer; in a folded invocation, a lookup in the parent path's child cache, a counter and a frame, and
-//! the clock reads only for the sampled calls. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
+//! the clock reads only for the sampled calls; for a retired function, a byte load and a counter. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
 //! converted to nanoseconds and trees are formatted on the writer thread. Each thread allocates one node buffer
 //! (24 bytes a node; 256 nodes, doubled on a cold path up to the fold or `CALLTIME_NODE_CAP` when an invocation needs more, and
 //! kept at that size when recycled) at its first root entry; at most `CALLTIME_QUEUE + 65` more buffers
@@ -78,12 +87,15 @@
 // Modules, from the probe inward: `probe` (what a sync probe does on entry and exit), `future` (the async wrapper),
 // `recorder` (one invocation's buffer and frame stack, with `recorder::fold` for big invocations), `invocation`
 // (starting, admitting and handing off invocations; the thread's current context), `writer` (the trace file) and
-// `clock` (ticks and their conversion to nanoseconds).
+// `clock` (ticks and their conversion to nanoseconds), `calibrate` (the probes' own cost, measured at start-up) and
+// `retire` (probes that retire themselves).
+mod calibrate;
 mod clock;
 mod future;
 mod invocation;
 mod probe;
 mod recorder;
+mod retire;
 mod writer;
 
 use std::path::PathBuf;
@@ -145,6 +157,11 @@ pub mod __private {
         crate::clock::clock();
     }
 
+    /// Retires function `index` now, whatever the settings, as if its probe had shown it too fast (benchmarks).
+    pub fn retire_now(index: u32) {
+        crate::retire::retire(index, 0, 0);
+    }
+
     /// Holds (true) or releases the writer thread, so tests can show that the panic hook and the exit handler write
     /// what is still queued. Explicit flushes, the panic hook and the exit handler ignore it.
     pub fn hold_writer(hold: bool) {
@@ -168,6 +185,8 @@ pub struct Stats {
     pub dropped: u64,
     /// Written invocations whose tree hit the node cap or the depth limit (calls counted, not stored).
     pub truncated: u64,
+    /// Functions whose probes retired (see `CALLTIME_EXACT`).
+    pub retired_functions: u64,
 }
 
 /// This process's counters so far.
@@ -178,6 +197,7 @@ pub fn stats() -> Stats {
         sampled_out: invocation::SAMPLED_OUT.load(Relaxed),
         dropped: invocation::DROPPED.load(Relaxed),
         truncated: invocation::TRUNCATED.load(Relaxed),
+        retired_functions: retire::retired_functions(),
     }
 }
 

@@ -7,6 +7,7 @@ use crate::__private::PlanInfo;
 use crate::clock::now;
 use crate::invocation::{complete_thread_invocation, current, end_skipped_invocation, start_thread_invocation, SKIP};
 use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, MAX_DEPTH, NO_SLOT};
+use crate::retire::retired_slot;
 
 /// The guard returned by a sync function's probe: records the function's exit when dropped. Inert (and free to
 /// drop) outside any invocation. Not `Send`: it refers to the current thread's recording context.
@@ -31,6 +32,26 @@ pub(crate) fn enter(index: u32) -> Guard {
     }
     // SAFETY: a non-null, non-SKIP CURRENT points to a live recorder owned by this thread or by the task being
     // polled on it.
+    unsafe { record_or_count(rec, index) }
+}
+
+/// The entry of a call inside a recording invocation: counted when its function retired, else recorded. Inlined
+/// in optimised builds; one call in unoptimised ones, whose probed functions would otherwise each keep its locals
+/// in their stack frames (deep recursion in a debug build overflowed sooner).
+///
+/// # Safety
+/// `rec` is the live recorder current on this thread.
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+unsafe fn record_or_count(rec: *mut Recorder, index: u32) -> Guard {
+    // Only now that an invocation is recording: a retired function is counted, not recorded.
+    let retired = retired_slot(index);
+    if retired != 0 {
+        // SAFETY: the caller's contract; the slot (a u8) is within the counters (`RETIRED_COUNTERS` = 256).
+        unsafe { (*rec).retired_calls[retired as usize] += 1 };
+        return Guard::INERT;
+    }
+    // SAFETY: the caller's contract.
     unsafe { record_enter(rec, index) }
 }
 

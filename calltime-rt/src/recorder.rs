@@ -36,8 +36,9 @@ pub(crate) const NO_PATH: u32 = u32::MAX;
 pub(crate) const UNTIMED: u64 = u64::MAX;
 /// Entries of a call path's child cache (a power of two).
 pub(crate) const HOT_CHILDREN: usize = 8;
-/// After an invocation folds, the first calls of each call path are timed; later ones 1 in `time_sample`.
-const ALWAYS_TIMED: u64 = 16;
+/// Counters of retired calls per recorder, indexed by the state byte: retirement slots 1..=254 (0 and 255 unused;
+/// 256 of them, so the probe's index needs no bound check).
+pub(crate) const RETIRED_COUNTERS: usize = 256;
 
 /// One call: written at entry, its `end` patched at exit. Preorder is rebuilt from `link` by the writer, because
 /// interleaved async children are not contiguous in entry order.
@@ -141,6 +142,8 @@ pub(crate) struct Recorder {
     kind: OwnerKind,
     owner: u64,
     name: Option<Arc<str>>,
+    /// Calls of retired functions in this invocation, by retirement slot; the inlined probe increments them.
+    pub(crate) retired_calls: [u64; RETIRED_COUNTERS],
 }
 
 impl Recorder {
@@ -179,27 +182,36 @@ impl Recorder {
     }
 
     pub(crate) fn boxed(config: &Config) -> Box<Recorder> {
-        let cap = config.node_cap;
+        Recorder::with_limits(config.node_cap, config.fold_after, config.time_sample)
+    }
+
+    /// The start-up calibration's recorder: never folds by itself (the calibration folds it when it wants to).
+    pub(crate) fn for_calibration() -> Box<Recorder> {
+        Recorder::with_limits(INITIAL_NODES, 0, 1)
+    }
+
+    fn with_limits(cap: usize, fold_after: usize, time_sample: u64) -> Box<Recorder> {
         Box::new(Recorder {
             nodes: Vec::with_capacity(cap.min(INITIAL_NODES)),
             stack: DepthArray::new(),
             depth: 0,
             cap,
             limit: cap.min(INITIAL_NODES),
-            fold_after: if config.fold_after == 0 { usize::MAX } else { config.fold_after.min(cap) },
+            fold_after: if fold_after == 0 { usize::MAX } else { fold_after.min(cap) },
             fold_at: usize::MAX,
             folded: false,
             paths: Vec::new(),
             slot_path: Vec::new(),
             frame_path: DepthArray::unallocated(),
             frame_start: DepthArray::unallocated(),
-            time_sample: config.time_sample,
+            time_sample,
             rng: 0x9E37_79B9_7F4A_7C15,
             truncated: 0,
             invocation: 0,
             kind: OwnerKind::Thread,
             owner: 0,
             name: None,
+            retired_calls: [0; RETIRED_COUNTERS],
         })
     }
 
@@ -218,6 +230,29 @@ impl Recorder {
         self.kind = kind;
         self.owner = owner;
         self.name = name;
+        // Only the slots handed out so far can have been counted (a recorder dropped unwritten keeps its counts).
+        let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
+        self.retired_calls[..=used].fill(0);
+    }
+
+    /// Calls of retired functions counted in this invocation, by retirement slot (`1..=retire::slots_used()`).
+    pub(crate) fn retired_calls(&self) -> &[u64; RETIRED_COUNTERS] {
+        &self.retired_calls
+    }
+
+    /// For the calibration: the mean gap between timed calls of a folded invocation.
+    pub(crate) fn set_time_sample(&mut self, time_sample: u64) {
+        self.time_sample = time_sample.max(1);
+    }
+
+    /// For the calibration: (timed calls, their ticks) recorded so far below the root, by node or by call path.
+    pub(crate) fn calibration_totals(&self) -> (u64, u64) {
+        if self.folded {
+            let paths = self.paths.iter().skip(1);
+            return paths.fold((0, 0), |(n, t), p| (n + p.timed, t + p.ticks));
+        }
+        let closed = self.nodes.iter().skip(1).filter(|n| n.end != OPEN);
+        closed.fold((0, 0), |(n, t), node| (n + 1, t + node.end.wrapping_sub(node.start)))
     }
 
     /// Stores a node and enters its frame; `NO_SLOT` (and the call counted as truncated) past the caps.

@@ -16,10 +16,11 @@ use crate::invocation::{dequeued, give_back, lock, Runtime, DROPPED, KEPT, RUNTI
 use crate::recorder::{
     OwnerKind, PathNode, Recorder, FLAG_CANCELLED, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
 };
+use crate::retire::{self, Retirement, Watch};
 use crate::Stats;
 
-/// The trace format version this runtime writes (`calltime-trace 2`).
-const TRACE_VERSION: u32 = 2;
+/// The trace format version this runtime writes (`calltime-trace 3`).
+const TRACE_VERSION: u32 = 3;
 /// Records gathered before the writer writes them out, even in the middle of a drain.
 const FLUSH_BYTES: usize = 1 << 18;
 /// How often the writer thread looks at the queue by itself.
@@ -71,6 +72,9 @@ struct Sink {
     pending_truncated: u64,
     /// A folded invocation's call paths with the times of its pre-fold calls added.
     paths: Vec<PathNode>,
+    /// The writer's observations of per-call invocations, for retiring functions.
+    watch: Watch,
+    retirements: Vec<Retirement>,
 }
 
 static SINK: Mutex<Sink> = Mutex::new(Sink {
@@ -88,6 +92,8 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     pending_records: 0,
     pending_truncated: 0,
     paths: Vec::new(),
+    watch: Watch::new(),
+    retirements: Vec::new(),
 });
 
 /// Appends `value` in decimal, two digits per division (the writer spends much of its time here).
@@ -139,9 +145,11 @@ impl Sink {
                 Ok(mut file) => {
                     let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default();
                     let c = &rt.config;
+                    let r = retire::settings();
                     let header = format!(
                         "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
-                         fold_after={} time_sample={} min_ns={} sample={} max_invocations={}\n",
+                         fold_after={} time_sample={} min_ns={} sample={} max_invocations={} retire={} \
+                         retire_factor={} retire_min_calls={}\n{}",
                         std::process::id(),
                         rt.clock.epoch_unix_ns(),
                         exe.replace(['\n', '\r'], " "),
@@ -153,6 +161,10 @@ impl Sink {
                         c.min_ns,
                         c.sample,
                         c.max_invocations,
+                        u8::from(r.enabled),
+                        r.factor,
+                        r.min_calls,
+                        calibration_line(),
                     );
                     if file.write_all(header.as_bytes()).is_ok() {
                         self.file = Some(file);
@@ -171,6 +183,7 @@ impl Sink {
         let mut scale = None;
         while let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) {
             dequeued();
+            self.push_retirements();
             let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
             self.write_invocation(rt, &rec, scale);
             give_back(rec);
@@ -178,14 +191,32 @@ impl Sink {
                 self.flush_pending(rt);
             }
         }
+        self.push_retirements();
         self.flush_pending(rt);
+    }
+
+    /// Appends the `retire` records not yet written (between invocations: a retirement always precedes the records
+    /// that count its function's retired calls).
+    fn push_retirements(&mut self) {
+        if !retire::has_pending() {
+            return;
+        }
+        let mut taken = mem::take(&mut self.retirements);
+        taken.clear();
+        retire::take_pending(&mut taken);
+        for r in &taken {
+            self.body.clear();
+            self.push_line("retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
+            self.pending.push_str(&self.body);
+        }
+        self.retirements = taken;
     }
 
     /// Writes the records gathered since the last flush with one `write` call: one call per invocation made the
     /// writer fall behind programs with tens of thousands of short invocations (a syscall costs more than
     /// formatting a small tree).
     fn flush_pending(&mut self, rt: &Runtime) {
-        if self.pending_records == 0 {
+        if self.pending_records == 0 && self.pending.is_empty() {
             return;
         }
         let pending = mem::take(&mut self.pending);
@@ -260,6 +291,7 @@ impl Sink {
             self.walk_children(slot, depth, end);
         }
         self.finish_record(rec, root_start, root_end - root_start, written, filtered);
+        self.watch.observe_nodes(nodes);
     }
 
     /// Writes a folded invocation: one `a` line per call path, in preorder, children in order of first entry.
@@ -280,7 +312,7 @@ impl Sink {
                     p.flags |= FLAG_CANCELLED;
                 }
             } else {
-                p.add_time(node.end.saturating_sub(node.start));
+                p.add_exact(node.end.saturating_sub(node.start));
                 p.flags |= node.link >> PARENT_BITS;
             }
         }
@@ -295,11 +327,8 @@ impl Sink {
         while let Some((id, depth, _)) = self.walk.pop() {
             let p = paths[id as usize];
             let timed_ns = scale.span(p.ticks);
-            let estimated = if p.timed == 0 {
-                0
-            } else {
-                (u128::from(timed_ns) * u128::from(p.calls) / u128::from(p.timed)) as u64
-            };
+            let exact_ns = scale.span(p.exact_ticks);
+            let estimated = unbiased_total(p.calls, p.timed, timed_ns, p.exact_calls, exact_ns);
             if id != 0 && estimated < rt.config.min_ns {
                 filtered += self.subtree_size(id);
                 continue;
@@ -308,10 +337,21 @@ impl Sink {
             let (min, max) = if p.timed == 0 { (0, 0) } else { (scale.span(p.min), scale.span(p.max)) };
             let first_start = if p.first_start == UNTIMED { root_start } else { scale.ns(p.first_start) };
             let flags = u64::from(p.flags);
-            self.push_line(
-                "a",
-                &[u64::from(depth), u64::from(p.index), p.calls, p.timed, first_start, timed_ns, min, max, flags],
-            );
+            let (calls, timed, exact_calls) = (p.calls, p.timed, p.exact_calls);
+            let fields = [
+                depth.into(),
+                p.index.into(),
+                calls,
+                timed,
+                first_start,
+                timed_ns,
+                min,
+                max,
+                flags,
+                exact_calls,
+                exact_ns,
+            ];
+            self.push_line("a", &fields);
             self.walk_children(id, depth, 0);
         }
         self.paths = paths;
@@ -372,6 +412,16 @@ impl Sink {
             rec.name().unwrap_or("")
         );
         self.pending.push_str(&self.body);
+        for slot in 1..=retire::slots_used().min(rec.retired_calls().len() - 1) {
+            let calls = rec.retired_calls()[slot];
+            if calls > 0 {
+                self.pending.push_str("r ");
+                push_decimal(&mut self.pending, u64::from(retire::slot_index(slot)));
+                self.pending.push(' ');
+                push_decimal(&mut self.pending, calls);
+                self.pending.push('\n');
+            }
+        }
         let _ = writeln!(self.pending, "end {seq}");
         self.seq += 1;
         self.pending_records += 1;
@@ -393,6 +443,35 @@ impl Sink {
         }
         size
     }
+}
+
+/// The estimated total time of a folded call path (trace-format.md): its exact part, plus its later calls at the
+/// mean of the calls timed at random gaps.
+fn unbiased_total(calls: u64, timed: u64, timed_ns: u64, exact_calls: u64, exact_ns: u64) -> u64 {
+    if timed > exact_calls {
+        let sampled_ns = u128::from(timed_ns.saturating_sub(exact_ns));
+        let later = u128::from(calls.saturating_sub(exact_calls));
+        exact_ns + (later * sampled_ns / u128::from(timed - exact_calls)) as u64
+    } else if exact_calls > 0 {
+        (u128::from(exact_ns) * u128::from(calls) / u128::from(exact_calls)) as u64
+    } else {
+        0
+    }
+}
+
+/// The header's `calibration` line (trace-format.md), empty when the probes were not calibrated.
+fn calibration_line() -> String {
+    let Some(c) = crate::calibrate::get() else { return String::new() };
+    format!(
+        "calibration recorded_inner={} recorded_outer={} folded_outer={} timed_inner={} timed_outer={} \
+         retired_outer={}\n",
+        c.recorded_inner_ps,
+        c.recorded_outer_ps,
+        c.folded_outer_ps,
+        c.timed_inner_ps,
+        c.timed_outer_ps,
+        c.retired_outer_ps
+    )
 }
 
 pub(crate) fn install_flush_hooks() {

@@ -207,7 +207,11 @@ fn tasks_fold_across_polls() {
     for inv in &trace.invocations {
         for node in &inv.nodes {
             let f = node.folded.unwrap();
-            assert_eq!(f.timed, f.calls, "young paths and async calls are timed: {node:?}");
+            // Async calls are always timed; the sync child (12) only at random gaps once its task folded.
+            if node.index != 12 {
+                assert_eq!(f.timed, f.calls, "async calls are timed: {node:?}");
+                assert_eq!(f.exact_calls, f.timed, "calls timed unconditionally are exact: {node:?}");
+            }
         }
         assert!(inv.nodes[0].duration.abs_diff(inv.duration) <= 1, "the root path's time is the invocation's");
     }

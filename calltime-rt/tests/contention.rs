@@ -54,7 +54,8 @@ fn threads_hand_off_invocations_without_overflow() {
 fn check_run() {
     let trace = run_ok(
         "threads_hand_off_invocations_without_overflow",
-        &[("CALLTIME_QUEUE", "2"), ("CALLTIME_MAX_INVOCATIONS", "800000")],
+        // Exact: the tiny calls would otherwise retire and leave the trees (retire.rs tests that).
+        &[("CALLTIME_QUEUE", "2"), ("CALLTIME_MAX_INVOCATIONS", "800000"), ("CALLTIME_EXACT", "1")],
     );
     let [seen, kept, sampled_out, dropped, truncated] = trace.stats.expect("a stats line at exit");
     assert_eq!(seen, THREADS * ROOTS_PER_THREAD);

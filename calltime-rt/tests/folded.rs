@@ -64,7 +64,10 @@ fn big_invocation_folds_with_exact_counts_and_sampled_times() {
         loop_root(20_000);
         return;
     }
-    let trace = run_ok("big_invocation_folds_with_exact_counts_and_sampled_times", &[("CALLTIME_FOLD_AFTER", "100")]);
+    let trace = run_ok(
+        "big_invocation_folds_with_exact_counts_and_sampled_times",
+        &[("CALLTIME_FOLD_AFTER", "100"), ("CALLTIME_EXACT", "1")],
+    );
     assert!(
         trace.header.iter().any(|h| h.starts_with("settings ") && h.contains(" fold_after=100 ")),
         "{:?}",
@@ -100,8 +103,10 @@ fn time_sample_1_times_every_call() {
         loop_root(5_000);
         return;
     }
-    let trace =
-        run_ok("time_sample_1_times_every_call", &[("CALLTIME_FOLD_AFTER", "10"), ("CALLTIME_TIME_SAMPLE", "1")]);
+    let trace = run_ok(
+        "time_sample_1_times_every_call",
+        &[("CALLTIME_FOLD_AFTER", "10"), ("CALLTIME_TIME_SAMPLE", "1"), ("CALLTIME_EXACT", "1")],
+    );
     let inv = &trace.invocations[0];
     assert_eq!(inv.shape(), "0*1[1*5000[2*5000] 3*1667]");
     assert!(counts(inv).iter().all(|(calls, timed)| calls == timed), "{:?}", counts(inv));

@@ -88,13 +88,26 @@ fn steady_state_probes_do_not_allocate() {
         return;
     }
     // One node per call (folding off): every invocation was recorded in full, so the probes really ran.
-    let trace = common::run_ok("steady_state_probes_do_not_allocate", &[("CALLTIME_FOLD_AFTER", "0")]);
+    let exact = ("CALLTIME_EXACT", "1");
+    let trace = common::run_ok("steady_state_probes_do_not_allocate", &[("CALLTIME_FOLD_AFTER", "0"), exact]);
     assert_eq!(trace.invocations.len(), 3);
     for inv in &trace.invocations {
         assert_eq!(inv.node_count, 1 + CALLS + CALLS / 2);
         assert_eq!(inv.truncated, 0);
     }
     // Folded (the default past 4096 calls): the same, counted per call path.
-    let trace = common::run_ok("steady_state_probes_do_not_allocate", &[]);
+    let trace = common::run_ok("steady_state_probes_do_not_allocate", &[exact]);
     assert_eq!(trace.shapes(), ["0*1[1*5000[2*2500]]"; 3]);
+    // With retirement (the default): `inner` retires at the first fold, then `outer` once it calls no probed
+    // function; their later calls are counted, still without allocating (the child checks), and every call is in a
+    // tree or an `r` line.
+    let trace = common::run_ok("steady_state_probes_do_not_allocate", &[]);
+    assert_eq!(trace.retirements.iter().map(|r| r.index).collect::<Vec<_>>(), [2, 1]);
+    for (index, calls) in [(1, 3 * CALLS), (2, 3 * CALLS / 2)] {
+        let nodes = trace.invocations.iter().flat_map(|inv| &inv.nodes).filter(|n| n.index == index);
+        let in_trees: u64 = nodes.map(|n| n.folded.map_or(1, |f| f.calls)).sum();
+        let lines = trace.invocations.iter().flat_map(|inv| &inv.retired).filter(|r| r.0 == index);
+        let retired: u64 = lines.map(|r| r.1).sum();
+        assert_eq!(in_trees + retired, calls, "function {index}: {in_trees} in trees, {retired} retired");
+    }
 }

@@ -98,7 +98,9 @@ pub struct Plan {
     pub edges: Vec<Edge>,
     /// Call sites that could not be resolved, or were resolved by over-approximation.
     pub unresolved: Vec<CallSiteNote>,
-    /// Files that could not be read or parsed, and anything else the user should know (the caller prints them).
+    /// Files that could not be read or parsed, and anything else the user should know (the caller prints them):
+    /// the analysis's own first (those of [`crate::analysis::Analysis::warnings`]), then the planning's (a
+    /// `--filter` that leaves only the roots probed). A warning may carry `\n  hint: ..` lines.
     pub warnings: Vec<String>,
     /// How much source the analysis read, for the caller's status line.
     pub analysed: AnalysedCounts,
@@ -158,6 +160,8 @@ pub enum SkipReason {
     PackageNotSelected(String),
     /// Its file belongs to several crates and the first copy took the probe: that copy's path.
     SameSource(String),
+    /// Compiled out for the active features and the host target: the `#[cfg(..)]` that is false, as written.
+    CfgDisabled(String),
 }
 
 impl SkipReason {
@@ -178,6 +182,7 @@ impl SkipReason {
             SkipReason::NoBody => "no_body",
             SkipReason::PackageNotSelected(_) => "package_not_selected",
             SkipReason::SameSource(_) => "same_source",
+            SkipReason::CfgDisabled(_) => "cfg_disabled",
         }
     }
 }
@@ -204,6 +209,9 @@ impl fmt::Display for SkipReason {
             SkipReason::PackageNotSelected(package) => write!(f, "in package `{package}`, which -p did not select"),
             SkipReason::SameSource(first) => {
                 write!(f, "same source as `{first}` (the file belongs to several crates)")
+            }
+            SkipReason::CfgDisabled(cfg) => {
+                write!(f, "compiled out: #[cfg({cfg})] is false for the active features and the host target")
             }
         }
     }
@@ -315,6 +323,7 @@ mod tests {
             SkipReason::NoBody,
             SkipReason::PackageNotSelected("p".into()),
             SkipReason::SameSource("k::f".into()),
+            SkipReason::CfgDisabled("unix".into()),
         ];
         let mut codes: Vec<&str> = all.iter().map(SkipReason::code).collect();
         assert!(codes.iter().all(|c| c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '_')), "{codes:?}");

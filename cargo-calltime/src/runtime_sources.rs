@@ -4,6 +4,7 @@
 /// Every source file of calltime-rt: its path relative to `src/` (with `/`) and its contents. A test checks this
 /// list against the directory, so a new module cannot be left out.
 pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
+    ("calibrate.rs", include_str!("../../calltime-rt/src/calibrate.rs")),
     ("clock.rs", include_str!("../../calltime-rt/src/clock.rs")),
     ("future.rs", include_str!("../../calltime-rt/src/future.rs")),
     ("invocation.rs", include_str!("../../calltime-rt/src/invocation.rs")),
@@ -11,6 +12,7 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("probe.rs", include_str!("../../calltime-rt/src/probe.rs")),
     ("recorder.rs", include_str!("../../calltime-rt/src/recorder.rs")),
     ("recorder/fold.rs", include_str!("../../calltime-rt/src/recorder/fold.rs")),
+    ("retire.rs", include_str!("../../calltime-rt/src/retire.rs")),
     ("writer.rs", include_str!("../../calltime-rt/src/writer.rs")),
 ];
 

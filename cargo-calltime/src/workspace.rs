@@ -1,9 +1,10 @@
 //! Stage 1: workspace discovery with `cargo metadata`.
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use cargo_metadata::{CargoOpt, Metadata, MetadataCommand, Package};
+use cargo_metadata::{CargoOpt, DependencyKind, Metadata, MetadataCommand, Package};
 
 use crate::error::UserError;
 
@@ -35,6 +36,9 @@ pub struct Workspace {
     pub target_dir: PathBuf,
     /// Indices into `metadata.packages` of the packages selected by `-p` (default: every workspace member).
     pub selected: Vec<usize>,
+    /// The features enabled in each workspace member (by index into `metadata.packages`) under the feature flags
+    /// given: cargo's resolve when there is one, else worked out from the manifests the same way.
+    pub features: HashMap<usize, BTreeSet<String>>,
 }
 
 impl Workspace {
@@ -106,7 +110,7 @@ impl Workspace {
         let selected = if args.packages.is_empty() {
             match member_of_manifest(&metadata, &members, args, &root) {
                 Some(i) => vec![i],
-                None => members,
+                None => members.clone(),
             }
         } else {
             let mut selected = Vec::new();
@@ -127,7 +131,17 @@ impl Workspace {
             }
             selected
         };
-        Ok(Workspace { metadata, root, target_dir, selected })
+        let features = match &metadata.resolve {
+            Some(resolve) => members
+                .iter()
+                .filter_map(|&i| {
+                    let node = resolve.nodes.iter().find(|n| n.id == metadata.packages[i].id)?;
+                    Some((i, node.features.iter().map(|f| f.to_string()).collect()))
+                })
+                .collect(),
+            None => member_features(&metadata, &members, &selected, args, &root),
+        };
+        Ok(Workspace { metadata, root, target_dir, selected, features })
     }
 
     /// The selected packages.
@@ -139,6 +153,74 @@ impl Workspace {
     pub fn calltime_dir(&self) -> PathBuf {
         self.target_dir.join("calltime")
     }
+}
+
+/// The features of each member without cargo's resolve (`cargo metadata --no-deps`), as cargo metadata would
+/// resolve them: every member with its defaults (or all features), the `--features` of the selected packages (the
+/// root package when the root manifest is one), `pkg/feat` for member `pkg`, then what enabled features and the
+/// members' dependency declarations turn on, transitively.
+fn member_features(
+    meta: &Metadata,
+    members: &[usize],
+    selected: &[usize],
+    args: &CargoOptions,
+    root: &std::path::Path,
+) -> HashMap<usize, BTreeSet<String>> {
+    let name_of = |i: usize| meta.packages[i].name.replace('-', "_");
+    let member_named = |name: &str| members.iter().copied().find(|&i| name_of(i) == name.replace('-', "_"));
+    let root_package = members.iter().copied().find(|&i| meta.packages[i].manifest_path == root.join("Cargo.toml"));
+    let plain_targets: Vec<usize> = match root_package {
+        Some(i) if args.packages.is_empty() => vec![i],
+        _ => selected.to_vec(),
+    };
+    let mut work: Vec<(usize, String)> = Vec::new();
+    for &i in members {
+        let declared = &meta.packages[i].features;
+        if args.all_features {
+            work.extend(declared.keys().map(|f| (i, f.clone())));
+        } else if !args.no_default_features {
+            work.push((i, "default".to_owned()));
+        }
+        // Dependency declarations on other members: their default features and the features they list.
+        for dep in &meta.packages[i].dependencies {
+            if dep.optional || !matches!(dep.kind, DependencyKind::Normal | DependencyKind::Build) {
+                continue;
+            }
+            let Some(j) = member_named(&dep.name) else { continue };
+            if dep.uses_default_features {
+                work.push((j, "default".to_owned()));
+            }
+            work.extend(dep.features.iter().map(|f| (j, f.clone())));
+        }
+    }
+    for feature in &args.features {
+        match feature.split_once('/') {
+            Some((package, f)) => work.extend(member_named(package).map(|j| (j, f.to_owned()))),
+            None => work.extend(plain_targets.iter().map(|&i| (i, feature.clone()))),
+        }
+    }
+    let mut enabled: HashMap<usize, BTreeSet<String>> = members.iter().map(|&i| (i, BTreeSet::new())).collect();
+    while let Some((i, feature)) = work.pop() {
+        let Some(values) = meta.packages[i].features.get(&feature) else { continue };
+        if !enabled.entry(i).or_default().insert(feature.clone()) {
+            continue;
+        }
+        for value in values {
+            if value.starts_with("dep:") {
+                continue;
+            }
+            match value.split_once('/') {
+                Some((dep, f)) => {
+                    let dep = dep.trim_end_matches('?');
+                    let renamed = meta.packages[i].dependencies.iter().find(|d| d.rename.as_deref() == Some(dep));
+                    let target = renamed.map_or(dep, |d| d.name.as_str());
+                    work.extend(member_named(target).map(|j| (j, f.to_owned())));
+                }
+                None => work.push((i, value.clone())),
+            }
+        }
+    }
+    enabled
 }
 
 /// Like cargo without `-p`: a member's own manifest (`--manifest-path crates/app/Cargo.toml`, or the nearest

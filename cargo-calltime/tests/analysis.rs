@@ -3,6 +3,7 @@
 
 mod util;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use cargo_calltime::analysis::make_plan;
@@ -31,6 +32,15 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // Functions cheaper than a probe are left out by default, and kept with --probe-trivial.
     ("trivial", "analysis-trivial", &["--root", "Doc::render", "--depth", "3"]),
     ("trivial-probed", "analysis-trivial", &["--root", "Doc::render", "--depth", "3", "--probe-trivial"]),
+    // Issue 12.6: workspace traits implemented for std types, called on literals, `vec![..]`, `String`, `&str`,
+    // slices and `Option`; a std value of unknown type and an unknown receiver are over-approximated with a note.
+    ("std-impls", "analysis-faults", &["--root", "shapes::shown", "--depth", "2", "--probe-trivial"]),
+    // Issue 12.12: items under a `#[cfg]` that is false for the active features (defaults, --features,
+    // --no-default-features) or the host target are compiled out: skipped with `cfg_disabled`, their calls not
+    // followed; unknown predicates (a --cfg flag, debug_assertions) keep the item.
+    ("cfg-default", "analysis-faults", &["--root", "faults::main", "--depth", "4"]),
+    ("cfg-grain", "analysis-faults", &["--root", "faults::main", "--depth", "4", "--features", "grain"]),
+    ("cfg-no-default", "analysis-faults", &["--root", "faults::main", "--depth", "4", "--no-default-features"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {
@@ -124,6 +134,10 @@ fn errors_name_the_problem_and_a_hint() {
         ("analysis-calls", &["--root", "entry", "--exclude", "[z-a]"]),
         ("analysis-calls", &["--root", "entry", "--depth", "0"]),
         ("analysis-edge", &["--root", "edge::limit"]),
+        // Issue 12.8: proc-macro crates are not analysed, by crate name or by a function of theirs.
+        ("analysis-faults", &["--root", "derive_probe::expand"]),
+        ("analysis-faults", &["--root", "derive_probe"]),
+        ("analysis-faults", &["--root", "expand"]),
     ];
     let mut all = String::new();
     for (krate, args) in cases {
@@ -244,6 +258,7 @@ fn everything_reachable_gets_a_probe_with_filter_dot() {
                 | SkipReason::ExternBlock
                 | SkipReason::GeneratedByMacro(_)
                 | SkipReason::FutureWithoutAsyncTail
+                | SkipReason::CfgDisabled(_)
         )
     };
     for (krate, root) in [
@@ -269,6 +284,22 @@ fn everything_reachable_gets_a_probe_with_filter_dot() {
             assert!(has_parent, "{krate}: {} at level {} has no caller a level above", f.path, f.level);
         }
     }
+}
+
+/// A `--filter` that rejects every reached function but the root is warned about, with the crate names that
+/// would match (issue 12.9: the README's own `--filter '^myapp::'` on the demo, whose crate is `demo`).
+#[test]
+fn filter_that_leaves_only_the_root_is_a_warning() {
+    let (_tmp, dir) = copy_test_crate("demo");
+    let plan = plan_for(&dir, &["server::handle"], 5, Some("^myapp::"));
+    assert_eq!(plan.instrumented().count(), 1, "only the root is probed");
+    check(&data("analysis/filter-only-root.txt"), &plan.warnings.join("\n"));
+    let (text, _) = graph(&dir, &["--root", "server::handle", "--filter", "^myapp::"], "text", true);
+    assert!(text.contains("--filter `^myapp::` matches none of the 24"), "graph shows the warning:\n{text}");
+    // A filter that keeps some of them says nothing.
+    let plan = plan_for(&dir, &["server::handle"], 5, Some("^demo::server::"));
+    assert!(plan.instrumented().count() > 1);
+    assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
 }
 
 /// `--exclude-fast` leaves out the functions earlier runs remembered and says so by its own name, next to
@@ -326,4 +357,70 @@ fn analysis_and_plan_do_not_import_cli_ui_or_later_stages() {
         }
     }
     assert!(offences.is_empty(), "stage modules import what they must not:\n{}", offences.join("\n"));
+}
+
+/// Without cargo's resolve (`graph` runs `cargo metadata --no-deps`), the features of each member are worked out
+/// from the manifests; they must be cargo's (issue 12.12).
+#[test]
+fn features_without_resolve_are_cargo_metadatas() {
+    let (_tmp, dir) = copy_test_crate("analysis-faults");
+    let variants: &[(&[&str], bool, bool)] = &[
+        (&[], false, false),
+        (&["grain"], false, false),
+        (&[], false, true),
+        (&[], true, false),
+        (&["shapes/fine"], false, false),
+        (&["grain", "shapes/fine"], false, true),
+    ];
+    for &(features, all_features, no_default_features) in variants {
+        let cargo = CargoOptions {
+            manifest_path: Some(dir.join("Cargo.toml")),
+            features: features.iter().map(|f| f.to_string()).collect(),
+            all_features,
+            no_default_features,
+            offline: true,
+            ..CargoOptions::default()
+        };
+        let by_name = |ws: &Workspace| -> BTreeMap<String, Vec<String>> {
+            ws.features
+                .iter()
+                .map(|(&i, set)| (ws.metadata.packages[i].name.to_string(), set.iter().cloned().collect()))
+                .collect()
+        };
+        let resolved = by_name(&Workspace::load(&cargo).expect("workspace loads"));
+        let worked_out = by_name(&Workspace::load_members_only(&cargo).expect("workspace loads"));
+        assert_eq!(worked_out, resolved, "features {features:?} all {all_features} no-default {no_default_features}");
+        assert!(resolved.contains_key("shapes"));
+    }
+}
+
+/// Issue 12.11: a large generated file is parsed one item at a time, so the analysis holds one item's syntax
+/// tree at once instead of the whole file's (a 7 MB file took 966 MB). This one is about 1 MB, to stay fast.
+#[test]
+fn large_generated_file_is_analysed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("big");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"big\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+    )
+    .unwrap();
+    let count = 2500;
+    let mut text = String::new();
+    for i in 0..count {
+        let next = (i + 1) % count;
+        text.push_str(&format!(
+            "/// Generated function {i}.\npub fn f{i}(x: u64) -> u64 {{\n    let mut total = x;\n    for k in 0..3 {{\n        \
+             total = total.wrapping_mul(31).wrapping_add(k);\n    }}\n    let v = vec![total, x, {i}];\n    \
+             let s: u64 = v.iter().copied().sum();\n    if x > 1_000_000 {{ return s; }}\n    \
+             println!(\"step {{}} of {i}\", s);\n    f{next}(x + 1).wrapping_add(s)\n}}\n"
+        ));
+    }
+    assert!(text.len() > 600_000, "{} bytes", text.len());
+    std::fs::write(dir.join("src/lib.rs"), &text).unwrap();
+    let plan = plan_for(&dir, &["big::f0"], 3, None);
+    assert_eq!(plan.analysed.functions, count);
+    let paths: Vec<&str> = plan.functions.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["big::f0", "big::f1", "big::f2"]);
 }

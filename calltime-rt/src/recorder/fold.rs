@@ -6,16 +6,16 @@
 
 use std::mem;
 
-use super::{
-    DepthArray, Recorder, ALWAYS_TIMED, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, MAX_DEPTH, NO_PATH, PARENT_MASK, UNTIMED,
-};
+use super::{DepthArray, Recorder, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, MAX_DEPTH, NO_PATH, PARENT_MASK, UNTIMED};
 use crate::clock::now;
+use crate::retire::{consider_path, CHECK_EVERY};
 
 impl Recorder {
     /// Merges the per-call nodes into call paths. Cold: once per big invocation.
     #[cold]
     #[inline(never)]
     pub(crate) fn fold(&mut self) {
+        crate::retire::observe_at_fold(&self.nodes);
         if !self.frame_path.is_allocated() {
             self.frame_path = DepthArray::new();
             self.frame_start = DepthArray::new();
@@ -66,15 +66,23 @@ impl Recorder {
         if id >= self.cap || id >= NO_PATH as usize {
             return NO_PATH;
         }
+        // A path made at the fold has its calls so far (exact) and is timed at random gaps from there, so which calls
+        // are timed never depends on their durations. A path made later times its first call unconditionally (an
+        // exact part, like the calls before the fold: a path called once, such as a long loop, then has a time),
+        // then the others at random gaps.
+        let countdown = if self.folded { 1 } else { self.next_gap() };
         let next_sibling = match self.paths.get_mut(parent as usize) {
             Some(p) => mem::replace(&mut p.first_child, id as u32),
             None => NO_PATH,
         };
         self.paths.push(PathNode {
             calls: 0,
-            countdown: 1,
+            countdown,
             timed: 0,
             ticks: 0,
+            exact_calls: 0,
+            exact_ticks: 0,
+            first_open: false,
             min: u64::MAX,
             max: 0,
             first_start: UNTIMED,
@@ -163,11 +171,12 @@ impl Recorder {
     /// Starts a timed call of `path`: sets its next countdown and reads the clock.
     #[inline(never)]
     fn timed_start(&mut self, path: u32) -> u64 {
-        let calls = self.paths[path as usize].calls;
-        let gap = self.next_gap(calls);
+        let gap = self.next_gap();
         let start = now();
         let p = &mut self.paths[path as usize];
         p.countdown = gap;
+        // Its first call (paths made after the fold): at most one call of a path is open at a time.
+        p.first_open = p.calls == 1;
         if p.first_start == UNTIMED {
             p.first_start = start;
         }
@@ -190,11 +199,11 @@ impl Recorder {
         unsafe { self.push_frame_at(self.depth, key, path, UNTIMED) };
     }
 
-    /// The gap to the next timed call of a path that has had `calls` calls: 1 while it is young, then uniform in
-    /// 1..2N-1 (mean N).
+    /// The gap to the next timed call of a path: uniform in 1..2N-1 (mean N). Never shorter for a young path: the
+    /// first calls of a recursive function are its biggest subtrees, and timing them more often biased its total.
     #[inline(never)]
-    fn next_gap(&mut self, calls: u64) -> u64 {
-        if calls < ALWAYS_TIMED || self.time_sample <= 1 {
+    fn next_gap(&mut self) -> u64 {
+        if self.time_sample <= 1 {
             return 1;
         }
         let mut x = self.rng;
@@ -220,7 +229,17 @@ impl Recorder {
         if start != UNTIMED {
             let end = now();
             if let Some(p) = self.paths.get_mut(path as usize) {
-                p.add_time(end.saturating_sub(start));
+                if p.first_open {
+                    p.first_open = false;
+                    p.add_exact(end.saturating_sub(start));
+                } else {
+                    p.add_time(end.saturating_sub(start));
+                }
+                let samples = p.timed - p.exact_calls;
+                if path != 0 && samples % CHECK_EVERY == 0 && p.first_child == NO_PATH {
+                    let (index, calls, sample_ticks) = (p.index, p.calls, p.ticks - p.exact_ticks);
+                    consider_path(index, self.paths[0].index, calls, samples, sample_ticks);
+                }
             }
         }
         if flags != 0 {
@@ -305,6 +324,7 @@ impl Recorder {
             if p.first_start == UNTIMED {
                 p.first_start = start;
             }
+            p.first_open = false; // timed whole by `close_path`
         }
         Some((path, start, key))
     }
@@ -322,7 +342,7 @@ impl Recorder {
     /// Ends a call entered after the fold whose start is known (async functions are always timed).
     pub(crate) fn close_path(&mut self, path: u32, start: u64, end: u64, flags: u32) {
         if let Some(p) = self.paths.get_mut(path as usize) {
-            p.add_time(end.saturating_sub(start));
+            p.add_exact(end.saturating_sub(start));
             p.flags |= flags;
         }
     }
@@ -336,6 +356,12 @@ pub(crate) struct PathNode {
     countdown: u64,
     pub(crate) timed: u64,
     pub(crate) ticks: u64,
+    /// Of `timed`, the calls timed unconditionally (per-call nodes before the fold, the first call of a path made
+    /// after it, async calls) and their ticks; the others were timed at random gaps.
+    pub(crate) exact_calls: u64,
+    pub(crate) exact_ticks: u64,
+    /// The path's first call is open and timed: it counts as exact.
+    first_open: bool,
     pub(crate) min: u64,
     pub(crate) max: u64,
     /// Start of the path's first call (`UNTIMED` until known).
@@ -357,5 +383,12 @@ impl PathNode {
         self.timed += 1;
         self.min = self.min.min(ticks);
         self.max = self.max.max(ticks);
+    }
+
+    /// A call timed unconditionally.
+    pub(crate) fn add_exact(&mut self, ticks: u64) {
+        self.add_time(ticks);
+        self.exact_calls += 1;
+        self.exact_ticks += ticks;
     }
 }

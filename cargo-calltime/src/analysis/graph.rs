@@ -121,6 +121,10 @@ fn program_crates(index: &Index, roots: &[FnId]) -> HashSet<CrateId> {
 }
 
 fn resolve_in(index: &Index, f: FnId, in_program: &HashSet<CrateId>) -> Resolved {
+    // Code compiled out by a `#[cfg]` calls nothing in the program.
+    if index.fns[f].compiled_out() {
+        return Resolved::default();
+    }
     let mut r = index.resolve_calls(f);
     // `#[cfg(test)]` code does not exist in the program unless the caller is test code itself.
     let test_caller = index.fns[f].item.test_only;

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use super::cfg::Cfg;
 use super::modules::{CrateSpec, DepTarget, SourceSet};
 use super::syntax::{FnItem, ModItems, ModKind, PathRef, TyRef, UseItem, UseKind};
 use crate::plan::SkipReason;
@@ -41,6 +42,14 @@ pub struct Module {
     pub glob_values: HashMap<String, Vec<FnId>>,
     /// Has a glob import of something outside the workspace (`use std::cmp::*;`): unknown names may come from it.
     pub external_glob: bool,
+}
+
+/// What nested items inherit from the items that hold them.
+#[derive(Debug, Clone, Default)]
+struct Inherited {
+    test_only: bool,
+    /// The `#[cfg(..)]` that is false for the crate, when one of the enclosing items (or the item) has one.
+    compiled_out: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +155,13 @@ pub struct Index {
     pub lines: usize,
 }
 
+impl FnDef {
+    /// Its `#[cfg]` (or an enclosing item's) is false: it is not in the program.
+    pub fn compiled_out(&self) -> bool {
+        matches!(self.item.skip, Some(SkipReason::CfgDisabled(_)))
+    }
+}
+
 impl Index {
     pub fn build(specs: Vec<CrateSpec>, sources: &SourceSet) -> Index {
         let mut index = Index { lines: sources.lines, warnings: sources.warnings.clone(), ..Index::default() };
@@ -201,13 +217,22 @@ impl Index {
             if let Some(summary) = sources.files.get(&root_file) {
                 let file = index.file_id(&root_file);
                 let mut stack = vec![root_file.clone()];
-                index.add_items(root, &summary.items, file, &root_file, sources, false, &mut stack);
+                index.add_items(root, &summary.items, file, &root_file, sources, &Inherited::default(), &mut stack);
             }
         }
         index.resolve_imports();
         index.resolve_impls();
         index.name_functions();
         index
+    }
+
+    /// What an item inside `outer` (in module `m`) passes on to what it holds: test-only when it or `outer` is, and
+    /// compiled out when `outer` is or its own `#[cfg]` is false for its crate.
+    fn inherit(&self, m: ModId, outer: &Inherited, test_only: bool, cfg: Option<&Cfg>) -> Inherited {
+        let env = &self.crates[self.modules[m].krate].spec.cfg;
+        let compiled_out =
+            outer.compiled_out.clone().or_else(|| cfg.filter(|c| env.eval(c) == Some(false)).map(|c| c.to_string()));
+        Inherited { test_only: outer.test_only || test_only, compiled_out }
     }
 
     fn file_id(&mut self, path: &Path) -> usize {
@@ -248,9 +273,10 @@ impl Index {
         file: usize,
         file_path: &Path,
         sources: &SourceSet,
-        test_only: bool,
+        outer: &Inherited,
         stack: &mut Vec<PathBuf>,
     ) {
+        let test_only = outer.test_only;
         for u in &items.uses {
             self.uses.push((m, u.clone()));
         }
@@ -277,6 +303,7 @@ impl Index {
             self.modules[m].types.entry(t.name.clone()).or_insert(TypeRes::Type(id));
         }
         for tr in &items.traits {
+            let inherited = self.inherit(m, outer, false, tr.cfg.as_ref());
             let id = *self.trait_ids.entry((m, tr.name.clone())).or_insert_with(|| {
                 self.traits.push(TraitDef {
                     module: m,
@@ -293,15 +320,16 @@ impl Index {
             self.traits[id].supertrait_paths.extend(tr.supertraits.iter().cloned());
             self.modules[m].types.entry(tr.name.clone()).or_insert(TypeRes::Trait(id));
             for f in &tr.defaults {
-                let fid = self.add_fn(m, f, Owner::Trait(id), file, file_path, sources, test_only, stack);
+                let fid = self.add_fn(m, f, Owner::Trait(id), file, file_path, sources, &inherited, stack);
                 self.traits[id].defaults.entry(f.name.clone()).or_default().push(fid);
             }
         }
         for f in &items.fns {
-            let fid = self.add_fn(m, f, Owner::Free, file, file_path, sources, test_only, stack);
+            let fid = self.add_fn(m, f, Owner::Free, file, file_path, sources, outer, stack);
             self.modules[m].values.entry(f.name.clone()).or_default().push(fid);
         }
         for imp in &items.impls {
+            let inherited = self.inherit(m, outer, false, imp.cfg.as_ref());
             let id = self.impls.len();
             self.impls.push(ImplDef {
                 module: m,
@@ -313,16 +341,17 @@ impl Index {
                 methods: HashMap::new(),
             });
             for f in &imp.fns {
-                let fid = self.add_fn(m, f, Owner::Impl(id), file, file_path, sources, test_only, stack);
+                let fid = self.add_fn(m, f, Owner::Impl(id), file, file_path, sources, &inherited, stack);
                 self.impls[id].methods.entry(f.name.clone()).or_default().push(fid);
             }
         }
         for md in &items.mods {
             let child_test_only = test_only || md.test_only;
             let child = self.child_module(m, &md.name, child_test_only);
+            let inherited = self.inherit(m, outer, md.test_only, md.cfg.as_ref());
             match &md.kind {
                 ModKind::Inline(inner) => {
-                    self.add_items(child, inner, file, file_path, sources, child_test_only, stack);
+                    self.add_items(child, inner, file, file_path, sources, &inherited, stack);
                 }
                 ModKind::External { decl } => {
                     let Some(child_path) = sources.children.get(&(file_path.to_owned(), *decl)) else { continue };
@@ -332,7 +361,7 @@ impl Index {
                     let Some(summary) = sources.files.get(child_path) else { continue };
                     let child_file = self.file_id(child_path);
                     stack.push(child_path.clone());
-                    self.add_items(child, &summary.items, child_file, child_path, sources, child_test_only, stack);
+                    self.add_items(child, &summary.items, child_file, child_path, sources, &inherited, stack);
                     stack.pop();
                 }
             }
@@ -348,15 +377,18 @@ impl Index {
         file: usize,
         file_path: &Path,
         sources: &SourceSet,
-        test_only: bool,
+        outer: &Inherited,
         stack: &mut Vec<PathBuf>,
     ) -> FnId {
+        let test_only = outer.test_only;
+        let own = self.inherit(m, outer, f.test_only, f.cfg.as_ref());
         let id = self.fns.len();
         let mut item = FnItem {
             name: f.name.clone(),
             line: f.line,
             skip: f.skip.clone(),
             test_only: f.test_only || test_only,
+            cfg: f.cfg.clone(),
             has_self: f.has_self,
             arity: f.arity,
             probe: f.probe.clone(),
@@ -371,6 +403,9 @@ impl Index {
         if test_only && item.skip.is_none() {
             item.skip = Some(SkipReason::TestOnly);
         }
+        if let Some(cfg) = &own.compiled_out {
+            item.skip = Some(SkipReason::CfgDisabled(cfg.clone()));
+        }
         let krate = self.modules[m].krate;
         self.fns.push(FnDef {
             item,
@@ -382,7 +417,7 @@ impl Index {
             path: String::new(),
             match_path: String::new(),
         });
-        if !(f.test_only || test_only) {
+        if !(f.test_only || test_only || own.compiled_out.is_some()) {
             if f.has_self {
                 self.methods_by_name.entry(f.name.clone()).or_default().push(id);
             } else if owner == Owner::Free {
@@ -400,7 +435,7 @@ impl Index {
                 ..Module::default()
             });
             self.fns[id].scope = block;
-            self.add_items(block, body, file, file_path, sources, test_only || f.test_only, stack);
+            self.add_items(block, body, file, file_path, sources, &own, stack);
         }
         id
     }

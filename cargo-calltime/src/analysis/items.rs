@@ -11,6 +11,8 @@ use syn::visit::Visit;
 use syn::{Attribute, Expr, FnArg, ImplItem, Item, Pat, ReturnType, Stmt, TraitItem, Type, TypeParamBound};
 
 use super::bodies::{BodyVisitor, StraightLine};
+use super::cfg;
+use super::chunks;
 use super::std_model::{BOXED_FUTURES, PRIMITIVES};
 use super::syntax::*;
 use crate::plan::{ProbeKind, SkipReason};
@@ -31,20 +33,45 @@ pub fn extract_file(text: &str) -> Result<FileSummary, (usize, String)> {
         base += end;
         content = &content[end..];
     }
-    let result = match syn::parse_str::<syn::File>(content) {
-        Ok(file) => {
-            let mut statics = HashMap::new();
-            lazy_statics(&file.items, &mut statics);
-            let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics };
-            let mut items = ModItems::default();
-            ex.items(&file.items, &mut items, &Scope::default());
-            Ok(FileSummary { items, lines: text.lines().count() })
-        }
-        Err(err) => Err((err.span().start().line, err.to_string())),
+    let result = match extract_by_items(base, content) {
+        Some(items) => Ok(items),
+        None => extract_whole(base, content),
     };
+    let result = result.map(|items| FileSummary { items, lines: text.lines().count() });
     // The summary holds no spans: drop this file from the thread's source map so it does not grow without bound.
     proc_macro2::extra::invalidate_current_thread_spans();
     result
+}
+
+/// Parses and extracts one top-level item at a time ([`chunks`]): only one item's syntax tree is alive at once.
+/// `None` when the file does not cut into items that parse (the caller then parses it whole).
+fn extract_by_items(base: usize, content: &str) -> Option<ModItems> {
+    let tokens: TokenStream = content.parse().ok()?;
+    let chunks = chunks::item_chunks(tokens);
+    let mut statics = HashMap::new();
+    for chunk in chunks.iter().filter(|c| chunks::mentions_lazy_statics(c)) {
+        let item: Item = syn::parse2(chunk.clone()).ok()?;
+        lazy_statics(std::slice::from_ref(&item), &mut statics);
+    }
+    let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics };
+    let mut items = ModItems::default();
+    let scope = Scope::default();
+    for chunk in chunks {
+        let item: Item = syn::parse2(chunk).ok()?;
+        ex.item(&item, &mut items, &scope);
+    }
+    Some(items)
+}
+
+/// The whole file at once: for files [`extract_by_items`] cannot cut, and for the line of a parse error.
+fn extract_whole(base: usize, content: &str) -> Result<ModItems, (usize, String)> {
+    let file = syn::parse_str::<syn::File>(content).map_err(|err| (err.span().start().line, err.to_string()))?;
+    let mut statics = HashMap::new();
+    lazy_statics(&file.items, &mut statics);
+    let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics };
+    let mut items = ModItems::default();
+    ex.items(&file.items, &mut items, &Scope::default());
+    Ok(items)
 }
 
 /// Context inherited by nested items.
@@ -190,7 +217,8 @@ impl Extractor {
                 let test_only = scope.test_only || is_cfg_test(&f.attrs) || f.attrs.iter().any(is_test_attr);
                 let generics = generics_of(&f.sig.generics);
                 let fn_scope = Scope { test_only, generics: [scope.generics.clone(), generics].concat() };
-                let item = self.function(&f.attrs, &f.sig, Some(&f.block), &fn_scope);
+                let mut item = self.function(&f.attrs, &f.sig, Some(&f.block), &fn_scope);
+                item.cfg = cfg::of_attrs(&f.attrs);
                 out.fns.push(item);
             }
             Item::Impl(imp) => {
@@ -267,6 +295,7 @@ impl Extractor {
             self_ty_text: type_text(&imp.self_ty),
             trait_path: imp.trait_.as_ref().map(|(_, p, _)| PathRef::from_syn(p)),
             fns: Vec::new(),
+            cfg: cfg::of_attrs(&imp.attrs),
         };
         for ii in &imp.items {
             match ii {
@@ -274,7 +303,9 @@ impl Extractor {
                     let test_only = test_only || is_cfg_test(&m.attrs) || m.attrs.iter().any(is_test_attr);
                     let generics = [impl_generics.clone(), generics_of(&m.sig.generics)].concat();
                     let fn_scope = Scope { test_only, generics };
-                    info.fns.push(self.function(&m.attrs, &m.sig, Some(&m.block), &fn_scope));
+                    let mut item = self.function(&m.attrs, &m.sig, Some(&m.block), &fn_scope);
+                    item.cfg = cfg::of_attrs(&m.attrs);
+                    info.fns.push(item);
                 }
                 ImplItem::Macro(m) => {
                     if let Ok(items) = m.mac.parse_body_with(parse_impl_items) {
@@ -304,6 +335,7 @@ impl Extractor {
             defaults: Vec::new(),
             supertraits: bounds_of(t.supertraits.iter()),
             test_only,
+            cfg: cfg::of_attrs(&t.attrs),
         };
         for ti in &t.items {
             if let TraitItem::Fn(m) = ti {
@@ -311,7 +343,9 @@ impl Extractor {
                 if let Some(block) = &m.default {
                     let generics = [trait_generics.clone(), generics_of(&m.sig.generics)].concat();
                     let fn_scope = Scope { test_only, generics };
-                    info.defaults.push(self.function(&m.attrs, &m.sig, Some(block), &fn_scope));
+                    let mut item = self.function(&m.attrs, &m.sig, Some(block), &fn_scope);
+                    item.cfg = cfg::of_attrs(&m.attrs);
+                    info.defaults.push(item);
                 }
             }
         }
@@ -337,6 +371,7 @@ impl Extractor {
             line: line_of(m.ident.span()),
             path_attr: path_attr(&m.attrs),
             test_only,
+            cfg: cfg::of_attrs(&m.attrs),
             kind,
         }
     }
@@ -785,6 +820,39 @@ mod tests {
         assert!(items.fns[2].probe.is_none());
         assert_eq!(items.fns[2].skip, Some(SkipReason::FutureWithoutAsyncTail));
         assert_eq!(items.fns[3].probe.as_ref().unwrap().return_type, None);
+    }
+
+    /// Extraction one item at a time gives what extraction of the whole file gives, for every source file of the
+    /// test crates and of this crate.
+    #[test]
+    fn item_by_item_extraction_equals_whole_file_extraction() {
+        let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        let mut dirs = vec![manifest_dir.join("src"), manifest_dir.join("../test-crates")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() && !path.ends_with("target") {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() > 50, "too few files: {}", files.len());
+        let mut cut = 0;
+        for path in &files {
+            let text = std::fs::read_to_string(path).unwrap();
+            let content = text.trim_start_matches('\u{feff}');
+            let base = text.len() - content.len();
+            let Ok(whole) = extract_whole(base, content) else { continue };
+            if let Some(by_items) = extract_by_items(base, content) {
+                cut += 1;
+                assert_eq!(format!("{by_items:?}"), format!("{whole:?}"), "{}", path.display());
+            }
+            proc_macro2::extra::invalidate_current_thread_spans();
+        }
+        assert!(cut * 10 >= files.len() * 9, "only {cut} of {} files cut into items", files.len());
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //! out in the [`crate::plan::Plan`].
 
 mod bodies;
+pub mod cfg;
+mod chunks;
 pub mod graph;
 pub mod index;
 mod items;

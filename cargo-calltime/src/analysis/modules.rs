@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use cargo_metadata::{DependencyKind, PackageId};
 
+use super::cfg::CfgEnv;
 use super::items::extract_file;
 use super::syntax::{FileSummary, ModItems, ModKind};
 use crate::workspace::Workspace;
@@ -46,6 +47,8 @@ pub struct CrateSpec {
     pub selected: bool,
     /// The extern prelude: dependency names (renames applied) as code writes them.
     pub deps: Vec<(String, DepTarget)>,
+    /// What its `#[cfg(..)]`s are evaluated against: the package's enabled features and the host target.
+    pub cfg: Arc<CfgEnv>,
 }
 
 fn crate_name(target: &str) -> String {
@@ -111,6 +114,7 @@ pub fn crate_specs(ws: &Workspace, with_aux: bool) -> Vec<CrateSpec> {
                 }
             }
         }
+        let cfg = Arc::new(CfgEnv { features: ws.features.get(&pkg_index).cloned() });
         let own_lib = lib_of(pkg_index).map(|t| (crate_name(&t.name), DepTarget::Workspace(pkg_index)));
         for target in &pkg.targets {
             let kinds: Vec<String> = target.kind.iter().map(|k| k.to_string()).collect();
@@ -152,6 +156,7 @@ pub fn crate_specs(ws: &Workspace, with_aux: bool) -> Vec<CrateSpec> {
                 edition,
                 selected,
                 deps,
+                cfg: cfg.clone(),
             });
         }
     }

@@ -55,7 +55,12 @@ impl Analysis {
         let index = &self.index;
         let mut roots: Vec<FnId> = Vec::new();
         for arg in &options.roots {
-            for f in find_root(index, arg, &ws.root)? {
+            let mut found = find_root(index, arg, &ws.root).map_err(|err| proc_macro_root(ws, arg).unwrap_or(err))?;
+            // `#[cfg]` variants of one function: the compiled-out ones are not roots when another one is compiled.
+            if found.iter().any(|&f| !index.fns[f].compiled_out()) {
+                found.retain(|&f| !index.fns[f].compiled_out());
+            }
+            for f in found {
                 if !roots.contains(&f) {
                     roots.push(f);
                 }
@@ -84,7 +89,13 @@ impl Analysis {
         edges.sort_by_key(|e| (e.from, e.to));
         let unresolved = call_site_notes(index, &reached);
         tracing::info!("plan ready in {:?}", started.elapsed());
-        let Analysis { index, counts, warnings } = self;
+        let names: Vec<(&str, &str)> = order
+            .iter()
+            .map(|(f, _)| (index.crates[index.fns[*f].krate].spec.name.as_str(), index.fns[*f].match_path.as_str()))
+            .collect();
+        let filter_warning = filter_leaves_only_roots(options, &functions, &names);
+        let Analysis { index, counts, mut warnings } = self;
+        warnings.extend(filter_warning);
         // Freeing tens of thousands of small allocations takes a noticeable share of the analysis time; nothing
         // waits for it, so it happens off the main thread.
         let _ = std::thread::Builder::new().name("calltime-free-index".into()).spawn(move || drop(index));
@@ -100,6 +111,41 @@ impl Analysis {
             analysed: counts,
         })
     }
+}
+
+/// A root that is not found because it is in a proc-macro crate, which is never indexed: the crate is named by
+/// the root's first segment, or its root file defines a function of the root's last segment.
+fn proc_macro_root(ws: &Workspace, arg: &str) -> Option<UserError> {
+    let wanted = arg.trim().trim_start_matches("::");
+    let first = wanted.split("::").next().unwrap_or(wanted);
+    let last = wanted.rsplit("::").next().unwrap_or(wanted);
+    let meta = &ws.metadata;
+    let proc_macros = meta
+        .packages
+        .iter()
+        .filter(|p| meta.workspace_members.contains(&p.id))
+        .flat_map(|p| p.targets.iter())
+        .filter(|t| t.kind.iter().any(|k| k.to_string() == "proc-macro"));
+    for target in proc_macros {
+        let crate_name = target.name.replace('-', "_");
+        let defines = || {
+            let text = std::fs::read_to_string(&target.src_path).ok()?;
+            let summary = super::extract_file(&text).ok()?;
+            Some(summary.items.fns.iter().any(|f| f.name == last))
+        };
+        if first == crate_name || defines() == Some(true) {
+            return Some(
+                UserError::new(format!(
+                    "root `{arg}` is in proc-macro crate `{crate_name}`, which cargo calltime does not analyse"
+                ))
+                .hint(
+                    "a proc macro runs inside the compiler, not in your program; time the code it generates by \
+                     choosing a root in a lib or bin crate that uses it",
+                ),
+            );
+        }
+    }
+    None
 }
 
 /// Functions in a deterministic order: level, then path, then place; the unreached ones of --all-functions
@@ -222,6 +268,33 @@ impl Probes<'_> {
         let judge_trivial = !self.options.probe_trivial && !self.options.all_functions;
         (judge_trivial && self.trivial.cost(self.index, f).is_some()).then_some(SkipReason::Trivial)
     }
+}
+
+/// A `--filter` that matches none of the reached functions but the roots (the README's `^myapp::` on a crate named
+/// `demo`, say) instruments nothing useful: says so, with the crate names that would match. `names` holds each
+/// function's (crate name, defining path), by position.
+fn filter_leaves_only_roots(
+    options: &PlanOptions,
+    functions: &[PlannedFunction],
+    names: &[(&str, &str)],
+) -> Option<String> {
+    let filter = options.filter.as_ref()?;
+    let others: Vec<usize> = (0..functions.len()).filter(|&i| !functions[i].is_root).collect();
+    if others.is_empty() || others.iter().any(|&i| filter.is_match(names[i].1)) {
+        return None;
+    }
+    let mut crates: Vec<&str> = others.iter().map(|&i| names[i].0).collect();
+    crates.sort_unstable();
+    crates.dedup();
+    let n = others.len();
+    let noun = if n == 1 { "function" } else { "functions" };
+    Some(format!(
+        "--filter `{}` matches none of the {n} reached {noun} but the roots: only the roots get a probe\n  hint: \
+         the filter matches defining paths, which start with the crate name ({}), e.g. --filter '^{}::'",
+        filter.as_str(),
+        crates.join(", "),
+        crates[0]
+    ))
 }
 
 /// The notes on unresolved and over-approximated call sites, by place.

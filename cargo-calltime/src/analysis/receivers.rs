@@ -5,7 +5,10 @@ use syn::Expr;
 use syn::Pat;
 
 use super::bodies::{is_type_like, BodyVisitor};
-use super::std_model::{binary_op_trait, returns_std_value, OPERATOR_PRIMITIVES, RANGE_RECEIVER, STD_VALUE_MACROS};
+use super::std_model::{
+    binary_op_trait, literal_type, returns_std_value, std_macro_type, std_result_type, OPERATOR_PRIMITIVES,
+    RANGE_RECEIVER, STD_VALUE_MACROS,
+};
 use super::syntax::*;
 
 impl BodyVisitor<'_> {
@@ -138,14 +141,16 @@ impl BodyVisitor<'_> {
                 }
             }
             Expr::Unary(u) if !matches!(u.op, syn::UnOp::Deref(_)) => self.receiver(&u.expr),
-            Expr::Lit(_) => (Receiver::Std, "_".to_owned()),
+            Expr::Lit(lit) => (Receiver::Std(literal_type(&lit.lit)), "_".to_owned()),
             // `(a..=b).contains(x)`: the text marks a range, whose `contains` is two comparisons.
-            Expr::Range(_) => (Receiver::Std, RANGE_RECEIVER.to_owned()),
+            Expr::Range(_) => (Receiver::Std(""), RANGE_RECEIVER.to_owned()),
             Expr::Macro(m) if STD_VALUE_MACROS.iter().any(|n| m.mac.path.is_ident(n)) => {
-                (Receiver::Std, format!("{}!(..)", macro_name(&m.mac)))
+                let name = macro_name(&m.mac);
+                (Receiver::Std(std_macro_type(&name)), format!("{name}!(..)"))
             }
             Expr::MethodCall(mc) if returns_std_value(&mc.method.to_string()) => {
-                (Receiver::Std, format!("_.{}(..)", mc.method))
+                let method = mc.method.to_string();
+                (Receiver::Std(std_result_type(&method)), format!("_.{method}(..)"))
             }
             Expr::Struct(s) if s.qself.is_none() => {
                 (Receiver::Type(self.path_type(&s.path)), format!("{} {{..}}", PathRef::from_syn(&s.path).text()))

@@ -5,7 +5,7 @@
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
 use super::index::{CrateId, FnId, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
-use super::std_model::{DERIVED_METHODS, STD_TYPES};
+use super::std_model::{DERIVED_METHODS, INTEGERS, STD_TYPES};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
 /// Most candidates a call resolved by name and arity may fan out to; beyond it the call is reported, not followed.
@@ -357,8 +357,52 @@ impl Index {
 
     /// Methods workspace impls add to a type outside the workspace (`impl MyTrait for Vec<u8>`), and blanket impls.
     fn foreign_assoc(&self, ty_name: &str, name: &str) -> Vec<FnId> {
+        let mut out = self.foreign_type_methods(ty_name, name);
+        out.extend(self.impl_methods(&self.blanket_impls, name));
+        out
+    }
+
+    /// Methods named `name` of the workspace impls on the std or foreign type `ty_name` (by its last path segment;
+    /// a variant constructor stands for its enum), with the traits' default bodies where an impl does not override.
+    fn foreign_type_methods(&self, ty_name: &str, name: &str) -> Vec<FnId> {
+        let ty_name = match ty_name {
+            "Some" | "None" => "Option",
+            "Ok" | "Err" => "Result",
+            other => other,
+        };
+        self.foreign_impls.get(ty_name).map(|impls| self.impl_methods(impls, name)).unwrap_or_default()
+    }
+
+    /// A method call on a std value (a literal, `vec![..]`, `format!(..)`, a std adaptor's result): the workspace
+    /// impls on that std type, or, when the syntax does not tell which std type, on any std type (reported).
+    fn std_value_call(&self, ctx: &Ctx, name: &str, ty_name: &str, out: &mut Vec<FnId>) -> Option<String> {
+        out.extend(self.impl_methods(&self.blanket_impls, name));
+        let (types, known): (Vec<&str>, bool) = match ty_name {
+            "{integer}" => (INTEGERS.to_vec(), false),
+            "{float}" => (vec!["f32", "f64"], false),
+            "" => (self.foreign_impls.keys().map(String::as_str).collect(), false),
+            one => (vec![one], true),
+        };
+        let mut fns: Vec<FnId> = types
+            .iter()
+            .flat_map(|t| self.foreign_type_methods(t, name))
+            .filter(|&f| !self.fns[f].item.test_only && self.guess_allowed(ctx.krate, f))
+            .collect();
+        fns.sort_unstable();
+        fns.dedup();
+        if fns.is_empty() || known {
+            out.extend(fns);
+            return None;
+        }
+        let n = fns.len();
+        out.extend(fns);
+        let noun = if n == 1 { "candidate" } else { "candidates" };
+        Some(format!("over-approximated: a std value of unknown type, {n} {noun} in workspace impls on std types"))
+    }
+
+    fn impl_methods(&self, impls: &[usize], name: &str) -> Vec<FnId> {
         let mut out = Vec::new();
-        for &i in self.foreign_impls.get(ty_name).into_iter().flatten().chain(self.blanket_impls.iter()) {
+        for &i in impls {
             let imp = &self.impls[i];
             match imp.methods.get(name) {
                 Some(fns) => out.extend(fns.iter().copied()),
@@ -406,10 +450,7 @@ impl Index {
         let typed = match receiver {
             Receiver::Type(ty) | Receiver::Guessed(ty) => Some((ty.clone(), ctx.scope)),
             Receiver::SelfField(field) => self.self_field_type(ctx, field),
-            Receiver::Std => {
-                out.extend(self.foreign_assoc("", name));
-                return None;
-            }
+            Receiver::Std(ty_name) => return self.std_value_call(ctx, name, ty_name, out),
             Receiver::Unknown => None,
         };
         let mut missing_on = None;

@@ -10,6 +10,47 @@ pub(super) fn returns_std_value(method: &str) -> bool {
     STD_RESULT_METHODS.contains(&method) || STD_QUERIES.contains(&method)
 }
 
+/// The std type `x.method(..)` returns when [`returns_std_value`] says it is one, as far as the name tells
+/// (empty when it depends on `x`).
+pub(super) fn std_result_type(method: &str) -> &'static str {
+    match method {
+        "to_string" | "to_lowercase" | "to_uppercase" => "String",
+        "as_str" | "trim" | "trim_start" | "trim_end" => "str",
+        "as_bytes" => "[u8]",
+        "len" => "usize",
+        "is_empty" | "is_some" | "is_none" | "is_ok" | "is_err" => "bool",
+        _ => "",
+    }
+}
+
+/// The std type a value macro of [`STD_VALUE_MACROS`] builds.
+pub(super) fn std_macro_type(name: &str) -> &'static str {
+    match name {
+        "format" => "String",
+        "vec" => "Vec",
+        "concat" | "stringify" => "str",
+        _ => "",
+    }
+}
+
+/// Integer types: an unsuffixed integer literal (`{integer}`) may be any of them.
+pub(super) const INTEGERS: &[&str] =
+    &["u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize"];
+
+/// The std type of a literal: `str`, `bool`, `char`, the suffix's type, `{integer}`/`{float}` without one.
+pub(super) fn literal_type(lit: &syn::Lit) -> &'static str {
+    let suffixed =
+        |suffix: &str, default: &'static str| PRIMITIVES.iter().copied().find(|p| *p == suffix).unwrap_or(default);
+    match lit {
+        syn::Lit::Str(_) => "str",
+        syn::Lit::Bool(_) => "bool",
+        syn::Lit::Char(_) => "char",
+        syn::Lit::Int(i) => suffixed(i.suffix(), "{integer}"),
+        syn::Lit::Float(f) => suffixed(f.suffix(), "{float}"),
+        _ => "",
+    }
+}
+
 /// Whether a std method of this name runs in constant time without allocating.
 pub(super) fn is_cheap_std_method(name: &str) -> bool {
     CHEAP_STD_METHODS.contains(&name) || STD_QUERIES.contains(&name)

@@ -8,6 +8,7 @@
 use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::{Type, TypeParamBound};
 
+use super::cfg::Cfg;
 use super::std_model::SMART_POINTERS;
 use crate::plan::{ProbeKind, SkipReason};
 
@@ -64,8 +65,10 @@ pub enum Receiver {
     /// `Result<T, _>` or anything else, so a missing method is not worth a note.
     Guessed(TyRef),
     /// Evidently a standard-library value: a literal, `format!(..)`, or what a std adaptor (`.enumerate()`,
-    /// `.chars()`, `.to_string()`, ...) returns. Only workspace traits with blanket impls can add methods to it.
-    Std,
+    /// `.chars()`, `.to_string()`, ...) returns: the std type's name when the syntax shows it (`str`, `Vec`,
+    /// `String`, `u8`; `{integer}` and `{float}` for unsuffixed literals), else empty. Only workspace impls on std
+    /// types and blanket impls can add methods to it.
+    Std(&'static str),
     Unknown,
 }
 
@@ -115,6 +118,8 @@ pub struct FnItem {
     pub skip: Option<SkipReason>,
     /// Only compiled for tests (`#[test]`, inside `#[cfg(test)]`): never an over-approximation candidate.
     pub test_only: bool,
+    /// Its own `#[cfg(..)]` (those of enclosing items are theirs), evaluated per crate by the index.
+    pub cfg: Option<Cfg>,
     pub has_self: bool,
     /// Parameters other than `self`.
     pub arity: usize,
@@ -170,6 +175,7 @@ pub struct TraitItemInfo {
     pub defaults: Vec<FnItem>,
     pub supertraits: Vec<PathRef>,
     pub test_only: bool,
+    pub cfg: Option<Cfg>,
 }
 
 #[derive(Debug, Clone)]
@@ -179,6 +185,7 @@ pub struct ImplItemInfo {
     pub self_ty_text: String,
     pub trait_path: Option<PathRef>,
     pub fns: Vec<FnItem>,
+    pub cfg: Option<Cfg>,
 }
 
 #[derive(Debug, Clone)]
@@ -196,6 +203,7 @@ pub struct ModItem {
     pub line: u32,
     pub path_attr: Option<String>,
     pub test_only: bool,
+    pub cfg: Option<Cfg>,
     pub kind: ModKind,
 }
 

@@ -28,8 +28,9 @@ use crate::error::UserError;
 
 /// The newest trace format version this reader understands; it also reads every older one (1).
 pub const TRACE_VERSION: u32 = 2;
-/// Versions [`parse`] accepts.
-pub const TRACE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=TRACE_VERSION;
+/// Versions [`parse`] accepts. Version 3 (issue 11, the runtime writes it) is read as version 2 for now: the lines
+/// and fields it adds are skipped until this reader knows them.
+pub const TRACE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=3;
 
 /// A loaded trace file.
 #[derive(Debug, Clone, Default)]

@@ -1,0 +1,271 @@
+//! Probes that retire themselves: a function that has shown, over enough calls, that it is too fast to be worth its
+//! probe stops being recorded for the rest of the process; its later calls inside invocations are only counted.
+//!
+//! The state is one byte per function index in a static array (zero, in .bss): 0 while the function is probed, else
+//! its retirement slot (1..=254), which indexes the per-recorder counters of retired calls, or `PINNED` for an async
+//! function (it never retires: its wrapper does not check the byte). The probe reads the byte
+//! (a relaxed load) only once it knows an invocation is recording. Decisions are never taken per call: at an
+//! invocation's fold (`observe_nodes`, once per big invocation), on the timed exit of a folded call every
+//! `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for per-call invocations (`Watch`).
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::Relaxed, Ordering::Release};
+use std::sync::{Mutex, OnceLock};
+
+use crate::calibrate::Calibration;
+use crate::invocation::lock;
+use crate::recorder::{Node, OPEN, PARENT_MASK};
+
+/// Function indices that can retire; higher ones stay probed.
+pub(crate) const RETIRE_INDICES: usize = 1 << 16;
+/// Retirement slots per process (the state byte's values 1..=254); once they are used up no function retires.
+pub(crate) const RETIRE_SLOTS: usize = 254;
+/// The state of a function that never retires (an async function).
+const PINNED: u8 = 255;
+/// A folded path is checked after every this many random samples.
+pub(crate) const CHECK_EVERY: u64 = 32;
+
+/// Per function index: 0 while probed, else its retirement slot.
+static STATE: [AtomicU8; RETIRE_INDICES] = [const { AtomicU8::new(0) }; RETIRE_INDICES];
+/// Per retirement slot (1..=255): the function index it belongs to.
+static SLOT_INDEX: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) }; RETIRE_SLOTS + 2];
+/// Slots handed out so far (the highest slot in use); readers scan counters `1..=SLOTS_USED`.
+static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
+/// Retirements not yet written by the writer, and the count ever made (under one lock: retirements are rare).
+static PENDING: AtomicBool = AtomicBool::new(false);
+static RECORDS: Mutex<Records> = Mutex::new(Records { pending: Vec::new(), total: 0 });
+
+struct Records {
+    pending: Vec<Retirement>,
+    total: u64,
+}
+
+/// One `retire` record of the trace.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Retirement {
+    pub(crate) index: u32,
+    pub(crate) at_ns: u64,
+    pub(crate) calls: u64,
+    pub(crate) mean_ns: u64,
+}
+
+/// The retirement settings (`CALLTIME_EXACT`, `CALLTIME_RETIRE_FACTOR`, `CALLTIME_RETIRE_MIN_CALLS`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Settings {
+    pub(crate) enabled: bool,
+    pub(crate) factor: u64,
+    pub(crate) min_calls: u64,
+}
+
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+/// Reads the settings from the environment (once; the first root entry calls it before any invocation records).
+pub(crate) fn settings() -> Settings {
+    *SETTINGS.get_or_init(|| {
+        let number = |name: &str, default: u64| match std::env::var(name) {
+            Err(_) => default,
+            Ok(text) => text.trim().parse::<u64>().unwrap_or_else(|_| {
+                eprintln!("calltime: {name}={text:?} is not a number; using {default}");
+                default
+            }),
+        };
+        let exact = std::env::var("CALLTIME_EXACT").is_ok_and(|v| !matches!(v.trim(), "" | "0"));
+        lock(&RECORDS).pending.reserve(RETIRE_SLOTS);
+        Settings {
+            enabled: !exact,
+            factor: number("CALLTIME_RETIRE_FACTOR", 20),
+            min_calls: number("CALLTIME_RETIRE_MIN_CALLS", 1000).max(1),
+        }
+    })
+}
+
+/// The retirement slot of function `index`, if it retired. Inlined into every probe: one relaxed byte load (the
+/// bound check folds away, the index being a constant of the probed function).
+#[inline(always)]
+pub(crate) fn retired_slot(index: u32) -> u8 {
+    match STATE.get(index as usize) {
+        Some(state) => state.load(Relaxed),
+        None => 0,
+    }
+}
+
+/// Slots in use: the per-recorder counters `1..=slots_used()` may be non-zero.
+#[inline]
+pub(crate) fn slots_used() -> usize {
+    SLOTS_USED.load(Relaxed) as usize
+}
+
+/// The function index of retirement slot `slot`.
+pub(crate) fn slot_index(slot: usize) -> u32 {
+    SLOT_INDEX.get(slot).map_or(u32::MAX, |s| s.load(Relaxed))
+}
+
+/// Functions retired so far in this process.
+pub(crate) fn retired_functions() -> u64 {
+    lock(&RECORDS).total
+}
+
+/// True when some retirements are not written yet (a relaxed load: the writer checks it per invocation).
+#[inline]
+pub(crate) fn has_pending() -> bool {
+    PENDING.load(Relaxed)
+}
+
+/// Takes the retirements not yet written.
+pub(crate) fn take_pending(into: &mut Vec<Retirement>) {
+    let mut records = lock(&RECORDS);
+    into.extend_from_slice(&records.pending);
+    records.pending.clear();
+    PENDING.store(false, Relaxed);
+}
+
+/// Marks function `index` as one that never retires (an async function). A load, and a store the first time.
+#[inline]
+pub(crate) fn pin(index: u32) {
+    if let Some(state) = STATE.get(index as usize) {
+        if state.load(Relaxed) == 0 {
+            let _ = state.compare_exchange(0, PINNED, Relaxed, Relaxed);
+        }
+    }
+}
+
+/// Gives function `index` a state byte for calibration only (before any invocation records; 0 restores it).
+pub(crate) fn set_state_for_calibration(index: u32, state: u8) {
+    STATE[index as usize].store(state, Relaxed);
+}
+
+/// Retires function `index` after `calls` observed calls of compensated mean `mean_ns`. Cold.
+#[cold]
+#[inline(never)]
+pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
+    let Some(state) = STATE.get(index as usize) else { return };
+    let mut records = lock(&RECORDS);
+    let slot = SLOTS_USED.load(Relaxed) as usize + 1;
+    if state.load(Relaxed) != 0 || slot > RETIRE_SLOTS {
+        return;
+    }
+    // The slot is published before the state byte that makes probes count into it.
+    SLOT_INDEX[slot].store(index, Relaxed);
+    SLOTS_USED.store(slot as u32, Relaxed);
+    if state.compare_exchange(0, slot as u8, Release, Relaxed).is_err() {
+        SLOTS_USED.store(slot as u32 - 1, Relaxed); // pinned meanwhile (we hold the lock: nobody took the slot)
+        return;
+    }
+    let at_ns = crate::clock::clock().elapsed_ns();
+    records.pending.push(Retirement { index, at_ns, calls, mean_ns });
+    records.total += 1;
+    PENDING.store(true, Relaxed);
+}
+
+/// The rule: enough calls, and a compensated mean (ticks) under `factor x recorded_outer`.
+fn should_retire(index: u32, calls: u64, mean_ticks: f64, root: u32) -> Option<&'static Calibration> {
+    let settings = *SETTINGS.get()?;
+    let cal = crate::calibrate::get()?;
+    let eligible = settings.enabled && index != root && (index as usize) < RETIRE_INDICES;
+    let fast = mean_ticks < settings.factor as f64 * cal.recorded_outer_ticks;
+    (eligible && calls >= settings.min_calls && fast && retired_slot(index) == 0).then_some(cal)
+}
+
+/// Retires `index` if the rule holds for `calls` calls of compensated mean `mean_ticks`.
+fn retire_if_fast(index: u32, calls: u64, mean_ticks: f64, root: u32) {
+    if let Some(cal) = should_retire(index, calls, mean_ticks, root) {
+        retire(index, calls, (mean_ticks * cal.ns_per_tick).round() as u64);
+    }
+}
+
+/// A folded call path's check, on a timed exit every `CHECK_EVERY` random samples: `samples` random samples of
+/// `sample_ticks` in all, `calls` calls on the path.
+#[cold]
+#[inline(never)]
+pub(crate) fn consider_path(index: u32, root: u32, calls: u64, samples: u64, sample_ticks: u64) {
+    // Only leaves retire (see `Watch::observe_nodes`): the caller passes 0 samples for a path with child paths.
+    let Some(cal) = crate::calibrate::get() else { return };
+    if samples == 0 {
+        return;
+    }
+    let mean = (sample_ticks as f64 / samples as f64 - cal.timed_inner_ticks).max(0.0);
+    retire_if_fast(index, calls, mean, root);
+}
+
+/// Per-function calls and compensated time observed so far, and scratch space: one per observer (each folding
+/// thread, and the writer), so observers never share a counter.
+pub(crate) struct Watch {
+    descendants: Vec<u32>,
+    seen: Vec<Seen>,
+    /// Numbers the observations, to mark the functions that called probed functions in the current one.
+    observation: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    calls: u64,
+    compensated_ticks: f64,
+    /// The last observation in which a call of the function had probed callees.
+    caller_in: u64,
+}
+
+impl Watch {
+    pub(crate) const fn new() -> Watch {
+        Watch { descendants: Vec::new(), seen: Vec::new(), observation: 0 }
+    }
+
+    /// Adds the finished nodes of a per-call tree (parents before children, slot 0 the root) and retires the
+    /// functions that meet the rule. Compensated time of a node: raw - recorded_inner - recorded_outer x its
+    /// descendant nodes, clamped at 0. Only leaves retire (functions none of whose calls here had probed callees):
+    /// the callees of a retired function would hang under its caller, a tree that never happened. A caller may
+    /// retire later, once its callees did.
+    pub(crate) fn observe_nodes(&mut self, nodes: &[Node]) {
+        let (Some(settings), Some(cal)) = (SETTINGS.get(), crate::calibrate::get()) else { return };
+        if !settings.enabled || nodes.is_empty() {
+            return;
+        }
+        self.descendants.clear();
+        self.descendants.resize(nodes.len(), 0);
+        for slot in (1..nodes.len()).rev() {
+            let parent = (nodes[slot].link & PARENT_MASK) as usize;
+            if parent < slot {
+                self.descendants[parent] += self.descendants[slot] + 1;
+            }
+        }
+        self.observation += 1;
+        let root = nodes[0].index;
+        for (slot, node) in nodes.iter().enumerate().skip(1) {
+            let index = node.index as usize;
+            if node.end == OPEN || index >= RETIRE_INDICES || node.index == root {
+                continue;
+            }
+            if self.seen.len() <= index {
+                self.seen.resize(index + 1, Seen::default());
+            }
+            let descendants = self.descendants[slot];
+            let raw = node.end.saturating_sub(node.start) as f64;
+            let compensated = raw - cal.recorded_inner_ticks - cal.recorded_outer_ticks * f64::from(descendants);
+            let seen = &mut self.seen[index];
+            seen.calls += 1;
+            seen.compensated_ticks += compensated.max(0.0);
+            if descendants > 0 {
+                seen.caller_in = self.observation;
+            }
+        }
+        for node in &nodes[1..] {
+            let Some(&seen) = self.seen.get(node.index as usize) else { continue };
+            if seen.calls < settings.min_calls || seen.caller_in == self.observation {
+                continue;
+            }
+            retire_if_fast(node.index, seen.calls, seen.compensated_ticks / seen.calls as f64, root);
+        }
+    }
+}
+
+thread_local! {
+    /// The folding thread's observations (folds are cold: once per big invocation).
+    static FOLD_WATCH: std::cell::RefCell<Watch> = const { std::cell::RefCell::new(Watch::new()) };
+}
+
+/// At an invocation's fold: observes its per-call nodes (cold).
+pub(crate) fn observe_at_fold(nodes: &[Node]) {
+    let _ = FOLD_WATCH.try_with(|watch| {
+        if let Ok(mut watch) = watch.try_borrow_mut() {
+            watch.observe_nodes(nodes);
+        }
+    });
+}
