@@ -20,13 +20,16 @@ pub struct BuildOptions {
     pub profile: Option<String>,
     /// `--color`: `Some(true)` always, `Some(false)` never, `None` when stderr is a terminal and NO_COLOR is unset.
     pub color: Option<bool>,
-    /// Stream cargo's output (`-v`).
+    /// Stream cargo's output, compiler messages included (`-v`).
     pub echo: bool,
+    /// Show cargo's own progress lines (`Compiling x`, `Finished`) on stderr: on a terminal or with `-v`, not `-q`.
+    pub progress: bool,
     /// Pass `-v` to cargo (`-vv`).
     pub cargo_verbose: bool,
 }
 
-/// `--bin NAME`, `--example NAME`, `--test NAME` or `--bench NAME`.
+/// `--bin NAME`, `--example NAME`, `--test NAME`, `--bench NAME` or `--lib` (whose name is the package's library's,
+/// empty until [`select_target`] finds it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedTarget {
     pub kind: TargetKind,
@@ -40,6 +43,8 @@ pub enum TargetKind {
     Example,
     Test,
     Bench,
+    /// The library's unit tests (`cargo test --lib`).
+    Lib,
 }
 
 impl TargetKind {
@@ -54,6 +59,7 @@ impl TargetKind {
             TargetKind::Example => "--example",
             TargetKind::Test => "--test",
             TargetKind::Bench => "--bench",
+            TargetKind::Lib => "--lib",
         }
     }
 }
@@ -91,6 +97,9 @@ pub fn select_target(ws: &Workspace, named: Option<&NamedTarget>, cargo: &CargoO
         kind,
         name: name.to_owned(),
     };
+    if let Some(NamedTarget { kind: TargetKind::Lib, .. }) = named {
+        return select_lib(&scope, make);
+    }
     if let Some(NamedTarget { kind, name }) = named {
         // An explicit name is looked up in every member when no -p narrows it, like cargo does.
         let search: Vec<&cargo_metadata::Package> =
@@ -125,8 +134,8 @@ pub fn select_target(ws: &Workspace, named: Option<&NamedTarget>, cargo: &CargoO
             let names: Vec<&str> = scope.iter().map(|p| p.name.as_str()).collect();
             Err(UserError::new(format!("no bin target to run in {}", names.join(", ")))
                 .hint(
-                    "a library is timed through a program that calls it: pass --example NAME, --test NAME or \
-                     --bench NAME, or -p a package that has a bin",
+                    "pass --lib (its unit tests), --example NAME, --test NAME or --bench NAME, or -p a package that \
+                     has a bin; `cargo calltime build` builds without running",
                 )
                 .into())
         }
@@ -139,6 +148,33 @@ pub fn select_target(ws: &Workspace, named: Option<&NamedTarget>, cargo: &CargoO
     }
 }
 
+/// `--lib`: the library of the selected package (the root package, or the one `-p` names).
+fn select_lib(
+    scope: &[&cargo_metadata::Package],
+    make: impl Fn(&cargo_metadata::Package, TargetKind, &str) -> Target,
+) -> Result<Target> {
+    let make = &make;
+    let libs: Vec<Target> = scope
+        .iter()
+        .flat_map(|p| targets_of(p, TargetKind::Lib).map(move |t| make(p, TargetKind::Lib, &t.name)))
+        .collect();
+    match <[Target; 1]>::try_from(libs) {
+        Ok([lib]) => Ok(lib),
+        Err(libs) if libs.is_empty() => {
+            let names: Vec<&str> = scope.iter().map(|p| p.name.as_str()).collect();
+            Err(UserError::new(format!("--lib: no library in {}", names.join(", ")))
+                .hint("pass -p a package that has a lib target")
+                .into())
+        }
+        Err(libs) => {
+            let names: Vec<&str> = libs.iter().map(|t| t.package.as_str()).collect();
+            Err(UserError::new(format!("--lib: several packages have a library: {}", names.join(", ")))
+                .hint("pick one with -p NAME")
+                .into())
+        }
+    }
+}
+
 /// The package's targets of one kind.
 fn targets_of(package: &cargo_metadata::Package, kind: TargetKind) -> impl Iterator<Item = &cargo_metadata::Target> {
     package.targets.iter().filter(move |t| match kind {
@@ -146,6 +182,7 @@ fn targets_of(package: &cargo_metadata::Package, kind: TargetKind) -> impl Itera
         TargetKind::Example => t.is_example(),
         TargetKind::Test => t.is_test(),
         TargetKind::Bench => t.is_bench(),
+        TargetKind::Lib => t.is_lib() || t.is_rlib() || t.is_proc_macro(),
     })
 }
 
@@ -169,9 +206,9 @@ pub struct BuildOutput {
     pub first_error: Option<FirstError>,
 }
 
-/// Builds `shadow_manifest` into `target_dir` with the user's cargo flags, passing `--remap-path-prefix` so debug
-/// info, panic locations and diagnostics name the user's files. cargo's output is streamed with `-v`, captured
-/// otherwise.
+/// Builds `shadow_manifest` into `target_dir` with the user's cargo flags, passing `--remap-path-prefix` to the
+/// workspace's crates so debug info, panic locations and diagnostics name the user's files. cargo's output is
+/// streamed with `-v`, its progress lines shown with `progress`, and everything captured for a failure.
 pub fn cargo_build(
     shadow_root: &Path,
     user_root: &Path,
@@ -186,8 +223,13 @@ pub fn cargo_build(
     };
     let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo_bin);
-    cmd.arg("build")
-        .arg("--manifest-path")
+    // A library's unit tests are built by `cargo test --no-run`: `cargo build --lib` builds the library itself.
+    if target.is_some_and(|t| t.kind == TargetKind::Lib) {
+        cmd.args(["test", "--no-run"]);
+    } else {
+        cmd.arg("build");
+    }
+    cmd.arg("--manifest-path")
         .arg(shadow_root.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(target_dir)
@@ -195,20 +237,22 @@ pub fn cargo_build(
         .arg(if color { "--message-format=json-diagnostic-rendered-ansi" } else { "--message-format=json" });
     add_selection_flags(&mut cmd, cargo, build, target);
     cmd.arg(if color { "--color=always" } else { "--color=never" });
-    add_remap_flag(&mut cmd, shadow_root, user_root);
+    add_remap(&mut cmd, shadow_root, user_root);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     tracing::info!("running {cmd:?}");
     let mut child = cmd.spawn().with_context(|| format!("cannot run {}", Path::new(&cargo_bin).display()))?;
 
     // cargo's stderr and the rendered diagnostics, in arrival order: streamed with -v, kept for a failure.
     let kept = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    // `show(text, is_cargo_line)`: cargo's stderr holds its own lines only (the compiler's come as JSON on stdout);
+    // with `progress` they are passed on as they come, so a first run that builds every dependency is not silent.
     let show = {
-        let (kept, echo) = (kept.clone(), build.echo);
+        let (kept, echo, progress) = (kept.clone(), build.echo, build.progress);
         // cargo's own lines (`Compiling x (path)`, notes) name the copy: show the user's paths instead.
         let (from, to) = (shadow_root.display().to_string(), user_root.display().to_string());
-        move |text: &str| {
+        move |text: &str, is_cargo_line: bool| {
             let text = text.replace(&from, &to);
-            if echo {
+            if echo || (progress && is_cargo_line) {
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }
             if let Ok(mut kept) = kept.lock() {
@@ -223,13 +267,13 @@ pub fn cargo_build(
             let mut reader = BufReader::new(stderr);
             let mut line = String::new();
             while reader.read_line(&mut line).unwrap_or(0) > 0 {
-                show(&line);
+                show(&line, true);
                 line.clear();
             }
         })
     };
     let stdout = child.stdout.take().expect("stdout is piped");
-    let mut out = read_messages(BufReader::new(stdout), target, &show, (shadow_root, user_root));
+    let mut out = read_messages(BufReader::new(stdout), target, &|text| show(text, false), (shadow_root, user_root));
     let status = child.wait().context("cannot wait for cargo")?;
     let _ = stderr_reader.join();
     out.stderr = kept.lock().map(|k| k.clone()).unwrap_or_default();
@@ -240,7 +284,10 @@ pub fn cargo_build(
 /// Package, feature, profile and network flags for the build of the copy.
 fn add_selection_flags(cmd: &mut Command, cargo: &CargoOptions, build: &BuildOptions, target: Option<&Target>) {
     if let Some(t) = target {
-        cmd.args(["-p", &t.package_spec, t.kind.flag(), &t.name]);
+        cmd.args(["-p", &t.package_spec, t.kind.flag()]);
+        if t.kind != TargetKind::Lib {
+            cmd.arg(&t.name);
+        }
     } else {
         for p in &cargo.packages {
             cmd.args(["-p", p]);
@@ -317,6 +364,99 @@ fn read_messages(
         }
     }
     out
+}
+
+/// The variable that makes this binary a rustc wrapper adding `--remap-path-prefix=<its value>`.
+const REMAP_VAR: &str = "CALLTIME_RUSTC_REMAP";
+
+/// `--remap-path-prefix=<shadow>=<workspace>` for the workspace's crates only, through RUSTC_WORKSPACE_WRAPPER (this
+/// binary, see [`rustc_wrapper_from_env`]): given in RUSTFLAGS it would change every dependency's fingerprint too,
+/// so none of the user's built dependencies could be reused. When the user has a workspace wrapper of their own,
+/// the flag goes into the rustflags as before.
+fn add_remap(cmd: &mut Command, shadow_root: &Path, user_root: &Path) {
+    let own_wrapper = std::env::var_os("RUSTC_WORKSPACE_WRAPPER").is_some_and(|w| !w.is_empty());
+    match std::env::current_exe() {
+        Ok(exe) if !own_wrapper => {
+            let value = format!("{}={}", shadow_root.display(), user_root.display());
+            cmd.env("RUSTC_WORKSPACE_WRAPPER", exe).env(REMAP_VAR, value);
+        }
+        _ => add_remap_flag(cmd, shadow_root, user_root),
+    }
+}
+
+/// When cargo runs this binary as the shadow build's RUSTC_WORKSPACE_WRAPPER (`cargo-calltime RUSTC ARGS...`, with
+/// [`REMAP_VAR`] set): runs rustc with the remap flag added to compilations and returns its exit code.
+pub fn rustc_wrapper_from_env() -> Option<i32> {
+    let remap = std::env::var_os(REMAP_VAR)?;
+    let mut args = std::env::args_os().skip(1);
+    let rustc = args.next()?;
+    let args: Vec<std::ffi::OsString> = args.collect();
+    let mut cmd = Command::new(&rustc);
+    cmd.args(&args);
+    // Only compilations take it (not `rustc -vV` or `--print` queries, whose output cargo parses).
+    if args.iter().any(|a| Path::new(a).extension().is_some_and(|e| e == "rs")) {
+        let mut flag = std::ffi::OsString::from("--remap-path-prefix=");
+        flag.push(&remap);
+        cmd.arg(flag);
+    }
+    cmd.env_remove(REMAP_VAR);
+    match cmd.status() {
+        Ok(status) => Some(status.code().unwrap_or(101)),
+        Err(e) => {
+            eprintln!("error: cargo-calltime cannot run {}: {e}", Path::new(&rustc).display());
+            Some(101)
+        }
+    }
+}
+
+/// The profile directory cargo builds into (`debug`, `release`, or a custom profile's name).
+fn profile_dir(build: &BuildOptions) -> &str {
+    match build.profile.as_deref() {
+        Some("dev" | "test") | None if !build.release => "debug",
+        Some("release" | "bench") | None => "release",
+        Some(custom) => custom,
+    }
+}
+
+/// Before the first build into `target_dir`: copies the dependency artifacts the user's own builds left in
+/// `user_target` (`deps`, `build`, `.fingerprint` of the profile), mtimes kept, so cargo finds the dependencies it
+/// would build with the same flags fresh. Returns how many files were copied (0 when `target_dir` already has a
+/// build of the profile, or the user has none). The user's files are only read.
+pub fn seed_dependencies(user_target: &Path, target_dir: &Path, build: &BuildOptions) -> Result<usize> {
+    let profile = profile_dir(build);
+    let (from, to) = (user_target.join(profile), target_dir.join(profile));
+    if to.exists() || !from.join(".fingerprint").is_dir() || to.starts_with(&from) {
+        return Ok(0);
+    }
+    let mut copied = 0;
+    for dir in ["deps", "build", ".fingerprint"] {
+        copied += copy_tree(&from.join(dir), &to.join(dir))
+            .with_context(|| format!("cannot copy {} to {}", from.join(dir).display(), to.display()))?;
+    }
+    Ok(copied)
+}
+
+/// Copies a directory tree, keeping each file's mtime (cargo's freshness checks compare them).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<usize> {
+    if !from.is_dir() {
+        return Ok(0);
+    }
+    std::fs::create_dir_all(to)?;
+    let mut copied = 0;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copied += copy_tree(&source, &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(&source, &target)?;
+            let modified = entry.metadata()?.modified()?;
+            std::fs::File::options().write(true).open(&target)?.set_modified(modified)?;
+            copied += 1;
+        }
+    }
+    Ok(copied)
 }
 
 /// `--remap-path-prefix=<shadow>=<workspace>` without clobbering the user's rustflags: appended to

@@ -21,11 +21,26 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
-    #[command(flatten)]
-    pub global: GlobalArgs,
     /// Analyse, rewrite a shadow copy, build it, run it and show the trees (the default command).
     #[command(flatten)]
     pub run: RunArgs,
+    // (After the run flags: clap lists help headings in the order their first flag is declared, and the tool's own
+    // flags come before cargo's.)
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+/// Help headings: the tool's own flags first, then cargo's, grouped as `cargo build --help` groups them.
+mod heading {
+    pub const PROBES: &str = "Probes";
+    pub const RECORDING: &str = "Recording";
+    pub const STORE: &str = "Run Store";
+    pub const OUTPUT: &str = "Output";
+    pub const TARGET: &str = "Target Selection";
+    pub const PACKAGE: &str = "Package Selection";
+    pub const FEATURES: &str = "Feature Selection";
+    pub const COMPILATION: &str = "Compilation Options";
+    pub const MANIFEST: &str = "Manifest Options";
 }
 
 #[derive(Debug, Subcommand)]
@@ -46,25 +61,26 @@ pub enum Command {
 #[derive(Debug, Clone, Default, Args)]
 pub struct GlobalArgs {
     /// Path to Cargo.toml.
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(long, value_name = "PATH", global = true, help_heading = heading::MANIFEST)]
     pub manifest_path: Option<PathBuf>,
     /// Run without accessing the network.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = heading::MANIFEST)]
     pub offline: bool,
     /// Assert that Cargo.lock will remain unchanged.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = heading::MANIFEST)]
     pub locked: bool,
     /// Equivalent to --locked and --offline.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = heading::MANIFEST)]
     pub frozen: bool,
     /// Use verbose output (-vv very verbose); shows cargo's build output.
-    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    // (No heading: with `-h` at the top, as cargo lists them; `None` stops the heading of the flags before.)
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true, help_heading = None::<&str>)]
     pub verbose: u8,
     /// Do not print progress messages.
-    #[arg(short = 'q', long = "quiet", global = true)]
+    #[arg(short = 'q', long = "quiet", global = true, help_heading = None::<&str>)]
     pub quiet: bool,
-    /// Coloring: auto, always, never.
-    #[arg(long, value_name = "WHEN", global = true)]
+    /// Coloring of every output (reports, progress, logs): auto, always, never.
+    #[arg(long, value_name = "WHEN", global = true, help_heading = None::<&str>)]
     pub color: Option<ColorChoice>,
 }
 
@@ -72,19 +88,19 @@ pub struct GlobalArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct CargoArgs {
     /// Package(s) to analyse and instrument (default: the whole workspace).
-    #[arg(short = 'p', long = "package", value_name = "SPEC")]
+    #[arg(short = 'p', long = "package", value_name = "SPEC", help_heading = heading::PACKAGE)]
     pub package: Vec<String>,
     /// Space or comma separated list of features to activate.
-    #[arg(short = 'F', long, value_name = "FEATURES")]
+    #[arg(short = 'F', long, value_name = "FEATURES", help_heading = heading::FEATURES)]
     pub features: Vec<String>,
     /// Activate all available features.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::FEATURES)]
     pub all_features: bool,
     /// Do not activate the `default` feature.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::FEATURES)]
     pub no_default_features: bool,
     /// Directory for all generated artifacts.
-    #[arg(long, value_name = "DIRECTORY", env = "CARGO_TARGET_DIR")]
+    #[arg(long, value_name = "DIRECTORY", env = "CARGO_TARGET_DIR", help_heading = heading::COMPILATION)]
     pub target_dir: Option<PathBuf>,
 }
 
@@ -97,6 +113,7 @@ pub enum ColorChoice {
 
 /// Which functions get a probe.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::PROBES)]
 pub struct PlanArgs {
     /// The function whose invocations are recorded, matched by `::`-suffix (`handle`, `server::handle`,
     /// `myapp::server::handle`). Repeatable.
@@ -135,6 +152,7 @@ pub struct PlanArgs {
 
 /// Which target to build and run, and how.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::TARGET)]
 pub struct TargetArgs {
     /// Name of the bin target to run.
     #[arg(long, value_name = "NAME")]
@@ -148,24 +166,33 @@ pub struct TargetArgs {
     /// Name of the bench target to run.
     #[arg(long, value_name = "NAME")]
     pub bench: Option<String>,
+    /// Run the library's unit tests (`-- TESTNAME` picks tests by name, as with `cargo test --lib`).
+    #[arg(long)]
+    pub lib: bool,
     /// Build artifacts in release mode, with optimizations.
-    #[arg(short = 'r', long)]
+    #[arg(short = 'r', long, help_heading = heading::COMPILATION)]
     pub release: bool,
     /// Build artifacts with the specified profile.
-    #[arg(long, value_name = "PROFILE-NAME")]
+    #[arg(long, value_name = "PROFILE-NAME", help_heading = heading::COMPILATION)]
     pub profile: Option<String>,
 }
 
 /// How recorded trees are rendered.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = heading::OUTPUT)]
 pub struct ViewArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ViewFormat::Text)]
     pub format: ViewFormat,
-    /// Write the rendered report to FILE (`-` for stdout). Without it, `cargo calltime` prints the report on
-    /// stderr (the program's stdout stays untouched) and `report` on stdout.
+    /// Write the rendered report to FILE (`-` for stdout). Without it, `report` prints every format on stdout, and
+    /// `cargo calltime` prints the report on stderr (the program's stdout stays untouched), an SVG going to
+    /// `<target>/calltime/last.svg`.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Open the SVG or HTML report in the browser (xdg-open, open); without `-o` it is written to a temporary file
+    /// first.
+    #[arg(long)]
+    pub open: bool,
     /// Show the N slowest invocations in full.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub top: usize,
@@ -246,29 +273,31 @@ impl ValueEnum for ViewFormat {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    #[command(flatten)]
-    pub cargo: CargoArgs,
-    #[command(flatten)]
-    pub target: TargetArgs,
+    // (Declaration order is help order: the tool's flags, then cargo's.)
     #[command(flatten)]
     pub plan: PlanArgs,
-    #[command(flatten)]
-    pub view: ViewArgs,
     #[command(flatten)]
     pub record: RecordArgs,
     #[command(flatten)]
     pub store: StoreArgs,
     /// Keep a copy of the raw trace in FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::RECORDING)]
     pub save: Option<PathBuf>,
+    #[command(flatten)]
+    pub view: ViewArgs,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub cargo: CargoArgs,
     /// Arguments for the program, after `--`.
-    #[arg(last = true, value_name = "ARGS")]
+    #[arg(last = true, value_name = "ARGS", help_heading = None::<&str>)]
     pub program_args: Vec<String>,
 }
 
 /// What the runtime keeps while the program runs (passed to it as CALLTIME_* environment variables; unset flags
 /// leave the runtime's defaults, see docs/trace-format.md).
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::RECORDING)]
 pub struct RecordArgs {
     /// Most nodes stored per invocation: calls before it folds, call paths after; calls past it are counted and the
     /// tree is marked truncated [default: 100000].
@@ -303,6 +332,7 @@ pub struct RecordArgs {
 
 /// How a run is kept in the run store (`<target>/calltime/runs.sqlite`, listed by `cargo calltime history`).
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::STORE)]
 pub struct StoreArgs {
     /// Label the stored run (a branch, an experiment): `history --label L` lists those runs, `diff @label:L ...`
     /// compares them.
@@ -340,15 +370,15 @@ pub struct HistoryArgs {
 #[derive(Debug, Clone, Args)]
 pub struct BuildArgs {
     #[command(flatten)]
-    pub cargo: CargoArgs,
-    #[command(flatten)]
-    pub target: TargetArgs,
-    #[command(flatten)]
     pub plan: PlanArgs,
     /// The built program will be run to record every call: the status line says to set CALLTIME_EXACT=1 (probes
     /// never retire).
-    #[arg(long)]
+    #[arg(long, help_heading = heading::RECORDING)]
     pub exact: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub cargo: CargoArgs,
 }
 
 pub use crate::analysis::render::GraphFormat;
@@ -371,15 +401,15 @@ impl ValueEnum for GraphFormat {
 #[derive(Debug, Clone, Args)]
 pub struct GraphArgs {
     #[command(flatten)]
-    pub cargo: CargoArgs,
-    #[command(flatten)]
     pub plan: PlanArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
+    #[arg(long, value_enum, default_value_t = GraphFormat::Text, help_heading = heading::OUTPUT)]
     pub format: GraphFormat,
-    /// Write the plan to FILE instead of stdout.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    /// Write the plan to FILE (`-` for stdout) instead of stdout.
+    #[arg(short = 'o', long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub cargo: CargoArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -394,12 +424,12 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// Function table to name the trace's indices with (default: the one the trace names).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = None::<&str>)]
     pub functions: Option<PathBuf>,
     #[command(flatten)]
-    pub cargo: CargoArgs,
-    #[command(flatten)]
     pub view: ViewArgs,
+    #[command(flatten)]
+    pub cargo: CargoArgs,
 }
 
 pub use crate::diff::DiffFormat;
@@ -432,11 +462,15 @@ pub struct DiffArgs {
     #[arg(value_name = "HEAD")]
     pub head: PathBuf,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text, help_heading = heading::OUTPUT)]
     pub format: DiffFormat,
-    /// Write the diff to FILE instead of stdout.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    /// Write the diff to FILE (`-` for stdout) instead of stdout.
+    #[arg(short = 'o', long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub output: Option<PathBuf>,
+    /// With `--format svg`: open the SVG in the browser (xdg-open, open); without `-o` it is written to a
+    /// temporary file first.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub open: bool,
     /// Smallest time change (percent) worth reporting.
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub threshold: f64,

@@ -26,6 +26,10 @@ pub mod workspace;
 /// Runs the tool; returns the process exit code. Errors are printed as one `error:` line plus hints, never as a
 /// panic or a backtrace.
 pub fn main() -> i32 {
+    // The shadow build runs this binary as its workspace rustc wrapper (see `cargo::rustc_wrapper_from_env`).
+    if let Some(code) = cargo::rustc_wrapper_from_env() {
+        return code;
+    }
     let cli = cli::parse_from_env();
     ui::init(cli.global.verbose, cli.global.color);
     match commands::dispatch(cli) {

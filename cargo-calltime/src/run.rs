@@ -92,7 +92,7 @@ fn set_cargo_run_env(cmd: &mut Command, ws: &Workspace, target: &Target, executa
         }
     }
     // Tests and benches run from their package's directory, as under `cargo test`.
-    if matches!(target.kind, TargetKind::Test | TargetKind::Bench) {
+    if matches!(target.kind, TargetKind::Test | TargetKind::Bench | TargetKind::Lib) {
         cmd.current_dir(&target.package_dir);
     }
     // Dynamic libraries built alongside (dylib/cdylib dependencies), as cargo run does.

@@ -30,7 +30,13 @@ pub fn init(verbose: u8, color: Option<ColorChoice>) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("CALLTIME_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).without_time().try_init();
+    // The log lines follow `--color` like every other output (tracing's own default looks at NO_COLOR only).
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(color_stderr())
+        .without_time()
+        .try_init();
 }
 
 /// Whether stdout gets colour (after `init`).

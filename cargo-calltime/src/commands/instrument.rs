@@ -128,6 +128,11 @@ pub fn analyse_and_build(
 
     ui::status("Building", &format!("{} `{}` with probes", target.kind.noun(), target.name));
     let build_dir = calltime_dir.join("build");
+    let user_target = ws.metadata.target_directory.as_std_path();
+    let seeded = cargo::seed_dependencies(user_target, &build_dir, &opts.build)?;
+    if seeded > 0 {
+        ui::status("Reusing", &format!("{seeded} files of dependencies built in {}", user_target.display()));
+    }
     let out = cargo::cargo_build(&shadow_dir, &ws.root, &build_dir, &opts.cargo, &opts.build, Some(&target))?;
     if !out.success {
         return Err(explain_build_failure(&ws, &plan, &opts, &target, &runtime, out));

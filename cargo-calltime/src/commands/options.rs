@@ -41,11 +41,12 @@ pub fn build_options(global: &GlobalArgs, target: &TargetArgs) -> BuildOptions {
             Some(ColorChoice::Auto) | None => None,
         },
         echo: global.verbose > 0,
+        progress: !global.quiet && (global.verbose > 0 || std::io::IsTerminal::is_terminal(&std::io::stderr())),
         cargo_verbose: global.verbose > 1,
     }
 }
 
-/// `--bin/--example/--test/--bench NAME`: at most one.
+/// `--bin/--example/--test/--bench NAME` or `--lib`: at most one.
 pub fn named_target(args: &TargetArgs) -> Result<Option<NamedTarget>> {
     let given: Vec<NamedTarget> = [
         (TargetKind::Bin, &args.bin),
@@ -55,9 +56,10 @@ pub fn named_target(args: &TargetArgs) -> Result<Option<NamedTarget>> {
     ]
     .into_iter()
     .filter_map(|(kind, name)| name.clone().map(|name| NamedTarget { kind, name }))
+    .chain(args.lib.then(|| NamedTarget { kind: TargetKind::Lib, name: String::new() }))
     .collect();
     if given.len() > 1 {
-        return Err(UserError::new("only one of --bin, --example, --test and --bench can be given")
+        return Err(UserError::new("only one of --bin, --example, --test, --bench and --lib can be given")
             .hint("run one target at a time")
             .into());
     }

@@ -22,6 +22,8 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<i32> {
     let to_stderr = args.view.output.is_none();
     let color = if to_stderr { ui::color_stderr() } else { ui::color_stdout() };
     let mut view = options::view_options(&args.view, color && options::to_stdout(args.view.output.as_deref()))?;
+    let file_format = matches!(view.format, ViewFormat::Svg | ViewFormat::Html);
+    super::check_open(args.view.open, file_format, args.view.output.as_deref())?;
     let built = analyse_and_build(global, &args.cargo, &args.target, &args.plan)?;
     let calltime_dir = built.ws.calltime_dir();
     let trace_path = crate::run::new_trace_path(&calltime_dir)?;
@@ -69,9 +71,14 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<i32> {
     let count = trace.invocations.len() as u64;
     ui::status("Rendering", &format!("{} of {}", plural(count, "invocation"), built.plan.root_args.join(", ")));
     let rendered = views::with_big_stack(|| views::render(&trace, &view))?;
-    let default_svg = calltime_dir.join(if view.format == ViewFormat::Html { "last.html" } else { "last.svg" });
     if args.view.output.is_some() || rendered.binary_like {
-        super::report::emit(&rendered, args.view.output.as_deref(), &default_svg)?;
+        // Without `-o`, an SVG or HTML report goes to a file of its own: stdout is the program's, stderr is no
+        // place for it.
+        let file = match args.view.output.as_deref() {
+            None => Some(calltime_dir.join(if view.format == ViewFormat::Html { "last.html" } else { "last.svg" })),
+            output => super::destination(output, false, PathBuf::new),
+        };
+        super::emit(&rendered.bytes, rendered.binary_like, file.as_deref(), args.view.open)?;
     } else {
         // The program's stdout must stay byte-identical to an uninstrumented run: the report goes to stderr.
         write_stderr(&rendered.bytes)?;
