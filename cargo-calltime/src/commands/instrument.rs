@@ -97,10 +97,11 @@ pub fn analyse_and_build(
             .map(|(function, _)| function.path.as_str())
             .collect();
         ui::note(&format!(
-            "{} {} code on the line of its opening brace: the probe goes before it, so column!(), panic locations \
+            "{} {} code on the line of {} opening brace: the probe goes before it, so column!(), panic locations \
              and diagnostics on that line report columns shifted right: {}",
             plural(names.len() as u64, "probed function"),
             if names.len() == 1 { "has" } else { "have" },
+            if names.len() == 1 { "its" } else { "their" },
             names.join(", ")
         ));
     }
