@@ -10,7 +10,8 @@ use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::__private::PlanInfo;
-use crate::clock::{clock, ClockBase};
+use crate::clock::{clock, now, ClockBase, Scale};
+use crate::keep::{self, Keep, LeftOut};
 use crate::outbox::{self, Counter, Outbox};
 use crate::probe::{record_enter, Guard};
 use crate::recorder::{OwnerKind, Recorder, DEFAULT_MAX_DEPTH, PARENT_MASK, RETIRED_COUNTERS};
@@ -135,6 +136,9 @@ pub(crate) static DROPPED_NO_BUFFER: AtomicU64 = AtomicU64::new(0);
 /// Failed writes and thread teardown.
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static KEPT: AtomicU64 = AtomicU64::new(0);
+/// Root tasks' invocations (and, counted by the writer, any invocation) not kept by `--slower-than` or `--keep-*`.
+pub(crate) static LEFT_OUT_FAST: AtomicU64 = AtomicU64::new(0);
+pub(crate) static LEFT_OUT_UNSELECTED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static TRUNCATED: AtomicU64 = AtomicU64::new(0);
 static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
 static TASK_IDS: AtomicU64 = AtomicU64::new(1);
@@ -157,6 +161,10 @@ pub(crate) struct Config {
     pub(crate) time_sample: u64,
     /// Frames deeper are counted as truncated calls (`CALLTIME_MAX_DEPTH`).
     pub(crate) max_depth: usize,
+    /// Keep only invocations slower than this (`CALLTIME_SLOWER_THAN_NS`; 0: all).
+    pub(crate) slower_than_ns: u64,
+    /// Which of them the trace keeps (`CALLTIME_KEEP_SLOWEST`, `CALLTIME_KEEP_SAMPLE`).
+    pub(crate) keep: Keep,
 }
 
 impl Config {
@@ -182,17 +190,28 @@ impl Config {
             Ok(dir) if out.is_relative() => dir.join(out),
             _ => out,
         };
+        let slower_than_ns = number("CALLTIME_SLOWER_THAN_NS", 0, 0);
+        let keep = Keep::from_counts(number("CALLTIME_KEEP_SLOWEST", 0, 0), number("CALLTIME_KEEP_SAMPLE", 0, 0));
+        // Choosing which trees to keep looks at the whole run: no limit on the first ones unless one is asked for.
+        let default_max = if keep == Keep::All && slower_than_ns == 0 { 100_000 } else { u64::MAX };
         Config {
             out,
             node_cap: number("CALLTIME_NODE_CAP", 100_000, 1).min(u64::from(PARENT_MASK - 1)) as usize,
             min_ns: number("CALLTIME_MIN_NS", 0, 0),
             sample: number("CALLTIME_SAMPLE", 1, 1),
-            max_invocations: number("CALLTIME_MAX_INVOCATIONS", 100_000, 0),
+            max_invocations: number("CALLTIME_MAX_INVOCATIONS", default_max, 0),
             queue: number("CALLTIME_QUEUE", 1024, 1).min(1 << 20) as usize,
             fold_after: number("CALLTIME_FOLD_AFTER", 4096, 0).min(u64::from(PARENT_MASK - 1)) as usize,
             time_sample: number("CALLTIME_TIME_SAMPLE", 64, 1).min(1 << 30),
             max_depth: number("CALLTIME_MAX_DEPTH", DEFAULT_MAX_DEPTH as u64, 1).min(1 << 24) as usize,
+            slower_than_ns,
+            keep,
         }
+    }
+
+    /// Whether finished invocations are chosen at their root's exit (`--slower-than`, `--keep-*`).
+    pub(crate) fn chooses(&self) -> bool {
+        self.slower_than_ns > 0 || self.keep != Keep::All
     }
 }
 
@@ -378,6 +397,7 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
             }
             let outbox = slot.outbox?;
             if let Admission::Skip = admit_on_thread(slot, outbox, rt) {
+                outbox.note_root_start(now());
                 return Some(SKIP);
             }
             // SAFETY: the slot owns the recorder and no invocation is in progress on this thread. The name is the
@@ -418,6 +438,14 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         let outbox = slot.outbox.filter(|_| slot.rec == rec)?;
         // SAFETY: the slot owns the recorder, whose invocation just ended on this thread.
         let r = unsafe { &*rec };
+        let root = r.nodes().first()?;
+        outbox.note_root_start(root.start);
+        if rt.config.chooses() {
+            if let Err(why) = keep::verdict(rt.config.keep, root.start, root.end, OwnerKind::Thread, slot.id) {
+                outbox.count(left_out_counter(why));
+                return Some(());
+            }
+        }
         if !r.folded && r.nodes().len() <= outbox.max_nodes() {
             push_to_outbox(slot, outbox, r, rt);
             return Some(());
@@ -444,6 +472,13 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
     }
 }
 
+fn left_out_counter(why: LeftOut) -> Counter {
+    match why {
+        LeftOut::Fast => Counter::LeftOutFast,
+        LeftOut::Unselected => Counter::LeftOutUnselected,
+    }
+}
+
 /// Copies a small finished invocation into the thread's outbox (dropped, counted, when it is full) and wakes the
 /// writer when the outbox crosses half full or after a quiet spell.
 fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, rt: &Runtime) {
@@ -467,6 +502,7 @@ fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, rt: &R
 pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recorder>> {
     let rt = runtime(plan);
     if let Admission::Skip = admit(rt) {
+        note_task_root_start(now());
         return None;
     }
     let Some(mut rec) = spare_recorder(rt) else {
@@ -479,9 +515,35 @@ pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recor
 
 /// A root task's invocation ended: hand its tree to the writer.
 pub(crate) fn finish_task(owned: OwnedRecorder) {
-    match RUNTIME.get() {
-        Some(rt) => send(rt, owned.into_box()),
-        None => drop(owned),
+    let Some(rt) = RUNTIME.get() else { return drop(owned) };
+    let rec = owned.into_box();
+    if let Some(root) = rec.nodes().first() {
+        note_task_root_start(root.start);
+        if rt.config.chooses() {
+            if let Err(why) = keep::verdict(rt.config.keep, root.start, root.end, OwnerKind::Task, rec.owner()) {
+                match why {
+                    LeftOut::Fast => LEFT_OUT_FAST.fetch_add(1, Relaxed),
+                    LeftOut::Unselected => LEFT_OUT_UNSELECTED.fetch_add(1, Relaxed),
+                };
+                return give_back(rec);
+            }
+        }
+    }
+    send(rt, rec);
+}
+
+/// First and last root start (ticks) of root tasks; threads keep theirs in their outboxes.
+static FIRST_TASK_START: AtomicU64 = AtomicU64::new(u64::MAX);
+static LAST_TASK_START: AtomicU64 = AtomicU64::new(0);
+
+/// Tasks share these words, so they are written only when they move (the first start once, the last start as
+/// time goes on: a load, and a read-modify-write only when it is later).
+fn note_task_root_start(start: u64) {
+    if FIRST_TASK_START.load(Relaxed) > start {
+        FIRST_TASK_START.fetch_min(start, Relaxed);
+    }
+    if LAST_TASK_START.load(Relaxed) < start {
+        LAST_TASK_START.fetch_max(start, Relaxed);
     }
 }
 
@@ -490,7 +552,21 @@ pub(crate) fn stats() -> crate::Stats {
     let dropped_limit = DROPPED_LIMIT.load(Relaxed) + outbox::total(Counter::DroppedLimit);
     let dropped_queue_full = DROPPED_QUEUE_FULL.load(Relaxed) + outbox::total(Counter::DroppedQueueFull);
     let dropped_no_buffer = DROPPED_NO_BUFFER.load(Relaxed) + outbox::total(Counter::DroppedNoBuffer);
+    let (first, last) = outbox::root_span();
+    let first = first.min(FIRST_TASK_START.load(Relaxed));
+    let last = last.max(LAST_TASK_START.load(Relaxed));
+    let (first_root_ns, last_root_ns) = match RUNTIME.get() {
+        Some(rt) if first <= last => {
+            let scale = Scale::current(rt.clock);
+            (scale.ns(first), scale.ns(last))
+        }
+        _ => (0, 0),
+    };
     crate::Stats {
+        left_out_fast: LEFT_OUT_FAST.load(Relaxed) + outbox::total(Counter::LeftOutFast),
+        left_out_unselected: LEFT_OUT_UNSELECTED.load(Relaxed) + outbox::total(Counter::LeftOutUnselected),
+        first_root_ns,
+        last_root_ns,
         seen: SEEN.load(Relaxed) + outbox::total(Counter::Seen),
         kept: KEPT.load(Relaxed),
         sampled_out: SAMPLED_OUT.load(Relaxed) + outbox::total(Counter::SampledOut),

@@ -46,7 +46,10 @@
 //! | `CALLTIME_TIME_SAMPLE` | 64 | in a folded invocation, time 1 in N calls of a path, at random gaps; 1 times every call |
 //! | `CALLTIME_MIN_NS` | 0 | nodes shorter than this are left out with their subtrees and counted in `filtered` |
 //! | `CALLTIME_SAMPLE` | 1 | record 1 in N root invocations (the others are counted as `sampled_out`) |
-//! | `CALLTIME_MAX_INVOCATIONS` | 100000 | invocations recorded at most; later ones are counted as `dropped` |
+//! | `CALLTIME_MAX_INVOCATIONS` | 100000 (no limit with the three below) | invocations recorded at most; later ones are counted as `dropped` |
+//! | `CALLTIME_SLOWER_THAN_NS` | 0 | keep only invocations whose root took longer; the others are counted as `left_out_fast` |
+//! | `CALLTIME_KEEP_SLOWEST` | 0 | keep the N slowest invocations of the run (held by the writer, written at exit); the others are counted as `left_out_unselected` |
+//! | `CALLTIME_KEEP_SAMPLE` | 0 | keep a uniform random sample of N invocations over the whole run (written at exit); ignored with `CALLTIME_KEEP_SLOWEST` |
 //! | `CALLTIME_MAX_DEPTH` | 4096 | frames stored per invocation in depth; deeper calls are counted in `truncated_calls` |
 //! | `CALLTIME_QUEUE` | 1024 | what may wait for the writer, per thread: an outbox of 8 x N node slots (up to 16384), into which invocations of up to 2 x N nodes are copied (bigger ones take one slot and their buffer); when full, invocations are dropped and counted; also the length of the root tasks' queue |
 //! | `CALLTIME_CLOCK` | `auto` | `instant` forces `std::time::Instant` instead of the invariant TSC |
@@ -102,6 +105,7 @@ mod calibrate;
 mod clock;
 mod future;
 mod invocation;
+mod keep;
 mod outbox;
 mod probe;
 mod recorder;
@@ -202,6 +206,14 @@ pub struct Stats {
     pub dropped_no_buffer: u64,
     /// Functions whose probes retired (see `CALLTIME_EXACT`).
     pub retired_functions: u64,
+    /// Invocations left out, by choice rather than loss: not slower than `CALLTIME_SLOWER_THAN_NS`...
+    pub left_out_fast: u64,
+    /// ... and not among the slowest (`CALLTIME_KEEP_SLOWEST`) or not in the sample (`CALLTIME_KEEP_SAMPLE`).
+    pub left_out_unselected: u64,
+    /// The first root start seen, in ns since the trace's epoch (0 before any).
+    pub first_root_ns: u64,
+    /// The last root start seen, in ns since the trace's epoch (0 before any).
+    pub last_root_ns: u64,
 }
 
 /// This process's counters so far.

@@ -21,8 +21,10 @@ pub(crate) enum Counter {
     DroppedLimit,
     DroppedQueueFull,
     DroppedNoBuffer,
+    LeftOutFast,
+    LeftOutUnselected,
 }
-const COUNTERS: usize = 5;
+const COUNTERS: usize = 7;
 
 /// Who recorded the invocations in an outbox: set by the claiming thread while the ring is empty.
 struct Owner {
@@ -41,6 +43,9 @@ pub(crate) struct Outbox {
     in_use: AtomicBool,
     owner: UnsafeCell<Owner>,
     counters: [AtomicU64; COUNTERS],
+    /// The earliest and latest root start (ticks) of the invocations of this outbox's threads.
+    first_start: AtomicU64,
+    last_start: AtomicU64,
 }
 
 // SAFETY: the ring's slots between tail and head are written only before their release by the owner's head store
@@ -78,6 +83,8 @@ impl Outbox {
             in_use: AtomicBool::new(true),
             owner: UnsafeCell::new(Owner { thread: 0, name: None }),
             counters: Default::default(),
+            first_start: AtomicU64::new(u64::MAX),
+            last_start: AtomicU64::new(0),
         }
     }
 
@@ -91,6 +98,17 @@ impl Outbox {
     pub(crate) fn count(&self, counter: Counter) {
         let c = &self.counters[counter as usize];
         c.store(c.load(Relaxed) + 1, Relaxed);
+    }
+
+    /// Notes a root's start for the run's time span; only the owning thread calls it (plain stores).
+    #[inline(always)]
+    pub(crate) fn note_root_start(&self, start: u64) {
+        if start < self.first_start.load(Relaxed) {
+            self.first_start.store(start, Relaxed);
+        }
+        if start > self.last_start.load(Relaxed) {
+            self.last_start.store(start, Relaxed);
+        }
     }
 
     /// Copies a finished invocation in; `None` (nothing published) when the ring has no room, else the slots in
@@ -216,4 +234,12 @@ pub(crate) fn nth(at: usize) -> Option<&'static Outbox> {
 /// The sum of one counter over every outbox.
 pub(crate) fn total(counter: Counter) -> u64 {
     lock(&OUTBOXES).iter().map(|ob| ob.counters[counter as usize].load(Relaxed)).sum()
+}
+
+/// The earliest and latest root start (ticks) over every outbox; `(u64::MAX, 0)` before any.
+pub(crate) fn root_span() -> (u64, u64) {
+    let all = lock(&OUTBOXES);
+    let first = all.iter().map(|ob| ob.first_start.load(Relaxed)).min().unwrap_or(u64::MAX);
+    let last = all.iter().map(|ob| ob.last_start.load(Relaxed)).max().unwrap_or(0);
+    (first, last)
 }

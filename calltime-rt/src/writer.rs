@@ -12,7 +12,10 @@ use std::time::Duration;
 use std::{mem, ptr};
 
 use crate::clock::Scale;
-use crate::invocation::{dequeued, give_back, lock, Runtime, DROPPED, KEPT, RUNTIME, TRUNCATED};
+use crate::invocation::{
+    dequeued, give_back, lock, Runtime, DROPPED, KEPT, LEFT_OUT_FAST, LEFT_OUT_UNSELECTED, RUNTIME, TRUNCATED,
+};
+use crate::keep::{self, Held, Holder};
 use crate::outbox::{self, Entry};
 use crate::recorder::{
     Node, OwnerKind, PathNode, Recorder, FLAG_CANCELLED, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
@@ -80,6 +83,8 @@ struct Sink {
     /// The writer's observations of per-call invocations, for retiring functions.
     watch: Watch,
     retirements: Vec<Retirement>,
+    /// Records held until exit (`--keep-slowest`, `--keep-sample`).
+    holder: Holder,
 }
 
 /// What a record's `inv` line and `r` lines say besides its nodes, times and counts.
@@ -128,6 +133,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     scratch: Vec::new(),
     watch: Watch::new(),
     retirements: Vec::new(),
+    holder: Holder::new(),
 });
 
 const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
@@ -225,6 +231,16 @@ fn push_fields(out: &mut String, kind: &str, fields: &[u64]) {
 
 /// Writes every queued invocation (and a `stats` line if asked). Safe from any thread; never waits for itself.
 pub(crate) fn drain(stats_line: bool) {
+    drain_then(stats_line, false);
+}
+
+/// `drain(true)` at exit, with the records held until then (`--keep-slowest`, `--keep-sample`) written before the
+/// `stats` line.
+fn drain_at_exit() {
+    drain_then(true, true);
+}
+
+fn drain_then(stats_line: bool, held: bool) {
     let Some(rt) = RUNTIME.get() else { return };
     if DRAINING.try_with(Cell::get).unwrap_or(true) {
         return;
@@ -233,11 +249,21 @@ pub(crate) fn drain(stats_line: bool) {
     {
         let mut sink = lock(&SINK);
         sink.write_queued(rt);
+        if held {
+            sink.write_held(rt);
+        }
         if stats_line {
             sink.write_stats(rt);
         }
     }
     let _ = DRAINING.try_with(|d| d.set(false));
+}
+
+/// The clock's conversion as of now; `--slower-than` is published in ticks with it for the threads' hand-off.
+fn current_scale(rt: &Runtime) -> Scale {
+    let scale = Scale::current(rt.clock);
+    keep::publish_slower_than(rt.config.slower_than_ns, scale.span(1 << 32));
+    scale
 }
 
 impl Sink {
@@ -252,7 +278,8 @@ impl Sink {
                     let header = format!(
                         "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
                          fold_after={} time_sample={} min_ns={} sample={} max_invocations={} max_depth={} \
-                         retire={} retire_factor={} retire_min_calls={}\n{}",
+                         retire={} retire_factor={} retire_min_calls={} slower_than_ns={} keep_slowest={} \
+                         keep_sample={}\n{}",
                         std::process::id(),
                         rt.clock.epoch_unix_ns(),
                         exe.replace(['\n', '\r'], " "),
@@ -268,6 +295,9 @@ impl Sink {
                         u8::from(r.enabled),
                         r.factor,
                         r.min_calls,
+                        c.slower_than_ns,
+                        c.keep.counts().0,
+                        c.keep.counts().1,
                         calibration_line(),
                     );
                     if file.write_all(header.as_bytes()).is_ok() {
@@ -284,11 +314,12 @@ impl Sink {
     }
 
     fn write_queued(&mut self, rt: &Runtime) {
+        self.holder.set_keep(rt.config.keep);
         let mut scale = None;
         while let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) {
             dequeued();
             self.push_retirements();
-            let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
+            let scale = *scale.get_or_insert_with(|| current_scale(rt));
             self.write_invocation(rt, &rec, None, scale);
             give_back(rec);
             if self.pending.len() >= FLUSH_BYTES {
@@ -307,7 +338,7 @@ impl Sink {
         while let Some(outbox) = outbox::nth(at) {
             at += 1;
             outbox.drain(&mut scratch, |thread, name, entry| {
-                let scale = *scale.get_or_insert_with(|| Scale::current(rt.clock));
+                let scale = *scale.get_or_insert_with(|| current_scale(rt));
                 self.push_retirements();
                 match entry {
                     Entry::Nodes { nodes, retired, truncated } => {
@@ -380,7 +411,12 @@ impl Sink {
         let fields = [now.seen, now.kept, now.sampled_out, now.dropped, now.truncated, now.dropped_limit];
         push_fields(&mut line, "stats", &fields);
         line.pop();
-        push_fields(&mut line, "", &[now.dropped_queue_full, now.dropped_no_buffer, now.retired_functions]);
+        line.pop();
+        let causes = [now.dropped_queue_full, now.dropped_no_buffer, now.retired_functions];
+        push_fields(&mut line, "", &causes);
+        line.pop();
+        let chosen = [now.left_out_fast, now.left_out_unselected, now.first_root_ns, now.last_root_ns];
+        push_fields(&mut line, "", &chosen);
         if let Some(file) = self.file(rt) {
             if file.write_all(line.as_bytes()).is_ok() {
                 self.last_stats = Some(now);
@@ -405,13 +441,62 @@ impl Sink {
         let Some(root) = nodes.first() else { return };
         let root_start = scale.ns(root.start);
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
+        self.watch.observe_nodes(nodes);
+        let Some(score) = self.choose(rt, root, root_end - root_start, owner) else { return };
+        let mark = self.pending.len();
         self.body.clear();
         let (written, filtered) = match self.walk_in_entry_order(rt, nodes, scale, root_end) {
             Some(counts) => counts,
             None => self.walk_by_links(rt, nodes, scale, root_end),
         };
         self.finish_record(owner, root_start, root_end - root_start, written, filtered);
-        self.watch.observe_nodes(nodes);
+        self.hold(score, mark, owner.truncated > 0);
+    }
+
+    /// Whether to write an invocation whose root took `duration_ns`: `None` when it is left out (counted), else
+    /// the score it is held by until exit, if trees are held.
+    fn choose(&mut self, rt: &Runtime, root: &Node, duration_ns: u64, owner: &Owner) -> Option<Option<u64>> {
+        let c = &rt.config;
+        if !c.chooses() {
+            return Some(None);
+        }
+        if c.slower_than_ns > 0 && duration_ns <= c.slower_than_ns {
+            LEFT_OUT_FAST.fetch_add(1, Relaxed);
+            return None;
+        }
+        let end = if root.end == OPEN { root.start } else { root.end };
+        let score = self.holder.score(root.start, end, owner.kind, owner.id);
+        if score.is_some_and(|score| !self.holder.wants(score)) {
+            LEFT_OUT_UNSELECTED.fetch_add(1, Relaxed);
+            return None;
+        }
+        Some(score)
+    }
+
+    /// Moves the record just written (from `mark` in `pending`) to the held ones when it has a score; the one it
+    /// displaces is counted as left out.
+    fn hold(&mut self, score: Option<u64>, mark: usize, truncated: bool) {
+        let Some(score) = score else { return };
+        let text = self.pending.split_off(mark);
+        self.pending_records -= 1;
+        self.pending_truncated -= u64::from(truncated);
+        let held = Held { score, seq: self.seq - 1, text, truncated };
+        if self.holder.hold(held).is_some() {
+            LEFT_OUT_UNSELECTED.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Writes the held records, in the order they completed (at exit).
+    fn write_held(&mut self, rt: &Runtime) {
+        for held in self.holder.take_in_order() {
+            self.pending.push_str(&held.text);
+            self.pending_records += 1;
+            self.pending_truncated += u64::from(held.truncated);
+            if self.pending.len() >= FLUSH_BYTES {
+                self.flush_pending(rt);
+            }
+        }
+        self.flush_pending(rt);
     }
 
     /// Appends the node line of `node` (at `depth`, under a parent that ended at `parent_end`) unless it is shorter
@@ -501,6 +586,11 @@ impl Sink {
         if count == 0 {
             return;
         }
+        let root = rec.nodes()[0];
+        let root_start = scale.ns(root.start);
+        let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
+        let owner = Owner::of(rec, thread_name);
+        let Some(score) = self.choose(rt, &root, root_end - root_start, &owner) else { return };
         // The calls entered before the fold add their times and flags to their paths now; those that never ended
         // (cancelled futures, calls open at the root's end) are marked cancelled.
         let mut paths = mem::take(&mut self.paths);
@@ -518,9 +608,7 @@ impl Sink {
             }
         }
         self.link_children(count, |id| paths[id].parent as usize);
-        let root = rec.nodes()[0];
-        let root_start = scale.ns(root.start);
-        let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
+        let mark = self.pending.len();
         self.body.clear();
         self.walk.clear();
         self.walk.push((0, 0, 0));
@@ -556,7 +644,8 @@ impl Sink {
             self.walk_children(id, depth, 0);
         }
         self.paths = paths;
-        self.finish_record(&Owner::of(rec, thread_name), root_start, root_end - root_start, written, filtered);
+        self.finish_record(&owner, root_start, root_end - root_start, written, filtered);
+        self.hold(score, mark, owner.truncated > 0);
     }
 
     /// Builds `first_child`/`next_sibling` for `count` nodes from each one's parent (children in index order);
@@ -691,7 +780,7 @@ pub(crate) fn install_flush_hooks() {
         }
         extern "C" fn flush_at_exit() {
             // Unwinding out of an extern "C" function aborts; nothing here should panic, but be sure.
-            let _ = std::panic::catch_unwind(|| drain(true));
+            let _ = std::panic::catch_unwind(drain_at_exit);
         }
         // SAFETY: atexit is the C library's; the callback is a plain extern "C" fn with no captured state.
         unsafe {

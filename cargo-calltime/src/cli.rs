@@ -211,7 +211,8 @@ pub struct ViewArgs {
     /// Show times as recorded, the probes' own cost included, instead of compensated for it.
     #[arg(long)]
     pub raw_times: bool,
-    /// Only invocations slower than this (e.g. `5ms`), in every format; `--invocation K` counts among them.
+    /// Only invocations slower than this (e.g. `5ms`), in every format; `--invocation K` counts among them. When
+    /// running, the program keeps only those (the others are counted, not written).
     #[arg(long, value_name = "DURATION")]
     pub slower_than: Option<String>,
     /// With `--format table` (or json's `functions`): order the functions by self time, total time or calls.
@@ -317,9 +318,17 @@ pub struct RecordArgs {
     /// Record 1 in N root invocations [default: 1].
     #[arg(long, value_name = "N")]
     pub sample: Option<u64>,
-    /// Keep at most N invocations; later ones are counted as dropped [default: 100000].
+    /// Keep at most N invocations; later ones are counted as dropped [default: 100000; no limit with
+    /// --slower-than, --keep-slowest or --keep-sample].
     #[arg(long, value_name = "N")]
     pub max_invocations: Option<u64>,
+    /// Keep only the K slowest invocations of the whole run (chosen as the program runs, written at its exit).
+    #[arg(long, value_name = "K", conflicts_with_all = ["keep_sample", "max_invocations"])]
+    pub keep_slowest: Option<u64>,
+    /// Keep a uniform random sample of N invocations over the whole run (written at the program's exit), instead
+    /// of the first ones.
+    #[arg(long, value_name = "N", conflicts_with = "max_invocations")]
+    pub keep_sample: Option<u64>,
     /// Record every call: probes never retire (CALLTIME_EXACT=1). Without it, a function seen to be too fast to be
     /// worth its probe stops being timed; its later calls are only counted.
     #[arg(long)]

@@ -26,6 +26,12 @@ pub struct RecordOptions {
     pub exact: bool,
     /// The frame-depth limit; at least 1.
     pub max_depth: Option<u64>,
+    /// Keep only invocations slower than this (`--slower-than` of a run).
+    pub slower_than_ns: Option<u64>,
+    /// Keep the K slowest invocations (`--keep-slowest`); at least 1.
+    pub keep_slowest: Option<u64>,
+    /// Keep a uniform sample of N invocations over the run (`--keep-sample`); at least 1.
+    pub keep_sample: Option<u64>,
 }
 
 impl RecordOptions {
@@ -40,6 +46,9 @@ impl RecordOptions {
             ("CALLTIME_MAX_INVOCATIONS", self.max_invocations),
             ("CALLTIME_EXACT", self.exact.then_some(1)),
             ("CALLTIME_MAX_DEPTH", self.max_depth),
+            ("CALLTIME_SLOWER_THAN_NS", self.slower_than_ns),
+            ("CALLTIME_KEEP_SLOWEST", self.keep_slowest),
+            ("CALLTIME_KEEP_SAMPLE", self.keep_sample),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v.to_string())))

@@ -8,6 +8,7 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("clock.rs", include_str!("../../calltime-rt/src/clock.rs")),
     ("future.rs", include_str!("../../calltime-rt/src/future.rs")),
     ("invocation.rs", include_str!("../../calltime-rt/src/invocation.rs")),
+    ("keep.rs", include_str!("../../calltime-rt/src/keep.rs")),
     ("lib.rs", include_str!("../../calltime-rt/src/lib.rs")),
     ("outbox.rs", include_str!("../../calltime-rt/src/outbox.rs")),
     ("probe.rs", include_str!("../../calltime-rt/src/probe.rs")),

@@ -90,8 +90,9 @@ fn duration(flag: &str, value: Option<&str>) -> Result<Option<u64>> {
         .transpose()
 }
 
-/// The recording flags, passed to the runtime as CALLTIME_* variables.
-pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
+/// The recording flags, passed to the runtime as CALLTIME_* variables; `slower_than` is the view's `--slower-than`,
+/// which a run also hands to the program (so it writes only those trees).
+pub fn record_options(args: &RecordArgs, slower_than: Option<&str>) -> Result<RecordOptions> {
     // (flag, value, what N means, what 1 does)
     let at_least_one = |flag: &str, value: Option<u64>, meaning: &str, one: &str| -> Result<Option<u64>> {
         if value == Some(0) {
@@ -110,6 +111,9 @@ pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
         max_invocations: args.max_invocations,
         exact: args.exact,
         max_depth: at_least_one("--max-depth", args.max_depth, "frames stored in depth", "store the root only")?,
+        slower_than_ns: duration("--slower-than", slower_than)?,
+        keep_slowest: at_least_one("--keep-slowest", args.keep_slowest, "the K slowest invocations", "keep the slowest")?,
+        keep_sample: at_least_one("--keep-sample", args.keep_sample, "a sample of N invocations", "keep one")?,
     })
 }
 

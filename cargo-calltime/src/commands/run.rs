@@ -16,7 +16,7 @@ use crate::units::plural;
 use crate::views::{self, overhead, ViewFormat};
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<i32> {
-    let record = options::record_options(&args.record)?;
+    let record = options::record_options(&args.record, args.view.slower_than.as_deref())?;
     let store_opts = super::history::store_options(&args.store, Source::Run, None)?;
     // The report goes to stderr unless `-o` says otherwise; colour follows the stream it goes to.
     let to_stderr = args.view.output.is_none();

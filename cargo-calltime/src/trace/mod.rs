@@ -65,6 +65,10 @@ pub struct Trace {
     pub warnings: Vec<String>,
 }
 
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 /// Counters the runtime keeps per process (the last `stats` line of the file).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Stats {
@@ -85,6 +89,18 @@ pub struct Stats {
     pub dropped_no_buffer: u64,
     /// Functions whose probes retired (version 3).
     pub retired_functions: u64,
+    /// Invocations left out by choice, not lost (not in `dropped`): not slower than `--slower-than`; not among the
+    /// `--keep-slowest` or not in the `--keep-sample`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub left_out_fast: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub left_out_unselected: u64,
+    /// The first and the last root start of the run, in ns since the epoch of the trace (0 and 0 when unknown):
+    /// the span the kept invocations were chosen from.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub first_root_ns: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub last_root_ns: u64,
     /// Records cut off at the end of the file (a crash while writing); counted by the reader.
     pub incomplete: u64,
 }

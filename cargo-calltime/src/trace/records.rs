@@ -14,7 +14,7 @@ pub(super) const MAGIC: &str = "calltime-trace";
 
 /// Settings the runtime writes, in its order: a value of these that is not a number is an error, and the builder
 /// writes them first, in this order, as the runtime does.
-pub(super) const KNOWN_SETTINGS: [&str; 10] = [
+pub(super) const KNOWN_SETTINGS: [&str; 13] = [
     "node_cap",
     "fold_after",
     "time_sample",
@@ -25,6 +25,9 @@ pub(super) const KNOWN_SETTINGS: [&str; 10] = [
     "retire",
     "retire_factor",
     "retire_min_calls",
+    "slower_than_ns",
+    "keep_slowest",
+    "keep_sample",
 ];
 
 // ---- header ----
@@ -291,10 +294,11 @@ pub(super) fn write_end(out: &mut String, seq: u64) {
 // ---- statistics ----
 
 /// `stats <seen> <kept> <sampled_out> <dropped> <truncated>`, then (version 3) `<dropped_limit>
-/// <dropped_queue_full> <dropped_no_buffer> <retired_functions>`, each optional (a runtime may write only the
-/// first five); `incomplete` is the reader's own count, kept.
+/// <dropped_queue_full> <dropped_no_buffer> <retired_functions>`, then `<left_out_fast> <left_out_unselected>
+/// <first_root_ns> <last_root_ns>`, each optional (a runtime may write only the first five); `incomplete` is the
+/// reader's own count, kept.
 pub(super) fn read_stats(rest: &str, incomplete: u64) -> Result<Stats> {
-    let mut f = Fields::new(rest, 9);
+    let mut f = Fields::new(rest, 13);
     let mut stats = Stats {
         seen: f.num()?,
         kept: f.num()?,
@@ -309,6 +313,10 @@ pub(super) fn read_stats(rest: &str, incomplete: u64) -> Result<Stats> {
         &mut stats.dropped_queue_full,
         &mut stats.dropped_no_buffer,
         &mut stats.retired_functions,
+        &mut stats.left_out_fast,
+        &mut stats.left_out_unselected,
+        &mut stats.first_root_ns,
+        &mut stats.last_root_ns,
     ] {
         match f.optional_num()? {
             Some(value) => *field = value,
@@ -324,6 +332,10 @@ pub(super) fn write_stats(out: &mut String, stats: &Stats, version: u32) {
     if version >= 3 {
         let Stats { dropped_limit, dropped_queue_full, dropped_no_buffer, retired_functions, .. } = stats;
         let _ = write!(out, " {dropped_limit} {dropped_queue_full} {dropped_no_buffer} {retired_functions}");
+        let Stats { left_out_fast, left_out_unselected, first_root_ns, last_root_ns, .. } = stats;
+        if (left_out_fast, left_out_unselected, first_root_ns, last_root_ns) != (&0, &0, &0, &0) {
+            let _ = write!(out, " {left_out_fast} {left_out_unselected} {first_root_ns} {last_root_ns}");
+        }
     }
     out.push('\n');
 }

@@ -408,6 +408,9 @@ impl TextView<'_> {
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
+        if let Some(note) = choice_note(self.trace) {
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
+        }
         let retired = stats.retired_functions.max(self.trace.retirements.len() as u64);
         if retired > 0 {
             let note = format!(
@@ -504,6 +507,48 @@ fn alarm() -> Style {
 
 fn warn() -> Style {
     Style::new().fg_color(Some(AnsiColor::Yellow.into()))
+}
+
+/// What the run kept and why (`--slower-than`, `--keep-slowest`, `--keep-sample`), and over which span of the run
+/// the roots it chose from started; `None` when the run kept every invocation it recorded in order.
+fn choice_note(trace: &Trace) -> Option<String> {
+    let stats = &trace.stats;
+    let setting = |key: &str| trace.settings.get(key).copied().unwrap_or(0);
+    let (slower_than, slowest, sample) = (setting("slower_than_ns"), setting("keep_slowest"), setting("keep_sample"));
+    let mut why = Vec::new();
+    if slowest > 0 {
+        why.push(format!("the {slowest} slowest (--keep-slowest)"));
+    } else if sample > 0 {
+        why.push(format!("a uniform sample of {sample} (--keep-sample)"));
+    }
+    if slower_than > 0 {
+        why.push(format!("only those slower than {} (--slower-than)", format_ns(slower_than)));
+    }
+    let span = (stats.last_root_ns > 0).then(|| stats.last_root_ns.saturating_sub(stats.first_root_ns));
+    if why.is_empty() {
+        // Kept in order: which part of the run that covers, when some were not kept.
+        let starts = trace.invocations.iter().map(|inv| inv.start_ns);
+        let (first_kept, last_kept) = (starts.clone().min()?, starts.max()?);
+        let span = span.filter(|_| stats.dropped + stats.sampled_out > 0)?;
+        return Some(format!(
+            "  the kept invocations started from {} to {} into the {} over which roots started",
+            format_ns(first_kept.saturating_sub(stats.first_root_ns)),
+            format_ns(last_kept.saturating_sub(stats.first_root_ns)),
+            format_ns(span)
+        ));
+    }
+    let over = span.map(|span| format!(", chosen from roots that started over {}", format_ns(span)));
+    let left_out = stats.left_out_fast + stats.left_out_unselected;
+    Some(format!(
+        "  kept {} of {} invocations: {}; {} left out ({} not slower, {} not chosen){}",
+        stats.kept,
+        stats.seen,
+        why.join(", "),
+        left_out,
+        stats.left_out_fast,
+        stats.left_out_unselected,
+        over.unwrap_or_default()
+    ))
 }
 
 /// Why invocations were dropped: the causes a version 3 trace counts, else the possible ones.

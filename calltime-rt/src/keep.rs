@@ -1,0 +1,292 @@
+//! Which finished invocations are kept (`CALLTIME_SLOWER_THAN_NS`, `CALLTIME_KEEP_SLOWEST`, `CALLTIME_KEEP_SAMPLE`).
+//! Decided where a root returns, before its tree is handed to the writer, so a tree left out costs the writer
+//! nothing. The writer holds the best K candidates so far (the slowest, or those of highest random rank: a uniform
+//! sample of the whole run whatever order they arrive in) and publishes the bar a new one must clear; threads read
+//! the bar (a relaxed load of a word written only when the held set changes) and leave out what falls below it.
+//! Held trees are written when the process exits.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::recorder::OwnerKind;
+
+/// Which invocations the trace keeps besides `--slower-than`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// Every one (up to `CALLTIME_MAX_INVOCATIONS`, in order).
+    All,
+    /// The K slowest of the run.
+    Slowest(usize),
+    /// A uniform sample of K over the whole run.
+    Sample(usize),
+}
+
+impl Keep {
+    /// `CALLTIME_KEEP_SLOWEST` wins over `CALLTIME_KEEP_SAMPLE` (the tool never sets both); 0 is "all".
+    pub(crate) fn from_counts(slowest: u64, sample: u64) -> Keep {
+        let at_most = |n: u64| n.min(1 << 24) as usize;
+        match (slowest, sample) {
+            (0, 0) => Keep::All,
+            (0, n) => Keep::Sample(at_most(n)),
+            (n, _) => Keep::Slowest(at_most(n)),
+        }
+    }
+
+    /// How many trees are held until exit (0 for `All`: written as they come).
+    pub(crate) fn held(self) -> usize {
+        match self {
+            Keep::All => 0,
+            Keep::Slowest(k) | Keep::Sample(k) => k,
+        }
+    }
+
+    /// The settings line's words (`keep_slowest`, `keep_sample`).
+    pub(crate) fn counts(self) -> (usize, usize) {
+        match self {
+            Keep::All => (0, 0),
+            Keep::Slowest(k) => (k, 0),
+            Keep::Sample(k) => (0, k),
+        }
+    }
+}
+
+/// Why a finished invocation is not handed to the writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeftOut {
+    /// Not slower than `--slower-than`.
+    Fast,
+    /// Not among the slowest K, or not in the sample, at the time it ended.
+    Unselected,
+}
+
+/// `--slower-than` in clock ticks, a little under the threshold (the writer decides exactly, in nanoseconds); 0
+/// until the writer has calibrated the clock.
+static SLOWER_THAN_TICKS: AtomicU64 = AtomicU64::new(0);
+/// `Keep::Slowest`: the duration (ticks) of the fastest tree held once K are; 0 before.
+static BAR_TICKS: AtomicU64 = AtomicU64::new(0);
+/// `Keep::Sample`: the lowest rank held once K are; 0 before.
+static BAR_RANK: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the tree of a root that ran from `start` to `end` (ticks) is worth handing to the writer.
+#[inline]
+pub(crate) fn verdict(keep: Keep, start: u64, end: u64, kind: OwnerKind, owner: u64) -> Result<(), LeftOut> {
+    // A root still open (a cancelled task) has no duration yet: the writer decides.
+    let ticks = end.wrapping_sub(start);
+    if ticks < SLOWER_THAN_TICKS.load(Relaxed) {
+        return Err(LeftOut::Fast);
+    }
+    let below_bar = match keep {
+        Keep::All => false,
+        Keep::Slowest(_) => ticks < BAR_TICKS.load(Relaxed),
+        Keep::Sample(_) => sample_rank(start, kind, owner) < BAR_RANK.load(Relaxed),
+    };
+    if below_bar {
+        Err(LeftOut::Unselected)
+    } else {
+        Ok(())
+    }
+}
+
+/// The writer publishes `--slower-than` in ticks once it knows the clock's rate: `ns_per_2_32_ticks` is what
+/// 2^32 ticks last in nanoseconds. 1% under the threshold, so the thread's estimate never leaves out a tree the
+/// writer's exact check would keep.
+pub(crate) fn publish_slower_than(slower_than_ns: u64, ns_per_2_32_ticks: u64) {
+    if slower_than_ns == 0 || ns_per_2_32_ticks == 0 {
+        return;
+    }
+    let ticks = (u128::from(slower_than_ns) << 32) / u128::from(ns_per_2_32_ticks);
+    SLOWER_THAN_TICKS.store(u64::try_from(ticks - ticks / 100).unwrap_or(u64::MAX), Relaxed);
+}
+
+/// A random rank for `Keep::Sample`, the same wherever it is computed (the thread and the writer both see the root's
+/// start and owner): keeping the K highest ranks is a uniform sample of K, in any arrival order.
+#[inline]
+pub(crate) fn sample_rank(start: u64, kind: OwnerKind, owner: u64) -> u64 {
+    let task_bit = if matches!(kind, OwnerKind::Task) { 1 << 63 } else { 0 };
+    // splitmix64's finaliser.
+    let mut z = start ^ owner.rotate_left(29) ^ task_bit;
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A formatted record held until exit, ordered by score, then the earlier first (so of equal scores the later one
+/// goes).
+pub(crate) struct Held {
+    pub(crate) score: u64,
+    pub(crate) seq: u64,
+    pub(crate) text: String,
+    pub(crate) truncated: bool,
+}
+
+impl Held {
+    fn key(&self) -> (u64, Reverse<u64>) {
+        (self.score, Reverse(self.seq))
+    }
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for Held {}
+impl PartialOrd for Held {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Held {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// The writer's held trees: the K best scores so far (a min-heap, the first to go on top).
+pub(crate) struct Holder {
+    keep: Keep,
+    heap: BinaryHeap<Reverse<Held>>,
+}
+
+impl Holder {
+    pub(crate) const fn new() -> Holder {
+        Holder { keep: Keep::All, heap: BinaryHeap::new() }
+    }
+
+    pub(crate) fn set_keep(&mut self, keep: Keep) {
+        self.keep = keep;
+    }
+
+    /// The score a tree is ranked by: its duration in ticks, or its random rank; `None` when trees are not held.
+    pub(crate) fn score(&self, start: u64, end: u64, kind: OwnerKind, owner: u64) -> Option<u64> {
+        match self.keep {
+            Keep::All => None,
+            Keep::Slowest(_) => Some(end.saturating_sub(start)),
+            Keep::Sample(_) => Some(sample_rank(start, kind, owner)),
+        }
+    }
+
+    /// Whether a tree of `score` would be held now (so it is worth formatting).
+    pub(crate) fn wants(&self, score: u64) -> bool {
+        self.heap.len() < self.keep.held() || self.heap.peek().is_some_and(|Reverse(least)| score > least.score)
+    }
+
+    /// Holds a formatted record; the one it displaces (if any) goes, and the bar the threads read rises.
+    pub(crate) fn hold(&mut self, held: Held) -> Option<Held> {
+        self.heap.push(Reverse(held));
+        let displaced = (self.heap.len() > self.keep.held()).then(|| self.heap.pop()).flatten().map(|Reverse(h)| h);
+        if self.heap.len() >= self.keep.held() {
+            let bar = self.heap.peek().map_or(0, |Reverse(least)| least.score);
+            match self.keep {
+                Keep::All => {}
+                Keep::Slowest(_) => BAR_TICKS.store(bar, Relaxed),
+                Keep::Sample(_) => BAR_RANK.store(bar, Relaxed),
+            }
+        }
+        displaced
+    }
+
+    /// Every held record, in the order they completed; the holder is left empty (and its bar as it was, so trees
+    /// ending after exit began are still left out).
+    pub(crate) fn take_in_order(&mut self) -> Vec<Held> {
+        let mut held: Vec<Held> = std::mem::take(&mut self.heap).into_iter().map(|Reverse(h)| h).collect();
+        held.sort_by_key(|h| h.seq);
+        held
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(score: u64, seq: u64) -> Held {
+        Held { score, seq, text: format!("inv {seq}\n"), truncated: false }
+    }
+
+    /// Offers every (score, seq) the way the writer does: formatted only when wanted.
+    fn offer_all(holder: &mut Holder, scores: impl IntoIterator<Item = u64>) -> u64 {
+        let mut left_out = 0;
+        for (seq, score) in scores.into_iter().enumerate() {
+            if holder.wants(score) {
+                left_out += u64::from(holder.hold(record(score, seq as u64)).is_some());
+            } else {
+                left_out += 1;
+            }
+        }
+        left_out
+    }
+
+    #[test]
+    fn keeps_the_slowest_k_in_completion_order() {
+        let mut holder = Holder::new();
+        holder.set_keep(Keep::Slowest(3));
+        let durations = [5, 90, 1, 70, 70, 3, 100, 2, 70];
+        let left_out = offer_all(&mut holder, durations.iter().map(|&d| holder_score(&holder, d)));
+        let kept: Vec<(u64, u64)> = holder.take_in_order().iter().map(|h| (h.seq, h.score)).collect();
+        // 100, 90 and the first of the three 70s; in completion order.
+        assert_eq!(kept, [(1, 90), (3, 70), (6, 100)]);
+        assert_eq!(left_out, 6);
+    }
+
+    fn holder_score(holder: &Holder, duration: u64) -> u64 {
+        holder.score(1_000, 1_000 + duration, OwnerKind::Thread, 1).expect("trees are held")
+    }
+
+    #[test]
+    fn keeps_all_until_k_then_only_better_scores() {
+        let mut holder = Holder::new();
+        holder.set_keep(Keep::Slowest(2));
+        assert!(holder.wants(0));
+        assert!(holder.hold(record(10, 0)).is_none());
+        assert!(holder.hold(record(20, 1)).is_none());
+        assert!(!holder.wants(10), "a tie with the least held is not better");
+        assert!(holder.wants(11));
+        let displaced = holder.hold(record(30, 2)).expect("one displaced");
+        assert_eq!((displaced.seq, displaced.score), (0, 10));
+    }
+
+    #[test]
+    fn the_sample_is_uniform_over_the_whole_run() {
+        // 200 runs of 1000 invocations, keep 10: each position is kept 2 times in expectation; the first and last
+        // tenths of the run must be kept as often as the rest (a "first N" policy would keep only the first 10).
+        let (k, n, runs) = (10usize, 1000u64, 200u64);
+        let mut kept_by_tenth = [0u64; 10];
+        for run in 0..runs {
+            let mut holder = Holder::new();
+            holder.set_keep(Keep::Sample(k));
+            for seq in 0..n {
+                let score = holder.score(run * n + seq, 0, OwnerKind::Thread, 7).expect("held");
+                if holder.wants(score) {
+                    holder.hold(record(score, seq));
+                }
+            }
+            for h in holder.take_in_order() {
+                kept_by_tenth[(h.seq * 10 / n) as usize] += 1;
+            }
+        }
+        let expected = (k as u64 * runs) / 10;
+        for (tenth, &kept) in kept_by_tenth.iter().enumerate() {
+            // Binomial(2000, 0.1): standard deviation about 13; 5 of them either side.
+            assert!(kept.abs_diff(expected) < 70, "tenth {tenth} of the run kept {kept} times, expected {expected}");
+        }
+    }
+
+    #[test]
+    fn sample_ranks_differ_by_owner_and_kind() {
+        let thread = sample_rank(1, OwnerKind::Thread, 1);
+        assert_ne!(thread, sample_rank(1, OwnerKind::Thread, 2));
+        assert_ne!(thread, sample_rank(1, OwnerKind::Task, 1));
+        assert_ne!(thread, sample_rank(2, OwnerKind::Thread, 1));
+    }
+
+    #[test]
+    fn keep_reads_its_counts() {
+        assert_eq!(Keep::from_counts(0, 0), Keep::All);
+        assert_eq!(Keep::from_counts(5, 0), Keep::Slowest(5));
+        assert_eq!(Keep::from_counts(0, 7), Keep::Sample(7));
+        assert_eq!(Keep::Sample(7).counts(), (0, 7));
+        assert_eq!(Keep::All.held(), 0);
+    }
+}
