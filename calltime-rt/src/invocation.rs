@@ -441,7 +441,9 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         let root = r.nodes().first()?;
         outbox.note_root_start(root.start);
         if rt.config.chooses() {
-            if let Err(why) = keep::verdict(rt.config.keep, root.start, root.end, OwnerKind::Thread, slot.id) {
+            let local_bar = keep::local_sample_bar(rt.config.keep, slot.seen);
+            let (start, end) = (root.start, root.end);
+            if let Err(why) = keep::verdict(rt.config.keep, start, end, OwnerKind::Thread, slot.id, local_bar) {
                 outbox.count(left_out_counter(why));
                 return Some(());
             }
@@ -520,7 +522,7 @@ pub(crate) fn finish_task(owned: OwnedRecorder) {
     if let Some(root) = rec.nodes().first() {
         note_task_root_start(root.start);
         if rt.config.chooses() {
-            if let Err(why) = keep::verdict(rt.config.keep, root.start, root.end, OwnerKind::Task, rec.owner()) {
+            if let Err(why) = keep::verdict(rt.config.keep, root.start, root.end, OwnerKind::Task, rec.owner(), 0) {
                 match why {
                     LeftOut::Fast => LEFT_OUT_FAST.fetch_add(1, Relaxed),
                     LeftOut::Unselected => LEFT_OUT_UNSELECTED.fetch_add(1, Relaxed),

@@ -68,9 +68,17 @@ static BAR_TICKS: AtomicU64 = AtomicU64::new(0);
 /// `Keep::Sample`: the lowest rank held once K are; 0 before.
 static BAR_RANK: AtomicU64 = AtomicU64::new(0);
 
-/// Whether the tree of a root that ran from `start` to `end` (ticks) is worth handing to the writer.
+/// Whether the tree of a root that ran from `start` to `end` (ticks) is worth handing to the writer. `local_bar`
+/// is the thread's own bar for `Keep::Sample` (see `local_sample_bar`; 0 for tasks).
 #[inline]
-pub(crate) fn verdict(keep: Keep, start: u64, end: u64, kind: OwnerKind, owner: u64) -> Result<(), LeftOut> {
+pub(crate) fn verdict(
+    keep: Keep,
+    start: u64,
+    end: u64,
+    kind: OwnerKind,
+    owner: u64,
+    local_bar: u64,
+) -> Result<(), LeftOut> {
     // A root still open (a cancelled task) has no duration yet: the writer decides.
     let ticks = end.wrapping_sub(start);
     if ticks < SLOWER_THAN_TICKS.load(Relaxed) {
@@ -79,13 +87,26 @@ pub(crate) fn verdict(keep: Keep, start: u64, end: u64, kind: OwnerKind, owner: 
     let below_bar = match keep {
         Keep::All => false,
         Keep::Slowest(_) => ticks < BAR_TICKS.load(Relaxed),
-        Keep::Sample(_) => sample_rank(start, kind, owner) < BAR_RANK.load(Relaxed),
+        Keep::Sample(_) => sample_rank(start, kind, owner) < BAR_RANK.load(Relaxed).max(local_bar),
     };
     if below_bar {
         Err(LeftOut::Unselected)
     } else {
         Ok(())
     }
+}
+
+/// `Keep::Sample`: a bar a thread can apply before the writer's is known (which would let the start of a run flood
+/// the writer). A tree in the run's sample of K is in the top K ranks of its own thread's first `seen` invocations,
+/// and K of `seen` uniform ranks fall below `1 - m / seen` with m = K + 4 sqrt(K) + 8 with probability under 1e-4
+/// (a Poisson tail), so this leaves out nearly nothing the writer would keep.
+pub(crate) fn local_sample_bar(keep: Keep, seen: u64) -> u64 {
+    let Keep::Sample(k) = keep else { return 0 };
+    let margin = k as u64 + 4 * (k as f64).sqrt() as u64 + 8;
+    if seen <= margin {
+        return 0;
+    }
+    u64::MAX - (u64::MAX / seen) * margin
 }
 
 /// The writer publishes `--slower-than` in ticks once it knows the clock's rate: `ns_per_2_32_ticks` is what
@@ -223,7 +244,8 @@ mod tests {
         let mut holder = Holder::new();
         holder.set_keep(Keep::Slowest(3));
         let durations = [5, 90, 1, 70, 70, 3, 100, 2, 70];
-        let left_out = offer_all(&mut holder, durations.iter().map(|&d| holder_score(&holder, d)));
+        let scores: Vec<u64> = durations.iter().map(|&d| holder_score(&holder, d)).collect();
+        let left_out = offer_all(&mut holder, scores);
         let kept: Vec<(u64, u64)> = holder.take_in_order().iter().map(|h| (h.seq, h.score)).collect();
         // 100, 90 and the first of the three 70s; in completion order.
         assert_eq!(kept, [(1, 90), (3, 70), (6, 100)]);
@@ -271,6 +293,27 @@ mod tests {
             // Binomial(2000, 0.1): standard deviation about 13; 5 of them either side.
             assert!(kept.abs_diff(expected) < 70, "tenth {tenth} of the run kept {kept} times, expected {expected}");
         }
+    }
+
+    #[test]
+    fn the_threads_own_bar_leaves_out_nothing_the_sample_keeps() {
+        // Whatever ends up in the sample of K must have cleared the thread's own bar when it ended.
+        for k in [1usize, 10, 100] {
+            for run in 0..40u64 {
+                let ranks: Vec<u64> = (0..5_000u64).map(|i| sample_rank(run << 32 | i, OwnerKind::Thread, 3)).collect();
+                let mut sorted = ranks.clone();
+                sorted.sort_unstable();
+                let kth = sorted[sorted.len() - k];
+                for (seen, &rank) in ranks.iter().enumerate() {
+                    if rank >= kth {
+                        let bar = local_sample_bar(Keep::Sample(k), seen as u64 + 1);
+                        assert!(rank >= bar, "k {k} run {run}: the rank of invocation {seen} is under the thread's bar");
+                    }
+                }
+            }
+        }
+        assert_eq!(local_sample_bar(Keep::Slowest(5), 1_000_000), 0);
+        assert!(local_sample_bar(Keep::Sample(10), 1_000_000) > u64::MAX / 100 * 99);
     }
 
     #[test]

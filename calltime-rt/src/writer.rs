@@ -411,7 +411,6 @@ impl Sink {
         let fields = [now.seen, now.kept, now.sampled_out, now.dropped, now.truncated, now.dropped_limit];
         push_fields(&mut line, "stats", &fields);
         line.pop();
-        line.pop();
         let causes = [now.dropped_queue_full, now.dropped_no_buffer, now.retired_functions];
         push_fields(&mut line, "", &causes);
         line.pop();
