@@ -187,10 +187,18 @@ impl Outbox {
                 // read out exactly once, here, before the tail moves past it.
                 Entry::Recorder(unsafe { Box::from_raw(h.end as usize as *mut Recorder) })
             } else {
-                scratch.clear();
-                // SAFETY: as for the header.
-                scratch.extend((1..=count + retired).map(|i| unsafe { *self.slots[(tail + i) & self.mask].get() }));
-                let (nodes, retired) = scratch.split_at(count);
+                let (first, len) = ((tail + 1) & self.mask, count + retired);
+                let records: &[Node] = if first + len <= self.slots.len() {
+                    // Not wrapped: read in place, no copy. SAFETY: as for the header; `UnsafeCell<Node>` has the
+                    // layout of `Node`, and the slots stay unwritten until the tail store below.
+                    unsafe { std::slice::from_raw_parts(self.slots.as_ptr().add(first).cast::<Node>(), len) }
+                } else {
+                    scratch.clear();
+                    // SAFETY: as for the header.
+                    scratch.extend((1..=len).map(|i| unsafe { *self.slots[(tail + i) & self.mask].get() }));
+                    scratch
+                };
+                let (nodes, retired) = records.split_at(count);
                 Entry::Nodes { nodes, retired, truncated: h.start }
             };
             // SAFETY: the owner wrote `owner` before publishing any record of this claim; it is rewritten only by a

@@ -162,6 +162,14 @@ fn decimal_len(value: u64) -> usize {
 /// `dst` is valid for 20 bytes of writes.
 #[inline(always)]
 unsafe fn write_decimal(dst: *mut u8, value: u64) -> *mut u8 {
+    // Depths, flags and small indices: most fields of a node line.
+    if value < 10 {
+        // SAFETY: one byte of the caller's 20.
+        unsafe {
+            *dst = b'0' + value as u8;
+            return dst.add(1);
+        }
+    }
     let pair = |at: *mut u8, two: u32| {
         // SAFETY: `two` < 100 indexes a pair of the table; `at` is within the caller's 20 bytes (see below).
         unsafe { ptr::copy_nonoverlapping(PAIRS.as_ptr().add(two as usize * 2), at, 2) }
@@ -194,7 +202,8 @@ unsafe fn write_decimal(dst: *mut u8, value: u64) -> *mut u8 {
     }
 }
 
-/// Appends `value` in decimal.
+/// Appends `value` in decimal (the tests' view of `write_decimal`).
+#[cfg(test)]
 fn push_decimal(out: &mut String, value: u64) {
     // SAFETY: only ASCII digits are appended, so the string stays UTF-8.
     let out = unsafe { out.as_mut_vec() };
@@ -207,19 +216,21 @@ fn push_decimal(out: &mut String, value: u64) {
     }
 }
 
-/// Appends a line: `kind`, then the fields in decimal, with one capacity check (the writer spends most of its
-/// time here: `writeln!` through core::fmt took about half of it on large trees).
+/// Appends a line: `kind` (ASCII, a fixed size so that copying it is a move, not a `memcpy` call), then the
+/// fields in decimal, with one capacity check (the writer spends most of its time here: `writeln!` through
+/// core::fmt took about half of it on large trees).
 #[inline(always)]
-fn push_fields(out: &mut String, kind: &str, fields: &[u64]) {
-    // SAFETY: `kind` is UTF-8 and everything else appended is ASCII.
+fn push_fields<const K: usize>(out: &mut String, kind: &[u8; K], fields: &[u64]) {
+    debug_assert!(kind.is_ascii());
+    // SAFETY: `kind` is ASCII, like everything else appended.
     let out = unsafe { out.as_mut_vec() };
-    out.reserve(kind.len() + fields.len() * 21 + 1);
+    out.reserve(K + fields.len() * 21 + 1);
     // SAFETY: the bytes written (kind, then per field a space and at most 20 digits, then a newline) fit in what
     // was just reserved past the length, and all of them are written before `set_len`.
     unsafe {
         let start = out.as_mut_ptr().add(out.len());
-        ptr::copy_nonoverlapping(kind.as_ptr(), start, kind.len());
-        let mut at = start.add(kind.len());
+        ptr::copy_nonoverlapping(kind.as_ptr(), start, K);
+        let mut at = start.add(K);
         for &value in fields {
             *at = b' ';
             at = write_decimal(at.add(1), value);
@@ -370,7 +381,7 @@ impl Sink {
         retire::take_pending(&mut taken);
         for r in &taken {
             self.body.clear();
-            self.push_line("retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
+            self.push_line(b"retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
             self.pending.push_str(&self.body);
         }
         self.retirements = taken;
@@ -409,13 +420,13 @@ impl Sink {
         }
         let mut line = String::new();
         let fields = [now.seen, now.kept, now.sampled_out, now.dropped, now.truncated, now.dropped_limit];
-        push_fields(&mut line, "stats", &fields);
+        push_fields(&mut line, b"stats", &fields);
         line.pop();
         let causes = [now.dropped_queue_full, now.dropped_no_buffer, now.retired_functions];
-        push_fields(&mut line, "", &causes);
+        push_fields(&mut line, b"", &causes);
         line.pop();
         let chosen = [now.left_out_fast, now.left_out_unselected, now.first_root_ns, now.last_root_ns];
-        push_fields(&mut line, "", &chosen);
+        push_fields(&mut line, b"", &chosen);
         if let Some(file) = self.file(rt) {
             if file.write_all(line.as_bytes()).is_ok() {
                 self.last_stats = Some(now);
@@ -522,7 +533,7 @@ impl Sink {
         if !is_root && duration < rt.config.min_ns {
             return (end, false);
         }
-        self.push_line("n", &[u64::from(depth), u64::from(node.index), start, duration, u64::from(flags)]);
+        self.push_line(b"n", &[u64::from(depth), u64::from(node.index), start, duration, u64::from(flags)]);
         (end, true)
     }
 
@@ -639,7 +650,7 @@ impl Sink {
                 exact_calls,
                 exact_ns,
             ];
-            self.push_line("a", &fields);
+            self.push_line(b"a", &fields);
             self.walk_children(id, depth, 0);
         }
         self.paths = paths;
@@ -677,7 +688,7 @@ impl Sink {
 
     /// Appends a node line: its kind, then the fields. By hand: `writeln!` through core::fmt took about half of the
     /// writer's time on large trees.
-    fn push_line(&mut self, kind: &str, fields: &[u64]) {
+    fn push_line<const K: usize>(&mut self, kind: &[u8; K], fields: &[u64]) {
         push_fields(&mut self.body, kind, fields);
     }
 
@@ -685,16 +696,14 @@ impl Sink {
     fn finish_record(&mut self, owner: &Owner, start: u64, duration: u64, written: u64, filtered: u64) {
         let seq = self.seq;
         let out = &mut self.pending;
-        out.push_str("inv ");
-        push_decimal(out, seq);
-        out.push_str(match owner.kind {
-            OwnerKind::Thread => " thread",
-            OwnerKind::Task => " task",
-        });
-        for value in [owner.id, start, duration, written, owner.truncated, filtered] {
-            out.push(' ');
-            push_decimal(out, value);
+        let fields = [owner.id, start, duration, written, owner.truncated, filtered];
+        push_fields(out, b"inv", &[seq]);
+        out.pop();
+        match owner.kind {
+            OwnerKind::Thread => push_fields(out, b" thread", &fields),
+            OwnerKind::Task => push_fields(out, b" task", &fields),
         }
+        out.pop();
         out.push(' ');
         out.push_str(owner.name.unwrap_or(""));
         out.push('\n');
@@ -702,7 +711,7 @@ impl Sink {
         let slots_used = retire::slots_used();
         let mut push_retired = |slot: usize, calls: u64| {
             if calls > 0 && (1..=slots_used).contains(&slot) {
-                push_fields(out, "r", &[u64::from(retire::slot_index(slot)), calls]);
+                push_fields(out, b"r", &[u64::from(retire::slot_index(slot)), calls]);
             }
         };
         match owner.retired {
@@ -711,7 +720,7 @@ impl Sink {
             }
             Retired::Entries(entries) => entries.iter().for_each(|e| push_retired(e.index as usize, e.start)),
         }
-        push_fields(out, "end", &[seq]);
+        push_fields(out, b"end", &[seq]);
         self.seq += 1;
         self.pending_records += 1;
         if owner.truncated > 0 {
@@ -811,8 +820,8 @@ mod tests {
     #[test]
     fn push_fields_writes_a_line() {
         let mut out = String::from("head\n");
-        super::push_fields(&mut out, "n", &[0, 12, u64::MAX, 10_000, 9]);
-        super::push_fields(&mut out, "end", &[3]);
+        super::push_fields(&mut out, b"n", &[0, 12, u64::MAX, 10_000, 9]);
+        super::push_fields(&mut out, b"end", &[3]);
         assert_eq!(out, format!("head\nn 0 12 {} 10000 9\nend 3\n", u64::MAX));
     }
 }
