@@ -549,14 +549,18 @@ fn note_task_root_start(start: u64) {
     }
 }
 
+/// The first and last root start so far, in ticks (`(u64::MAX, 0)` before any).
+pub(crate) fn root_span_ticks() -> (u64, u64) {
+    let (first, last) = outbox::root_span();
+    (first.min(FIRST_TASK_START.load(Relaxed)), last.max(LAST_TASK_START.load(Relaxed)))
+}
+
 /// The counters of `crate::Stats` so far: the shared ones plus every thread's outbox.
 pub(crate) fn stats() -> crate::Stats {
     let dropped_limit = DROPPED_LIMIT.load(Relaxed) + outbox::total(Counter::DroppedLimit);
     let dropped_queue_full = DROPPED_QUEUE_FULL.load(Relaxed) + outbox::total(Counter::DroppedQueueFull);
     let dropped_no_buffer = DROPPED_NO_BUFFER.load(Relaxed) + outbox::total(Counter::DroppedNoBuffer);
-    let (first, last) = outbox::root_span();
-    let first = first.min(FIRST_TASK_START.load(Relaxed));
-    let last = last.max(LAST_TASK_START.load(Relaxed));
+    let (first, last) = root_span_ticks();
     let (first_root_ns, last_root_ns) = match RUNTIME.get() {
         Some(rt) if first <= last => {
             let scale = Scale::current(rt.clock);

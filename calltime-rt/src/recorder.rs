@@ -39,6 +39,14 @@ pub(crate) const HOT_CHILDREN: usize = 8;
 /// Counters of retired calls per recorder, indexed by the state byte: retirement slots 1..=254 (0 and 255 unused;
 /// 256 of them, so the probe's index needs no bound check).
 pub(crate) const RETIRED_COUNTERS: usize = 256;
+/// Low bits of an invocation id that count a recorder's invocations (see `Recorder::invocation`).
+const INVOCATION_BITS: u32 = 40;
+
+/// A serial number per recorder (recorders are created on cold paths), from 1 so no id is 0.
+fn next_recorder_serial() -> u64 {
+    static RECORDERS: AtomicU64 = AtomicU64::new(1);
+    RECORDERS.fetch_add(1, Relaxed)
+}
 
 /// One call: written at entry, its `end` patched at exit. Preorder is rebuilt from `link` by the writer, because
 /// interleaved async children are not contiguous in entry order.
@@ -139,7 +147,9 @@ pub(crate) struct Recorder {
     /// xorshift state for the gaps, so periodic call patterns do not bias the sample.
     rng: u64,
     truncated: u64,
-    /// Process-unique id of the invocation being recorded, so a future can tell whether its context is current.
+    /// Process-unique id of the invocation being recorded, so a future can tell whether its context is current:
+    /// this recorder's serial in the high bits and its own count of invocations in the low ones (no counter shared
+    /// between threads on the per-invocation path).
     invocation: u64,
     kind: OwnerKind,
     owner: u64,
@@ -210,7 +220,7 @@ impl Recorder {
             time_sample,
             rng: 0x9E37_79B9_7F4A_7C15,
             truncated: 0,
-            invocation: 0,
+            invocation: next_recorder_serial() << INVOCATION_BITS,
             kind: OwnerKind::Thread,
             owner: 0,
             name: None,
@@ -219,7 +229,6 @@ impl Recorder {
     }
 
     pub(crate) fn begin(&mut self, kind: OwnerKind, owner: u64, name: Option<Arc<str>>) {
-        static INVOCATIONS: AtomicU64 = AtomicU64::new(1);
         self.nodes.clear();
         self.depth = 0;
         self.fold_at = self.fold_after;
@@ -228,7 +237,9 @@ impl Recorder {
         self.paths.clear();
         self.slot_path.clear();
         self.truncated = 0;
-        self.invocation = INVOCATIONS.fetch_add(1, Relaxed);
+        // Wraps within the recorder's own range: 2^40 invocations of one recorder before an id repeats.
+        let count = (self.invocation + 1) & ((1 << INVOCATION_BITS) - 1);
+        self.invocation = (self.invocation & !((1 << INVOCATION_BITS) - 1)) | count.max(1);
         self.rng ^= self.invocation.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
         self.kind = kind;
         self.owner = owner;

@@ -13,7 +13,7 @@ use std::{mem, ptr};
 
 use crate::clock::Scale;
 use crate::invocation::{
-    dequeued, give_back, lock, Runtime, DROPPED, KEPT, LEFT_OUT_FAST, LEFT_OUT_UNSELECTED, RUNTIME, TRUNCATED,
+    dequeued, give_back, lock, root_span_ticks, Runtime, DROPPED, KEPT, LEFT_OUT_FAST, LEFT_OUT_UNSELECTED, RUNTIME, TRUNCATED,
 };
 use crate::keep::{self, Held, Holder};
 use crate::outbox::{self, Entry};
@@ -65,6 +65,8 @@ struct Sink {
     opened: bool,
     seq: u64,
     last_stats: Option<Stats>,
+    /// The root span (ticks) of `last_stats`.
+    last_span: (u64, u64),
     first_child: Vec<u32>,
     next_sibling: Vec<u32>,
     walk: Vec<(u32, u32, u64)>,
@@ -120,6 +122,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     opened: false,
     seq: 0,
     last_stats: None,
+    last_span: (0, 0),
     first_child: Vec::new(),
     next_sibling: Vec::new(),
     walk: Vec::new(),
@@ -414,8 +417,11 @@ impl Sink {
     /// Appends a `stats` line unless the last one says the same (a program that catches many panics would
     /// otherwise add one per panic).
     fn write_stats(&mut self, rt: &Runtime) {
+        let span = root_span_ticks();
         let now = crate::stats();
-        if self.last_stats == Some(now) {
+        // The span in ns moves with each calibration of the clock even when no root started: compared in ticks.
+        let same_span = |last: &Stats| Stats { first_root_ns: last.first_root_ns, last_root_ns: last.last_root_ns, ..now };
+        if self.last_stats.is_some_and(|last| same_span(&last) == last && self.last_span == span) {
             return;
         }
         let mut line = String::new();
@@ -430,6 +436,7 @@ impl Sink {
         if let Some(file) = self.file(rt) {
             if file.write_all(line.as_bytes()).is_ok() {
                 self.last_stats = Some(now);
+                self.last_span = span;
             }
         }
     }
