@@ -60,12 +60,30 @@ fn two_clock_reads() -> (u64, u64) {
 }
 
 /// A probed call inside a root invocation: the node is stored and its exit patched (subtract `bare_call` for the
-/// probe pair alone).
-#[divan::bench]
+/// probe pair alone). A fixed sample size, as for `folded_probe_pair`: divan otherwise picks one iteration per
+/// sample here, below the timer's precision.
+#[divan::bench(sample_size = 4096)]
 fn recording_probe_pair(bencher: Bencher) {
     // Steady state: every buffer the runtime may allocate exists and has been written once (first-touch page
     // faults are a start-up cost), and the thread's buffer is reused for each invocation.
+    exhaust_spare_recorders();
     probed_calls_in_invocations(bencher, PROBES_PER_INVOCATION, 200);
+}
+
+/// With the writer held, each invocation too big for the thread's outbox is handed over in its buffer and the
+/// thread takes a fresh one (allocated, grown and first touched) until the spare budget (`CALLTIME_QUEUE` + 65,
+/// 1089 by default) is spent; after that the thread's buffer is reused. A warm-up of 200 invocations left the
+/// measured ones each on a fresh buffer: 33.5 ns per recorded pair against 20.2 ns once the budget is spent (the
+/// same bench with `CALLTIME_QUEUE=1`), against 20.2 ns for two clock reads. Spent here with invocations just over
+/// the outbox's limit (2048 nodes by default), about 55 MB touched once.
+fn exhaust_spare_recorders() {
+    const SPARE_RECORDERS: u32 = 1024 + 65 + 8;
+    for _ in 0..SPARE_RECORDERS {
+        let _root = enter_root(0, &PLAN);
+        for _ in 0..2_100 {
+            probed_fn();
+        }
+    }
 }
 
 /// Benchmarks `probed_fn` inside root invocations of `per_invocation` calls each, after `warm_up` such invocations.
