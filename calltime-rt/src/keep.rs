@@ -307,7 +307,10 @@ mod tests {
                 for (seen, &rank) in ranks.iter().enumerate() {
                     if rank >= kth {
                         let bar = local_sample_bar(Keep::Sample(k), seen as u64 + 1);
-                        assert!(rank >= bar, "k {k} run {run}: the rank of invocation {seen} is under the thread's bar");
+                        assert!(
+                            rank >= bar,
+                            "k {k} run {run}: the rank of invocation {seen} is under the thread's bar"
+                        );
                     }
                 }
             }

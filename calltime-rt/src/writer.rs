@@ -13,7 +13,8 @@ use std::{mem, ptr};
 
 use crate::clock::Scale;
 use crate::invocation::{
-    dequeued, give_back, lock, root_span_ticks, Runtime, DROPPED, KEPT, LEFT_OUT_FAST, LEFT_OUT_UNSELECTED, RUNTIME, TRUNCATED,
+    dequeued, give_back, lock, root_span_ticks, Runtime, DROPPED, KEPT, LEFT_OUT_FAST, LEFT_OUT_UNSELECTED, RUNTIME,
+    TRUNCATED,
 };
 use crate::keep::{self, Held, Holder};
 use crate::outbox::{self, Entry};
@@ -420,7 +421,8 @@ impl Sink {
         let span = root_span_ticks();
         let now = crate::stats();
         // The span in ns moves with each calibration of the clock even when no root started: compared in ticks.
-        let same_span = |last: &Stats| Stats { first_root_ns: last.first_root_ns, last_root_ns: last.last_root_ns, ..now };
+        let same_span =
+            |last: &Stats| Stats { first_root_ns: last.first_root_ns, last_root_ns: last.last_root_ns, ..now };
         if self.last_stats.is_some_and(|last| same_span(&last) == last && self.last_span == span) {
             return;
         }

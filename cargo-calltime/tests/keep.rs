@@ -28,7 +28,11 @@ fn slower_than_keeps_exactly_the_slow_invocations() {
     let json = dir.join("kept.json");
     let base = ["--root", "handle", "--depth", "2"];
     let out = util::run(
-        util::calltime().args(base).args(["--slower-than", "10ms", "--format", "json", "-o"]).arg(&json).current_dir(&dir),
+        util::calltime()
+            .args(base)
+            .args(["--slower-than", "10ms", "--format", "json", "-o"])
+            .arg(&json)
+            .current_dir(&dir),
         true,
     );
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -112,7 +112,12 @@ pub fn record_options(args: &RecordArgs, slower_than: Option<&str>) -> Result<Re
         exact: args.exact,
         max_depth: at_least_one("--max-depth", args.max_depth, "frames stored in depth", "store the root only")?,
         slower_than_ns: duration("--slower-than", slower_than)?,
-        keep_slowest: at_least_one("--keep-slowest", args.keep_slowest, "the K slowest invocations", "keep the slowest")?,
+        keep_slowest: at_least_one(
+            "--keep-slowest",
+            args.keep_slowest,
+            "the K slowest invocations",
+            "keep the slowest",
+        )?,
         keep_sample: at_least_one("--keep-sample", args.keep_sample, "a sample of N invocations", "keep one")?,
     })
 }
@@ -152,5 +157,5 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
 
 /// Whether `-o` sends the output to stdout (no `-o`, or `-o -`).
 pub fn to_stdout(output: Option<&Path>) -> bool {
-    output.map_or(true, |path| path == Path::new("-"))
+    output.is_none_or(|path| path == Path::new("-"))
 }
