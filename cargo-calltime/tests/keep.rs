@@ -53,6 +53,11 @@ fn slower_than_keeps_exactly_the_slow_invocations() {
     assert!(note.contains(": the 2 slowest (--keep-slowest); 498 left out (0 not slower, 498 not chosen), chosen from roots that started over "), "{note}");
     assert!(stderr.contains("2 invocations"), "{stderr}");
 
+    // None slower: the error says so (not "never returned").
+    let out = util::run(util::calltime().args(base).args(["--slower-than", "1s"]).current_dir(&dir), false);
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("was entered 500 times and no invocation was slower than 1.00s"), "{stderr}");
+
     // A sample and a limit on the first N contradict each other.
     let out = util::run(
         util::calltime().args(base).args(["--keep-sample", "10", "--max-invocations", "20"]).current_dir(&dir),

@@ -128,6 +128,15 @@ fn nothing_recorded(built: &Built, exit: &ChildExit, trace: Option<&Trace>) -> R
              called from inside its loop)",
         ),
         Some(stats) if stats.seen > 0 && stats.dropped > 0 => dropped_error(&roots, stats, trace, &exited),
+        Some(stats) if stats.left_out_fast > 0 => {
+            let threshold = trace.and_then(|t| t.settings.get("slower_than_ns").copied()).unwrap_or(0);
+            UserError::new(format!(
+                "root `{roots}` was entered {} and no invocation was slower than {}{exited}",
+                plural(stats.seen, "time"),
+                crate::units::format_ns(threshold)
+            ))
+            .hint("pass a lower --slower-than, or leave it out to see how long the invocations take")
+        }
         Some(stats) if stats.seen > 0 && stats.sampled_out == stats.seen => UserError::new(format!(
             "root `{roots}` was entered {} and every invocation was sampled out by --sample{exited}",
             plural(stats.seen, "time")
