@@ -247,6 +247,7 @@ impl ValueEnum for ViewFormat {
             ViewFormat::Json,
             ViewFormat::Table,
             ViewFormat::Html,
+            ViewFormat::Aggregate,
         ]
     }
 
@@ -266,6 +267,10 @@ impl ValueEnum for ViewFormat {
             ViewFormat::Html => PossibleValue::new("html").help(
                 "One self-contained page to share: summary, slowest invocations, flamegraph, sortable table, \
                  charts across stored runs",
+            ),
+            ViewFormat::Aggregate => PossibleValue::new("aggregate").help(
+                "The whole run by call path: every invocation (kept or not) from the runtime's aggregate, with exact \
+                 calls and p50/p99",
             ),
         })
     }

@@ -336,7 +336,10 @@ fn prune_traces(dir: &Path, keep: usize) {
     traces.sort();
     let excess = traces.len().saturating_sub(keep.saturating_sub(1));
     for old in &traces[..excess] {
-        let _ = std::fs::remove_file(old);
+        // With the files the run's other processes and rotations wrote beside it.
+        for file in trace::run_files(old) {
+            let _ = std::fs::remove_file(file);
+        }
     }
 }
 
@@ -345,7 +348,14 @@ pub fn keep_trace(trace_path: &Path, table: &Path, dest: &Path) -> Result<()> {
     if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    std::fs::copy(trace_path, dest).with_context(|| format!("cannot copy the trace to {}", dest.display()))?;
+    if trace::run_files(trace_path).len() > 1 {
+        // Several processes (or rotated segments): the copy is the merged trace, one file.
+        let merged = trace::Trace::load(trace_path, Some(table))?;
+        std::fs::write(dest, trace::TraceBuilder::write(&merged))
+            .with_context(|| format!("cannot write the merged trace to {}", dest.display()))?;
+    } else {
+        std::fs::copy(trace_path, dest).with_context(|| format!("cannot copy the trace to {}", dest.display()))?;
+    }
     let dest_table = trace::functions_path_for(dest);
     std::fs::copy(table, &dest_table)
         .with_context(|| format!("cannot copy the function table to {}", dest_table.display()))?;

@@ -3,7 +3,7 @@
 //! lines by hand.
 
 use super::records;
-use super::{Invocation, Node, Retirement, Stats, Trace};
+use super::{AggregatePath, Invocation, Node, Retirement, RunAggregate, Stats, Trace};
 
 /// Writes a trace: the header from a [`Trace`]'s header fields, then invocation records and `stats` lines in the
 /// order they are added.
@@ -73,6 +73,20 @@ impl TraceBuilder {
         self
     }
 
+    /// Appends an `aggregate` record: its first line, then one `g` line per call path in preorder.
+    pub fn aggregate(&mut self, aggregate: &RunAggregate) -> &mut TraceBuilder {
+        fn count(path: &AggregatePath) -> usize {
+            1 + path.children.iter().map(count).sum::<usize>()
+        }
+        fn paths(out: &mut String, depth: u32, path: &AggregatePath) {
+            records::write_aggregate_path(out, depth, path);
+            path.children.iter().for_each(|child| paths(out, depth + 1, child));
+        }
+        records::write_aggregate(&mut self.text, aggregate, aggregate.roots.iter().map(count).sum());
+        aggregate.roots.iter().for_each(|root| paths(&mut self.text, 0, root));
+        self
+    }
+
     /// Appends a `stats` line (`incomplete` is the reader's count and is not written; the fields of version 3
     /// only from version 3 on).
     pub fn stats(&mut self, stats: &Stats) -> &mut TraceBuilder {
@@ -106,6 +120,10 @@ impl TraceBuilder {
         }
         for r in retirements {
             builder.retire(r);
+        }
+        // The runtime writes its last aggregate right before its last `stats` line.
+        if let Some(aggregate) = &trace.aggregate {
+            builder.aggregate(aggregate);
         }
         if trace.stats_records > 0 {
             builder.stats(&trace.stats);
