@@ -26,6 +26,8 @@ pub struct RecordOptions {
     pub exact: bool,
     /// The frame-depth limit; at least 1.
     pub max_depth: Option<u64>,
+    /// Recording starts switched off (`--start-off`; `ctl on` switches it on).
+    pub start_off: bool,
 }
 
 impl RecordOptions {
@@ -40,6 +42,7 @@ impl RecordOptions {
             ("CALLTIME_MAX_INVOCATIONS", self.max_invocations),
             ("CALLTIME_EXACT", self.exact.then_some(1)),
             ("CALLTIME_MAX_DEPTH", self.max_depth),
+            ("CALLTIME_START_OFF", self.start_off.then_some(1)),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v.to_string())))
@@ -63,6 +66,8 @@ pub fn program_command(
     }
     cmd.args(program_args);
     cmd.env("CALLTIME_OUT", trace_path);
+    // `cargo calltime ctl` finds the program's control files there.
+    cmd.env("CALLTIME_CONTROL_DIR", crate::control::control_dir(&ws.calltime_dir()));
     cmd.envs(record.env());
     set_cargo_run_env(&mut cmd, ws, target, executable);
     cmd
