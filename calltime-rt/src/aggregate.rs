@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::clock::Scale;
 use crate::invocation::lock;
-use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK};
+use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK, RETIRED_COUNTERS};
 
 /// Sub-buckets per power of two (a bucket is at most 1/8 of its values wide).
 const SUB_BUCKETS: u64 = 8;
@@ -109,17 +109,27 @@ struct Trie {
     untracked_calls: u64,
     /// Root invocations folded in.
     invocations: u64,
+    /// Calls of retired functions after they retired, by retirement slot: they belong to no path.
+    retired: Vec<u64>,
 }
 
 impl Trie {
     const fn new() -> Trie {
-        Trie { paths: Vec::new(), untracked_calls: 0, invocations: 0 }
+        Trie { paths: Vec::new(), untracked_calls: 0, invocations: 0, retired: Vec::new() }
     }
 
     fn clear(&mut self) {
         self.paths.clear();
         self.untracked_calls = 0;
         self.invocations = 0;
+        self.retired.clear();
+    }
+
+    fn add_retired(&mut self, by_slot: &[u64]) {
+        if self.retired.len() < by_slot.len() {
+            self.retired.resize(by_slot.len(), 0);
+        }
+        self.retired.iter_mut().zip(by_slot).for_each(|(sum, &calls)| *sum += calls);
     }
 
     /// The child path of `parent` for function `index`, made when new; `NONE` past the path cap (or under `NONE`).
@@ -159,6 +169,7 @@ impl Trie {
     fn merge(&mut self, other: &Trie, map: &mut Vec<u32>, convert: impl Fn(&[u32; BUCKETS], &mut [u32; BUCKETS])) {
         self.untracked_calls += other.untracked_calls;
         self.invocations += other.invocations;
+        self.add_retired(&other.retired);
         map.clear();
         map.push(TOP);
         for from in other.paths.iter().skip(1) {
@@ -220,6 +231,10 @@ pub(crate) fn fold(rec: &Recorder) {
     let mut guard = lock(&shared);
     let agg = &mut *guard;
     agg.trie.invocations += 1;
+    let slots = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
+    if slots > 0 {
+        agg.trie.add_retired(&rec.retired_calls()[..=slots]);
+    }
     if rec.folded {
         fold_paths(agg, rec);
     } else {
@@ -323,7 +338,9 @@ pub(crate) fn write_snapshot(
         return;
     }
     let count = trie.paths.len().saturating_sub(1) as u64;
-    push(out, "aggregate", &[at_ns, trie.invocations, count, trie.untracked_calls, dropped_cap]);
+    let retired = trie.retired.iter().enumerate().skip(1).filter(|&(_, &calls)| calls > 0);
+    let retired_lines = retired.clone().count() as u64;
+    push(out, "aggregate", &[at_ns, trie.invocations, count, trie.untracked_calls, dropped_cap, retired_lines]);
     // Preorder, children in order of first entry.
     let mut walk: Vec<(u32, u64)> = Vec::new();
     let mut child = trie.paths.first().map_or(NONE, |top| top.first_child);
@@ -343,6 +360,9 @@ pub(crate) fn write_snapshot(
         out.push('\n');
         child = p.first_child;
         push_siblings(&trie.paths, &mut walk, child, depth + 1);
+    }
+    for (slot, &calls) in retired {
+        push(out, "gr", &[u64::from(crate::retire::slot_index(slot)), calls]);
     }
 }
 

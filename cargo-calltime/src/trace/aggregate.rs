@@ -41,6 +41,8 @@ pub struct RunAggregate {
     pub dropped_cap: u64,
     /// One tree per root function, in order of first entry.
     pub roots: Vec<AggregatePath>,
+    /// Calls of retired functions after they retired (`gr` lines): in no call path.
+    pub retired: Vec<super::RetiredCalls>,
     /// Processes whose aggregates are summed here.
     pub processes: u64,
 }
@@ -118,6 +120,12 @@ impl RunAggregate {
         self.dropped_cap += other.dropped_cap;
         self.processes += other.processes;
         merge_paths(&mut self.roots, &other.roots);
+        for r in &other.retired {
+            match self.retired.iter_mut().find(|s| s.func == r.func) {
+                Some(same) => same.calls += r.calls,
+                None => self.retired.push(*r),
+            }
+        }
     }
 
     /// The root tree of function `func`.

@@ -84,6 +84,7 @@ impl TraceBuilder {
         }
         records::write_aggregate(&mut self.text, aggregate, aggregate.roots.iter().map(count).sum());
         aggregate.roots.iter().for_each(|root| paths(&mut self.text, 0, root));
+        aggregate.retired.iter().for_each(|r| records::write_aggregate_retired(&mut self.text, r));
         self
     }
 

@@ -123,6 +123,12 @@ impl Reader {
                 let path = records::read_aggregate_path(rest)?;
                 self.aggregate_path(Some(path))
             }
+            "gr" => {
+                let retired = records::read_aggregate_retired(rest)?;
+                let Some(open) = self.aggregate.as_mut() else { bail!("a `gr` line outside any aggregate record") };
+                open.aggregate.retired.push(retired);
+                self.aggregate_path(None)
+            }
             "stats" => {
                 trace.stats = records::read_stats(rest, trace.stats.incomplete)?;
                 trace.stats_records += 1;
@@ -138,7 +144,7 @@ impl Reader {
     fn aggregate_path(&mut self, path: Option<(u32, AggregatePath)>) -> Result<()> {
         let Some(open) = self.aggregate.as_mut() else { bail!("a `g` line outside any aggregate record") };
         open.paths.extend(path);
-        if open.paths.len() as u64 >= open.count {
+        if (open.paths.len() + open.aggregate.retired.len()) as u64 >= open.count {
             let Some(OpenAggregate { mut aggregate, paths, .. }) = self.aggregate.take() else { return Ok(()) };
             aggregate.roots = aggregate_tree(paths).context("malformed aggregate depths")?;
             self.trace.aggregate = Some(aggregate);

@@ -347,21 +347,24 @@ fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
 
 // ---- whole-run aggregate ----
 
-/// `aggregate <at_ns> <invocations> <paths> <untracked_calls> <dropped_cap>`: a snapshot of the whole run, followed
-/// by its `paths` `g` lines. The aggregate (without paths yet) and the path count.
+/// `aggregate <at_ns> <invocations> <paths> <untracked_calls> <dropped_cap> <retired>`: a snapshot of the whole
+/// run, followed by its `paths` `g` lines and `retired` `gr` lines. The aggregate (without paths yet) and the number
+/// of lines that follow.
 pub(super) fn read_aggregate(rest: &str) -> Result<(RunAggregate, u64)> {
-    let mut f = Fields::new(rest, 5);
+    let mut f = Fields::new(rest, 6);
     let at_ns = f.num()?;
     let invocations = f.num()?;
     let paths = f.num()?;
     let untracked_calls = f.num()?;
-    let dropped_cap = f.optional_num()?.unwrap_or(0);
-    let aggregate = RunAggregate { at_ns, invocations, untracked_calls, dropped_cap, processes: 1, roots: Vec::new() };
-    Ok((aggregate, paths))
+    let dropped_cap = f.num()?;
+    let retired = f.num()?;
+    let aggregate = RunAggregate { at_ns, invocations, untracked_calls, dropped_cap, processes: 1, ..Default::default() };
+    Ok((aggregate, paths + retired))
 }
 
 pub(super) fn write_aggregate(out: &mut String, a: &RunAggregate, paths: usize) {
-    let _ = writeln!(out, "aggregate {} {} {paths} {} {}", a.at_ns, a.invocations, a.untracked_calls, a.dropped_cap);
+    let (at, invocations, untracked, capped) = (a.at_ns, a.invocations, a.untracked_calls, a.dropped_cap);
+    let _ = writeln!(out, "aggregate {at} {invocations} {paths} {untracked} {capped} {}", a.retired.len());
 }
 
 /// `g <depth> <index> <calls> <timed> <total_ns> <min_ns> <max_ns> [<bucket>:<count> ...]`: one call path of an
@@ -385,6 +388,15 @@ pub(super) fn read_aggregate_path(rest: &str) -> Result<(u32, AggregatePath)> {
     }
     let path = AggregatePath { func, calls, timed, total_ns, min_ns, max_ns, histogram, children: Vec::new() };
     Ok((depth, path))
+}
+
+/// `gr <index> <calls>`: calls of a retired function after it retired, over the whole run (after the `g` lines).
+pub(super) fn read_aggregate_retired(rest: &str) -> Result<RetiredCalls> {
+    read_retired_calls(rest)
+}
+
+pub(super) fn write_aggregate_retired(out: &mut String, r: &RetiredCalls) {
+    let _ = writeln!(out, "gr {} {}", r.func, r.calls);
 }
 
 pub(super) fn write_aggregate_path(out: &mut String, depth: u32, p: &AggregatePath) {

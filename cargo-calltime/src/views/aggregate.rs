@@ -213,7 +213,12 @@ pub fn whole_run(trace: &Trace) -> Option<Vec<Aggregate>> {
     Some(
         run.roots
             .iter()
-            .map(|root| Aggregate { tree: merged_path(root, root.calls), invocations: root.calls, retired: Vec::new() })
+            .map(|root| Aggregate {
+                tree: merged_path(root, root.calls),
+                invocations: root.calls,
+                // Retired calls are per function, not per root: with several roots they show under the first.
+                retired: if root.func == run.roots[0].func { run.retired.clone() } else { Vec::new() },
+            })
             .collect(),
     )
 }

@@ -450,12 +450,17 @@ impl TextView<'_> {
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
         if stats.dropped > 0 {
+            let them = if stats.dropped == 1 { "it" } else { "them" };
+            let left_out = match &self.trace.aggregate {
+                // The runtime's aggregate folded them in before they were dropped.
+                Some(_) => format!("no tree kept; `--format aggregate` counts {them}"),
+                None => format!("the aggregate leaves {them} out"),
+            };
             let note = format!(
-                "  {} invocation{} dropped ({}): the aggregate leaves {} out",
+                "  {} invocation{} dropped ({}): {left_out}",
                 stats.dropped,
                 plural_s(stats.dropped),
                 drop_causes(stats),
-                if stats.dropped == 1 { "it" } else { "them" }
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
