@@ -347,8 +347,9 @@ fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
 
 // ---- whole-run aggregate ----
 
-/// `aggregate <at_ns> <invocations> <paths> <untracked_calls> <dropped_cap> <retired>`: a snapshot of the whole
-/// run, followed by its `paths` `g` lines and `retired` `gr` lines. The aggregate (without paths yet) and the number
+/// `aggregate <at_ns> <invocations> <paths> <untracked_calls> <dropped_cap> <retired> [<processes>]`: a snapshot of
+/// the whole run, followed by its `paths` `g` lines and `retired` `gr` lines (`processes`, when more than 1: a run
+/// merged by the tool). The aggregate (without paths yet) and the number
 /// of lines that follow.
 pub(super) fn read_aggregate(rest: &str) -> Result<(RunAggregate, u64)> {
     let mut f = Fields::new(rest, 6);
@@ -358,13 +359,19 @@ pub(super) fn read_aggregate(rest: &str) -> Result<(RunAggregate, u64)> {
     let untracked_calls = f.num()?;
     let dropped_cap = f.num()?;
     let retired = f.num()?;
-    let aggregate = RunAggregate { at_ns, invocations, untracked_calls, dropped_cap, processes: 1, ..Default::default() };
+    // Written by the tool only, for a run merged from several processes.
+    let processes = f.optional_num()?.unwrap_or(1);
+    let aggregate = RunAggregate { at_ns, invocations, untracked_calls, dropped_cap, processes, ..Default::default() };
     Ok((aggregate, paths + retired))
 }
 
 pub(super) fn write_aggregate(out: &mut String, a: &RunAggregate, paths: usize) {
     let (at, invocations, untracked, capped) = (a.at_ns, a.invocations, a.untracked_calls, a.dropped_cap);
-    let _ = writeln!(out, "aggregate {at} {invocations} {paths} {untracked} {capped} {}", a.retired.len());
+    let _ = write!(out, "aggregate {at} {invocations} {paths} {untracked} {capped} {}", a.retired.len());
+    if a.processes > 1 {
+        let _ = write!(out, " {}", a.processes);
+    }
+    out.push('\n');
 }
 
 /// `g <depth> <index> <calls> <timed> <total_ns> <min_ns> <max_ns> [<bucket>:<count> ...]`: one call path of an
