@@ -352,7 +352,7 @@ fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
 /// merged by the tool). The aggregate (without paths yet) and the number
 /// of lines that follow.
 pub(super) fn read_aggregate(rest: &str) -> Result<(RunAggregate, u64)> {
-    let mut f = Fields::new(rest, 6);
+    let mut f = Fields::new(rest, 7);
     let at_ns = f.num()?;
     let invocations = f.num()?;
     let paths = f.num()?;
