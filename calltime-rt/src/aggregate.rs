@@ -8,7 +8,7 @@
 //! histogram (8 buckets per power of two) for p50 and p99. The writer merges the threads' tries and writes an
 //! `aggregate` record every `CALLTIME_AGGREGATE_MS` (1 s) and at exit (docs/trace-format.md).
 
-use std::cell::RefCell;
+use std::cell::OnceCell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
@@ -197,6 +197,8 @@ struct ThreadAggregate {
     path_of: Vec<u32>,
     /// Per call path of a folded invocation: its calls recorded one node each before the fold.
     before_fold: Vec<u64>,
+    /// Per node of the last per-call invocation: function, parent slot, path (see `fold_nodes`).
+    shape: Vec<(u32, u32, u32)>,
 }
 
 type Shared = Arc<Mutex<ThreadAggregate>>;
@@ -206,20 +208,19 @@ type Shared = Arc<Mutex<ThreadAggregate>>;
 static THREADS: Mutex<Vec<Shared>> = Mutex::new(Vec::new());
 
 thread_local! {
-    static MINE: RefCell<Option<Shared>> = const { RefCell::new(None) };
+    static MINE: OnceCell<Shared> = const { OnceCell::new() };
 }
 
-fn mine() -> Option<Shared> {
-    MINE.try_with(|slot| {
-        slot.borrow_mut()
-            .get_or_insert_with(|| {
-                let shared = Arc::new(Mutex::new(ThreadAggregate { trie: Trie::new(), path_of: Vec::new(), before_fold: Vec::new() }));
-                lock(&THREADS).push(shared.clone());
-                shared
-            })
-            .clone()
-    })
-    .ok()
+/// This thread's aggregate, registered at its first fold.
+fn register() -> Shared {
+    let shared = Arc::new(Mutex::new(ThreadAggregate {
+        trie: Trie::new(),
+        path_of: Vec::new(),
+        before_fold: Vec::new(),
+        shape: Vec::new(),
+    }));
+    lock(&THREADS).push(shared.clone());
+    shared
 }
 
 /// Folds a finished invocation into this thread's aggregate (the root's exit, before the tree is kept or dropped).
@@ -227,9 +228,11 @@ pub(crate) fn fold(rec: &Recorder) {
     if !enabled() || rec.nodes().is_empty() {
         return;
     }
-    let Some(shared) = mine() else { return };
-    let mut guard = lock(&shared);
-    let agg = &mut *guard;
+    // Thread teardown: the invocation is not folded (as it is not written).
+    let _ = MINE.try_with(|mine| fold_into(&mut lock(mine.get_or_init(register)), rec));
+}
+
+fn fold_into(agg: &mut ThreadAggregate, rec: &Recorder) {
     agg.trie.invocations += 1;
     let slots = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
     if slots > 0 {
@@ -238,18 +241,30 @@ pub(crate) fn fold(rec: &Recorder) {
     if rec.folded {
         fold_paths(agg, rec);
     } else {
-        fold_nodes(&mut agg.trie, &mut agg.path_of, rec.nodes());
+        fold_nodes(&mut agg.trie, &mut agg.shape, rec.nodes());
     }
 }
 
-/// A per-call invocation: each node is one call, its parent an earlier node.
-fn fold_nodes(trie: &mut Trie, path_of: &mut Vec<u32>, nodes: &[Node]) {
-    path_of.clear();
+/// A per-call invocation: each node is one call, its parent an earlier node. `shape` is what the last invocation
+/// folded on this thread had at each slot (function, parent slot, path): a request handler's invocations mostly
+/// have the same shape, so most nodes find their path with one comparison.
+fn fold_nodes(trie: &mut Trie, shape: &mut Vec<(u32, u32, u32)>, nodes: &[Node]) {
+    shape.truncate(nodes.len());
     for (slot, node) in nodes.iter().enumerate() {
-        let parent_slot = (node.link & PARENT_MASK) as usize;
-        let parent = if slot == 0 { TOP } else { path_of.get(parent_slot).copied().unwrap_or(NONE) };
-        let id = if parent == NONE { NONE } else { trie.child(parent, node.index) };
-        path_of.push(id);
+        let parent_slot = if slot == 0 { NONE } else { node.link & PARENT_MASK };
+        let id = match shape.get(slot) {
+            Some(&(index, parent, id)) if index == node.index && parent == parent_slot => id,
+            _ => {
+                let parent = match parent_slot {
+                    NONE => TOP,
+                    at => shape.get(at as usize).map_or(NONE, |&(.., id)| id),
+                };
+                let id = if parent == NONE { NONE } else { trie.child(parent, node.index) };
+                shape.truncate(slot);
+                shape.push((node.index, parent_slot, id));
+                id
+            }
+        };
         let Some(stats) = trie.stats(id) else {
             trie.untracked_calls += 1;
             continue;
