@@ -224,6 +224,32 @@ mod tests {
         assert!(bad.warnings[0].contains("too few fields"), "{:?}", bad.warnings);
     }
 
+    /// The whole-run aggregate (`aggregate`, `g` and `gr` lines): the last complete record wins, and the builder
+    /// writes it back before the last `stats` line, as the runtime does at exit.
+    #[test]
+    fn aggregate_records_read_back_and_write_back() {
+        let head = "calltime-trace 3\nprocess 1 0 /app\nplan p \nsettings sample=1\n";
+        let first = "aggregate 500 1 1 0 0 0\ng 0 0 1 1 900 900 900 93:1\n";
+        let last = "aggregate 900 3 3 2 7 1\ng 0 0 3 3 3000 900 1200 93:2 95:1\ng 1 4 5 2 400 100 300 55:1 61:1\n\
+                    g 0 9 1 0 70 0 0\ngr 6 40\n";
+        let text = format!("{head}{first}{last}stats 3 3 0 0 0 0 0 0 1\n");
+        let trace = parse(&text).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        let aggregate = trace.aggregate.as_ref().unwrap();
+        assert_eq!((aggregate.at_ns, aggregate.invocations, aggregate.untracked_calls), (900, 3, 2));
+        assert_eq!((aggregate.dropped_cap, aggregate.processes, aggregate.roots.len()), (7, 1, 2));
+        let root = &aggregate.roots[0];
+        assert_eq!((root.calls, root.histogram.clone()), (3, vec![(93, 2), (95, 1)]));
+        assert_eq!((root.children[0].func, root.children[0].timed), (4, 2));
+        assert_eq!(aggregate.retired, [crate::trace::RetiredCalls { func: 6, calls: 40 }]);
+        assert_eq!(TraceBuilder::write(&trace), format!("{head}{last}stats 3 3 0 0 0 0 0 0 1\n"));
+        // A record cut off by a crash leaves the previous one.
+        let cut = parse(&format!("{head}{first}aggregate 900 3 3 0 0 0\ng 0 0 3 3 3000 900 1200\n")).unwrap();
+        assert_eq!(cut.aggregate.unwrap().at_ns, 500);
+        let bad = parse(&format!("{head}aggregate 1 1 1 0 0 0\ng 0 0 1 1 9 9 9 5:1 4:1\n")).unwrap();
+        assert!(bad.warnings[0].contains("out of order"), "{:?}", bad.warnings);
+    }
+
     #[test]
     fn version_1_has_no_settings_line() {
         let text = "calltime-trace 1\nprocess 1 0 \nplan p \ninv 0 thread 1 5 1 1 0 0 \nn 0 2 5 1 0\nend 0\n";
