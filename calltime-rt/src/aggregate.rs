@@ -213,11 +213,14 @@ thread_local! {
 
 /// This thread's aggregate, registered at its first fold.
 fn register() -> Shared {
+    // Every retirement slot's counter now, so a retirement later never allocates at a root's exit.
+    let trie = Trie { retired: vec![0; RETIRED_COUNTERS], ..Trie::new() };
     let shared = Arc::new(Mutex::new(ThreadAggregate {
-        trie: Trie::new(),
-        path_of: Vec::new(),
-        before_fold: Vec::new(),
-        shape: Vec::new(),
+        trie,
+        // As a recorder's first buffer: a thread whose invocations stay this small never grows them.
+        path_of: Vec::with_capacity(256),
+        before_fold: Vec::with_capacity(256),
+        shape: Vec::with_capacity(256),
     }));
     lock(&THREADS).push(shared.clone());
     shared
