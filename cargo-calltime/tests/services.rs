@@ -7,7 +7,7 @@
 mod util;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cargo_calltime::control::{self, ControlCommand};
@@ -109,7 +109,7 @@ fn unix_ns(at: SystemTime) -> u64 {
 
 /// `ctl off` and `ctl on` on a server under load for 3 s: applied within 100 ms; no request recorded in between.
 fn controlled_while_running(dir: &Path) {
-    let mut child = util::calltime()
+    let child = util::calltime()
         .args(["--root", "handle_request", "-o", "-", "--", "serve-for", "3000", "2"])
         .current_dir(dir)
         .stdout(Stdio::piped())

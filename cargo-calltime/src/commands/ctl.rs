@@ -68,12 +68,18 @@ fn parse(words: &[String]) -> Result<(Option<u32>, ControlCommand)> {
             _ => return Err(usage().hint(format!("`sample` takes N >= 1 (record 1 in N roots), not `{n}`")).into()),
         },
         [cmd, ..] if cmd == "slower-than" => {
-            return Err(UserError::new("`ctl slower-than` needs the keep policy of `--slower-than`, which this build \
-                                       does not have yet")
+            return Err(UserError::new(
+                "`ctl slower-than` needs the keep policy of `--slower-than`, which this build \
+                                       does not have yet",
+            )
             .hint("use `ctl sample N` to thin out recording instead")
             .into())
         }
-        _ => return Err(usage().hint("for example `cargo calltime ctl off`, `cargo calltime ctl 4242 sample 10`").into()),
+        _ => {
+            return Err(usage()
+                .hint("for example `cargo calltime ctl off`, `cargo calltime ctl 4242 sample 10`")
+                .into())
+        }
     };
     Ok((pid, command))
 }

@@ -199,11 +199,13 @@ fn histogram_percentile(histogram: &[(u32, u64)], q: f64) -> Option<u64> {
     let count: u64 = histogram.iter().map(|&(_, n)| n).sum();
     let rank = ((q * count as f64).ceil() as u64).clamp(1, count.max(1));
     let mut seen = 0;
-    histogram.iter().find(|&&(_, n)| {
-        seen += n;
-        seen >= rank
-    })
-    .map(|&(bucket, _)| bucket_middle(bucket))
+    histogram
+        .iter()
+        .find(|&&(_, n)| {
+            seen += n;
+            seen >= rank
+        })
+        .map(|&(bucket, _)| bucket_middle(bucket))
 }
 
 /// The runtime's whole-run aggregate (every invocation, kept or not) as aggregates by root function, when the trace
