@@ -449,10 +449,10 @@ pub struct ReportArgs {
     pub functions: Option<PathBuf>,
     /// Redraw the whole-run aggregate every second, reading the trace as the program writes it (the newest run's
     /// by default), until Ctrl-C.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OUTPUT)]
     pub follow: bool,
     /// With --follow: stop after N redraws (for scripts and tests).
-    #[arg(long, value_name = "N", hide = true, requires = "follow")]
+    #[arg(long, value_name = "N", hide = true, requires = "follow", help_heading = heading::OUTPUT)]
     pub follow_frames: Option<u64>,
     #[command(flatten)]
     pub view: ViewArgs,
