@@ -132,7 +132,7 @@ pub fn prepare(
     runtime_dir: &Path,
 ) -> Result<CopyStats> {
     let root = &ws.root;
-    let edits = Edits::of(ws, probes, runtime_dir)?;
+    let edits = Edits::of(ws, probes, runtime_dir, dir)?;
     let skip = copy::skipped_dirs(ws);
     let selection = copy::Selection::of(ws, &skip);
     let mut stats = CopyStats::default();
@@ -237,7 +237,12 @@ struct Edits<'p> {
 }
 
 impl<'p> Edits<'p> {
-    fn of(ws: &Workspace, probes: Option<(&'p Plan, &'p PlanInfo)>, runtime_dir: &'p Path) -> Result<Edits<'p>> {
+    fn of(
+        ws: &Workspace,
+        probes: Option<(&'p Plan, &'p PlanInfo)>,
+        runtime_dir: &'p Path,
+        shadow_dir: &Path,
+    ) -> Result<Edits<'p>> {
         let root = &ws.root;
         let mut edits = Edits {
             per_file: BTreeMap::new(),
@@ -274,7 +279,7 @@ impl<'p> Edits<'p> {
             }
         }
         let edited: BTreeSet<PathBuf> = edits.per_file.keys().chain(&edits.extern_crate_roots).cloned().collect();
-        edits.redirects = redirect::plan(ws, &edited, &edits.runtime_manifests);
+        edits.redirects = redirect::plan(ws, &edited, &edits.runtime_manifests, shadow_dir);
         edits.registry_runtime = ws.metadata.packages.iter().any(|p| {
             p.name.as_str() == "calltime-rt" && p.source.as_ref().is_some_and(|s| s.repr.starts_with("registry+"))
         });

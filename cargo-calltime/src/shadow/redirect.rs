@@ -77,7 +77,10 @@ struct Tree {
 /// Which files compile from siblings so that every file in `edited` (relative to the root) can be edited without
 /// touching its original, for the targets of the packages whose manifests are in `packages`. Edited files outside
 /// every module tree (found through `include!`, say) are left out: the caller edits those in place.
-pub fn plan(ws: &Workspace, edited: &BTreeSet<PathBuf>, packages: &BTreeSet<PathBuf>) -> Redirects {
+///
+/// `shadow` is where the copy lives: a `#[path]` that would climb out of an inline module's directory (which need
+/// not exist) names the file by its absolute path there instead.
+pub fn plan(ws: &Workspace, edited: &BTreeSet<PathBuf>, packages: &BTreeSet<PathBuf>, shadow: &Path) -> Redirects {
     let root = &ws.root;
     let mut trees = Vec::new();
     for package in &ws.metadata.packages {
@@ -100,7 +103,7 @@ pub fn plan(ws: &Workspace, edited: &BTreeSet<PathBuf>, packages: &BTreeSet<Path
     let redirected = redirected_files(&trees, edited);
     let mut out = Redirects::default();
     for tree in &trees {
-        names_and_insertions(tree, &redirected, &mut out);
+        names_and_insertions(tree, &redirected, shadow, &mut out);
         let crate_root = &tree.nodes[0].rel;
         if redirected.contains(crate_root) {
             let path = slash_path(&relative(&tree.manifest_dir, &sibling_of(crate_root)));
@@ -239,7 +242,7 @@ fn redirected_files(trees: &[Tree], edited: &BTreeSet<PathBuf>) -> BTreeSet<Path
 
 /// Walks one tree from its root with the names rustc gives each file in the copy's build: collects the `#[path]`
 /// insertions of redirected files and a remap for every file whose name differs from the plain build's.
-fn names_and_insertions(tree: &Tree, redirected: &BTreeSet<PathBuf>, out: &mut Redirects) {
+fn names_and_insertions(tree: &Tree, redirected: &BTreeSet<PathBuf>, shadow: &Path, out: &mut Redirects) {
     let nodes = &tree.nodes;
     let mut names: Vec<(PathBuf, bool)> = Vec::with_capacity(nodes.len());
     let crate_root = &nodes[0];
@@ -255,7 +258,12 @@ fn names_and_insertions(tree: &Tree, redirected: &BTreeSet<PathBuf>, out: &mut R
                 let mut base = file_name.parent().unwrap_or(Path::new("")).to_owned();
                 base.extend(&decl.inline_dirs);
                 let target = if redirected.contains(&child.rel) { sibling_of(&child.rel) } else { child.rel.clone() };
-                let value = slash_path(&relative(&lexical(&base), &target));
+                let relative = relative(&lexical(&base), &target);
+                let value = if relative.starts_with("..") && !decl.inline_dirs.is_empty() {
+                    shadow.join(&target).display().to_string()
+                } else {
+                    slash_path(&relative)
+                };
                 if decl.cfg_attr_path {
                     out.warnings.push(format!(
                         "{}: module `{}` is declared with #[cfg_attr(.., path = ..)]: the copy gives it a #[path] of \

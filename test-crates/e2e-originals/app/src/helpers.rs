@@ -1,6 +1,10 @@
 //! A non-mod.rs module with a child of its own (in helpers/) and a test module: moving it must not move them.
 
+pub mod consts;
 pub mod deep;
+pub mod nested {
+    pub mod leaf;
+}
 #[cfg(test)]
 mod tests;
 

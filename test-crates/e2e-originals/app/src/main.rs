@@ -33,6 +33,8 @@ fn run() {
     println!("here: {}:{}:{}", file!(), line!(), column!());
     println!("{}", helpers::where_am_i());
     println!("{}", helpers::deep::where_am_i());
+    println!("consts (no functions, no probes): {}", helpers::consts::NAME);
+    println!("{}", helpers::nested::leaf::where_am_i());
     println!("{}", layout::where_am_i());
     println!("{}", renamed::where_am_i());
     println!("{}", plain::where_am_i());
