@@ -330,3 +330,59 @@ fn relative(from: &Path, to: &Path) -> PathBuf {
 fn slash_path(path: &Path) -> String {
     path.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A crate `src/lib.rs` -> `a.rs` (non-mod.rs) -> `a/b.rs` (non-mod.rs) -> `a/b/c.rs`, with `a.rs` edited.
+    #[test]
+    fn moving_a_non_mod_rs_file_moves_the_children_whose_declarations_it_would_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("src/lib.rs", "mod a;\n#[path = \"other.rs\"] pub mod kept;\n");
+        write("src/other.rs", "pub fn f() {}\n");
+        write("src/a.rs", "mod b;\n");
+        write("src/a/b.rs", "mod c;\n");
+        write("src/a/b/c.rs", "pub fn g() {}\n");
+        let tree = Tree {
+            manifest: "Cargo.toml".into(),
+            manifest_dir: "".into(),
+            kind: "lib",
+            name: "k".into(),
+            nodes: module_tree(dir.path(), Path::new("src/lib.rs")),
+        };
+        let edited = BTreeSet::from([PathBuf::from("src/a.rs")]);
+        let redirected = redirected_files(std::slice::from_ref(&tree), &edited);
+        let expected: BTreeSet<PathBuf> = ["src/lib.rs", "src/a.rs", "src/a/b.rs"].iter().map(PathBuf::from).collect();
+        assert_eq!(redirected, expected);
+        let mut out = Redirects::default();
+        names_and_insertions(&tree, &redirected, Path::new("/shadow"), &mut out);
+        let inserted = |rel: &str| out.files.get(Path::new(rel)).cloned().unwrap_or_default();
+        assert_eq!(inserted("src/lib.rs"), [(0, "#[path = \".a.calltime.rs\"] ".to_owned())]);
+        assert_eq!(inserted("src/a.rs"), [(0, "#[path = \"a/.b.calltime.rs\"] ".to_owned())]);
+        assert_eq!(inserted("src/a/b.rs"), [(0, "#[path = \"b/c.rs\"] ".to_owned())]);
+        let remaps: Vec<(&str, &str)> =
+            out.remaps.iter().map(|(a, b)| (a.to_str().unwrap(), b.to_str().unwrap())).collect();
+        assert_eq!(
+            remaps,
+            [
+                ("src/.lib.calltime.rs", "src/lib.rs"),
+                ("src/.a.calltime.rs", "src/a.rs"),
+                ("src/a/.b.calltime.rs", "src/a/b.rs")
+            ]
+        );
+    }
+
+    #[test]
+    fn siblings_and_relative_paths() {
+        assert_eq!(sibling_of(Path::new("src/bin/tool.rs")), Path::new("src/bin/.tool.calltime.rs"));
+        assert_eq!(sibling_of(Path::new("src/gen.in")), Path::new("src/.gen.in.calltime.rs"));
+        assert_eq!(relative(Path::new("src/x"), Path::new("src/a/b.rs")), Path::new("../a/b.rs"));
+        assert_eq!(lexical(Path::new("src/x/../a/./b.rs")), Path::new("src/a/b.rs"));
+    }
+}
