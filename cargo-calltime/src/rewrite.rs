@@ -102,7 +102,7 @@ pub fn probe_insertions(
     source: &str,
     probes: &[Probe<'_>],
     plan: &PlanInfo,
-) -> Result<(Vec<(usize, String)>, Vec<u32>)> {
+) -> Result<(Vec<Insertion>, Vec<u32>)> {
     let mut edits: Vec<(usize, String)> = Vec::new();
     let mut shifted = Vec::new();
     for probe in probes {
@@ -135,10 +135,13 @@ pub fn probe_insertions(
     Ok((edits, shifted))
 }
 
+/// Text to insert at a byte offset of a file.
+pub type Insertion = (usize, String);
+
 /// Inserts each `(offset, text)` into `source` (offsets in the original text, on character boundaries; at equal
 /// offsets in the given order). Inserted text never holds a newline, so no line moves. Fails when an offset is
 /// outside the file or inside a character (the file changed since it was read).
-pub fn insert(source: &str, mut edits: Vec<(usize, String)>) -> Result<String> {
+pub fn insert(source: &str, mut edits: Vec<Insertion>) -> Result<String> {
     if let Some((offset, _)) = edits.iter().find(|(o, _)| *o > source.len() || !source.is_char_boundary(*o)) {
         bail!("insertion offset {offset} is outside the file or inside a character (the file changed since analysis)");
     }

@@ -41,10 +41,8 @@ fn sources_read_at_build_and_run_time_are_the_users_bytes() {
     let before: Vec<(PathBuf, Vec<u8>)> =
         files_under(&dir).into_iter().map(|rel| (rel.clone(), std::fs::read(dir.join(&rel)).unwrap())).collect();
     let selection = ["-p", "app", "-p", "b", "--bin", "app"];
-    let out = util::run(
-        util::calltime().args(["--root", "run", "--probe-trivial"]).args(selection).current_dir(&dir),
-        true,
-    );
+    let out =
+        util::run(util::calltime().args(["--root", "run", "--probe-trivial"]).args(selection).current_dir(&dir), true);
     let plain = plain_run(&dir, &tmp.path().join("plain-target"), &["-p", "app"]);
     let probed = String::from_utf8_lossy(&out.stdout);
     assert_eq!(probed, String::from_utf8_lossy(&plain.stdout), "the program's stdout differs from a plain cargo run");

@@ -385,7 +385,9 @@ fn scan_decls(tokens: proc_macro2::TokenStream, base: usize, inline_dirs: &[Stri
                             path_attr,
                             path_attr_brackets: path_attrs
                                 .iter()
-                                .map(|g| (base + g.span_open().byte_range().end, base + g.span_close().byte_range().start))
+                                .map(|g| {
+                                    (base + g.span_open().byte_range().end, base + g.span_close().byte_range().start)
+                                })
                                 .collect(),
                             cfg_attr_path: attrs.iter().any(|g| is_cfg_attr_path(g)),
                         });

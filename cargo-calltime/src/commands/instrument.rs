@@ -137,7 +137,8 @@ pub fn analyse_and_build(
     if seeded > 0 {
         ui::status("Reusing", &format!("{seeded} files of dependencies built in {}", user_target.display()));
     }
-    let out = cargo::cargo_build(&shadow_dir, &ws.root, &stats.remaps, &build_dir, &opts.cargo, &opts.build, Some(&target))?;
+    let out =
+        cargo::cargo_build(&shadow_dir, &ws.root, &stats.remaps, &build_dir, &opts.cargo, &opts.build, Some(&target))?;
     if !out.success {
         return Err(explain_build_failure(&ws, &plan, &opts, &target, &runtime, out));
     }

@@ -246,7 +246,8 @@ fn names_and_insertions(tree: &Tree, redirected: &BTreeSet<PathBuf>, shadow: &Pa
     let nodes = &tree.nodes;
     let mut names: Vec<(PathBuf, bool)> = Vec::with_capacity(nodes.len());
     let crate_root = &nodes[0];
-    let root_name = if redirected.contains(&crate_root.rel) { sibling_of(&crate_root.rel) } else { crate_root.rel.clone() };
+    let root_name =
+        if redirected.contains(&crate_root.rel) { sibling_of(&crate_root.rel) } else { crate_root.rel.clone() };
     names.push((root_name, true));
     for (index, node) in nodes.iter().enumerate() {
         let is_redirected = redirected.contains(&node.rel);
