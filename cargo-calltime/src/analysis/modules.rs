@@ -303,6 +303,23 @@ fn parse_one(path: &Path) -> Result<FileSummary, String> {
     extracted.map_err(|(line, message)| format!("{}:{line}: could not parse: {message}", path.display()))
 }
 
+/// The Rust text of a file as syn and proc-macro2 take it: without a BOM and a shebang line, with the number of
+/// bytes left out before it (to add to every offset).
+pub(super) fn rust_text(text: &str) -> (usize, &str) {
+    let mut base = 0;
+    let mut content = text;
+    if let Some(rest) = content.strip_prefix('\u{feff}') {
+        base += '\u{feff}'.len_utf8();
+        content = rest;
+    }
+    if content.starts_with("#!") && !content[2..].trim_start().starts_with('[') {
+        let end = content.find('\n').unwrap_or(content.len());
+        base += end;
+        content = &content[end..];
+    }
+    (base, content)
+}
+
 /// One out-of-line `mod name;` declaration of a file, found by a token scan (items inside macro invocations such as
 /// `cfg_if!` included), with what the shadow copy needs to give it a `#[path]` of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -323,17 +340,7 @@ pub struct ModDecl {
 /// Every out-of-line module declaration of `text` (the whole file as on disk: offsets count its BOM and shebang).
 /// Only tokenizes: comments and strings are skipped, nothing is parsed as items.
 pub fn module_decls(text: &str) -> Result<Vec<ModDecl>, String> {
-    let mut base = 0;
-    let mut content = text;
-    if let Some(rest) = content.strip_prefix('\u{feff}') {
-        base += '\u{feff}'.len_utf8();
-        content = rest;
-    }
-    if content.starts_with("#!") && !content[2..].trim_start().starts_with('[') {
-        let end = content.find('\n').unwrap_or(content.len());
-        base += end;
-        content = &content[end..];
-    }
+    let (base, content) = rust_text(text);
     let parsed = content.parse::<proc_macro2::TokenStream>();
     let mut out = Vec::new();
     if let Ok(tokens) = &parsed {
