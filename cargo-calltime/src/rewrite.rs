@@ -98,11 +98,7 @@ pub fn apply_keeping_columns(source: &str, probes: &[Probe<'_>], plan: &PlanInfo
 
 /// The insertions [`apply_keeping_columns`] makes, with the indices of the probes that move a column, for a caller
 /// that adds insertions of its own before applying them all with [`insert`].
-pub fn probe_insertions(
-    source: &str,
-    probes: &[Probe<'_>],
-    plan: &PlanInfo,
-) -> Result<(Vec<Insertion>, Vec<u32>)> {
+pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<(Vec<Insertion>, Vec<u32>)> {
     let mut edits: Vec<(usize, String)> = Vec::new();
     let mut shifted = Vec::new();
     for probe in probes {
