@@ -32,6 +32,8 @@ pub struct RecordOptions {
     pub keep_slowest: Option<u64>,
     /// Keep a uniform sample of N invocations over the run (`--keep-sample`); at least 1.
     pub keep_sample: Option<u64>,
+    /// Recording starts switched off (`--start-off`; `ctl on` switches it on).
+    pub start_off: bool,
 }
 
 impl RecordOptions {
@@ -49,6 +51,7 @@ impl RecordOptions {
             ("CALLTIME_SLOWER_THAN_NS", self.slower_than_ns),
             ("CALLTIME_KEEP_SLOWEST", self.keep_slowest),
             ("CALLTIME_KEEP_SAMPLE", self.keep_sample),
+            ("CALLTIME_START_OFF", self.start_off.then_some(1)),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v.to_string())))
@@ -72,6 +75,8 @@ pub fn program_command(
     }
     cmd.args(program_args);
     cmd.env("CALLTIME_OUT", trace_path);
+    // `cargo calltime ctl` finds the program's control files there.
+    cmd.env("CALLTIME_CONTROL_DIR", crate::control::control_dir(&ws.calltime_dir()));
     cmd.envs(record.env());
     set_cargo_run_env(&mut cmd, ws, target, executable);
     cmd
@@ -345,7 +350,10 @@ fn prune_traces(dir: &Path, keep: usize) {
     traces.sort();
     let excess = traces.len().saturating_sub(keep.saturating_sub(1));
     for old in &traces[..excess] {
-        let _ = std::fs::remove_file(old);
+        // With the files the run's other processes and rotations wrote beside it.
+        for file in trace::run_files(old) {
+            let _ = std::fs::remove_file(file);
+        }
     }
 }
 
@@ -354,7 +362,14 @@ pub fn keep_trace(trace_path: &Path, table: &Path, dest: &Path) -> Result<()> {
     if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    std::fs::copy(trace_path, dest).with_context(|| format!("cannot copy the trace to {}", dest.display()))?;
+    if trace::run_files(trace_path).len() > 1 {
+        // Several processes (or rotated segments): the copy is the merged trace, one file.
+        let merged = trace::Trace::load(trace_path, Some(table))?;
+        std::fs::write(dest, trace::TraceBuilder::write(&merged))
+            .with_context(|| format!("cannot write the merged trace to {}", dest.display()))?;
+    } else {
+        std::fs::copy(trace_path, dest).with_context(|| format!("cannot copy the trace to {}", dest.display()))?;
+    }
     let dest_table = trace::functions_path_for(dest);
     std::fs::copy(table, &dest_table)
         .with_context(|| format!("cannot copy the function table to {}", dest_table.display()))?;

@@ -119,6 +119,7 @@ pub fn record_options(args: &RecordArgs, slower_than: Option<&str>) -> Result<Re
             "keep the slowest",
         )?,
         keep_sample: at_least_one("--keep-sample", args.keep_sample, "a sample of N invocations", "keep one")?,
+        start_off: args.start_off,
     })
 }
 
