@@ -8,12 +8,13 @@
 //! invocation's fold (`observe_nodes`, once per big invocation), on the timed exit of a folded call every
 //! `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for per-call invocations (`Watch`).
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::Relaxed, Ordering::Release};
 use std::sync::{Mutex, OnceLock};
 
 use crate::calibrate::Calibration;
-use crate::invocation::lock;
-use crate::recorder::{Node, OPEN, PARENT_MASK};
+use crate::invocation::{lock, SKIP};
+use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK, RETIRED_COUNTERS};
 
 /// Function indices that can retire; higher ones stay probed.
 pub(crate) const RETIRE_INDICES: usize = 1 << 16;
@@ -86,6 +87,39 @@ pub(crate) fn retired_slot(index: u32) -> u8 {
         Some(state) => state.load(Relaxed),
         None => 0,
     }
+}
+
+thread_local! {
+    /// Calls of retired functions made on this thread since `CURRENT` last changed, by retirement slot. The probe
+    /// increments them without looking at `CURRENT` (a thread-local without destructor: one instruction);
+    /// `settle_retired_calls` moves them into the context being left, so each recorder gets exactly the calls made
+    /// while it was current, and calls made outside any invocation are discarded.
+    static RETIRED_CALLS: [Cell<u64>; RETIRED_COUNTERS] = const { [const { Cell::new(0) }; RETIRED_COUNTERS] };
+}
+
+/// Counts one call of the retired function of slot `slot` (inlined into every probe).
+#[inline(always)]
+pub(crate) fn count_retired_call(slot: u8) {
+    RETIRED_CALLS.with(|counts| {
+        let counter = &counts[slot as usize];
+        counter.set(counter.get().wrapping_add(1));
+    });
+}
+
+/// Moves this thread's counts of retired calls into `left`, the recording context `CURRENT` is leaving (nothing
+/// when it is null or `SKIP`), and starts counting afresh. Called at every change of `CURRENT`: once or twice per
+/// invocation or poll, a loop over the slots in use.
+pub(crate) fn settle_retired_calls(left: *mut Recorder) {
+    let used = slots_used().min(RETIRED_COUNTERS - 1);
+    let _ = RETIRED_CALLS.try_with(|counts| {
+        for (slot, counter) in counts.iter().enumerate().take(used + 1).skip(1) {
+            let calls = counter.replace(0);
+            if calls != 0 && left as usize > SKIP as usize {
+                // SAFETY: the context being left is still live (its owner makes it current and withdraws it).
+                unsafe { (*left).retired_calls[slot] += calls };
+            }
+        }
+    });
 }
 
 /// Slots in use: the per-recorder counters `1..=slots_used()` may be non-zero.
