@@ -9,7 +9,7 @@
 //! `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for per-call invocations (`Watch`).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::{Mutex, OnceLock};
 
 use crate::calibrate::Calibration;
@@ -110,6 +110,9 @@ pub(crate) fn count_retired_call(slot: u8) {
 /// when it is null or `SKIP`), and starts counting afresh. Called at every change of `CURRENT`: once or twice per
 /// invocation or poll, a loop over the slots in use.
 pub(crate) fn settle_retired_calls(left: *mut Recorder) {
+    // Pairs with the release of `retire`'s state byte, read by the probes before: every slot this thread counted
+    // into is within `slots_used()` read below.
+    fence(Acquire);
     let used = slots_used().min(RETIRED_COUNTERS - 1);
     let _ = RETIRED_CALLS.try_with(|counts| {
         for (slot, counter) in counts.iter().enumerate().take(used + 1).skip(1) {
@@ -120,6 +123,11 @@ pub(crate) fn settle_retired_calls(left: *mut Recorder) {
             }
         }
     });
+}
+
+/// Discards this thread's counts of retired calls in every slot (the calibration counts into a slot not handed out).
+pub(crate) fn discard_retired_calls() {
+    let _ = RETIRED_CALLS.try_with(|counts| counts.iter().for_each(|counter| counter.set(0)));
 }
 
 /// Slots in use: the per-recorder counters `1..=slots_used()` may be non-zero.
