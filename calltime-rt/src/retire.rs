@@ -97,8 +97,11 @@ thread_local! {
     static RETIRED_CALLS: [Cell<u64>; RETIRED_COUNTERS] = const { [const { Cell::new(0) }; RETIRED_COUNTERS] };
 }
 
-/// Counts one call of the retired function of slot `slot` (inlined into every probe).
-#[inline(always)]
+/// Counts one call of the retired function of slot `slot`. Inlined into every probe of an optimised build; one
+/// call in unoptimised ones, so that the probed functions' stack frames do not grow with it (deep recursion in a
+/// debug build would overflow sooner).
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn count_retired_call(slot: u8) {
     RETIRED_CALLS.with(|counts| {
         let counter = &counts[slot as usize];
