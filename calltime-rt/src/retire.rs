@@ -3,13 +3,17 @@
 //!
 //! The state is one byte per function index in a static array (zero, in .bss): 0 while the function is probed, else
 //! its retirement slot (1..=254), which indexes the per-recorder counters of retired calls, or `PINNED` for an async
-//! function (it never retires: its wrapper does not check the byte). The probe reads the byte
-//! (a relaxed load) only once it knows an invocation is recording. Decisions are never taken per call: at an
-//! invocation's fold (`observe_nodes`, once per big invocation), on the timed exit of a folded call every
-//! `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for per-call invocations (`Watch`).
+//! function (it never retires: its wrapper does not check the byte). The probe reads the byte (a relaxed load)
+//! first, before any thread-local access: a retired probe is that load, a branch and a per-thread counter
+//! (`RETIRED_CALLS`), settled into the current recorder whenever `CURRENT` changes, so the counts stay exact.
+//! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the
+//! timed exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for
+//! per-call invocations (`Watch`).
 
 use std::cell::Cell;
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::{Mutex, OnceLock};
 
 use crate::calibrate::Calibration;
