@@ -4,6 +4,8 @@
 # fresh calltime target dir), run side by side alternating; prints the wall and CPU ratios and whether the output
 # is byte-identical. A measurement: it exits non-zero only when it cannot set up (fetch, copy or build fails).
 #
+# BEFORE_CC=PATH (optional): another cargo-calltime binary (say main's) whose default plan runs in the same
+# alternation, as `before`, for a before/after comparison under the same load.
 # usage: scripts/real-crates-bench.sh [WORK_DIR]   (default /tmp/real-crates-bench; kept between runs so that the
 #        plain builds and inputs are reused; the instrumented builds are always redone from scratch)
 set -euo pipefail
@@ -84,14 +86,19 @@ echo "big.md $(wc -c < "$work/big.md") bytes; tkin $(find "$work/tkin" -type f |
 
 echo "== builds (plain, then the default plan from a fresh calltime target dir)"
 build() { # DIR NAME BIN ROOT CARGO_ARGS...
-  local dir=$1 name=$2 bin=$3 root=$4 built; shift 4
+  local dir=$1 name=$2 bin=$3 root=$4; shift 4
   (cd "$dir" && cargo build -q --release "$@") 2> "$work/build-$name.log" \
     || fail "cannot build $name plainly in $dir (see $work/build-$name.log)"
   cp "$dir/target/release/$bin" "$work/$name-plain"
+  if [ -n "${BEFORE_CC:-}" ]; then instrument_with "$BEFORE_CC" before "$@"; fi
+  instrument_with "$CC" d5 "$@"
+}
+instrument_with() { # TOOL SUFFIX CARGO_ARGS... (dir, name and root from build)
+  local tool=$1 suffix=$2 built; shift 2
   rm -rf "$dir/target/calltime"
-  built=$(cd "$dir" && "$CC" calltime build -q --release --root "$root" --depth 5 "$@" 2>> "$work/build-$name.log" | tail -1) \
-    || fail "cannot build $name instrumented from $root (see $work/build-$name.log)"
-  cp "$built" "$work/$name-d5"
+  built=$(cd "$dir" && "$tool" calltime build -q --release --root "$root" --depth 5 "$@" 2>> "$work/build-$name.log" | tail -1) \
+    || fail "cannot build $name instrumented from $root with $tool (see $work/build-$name.log)"
+  cp "$built" "$work/$name-$suffix"
 }
 build "$work/pc" pc pulldown-cmark write_html_io --features getopts
 build "$work/tk" tk tokei LanguageType::parse --features cli
@@ -108,9 +115,12 @@ check() { # NAME ARGS (input redirection allowed)
 }
 compare() { # NAME RUNS ARGS
   check "$1" "$3"
+  local before=()
+  if [ -n "${BEFORE_CC:-}" ]; then before=(before="$work/$1-before $3"); fi
   python3 "$repo/scripts/alternate-runs.py" --runs "$2" --warmup 2 plain="$work/$1-plain $3" d5="$work/$1-d5 $3" \
-    | tee "$work/runs.$1" | sed "s/^/  /"
-  awk -v n="$1" '{ w[$1] = $2; c[$1] = $3 } END { printf "%s default plan: wall %.2fx, cpu %.2fx\n", n, w["d5"] / w["plain"], c["d5"] / c["plain"] }' \
+    "${before[@]}" | tee "$work/runs.$1" | sed "s/^/  /"
+  awk -v n="$1" '{ w[$1] = $2; c[$1] = $3 } END { printf "%s default plan: wall %.2fx, cpu %.2fx\n", n, w["d5"] / w["plain"], c["d5"] / c["plain"]
+    if ("before" in w) printf "%s default plan with BEFORE_CC: wall %.2fx, cpu %.2fx\n", n, w["before"] / w["plain"], c["before"] / c["plain"] }' \
     "$work/runs.$1"
   sh -c "CALLTIME_OUT=$work/$1.trace exec $work/$1-d5 $3" > /dev/null
   echo "  trace $(grep -a '^stats ' "$work/$1.trace" | tail -1) (seen kept sampled_out dropped truncated)"

@@ -128,6 +128,7 @@ unsafe fn measure_kind(rec: *mut Recorder, kind: Kind) -> (f64, f64) {
     }
     set_current(previous);
     crate::retire::set_state_for_calibration(INDEX, 0);
+    crate::retire::discard_retired_calls();
     (low(&mut inner), (low(&mut probed) - low(&mut bare)).max(0.0))
 }
 

@@ -114,14 +114,17 @@ impl Drop for ThreadSlot {
     }
 }
 
+/// Makes `rec` the thread's recording context and returns the previous one, whose retired calls are settled.
 pub(crate) fn set_current(rec: *mut Recorder) -> *mut Recorder {
-    CURRENT.with(|c| c.replace(rec))
+    let left = CURRENT.with(|c| c.replace(rec));
+    crate::retire::settle_retired_calls(left);
+    left
 }
 /// Ends an invocation that was not recorded (its root guard was dropped).
 #[cold]
 #[inline(never)]
 pub(crate) fn end_skipped_invocation() {
-    CURRENT.with(|c| c.set(ptr::null_mut()));
+    set_current(ptr::null_mut());
 }
 
 // Counters of `crate::Stats` outside the threads' outboxes: root tasks, invocations handed over in their recorder,
@@ -454,7 +457,7 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
             SKIP
         }
     };
-    CURRENT.with(|c| c.set(rec));
+    set_current(rec);
     if rec == SKIP {
         return Guard::SKIPPED;
     }
@@ -467,7 +470,7 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
 #[cold]
 #[inline(never)]
 pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
-    CURRENT.with(|c| c.set(ptr::null_mut()));
+    set_current(ptr::null_mut());
     let Some(rt) = RUNTIME.get() else { return };
     let handed = THREAD.try_with(|slot| {
         let mut slot = slot.try_borrow_mut().ok()?;

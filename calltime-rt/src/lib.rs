@@ -11,7 +11,7 @@
 //! progress, and ends when that root returns. Every instrumented call made under it becomes a node of its tree
 //! (function index, start, duration, panicked/cancelled flags). When the root returns, the tree is handed to a writer
 //! thread that appends it to the trace file and flushes it. Probes entered outside any invocation record nothing and
-//! cost a thread-local load and a branch.
+//! cost two loads (the function's retirement byte, then the thread-local context) and two branches.
 //!
 //! A big invocation *folds*: past `CALLTIME_FOLD_AFTER` calls, its nodes are merged into one node per call path
 //! (every call of a function under the same chain of ancestors) and each later call adds one to its path's count.
@@ -21,9 +21,9 @@
 //!
 //! Probes *retire* themselves: a leaf function observed over `CALLTIME_RETIRE_MIN_CALLS` calls whose mean time,
 //! less the probes' own cost, is under `CALLTIME_RETIRE_FACTOR` times what its probe costs its caller stops being
-//! recorded for the rest of the process; inside invocations its calls are then only counted (a byte load and an
-//! increment). At start-up the runtime calibrates what each kind of probe costs on this machine (about 0.2 ms), and
-//! writes it in the trace so the tool can subtract it.
+//! recorded for the rest of the process; its calls are then only counted, exactly, per invocation (a load of a
+//! global byte, a branch and a thread-local increment). At start-up the runtime calibrates what each kind of probe
+//! costs on this machine (about 0.2 ms), and writes it in the trace so the tool can subtract it.
 //!
 //! Async functions are wrapped in [`Instrumented`]: it enters on every poll and leaves when the poll returns, so the
 //! node of an async function spans its first poll to its completion, its children are what it called during its

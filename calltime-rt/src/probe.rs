@@ -7,7 +7,7 @@ use crate::__private::PlanInfo;
 use crate::clock::now;
 use crate::invocation::{complete_thread_invocation, current, end_skipped_invocation, start_thread_invocation, SKIP};
 use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, NO_SLOT};
-use crate::retire::retired_slot;
+use crate::retire::{count_retired_call, retired_slot};
 
 /// The guard returned by a sync function's probe: records the function's exit when dropped. Inert (and free to
 /// drop) outside any invocation. Not `Send`: it refers to the current thread's recording context.
@@ -24,33 +24,31 @@ impl Guard {
     pub(crate) const SKIPPED: Guard = Guard { rec: SKIP, slot: NO_SLOT };
 }
 
+/// The entry probe of a non-root function. A retired function is settled by the global state byte alone (no
+/// thread-local access but the counter's increment); everything that records is one out-of-line call, so the probed
+/// function saves no registers for it and a tiny probed function stays small enough to be inlined.
 #[inline(always)]
 pub(crate) fn enter(index: u32) -> Guard {
+    let retired = retired_slot(index);
+    if retired != 0 {
+        count_retired_call(retired);
+        return Guard::INERT;
+    }
     let rec = current();
     if rec as usize <= SKIP as usize {
         return Guard::INERT;
     }
     // SAFETY: a non-null, non-SKIP CURRENT points to a live recorder owned by this thread or by the task being
     // polled on it.
-    unsafe { record_or_count(rec, index) }
+    unsafe { record_enter_call(rec, index) }
 }
 
-/// The entry of a call inside a recording invocation: counted when its function retired, else recorded. Inlined
-/// in optimised builds; one call in unoptimised ones, whose probed functions would otherwise each keep its locals
-/// in their stack frames (deep recursion in a debug build overflowed sooner).
+/// The recording entry, out of line (see `enter`).
 ///
 /// # Safety
 /// `rec` is the live recorder current on this thread.
-#[cfg_attr(debug_assertions, inline(never))]
-#[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn record_or_count(rec: *mut Recorder, index: u32) -> Guard {
-    // Only now that an invocation is recording: a retired function is counted, not recorded.
-    let retired = retired_slot(index);
-    if retired != 0 {
-        // SAFETY: the caller's contract; the slot (a u8) is within the counters (`RETIRED_COUNTERS` = 256).
-        unsafe { (*rec).retired_calls[retired as usize] += 1 };
-        return Guard::INERT;
-    }
+#[inline(never)]
+unsafe fn record_enter_call(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller's contract.
     unsafe { record_enter(rec, index) }
 }
@@ -72,10 +70,9 @@ pub(crate) fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
     unsafe { record_enter(rec, index) }
 }
 
-/// Inlined into every probed function, and kept to the per-call case: everything else (folding, growing the
-/// buffer, the caps) is one out-of-line call, so the probed function saves no registers for it and an inert probe
-/// stays a thread-local load and a branch. It reads the recorder's fields directly: getters would each add stack
-/// slots to every probed function of an unoptimised (dev profile) build.
+/// The recording entry's per-call case (inlined into `record_enter_call` and the root probe): everything else
+/// (folding, growing the buffer, the caps) is one more out-of-line call. It reads the recorder's fields directly:
+/// getters would each add stack slots to an unoptimised (dev profile) build.
 #[inline(always)]
 pub(crate) unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller passes the live recorder current on this thread.
@@ -99,18 +96,17 @@ pub(crate) unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
 }
 
 impl Drop for Guard {
-    /// Small enough to be inlined into every probed function, so an inert guard (whose null pointer the optimizer
-    /// sees from `enter`) costs nothing; the recording exit is one direct call.
+    /// Small enough to be inlined into every probed function: one test of the pointer (null for an inert guard,
+    /// which the optimizer often sees from `enter`); the rest, the end of a skipped invocation included, is one
+    /// direct call.
     #[inline(always)]
     fn drop(&mut self) {
         let rec = self.rec;
-        if rec as usize > SKIP as usize {
+        if !rec.is_null() {
             // SAFETY: guards are dropped in reverse order of creation on their own thread (they are !Send locals
             // of the probed functions), so the recorder they point to is still the live context of their
-            // invocation.
+            // invocation (or SKIP).
             unsafe { leave(rec, self.slot) }
-        } else if rec == SKIP {
-            end_skipped_invocation();
         }
     }
 }
@@ -162,9 +158,13 @@ unsafe fn enter_folded_slow(rec: *mut Recorder, index: u32) -> Guard {
 }
 
 /// The exit probe. A call entered after its invocation folded has a key with `FOLD_KEY` set and goes to
-/// `leave_folded_call`; the others have their own node (entered before the fold, if there was one).
+/// `leave_folded_call`; the others have their own node (entered before the fold, if there was one). The root guard
+/// of an invocation that is not recorded (`SKIP`) ends it.
 #[inline(never)]
 unsafe fn leave(rec: *mut Recorder, slot: u32) {
+    if rec == SKIP {
+        return end_skipped_invocation();
+    }
     if slot & FOLD_KEY != 0 {
         // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
         return unsafe { leave_folded_call(rec, slot) };

@@ -3,17 +3,22 @@
 //!
 //! The state is one byte per function index in a static array (zero, in .bss): 0 while the function is probed, else
 //! its retirement slot (1..=254), which indexes the per-recorder counters of retired calls, or `PINNED` for an async
-//! function (it never retires: its wrapper does not check the byte). The probe reads the byte
-//! (a relaxed load) only once it knows an invocation is recording. Decisions are never taken per call: at an
-//! invocation's fold (`observe_nodes`, once per big invocation), on the timed exit of a folded call every
-//! `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for per-call invocations (`Watch`).
+//! function (it never retires: its wrapper does not check the byte). The probe reads the byte (a relaxed load)
+//! first, before any thread-local access: a retired probe is that load, a branch and a per-thread counter
+//! (`RETIRED_CALLS`), settled into the current recorder whenever `CURRENT` changes, so the counts stay exact.
+//! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the
+//! timed exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for
+//! per-call invocations (`Watch`).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::Relaxed, Ordering::Release};
+use std::cell::Cell;
+use std::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::{Mutex, OnceLock};
 
 use crate::calibrate::Calibration;
-use crate::invocation::lock;
-use crate::recorder::{Node, OPEN, PARENT_MASK};
+use crate::invocation::{lock, SKIP};
+use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK, RETIRED_COUNTERS};
 
 /// Function indices that can retire; higher ones stay probed.
 pub(crate) const RETIRE_INDICES: usize = 1 << 16;
@@ -86,6 +91,50 @@ pub(crate) fn retired_slot(index: u32) -> u8 {
         Some(state) => state.load(Relaxed),
         None => 0,
     }
+}
+
+thread_local! {
+    /// Calls of retired functions made on this thread since `CURRENT` last changed, by retirement slot. The probe
+    /// increments them without looking at `CURRENT` (a thread-local without destructor: one instruction);
+    /// `settle_retired_calls` moves them into the context being left, so each recorder gets exactly the calls made
+    /// while it was current, and calls made outside any invocation are discarded.
+    static RETIRED_CALLS: [Cell<u64>; RETIRED_COUNTERS] = const { [const { Cell::new(0) }; RETIRED_COUNTERS] };
+}
+
+/// Counts one call of the retired function of slot `slot`. Inlined into every probe of an optimised build; one
+/// call in unoptimised ones, so that the probed functions' stack frames do not grow with it (deep recursion in a
+/// debug build would overflow sooner).
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(crate) fn count_retired_call(slot: u8) {
+    RETIRED_CALLS.with(|counts| {
+        let counter = &counts[slot as usize];
+        counter.set(counter.get().wrapping_add(1));
+    });
+}
+
+/// Moves this thread's counts of retired calls into `left`, the recording context `CURRENT` is leaving (nothing
+/// when it is null or `SKIP`), and starts counting afresh. Called at every change of `CURRENT`: once or twice per
+/// invocation or poll, a loop over the slots in use.
+pub(crate) fn settle_retired_calls(left: *mut Recorder) {
+    // Pairs with the release of `retire`'s state byte, read by the probes before: every slot this thread counted
+    // into is within `slots_used()` read below.
+    fence(Acquire);
+    let used = slots_used().min(RETIRED_COUNTERS - 1);
+    let _ = RETIRED_CALLS.try_with(|counts| {
+        for (slot, counter) in counts.iter().enumerate().take(used + 1).skip(1) {
+            let calls = counter.replace(0);
+            if calls != 0 && left as usize > SKIP as usize {
+                // SAFETY: the context being left is still live (its owner makes it current and withdraws it).
+                unsafe { (*left).retired_calls[slot] += calls };
+            }
+        }
+    });
+}
+
+/// Discards this thread's counts of retired calls in every slot (the calibration counts into a slot not handed out).
+pub(crate) fn discard_retired_calls() {
+    let _ = RETIRED_CALLS.try_with(|counts| counts.iter().for_each(|counter| counter.set(0)));
 }
 
 /// Slots in use: the per-recorder counters `1..=slots_used()` may be non-zero.
