@@ -636,5 +636,6 @@ pub(crate) fn stats() -> crate::Stats {
         dropped_queue_full,
         dropped_no_buffer,
         retired_functions: crate::retire::retired_functions(),
+        dropped_cap: crate::writer::DROPPED_CAP.load(Relaxed),
     }
 }

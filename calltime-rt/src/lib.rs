@@ -217,6 +217,8 @@ pub struct Stats {
     pub first_root_ns: u64,
     /// The last root start seen, in ns since the trace's epoch (0 before any).
     pub last_root_ns: u64,
+    /// Of `dropped`: trees the hourly byte cap (`CALLTIME_MAX_BYTES_PER_HOUR`) left unwritten.
+    pub dropped_cap: u64,
 }
 
 /// This process's counters so far.

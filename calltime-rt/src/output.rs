@@ -7,9 +7,10 @@
 //!   taken over (truncated), as before.
 //! - Past `CALLTIME_ROTATE_BYTES` the writer goes on in `<file>.s1`, `<file>.s2`, ...; each segment starts with the
 //!   header, so each is a trace on its own, and the tool merges a run's files.
-//! - Trees are written within a budget of `CALLTIME_MAX_BYTES_PER_HOUR`, refilled evenly (a token bucket holding at
-//!   most a tenth of an hour's bytes), so a busy service keeps trees spread over the hour rather than its first
-//!   minutes; trees past it are dropped and counted (`dropped_cap`). Aggregate and stats lines are always written
+//! - Trees are written within a budget of `CALLTIME_MAX_BYTES_PER_HOUR`: a token bucket that starts full with half
+//!   an hour's bytes and refills the other half evenly over the hour, so no hour-long window ever gets more than
+//!   the cap, a short run can write up to half of it at once, and a busy service keeps trees spread over the hour
+//!   rather than its first minutes; trees past it are dropped and counted (`dropped_cap`). Aggregate and stats lines are always written
 //!   and count against the budget.
 
 use std::fs::{File, OpenOptions};
@@ -30,7 +31,8 @@ pub(crate) struct Output {
     header: String,
 }
 
-/// Bytes of trees that may be written now: `per_hour` refilled continuously, at most a tenth of it saved up.
+/// Bytes of trees that may be written now: half of `per_hour` at the start and saved up at most, the other half
+/// refilled continuously over the hour (any hour-long window: at most `per_hour`).
 struct Budget {
     per_hour: u64,
     available: f64,
@@ -40,11 +42,11 @@ struct Budget {
 impl Budget {
     fn refill(&mut self) {
         let now = Instant::now();
-        let burst = self.per_hour as f64 / 10.0;
+        let burst = self.per_hour as f64 / 2.0;
         match self.refilled {
             None => self.available = burst,
             Some(at) => {
-                let earned = now.duration_since(at).as_secs_f64() * self.per_hour as f64 / 3600.0;
+                let earned = now.duration_since(at).as_secs_f64() * burst / 3600.0;
                 self.available = (self.available + earned).min(burst);
             }
         }
@@ -219,13 +221,14 @@ mod tests {
     }
 
     #[test]
-    fn budget_refills_evenly_up_to_a_tenth_of_an_hour() {
+    fn budget_starts_with_half_an_hour_and_refills_the_other_half_evenly() {
         let mut output = Output::new();
         output.budget.per_hour = 36_000;
-        assert!(output.admit_trees(3_600), "a tenth of the hour's bytes at once");
-        assert!(!output.admit_trees(100), "then only what is earned: 10 bytes a second");
-        output.budget.refilled = output.budget.refilled.map(|at| at - std::time::Duration::from_secs(20));
+        assert!(output.admit_trees(18_000), "half the hour's bytes at once");
+        assert!(!output.admit_trees(100), "then only what is earned: 5 bytes a second");
+        output.budget.refilled = output.budget.refilled.map(|at| at - std::time::Duration::from_secs(40));
         assert!(output.admit_trees(150));
+        assert!(!output.admit_trees(100), "40 s earned 200 bytes, 150 taken");
     }
 
     #[test]

@@ -293,7 +293,7 @@ fn current_scale(rt: &Runtime) -> Scale {
 }
 
 /// Trees dropped because the hourly byte budget was spent (`CALLTIME_MAX_BYTES_PER_HOUR`); also in `dropped`.
-static DROPPED_CAP: AtomicU64 = AtomicU64::new(0);
+pub(crate) static DROPPED_CAP: AtomicU64 = AtomicU64::new(0);
 
 /// The writer thread writes the whole-run aggregate every `CALLTIME_AGGREGATE_MS`.
 fn write_aggregate_when_due(last: &mut std::time::Instant) {
@@ -459,7 +459,7 @@ impl Sink {
         let causes = [now.dropped_queue_full, now.dropped_no_buffer, now.retired_functions];
         push_fields(&mut line, b"", &causes);
         line.pop();
-        let chosen = [now.left_out_fast, now.left_out_unselected, now.first_root_ns, now.last_root_ns];
+        let chosen = [now.left_out_fast, now.left_out_unselected, now.first_root_ns, now.last_root_ns, now.dropped_cap];
         push_fields(&mut line, b"", &chosen);
         if self.open(rt) && self.output.write_always(line.as_bytes()) {
             self.last_stats = Some(now);

@@ -138,6 +138,7 @@ fn add_process(into: &mut Trace, mut process: Trace, rank: u64) {
         (&mut a.dropped_limit, b.dropped_limit),
         (&mut a.dropped_queue_full, b.dropped_queue_full),
         (&mut a.dropped_no_buffer, b.dropped_no_buffer),
+        (&mut a.dropped_cap, b.dropped_cap),
         (&mut a.retired_functions, b.retired_functions),
         (&mut a.incomplete, b.incomplete),
     ] {

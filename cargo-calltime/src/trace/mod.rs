@@ -111,6 +111,9 @@ pub struct Stats {
     pub first_root_ns: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub last_root_ns: u64,
+    /// Of `dropped`: trees the hourly byte cap (`CALLTIME_MAX_BYTES_PER_HOUR`) left unwritten.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped_cap: u64,
     /// Records cut off at the end of the file (a crash while writing); counted by the reader.
     pub incomplete: u64,
 }

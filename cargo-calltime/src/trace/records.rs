@@ -303,10 +303,10 @@ pub(super) fn write_end(out: &mut String, seq: u64) {
 
 /// `stats <seen> <kept> <sampled_out> <dropped> <truncated>`, then (version 3) `<dropped_limit>
 /// <dropped_queue_full> <dropped_no_buffer> <retired_functions>`, then `<left_out_fast> <left_out_unselected>
-/// <first_root_ns> <last_root_ns>`, each optional (a runtime may write only the first five); `incomplete` is the
+/// <first_root_ns> <last_root_ns>`, then `<dropped_cap>`, each optional (a runtime may write only the first five); `incomplete` is the
 /// reader's own count, kept.
 pub(super) fn read_stats(rest: &str, incomplete: u64) -> Result<Stats> {
-    let mut f = Fields::new(rest, 13);
+    let mut f = Fields::new(rest, 14);
     let mut stats = Stats {
         seen: f.num()?,
         kept: f.num()?,
@@ -325,6 +325,7 @@ pub(super) fn read_stats(rest: &str, incomplete: u64) -> Result<Stats> {
         &mut stats.left_out_unselected,
         &mut stats.first_root_ns,
         &mut stats.last_root_ns,
+        &mut stats.dropped_cap,
     ] {
         match f.optional_num()? {
             Some(value) => *field = value,
@@ -340,9 +341,12 @@ pub(super) fn write_stats(out: &mut String, stats: &Stats, version: u32) {
     if version >= 3 {
         let Stats { dropped_limit, dropped_queue_full, dropped_no_buffer, retired_functions, .. } = stats;
         let _ = write!(out, " {dropped_limit} {dropped_queue_full} {dropped_no_buffer} {retired_functions}");
-        let Stats { left_out_fast, left_out_unselected, first_root_ns, last_root_ns, .. } = stats;
-        if (left_out_fast, left_out_unselected, first_root_ns, last_root_ns) != (&0, &0, &0, &0) {
+        let Stats { left_out_fast, left_out_unselected, first_root_ns, last_root_ns, dropped_cap, .. } = stats;
+        if (left_out_fast, left_out_unselected, first_root_ns, last_root_ns, dropped_cap) != (&0, &0, &0, &0, &0) {
             let _ = write!(out, " {left_out_fast} {left_out_unselected} {first_root_ns} {last_root_ns}");
+        }
+        if *dropped_cap != 0 {
+            let _ = write!(out, " {dropped_cap}");
         }
     }
     out.push('\n');

@@ -613,6 +613,7 @@ fn drop_causes(stats: &crate::trace::Stats) -> String {
         (stats.dropped_queue_full, "the trace writer fell behind"),
         (stats.dropped_limit, "--max-invocations was reached"),
         (stats.dropped_no_buffer, "no recording buffer was free"),
+        (stats.dropped_cap, "the hourly byte cap was reached (CALLTIME_MAX_BYTES_PER_HOUR)"),
     ]
     .into_iter()
     .filter(|(n, _)| *n > 0)
