@@ -118,6 +118,13 @@ fn demo_trees_output_exit_code_and_untouched_workspace() {
     // Second run: no rebuild, the text report on stderr (stdout is the program's), the exit code passed on,
     // the trace saved with its function table.
     let saved = tmp.path().join("saved/run.trace");
+    // --save's directory must exist, like -o's (issue 16): refused before the build otherwise.
+    let refused = util::run(
+        util::calltime().args(["--root", "server::handle", "--depth", "5", "--save"]).arg(&saved).current_dir(&dir),
+        false,
+    );
+    assert!(stderr_of(&refused).starts_with(&format!("error: cannot write --save {}: ", saved.display())));
+    std::fs::create_dir(saved.parent().unwrap()).unwrap();
     let out = util::calltime()
         .args(["--root", "server::handle", "--depth", "5", "--save"])
         .arg(&saved)
