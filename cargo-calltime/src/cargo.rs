@@ -449,6 +449,114 @@ pub fn seed_dependencies(user_target: &Path, target_dir: &Path, build: &BuildOpt
     Ok(copied)
 }
 
+/// Where the runtime crate is written and its builds are kept across workspaces: `$CALLTIME_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/cargo-calltime`, else `~/.cache/cargo-calltime`, in a directory named after the tool's version
+/// and the runtime's sources (a new tool never rewrites files an older one's builds depend on). The runtime is
+/// written there once, atomically (another run may be reading it). `None` when no cache directory can be made:
+/// the runtime then goes under the workspace's target dir as before (compiled once per target dir).
+pub fn runtime_home() -> Option<PathBuf> {
+    let base = std::env::var_os("CALLTIME_CACHE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()).map(|d| Path::new(&d).join("cargo-calltime"))
+        })
+        .or_else(|| {
+            std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|d| Path::new(&d).join(".cache/cargo-calltime"))
+        })?;
+    let home = base.join(format!("runtime-{}-{:016x}", env!("CARGO_PKG_VERSION"), runtime_sources_hash()));
+    if home.join("calltime-rt/Cargo.toml").is_file() {
+        return Some(home);
+    }
+    // Written beside, then renamed into place: a concurrent run sees the whole crate or none of it.
+    let staging = home.with_extension(format!("tmp{}", std::process::id()));
+    let written = std::fs::create_dir_all(&home).map_err(anyhow::Error::from).and_then(|()| {
+        let dir = crate::shadow::write_runtime(&staging)?;
+        std::fs::rename(&dir, home.join("calltime-rt")).or_else(|e| {
+            if home.join("calltime-rt/Cargo.toml").is_file() {
+                Ok(()) // another run won the race with the same files
+            } else {
+                Err(e.into())
+            }
+        })
+    });
+    let _ = std::fs::remove_dir_all(&staging);
+    match written {
+        Ok(()) => Some(home),
+        Err(e) => {
+            tracing::info!("no shared runtime cache in {}: {e:#}", home.display());
+            None
+        }
+    }
+}
+
+fn runtime_sources_hash() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    crate::runtime_sources::RUNTIME_SOURCES.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The runtime's build artifacts in a profile directory: `deps/{lib,}calltime_rt-*` and `.fingerprint/calltime-rt-*`.
+fn runtime_artifacts(profile_dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for (dir, prefixes) in [("deps", &["libcalltime_rt-", "calltime_rt-"][..]), (".fingerprint", &["calltime-rt-"][..])]
+    {
+        let Ok(entries) = std::fs::read_dir(profile_dir.join(dir)) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if prefixes.iter().any(|p| name.starts_with(p)) {
+                found.push(Path::new(dir).join(name));
+            }
+        }
+    }
+    found
+}
+
+/// Copies the runtime's artifacts of the profile between a build dir and the shared cache's target dir (`from` to
+/// `to`), each only when `to` lacks it, mtimes kept: seeded into a new build dir, cargo finds the runtime fresh
+/// (same sources at the same path, same flags) and does not compile it again. Files go in under a temporary name
+/// and are renamed into place, so a concurrent run never reads half a file. Returns how many were copied.
+pub fn share_runtime_build(from: &Path, to: &Path, build: &BuildOptions) -> Result<usize> {
+    let profile = profile_dir(build);
+    let (from, to) = (from.join(profile), to.join(profile));
+    let mut copied = 0;
+    for artifact in runtime_artifacts(&from) {
+        let target = to.join(&artifact);
+        if target.exists() {
+            continue;
+        }
+        let staging = target.with_extension(format!("calltime-tmp{}", std::process::id()));
+        let result = copy_tree_or_file(&from.join(&artifact), &staging).and_then(|n| {
+            std::fs::rename(&staging, &target)?;
+            Ok(n)
+        });
+        let _ = std::fs::remove_dir_all(&staging).or_else(|_| std::fs::remove_file(&staging));
+        copied += result
+            .with_context(|| format!("cannot copy {} to {}", from.join(&artifact).display(), target.display()))?;
+    }
+    Ok(copied)
+}
+
+/// [`copy_tree`] for a directory, else one file with its mtime.
+fn copy_tree_or_file(from: &Path, to: &Path) -> std::io::Result<usize> {
+    if from.is_dir() {
+        return copy_tree(from, to);
+    }
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    copy_file(from, to)?;
+    Ok(1)
+}
+
+/// Copies one file and gives the copy the original's mtime.
+fn copy_file(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::copy(from, to)?;
+    let modified = std::fs::metadata(from)?.modified()?;
+    std::fs::File::options().write(true).open(to)?.set_modified(modified)
+}
+
 /// Copies a directory tree, keeping each file's mtime (cargo's freshness checks compare them).
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<usize> {
     if !from.is_dir() {
@@ -463,9 +571,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<usize> {
         if kind.is_dir() {
             copied += copy_tree(&source, &target)?;
         } else if kind.is_file() {
-            std::fs::copy(&source, &target)?;
-            let modified = entry.metadata()?.modified()?;
-            std::fs::File::options().write(true).open(&target)?.set_modified(modified)?;
+            copy_file(&source, &target)?;
             copied += 1;
         }
     }
@@ -565,6 +671,35 @@ mod tests {
         assert_eq!(function_at(&plan, dir.path(), file, 5), Some("k::b"));
         assert_eq!(function_at(&plan, dir.path(), file, 7), Some("k::b"));
         assert_eq!(function_at(&plan, dir.path(), Path::new("src/other.rs"), 2), None);
+    }
+
+    #[test]
+    fn the_runtime_build_is_shared_with_mtimes_and_never_overwritten() {
+        let (from, to) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let debug = from.path().join("debug");
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        for file in
+            ["deps/libcalltime_rt-ab.rlib", "deps/calltime_rt-ab.d", ".fingerprint/calltime-rt-ab/lib-calltime_rt"]
+        {
+            std::fs::create_dir_all(debug.join(file).parent().unwrap()).unwrap();
+            std::fs::write(debug.join(file), file).unwrap();
+            std::fs::File::options().write(true).open(debug.join(file)).unwrap().set_modified(old).unwrap();
+        }
+        // Not the runtime's: left where it is.
+        std::fs::write(debug.join("deps/libdemo-cd.rlib"), "").unwrap();
+        std::fs::create_dir_all(to.path().join("debug/deps")).unwrap();
+        std::fs::write(to.path().join("debug/deps/calltime_rt-ab.d"), "newer").unwrap();
+        let build = BuildOptions::default();
+        assert_eq!(share_runtime_build(from.path(), to.path(), &build).unwrap(), 2);
+        let copied = to.path().join("debug/.fingerprint/calltime-rt-ab/lib-calltime_rt");
+        assert_eq!(std::fs::metadata(&copied).unwrap().modified().unwrap(), old);
+        assert_eq!(std::fs::read_to_string(to.path().join("debug/deps/calltime_rt-ab.d")).unwrap(), "newer");
+        assert!(to.path().join("debug/deps/libcalltime_rt-ab.rlib").is_file());
+        assert!(!to.path().join("debug/deps/libdemo-cd.rlib").exists());
+        let left: Vec<_> =
+            std::fs::read_dir(to.path().join("debug/deps")).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left.len(), 2, "no staging file is left: {left:?}");
+        assert_eq!(share_runtime_build(from.path(), to.path(), &build).unwrap(), 0);
     }
 
     #[test]

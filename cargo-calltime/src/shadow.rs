@@ -58,7 +58,7 @@ pub struct CopyStats {
 
 /// Writes the runtime crate to `<calltime>/calltime-rt` (outside any shadow workspace, with its own empty
 /// `[workspace]` so cargo never looks for one above it) and returns its directory. Files are only rewritten when
-/// their content changes, so the runtime is compiled once per target dir.
+/// their content changes. `<calltime>` is the shared cache of [`crate::cargo::runtime_home`] when there is one.
 pub fn write_runtime(calltime_dir: &Path) -> Result<PathBuf> {
     let dir = calltime_dir.join("calltime-rt");
     let manifest = "# Written by cargo-calltime: the runtime its probes call. Regenerated when the tool changes.\n\

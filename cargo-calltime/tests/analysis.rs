@@ -44,6 +44,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // `.to_string()` runs the type's Display::fmt; `.parse()` runs a FromStr impl (every visible one).
     ("to-string", "to-string-edge", &["--root", "show", "--depth", "2"]),
     ("parse", "to-string-edge", &["--root", "read", "--depth", "2"]),
+    // Issue 16: a method call on a field or local of a std type (`store.entries.get(k)` on a HashMap) is std's,
+    // not every workspace method of that name; a workspace trait implemented for the std type is still reached.
+    ("receivers", "analysis-receivers", &["--root", "entry", "--depth", "3", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {
@@ -133,6 +136,10 @@ fn errors_name_the_problem_and_a_hint() {
         ("analysis-calls", &["--root", "stepp"]),
         ("analysis-calls", &["--root", "nothing_like_this_at_all"]),
         ("analysis-calls", &["--root", "step"]),
+        // Issue 16: trait methods listed as `<T as Trait>::m` where `T::m` would select another impl too; a
+        // suggestion only when one candidate is the single free function or inherent method.
+        ("analysis-receivers", &["--root", "fmt"]),
+        ("analysis-receivers", &["--root", "lookup"]),
         ("analysis-calls", &["--root", "entry", "--filter", "("]),
         ("analysis-calls", &["--root", "entry", "--exclude", "[z-a]"]),
         ("analysis-calls", &["--root", "entry", "--depth", "0"]),

@@ -118,6 +118,13 @@ fn demo_trees_output_exit_code_and_untouched_workspace() {
     // Second run: no rebuild, the text report on stderr (stdout is the program's), the exit code passed on,
     // the trace saved with its function table.
     let saved = tmp.path().join("saved/run.trace");
+    // --save's directory must exist, like -o's (issue 16): refused before the build otherwise.
+    let refused = util::run(
+        util::calltime().args(["--root", "server::handle", "--depth", "5", "--save"]).arg(&saved).current_dir(&dir),
+        false,
+    );
+    assert!(stderr_of(&refused).starts_with(&format!("error: cannot write --save {}: ", saved.display())));
+    std::fs::create_dir(saved.parent().unwrap()).unwrap();
     let out = util::calltime()
         .args(["--root", "server::handle", "--depth", "5", "--save"])
         .arg(&saved)
@@ -796,4 +803,27 @@ fn published_ci_workflow_passes_actionlint() {
     std::fs::write(&file, injected).unwrap();
     let findings = actionlint(&file).unwrap();
     assert!(findings.contains("github.head_ref") && findings.contains("untrusted"), "{findings}");
+}
+
+#[test]
+fn a_second_workspace_reuses_the_runtime_the_first_one_built() {
+    // A cache of its own: other tests may already have filled the suite's.
+    let cache = tempfile::tempdir().unwrap();
+    let build = |dir: &Path| {
+        let mut cmd = util::calltime();
+        cmd.args(["build", "--root", "run_all", "-v", "--offline"]).current_dir(dir);
+        let out = util::run(cmd.env("CALLTIME_CACHE_DIR", cache.path()).env_remove("RUSTFLAGS"), true);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let (_first_tmp, first) = util::copy_test_crate("e2e-forms");
+    let (_second_tmp, second) = util::copy_test_crate("e2e-forms");
+    let stderr = build(&first);
+    assert!(stderr.contains("Compiling calltime-rt"), "{stderr}");
+    // Another workspace, another target dir: the runtime is copied in, cargo finds it fresh.
+    let stderr = build(&second);
+    assert!(!stderr.contains("Compiling calltime-rt"), "{stderr}");
+    assert!(stderr.contains("Reusing the runtime built in"), "{stderr}");
+    assert!(stderr.contains("Compiling e2e-forms"), "{stderr}");
+    // Neither workspace's target dir holds the runtime's sources any more: they are in the cache.
+    assert!(!second.join("target/calltime/calltime-rt").exists());
 }

@@ -574,7 +574,32 @@ fn report_writes_files_and_never_svg_to_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let trace = data("views/nested.trace");
     let out_svg = dir.path().join("out/graph.svg");
-    let out = util::run(util::calltime().arg("report").arg(&trace).args(["--format", "svg", "-o"]).arg(&out_svg), true);
+    // A missing directory is an error that names it (issue 16: it was created silently); nothing is written.
+    let report_svg = |out_svg: &Path, ok| {
+        util::run(util::calltime().arg("report").arg(&trace).args(["--format", "svg", "-o"]).arg(out_svg), ok)
+    };
+    let out = report_svg(&out_svg, false);
+    let missing = dir.path().join("out");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: cannot write -o {}: {} does not exist\n  hint: create it first (`mkdir -p {}`), or pass a path \
+             in an existing directory\n",
+            out_svg.display(),
+            missing.display(),
+            missing.display()
+        )
+    );
+    assert!(!missing.exists());
+    // diff's -o follows the same rule, and a file where the directory should be is named as such.
+    let diff = util::run(util::calltime().arg("diff").arg(&trace).arg(&trace).arg("-o").arg(&out_svg), false);
+    assert!(stderr(&diff).starts_with(&format!("error: cannot write -o {}: ", out_svg.display())), "{}", stderr(&diff));
+    std::fs::write(&missing, "").unwrap();
+    let out = report_svg(&out_svg, false);
+    assert!(stderr(&out).contains(&format!("{} is not a directory", missing.display())), "{}", stderr(&out));
+    std::fs::remove_file(&missing).unwrap();
+    std::fs::create_dir(&missing).unwrap();
+    let out = report_svg(&out_svg, true);
     assert!(stdout(&out).is_empty());
     assert!(std::fs::read_to_string(&out_svg).unwrap().starts_with("<?xml"));
     // `-o -` is stdout, for any format.

@@ -42,7 +42,10 @@ impl BodyVisitor<'_> {
                     };
                     if let Pat::Ident(pi) = &*fp.pat {
                         if pi.subpat.is_none() {
-                            let ty = TyRef::Field { owner: owner.clone(), field: format!("{prefix}{member}") };
+                            let ty = TyRef::Field {
+                                owner: Box::new(TyRef::Path(owner.clone())),
+                                field: format!("{prefix}{member}"),
+                            };
                             self.env.insert(pi.ident.to_string(), ty);
                             self.guessed.remove(&pi.ident.to_string());
                         }
@@ -57,7 +60,10 @@ impl BodyVisitor<'_> {
                     }
                     if let Pat::Ident(pi) = elem {
                         if pi.subpat.is_none() {
-                            let ty = TyRef::Field { owner: owner.clone(), field: format!("{prefix}{i}") };
+                            let ty = TyRef::Field {
+                                owner: Box::new(TyRef::Path(owner.clone())),
+                                field: format!("{prefix}{i}"),
+                            };
                             self.env.insert(pi.ident.to_string(), ty);
                             self.guessed.remove(&pi.ident.to_string());
                         }
@@ -96,16 +102,25 @@ impl BodyVisitor<'_> {
                 (Receiver::Unknown, PathRef::from_syn(&p.path).text())
             }
             Expr::Field(f) => {
-                if let Expr::Path(base) = &*f.base {
-                    if base.path.is_ident("self") {
-                        let field = match &f.member {
-                            syn::Member::Named(name) => name.to_string(),
-                            syn::Member::Unnamed(index) => index.index.to_string(),
-                        };
-                        return (Receiver::SelfField(field.clone()), format!("self.{field}"));
+                let field = match &f.member {
+                    syn::Member::Named(name) => name.to_string(),
+                    syn::Member::Unnamed(index) => index.index.to_string(),
+                };
+                // A field of a value whose type is known has its declared type: `store.entries.get(k)` on a
+                // `HashMap` field is std's `get`, not every workspace method named `get`.
+                let field_of = |owner: TyRef| TyRef::Field { owner: Box::new(owner), field: field.clone() };
+                match self.receiver(&f.base) {
+                    (Receiver::Type(TyRef::SelfType), text) if text == "self" => {
+                        (Receiver::SelfField(field.clone()), format!("self.{field}"))
                     }
+                    (Receiver::Type(owner), text) => (Receiver::Type(field_of(owner)), format!("{text}.{field}")),
+                    (Receiver::Guessed(owner), text) => (Receiver::Guessed(field_of(owner)), format!("{text}.{field}")),
+                    (Receiver::SelfField(inner), text) => {
+                        let owner = TyRef::Field { owner: Box::new(TyRef::SelfType), field: inner };
+                        (Receiver::Type(field_of(owner)), format!("{text}.{field}"))
+                    }
+                    _ => (Receiver::Unknown, "_".to_owned()),
                 }
-                (Receiver::Unknown, "_".to_owned())
             }
             Expr::Call(c) => {
                 if let Expr::Path(p) = &*c.func {
@@ -178,6 +193,13 @@ impl BodyVisitor<'_> {
                 _ => None,
             },
             Expr::Reference(r) => self.init_type(&r.expr),
+            // `let entries = &self.entries;`, `let inner = outer.inner;`: the field's declared type.
+            Expr::Field(_) => match self.receiver(expr).0 {
+                Receiver::Type(t) => Some((t, false)),
+                Receiver::Guessed(t) => Some((t, true)),
+                Receiver::SelfField(field) => Some((TyRef::Field { owner: Box::new(TyRef::SelfType), field }, false)),
+                _ => None,
+            },
             Expr::Paren(p) => self.init_type(&p.expr),
             Expr::Path(p) => p.path.get_ident().and_then(|i| {
                 let name = i.to_string();

@@ -543,10 +543,10 @@ impl Index {
         }
     }
 
-    /// For a pattern binding's [`TyRef::Field`]: the field's declared type, with the module it resolves in.
+    /// For a [`TyRef::Field`]: the field's declared type, with the module it resolves in.
     fn field_type(&self, ctx: &Ctx, ty: &TyRef, scope: ModId) -> Option<(TyRef, ModId)> {
         let TyRef::Field { owner, field } = ty else { return None };
-        let t = self.local_type(ctx, &TyRef::Path(owner.clone()), scope)?;
+        let t = self.local_type(ctx, owner, scope)?;
         let def = &self.types[t];
         let field_ty = def.fields.get(field)?;
         // A field of generic type (`T`) says nothing here: its bounds are the owner's, not the caller's.
@@ -652,7 +652,9 @@ impl Index {
             TyRef::SelfType => match ctx.owner {
                 Owner::Impl(i) => match &self.impls[i].self_res {
                     SelfRes::Local(t) => on_type(*t, self.assoc_fns(*t, name, true)),
-                    _ => Outcome::Missing(None),
+                    // `self.get(k)` in `impl Trait for HashMap<..>`: std's `get`, or a workspace impl on HashMap.
+                    SelfRes::Foreign(foreign) => ext(self.foreign_assoc(foreign, name)),
+                    SelfRes::Blanket => Outcome::Missing(None),
                 },
                 Owner::Trait(tr) => non_empty(self.trait_dispatch(tr, name)),
                 Owner::Free => Outcome::Missing(None),

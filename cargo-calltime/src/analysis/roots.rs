@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::index::{FnId, Index};
+use super::index::{FnId, Index, Owner};
 use crate::error::UserError;
 
 /// `Type::method`, `module::func`: the last two segments of the defining path, without the crate name.
@@ -71,24 +71,69 @@ pub(super) fn find_root(index: &Index, arg: &str, ws_root: &Path) -> Result<Vec<
     distinct.sort_unstable();
     distinct.dedup();
     if distinct.len() > 1 {
-        let mut listed: Vec<String> = matches
-            .iter()
-            .map(|&f| {
-                let def = &index.fns[f];
-                let file = index.files[def.file].strip_prefix(ws_root).unwrap_or(&index.files[def.file]);
-                format!("{} ({}:{})", def.match_path, file.display(), def.item.line)
-            })
-            .collect();
-        listed.sort();
-        listed.dedup();
-        return Err(UserError::new(format!(
-            "--root `{arg}` matches {} functions: {}",
-            distinct.len(),
-            listed.join(", ")
-        ))
-        .hint(format!("pass a longer path, e.g. --root {}", distinct[0])));
+        return Err(ambiguous(index, arg, &matches, ws_root));
     }
     Ok(matches)
+}
+
+/// The error for a `--root` that matches functions of several paths: each listed in the shortest form `--root`
+/// takes that selects only it (`<T as Trait>::method` when `T::method` would also select another impl's method),
+/// with its place. The hint suggests one only when a rule picks it: the single free function or inherent method
+/// among them, outside tests, in a selected package (trait methods are usually reached through a caller; the
+/// alphabetically first match told the user nothing).
+fn ambiguous(index: &Index, arg: &str, matches: &[FnId], ws_root: &Path) -> UserError {
+    let mut listed: Vec<(String, String)> = matches
+        .iter()
+        .map(|&f| {
+            let def = &index.fns[f];
+            let file = index.files[def.file].strip_prefix(ws_root).unwrap_or(&index.files[def.file]);
+            (selecting_form(index, f), format!("{}:{}", file.display(), def.item.line))
+        })
+        .collect();
+    listed.sort();
+    listed.dedup();
+    let mut forms: Vec<&str> = listed.iter().map(|(form, _)| form.as_str()).collect();
+    forms.dedup();
+    let shown: Vec<String> = listed.iter().map(|(form, place)| format!("{form} ({place})")).collect();
+    let error = UserError::new(format!("--root `{arg}` matches {} functions: {}", forms.len(), shown.join(", ")));
+    let mut preferred: Vec<String> = matches
+        .iter()
+        .filter(|&&f| {
+            let def = &index.fns[f];
+            let inherent = match def.owner {
+                Owner::Free => true,
+                Owner::Impl(i) => index.impls[i].trait_path.is_none(),
+                Owner::Trait(_) => false,
+            };
+            inherent && !def.item.test_only && index.crates[def.krate].spec.selected
+        })
+        .map(|&f| selecting_form(index, f))
+        .collect();
+    preferred.sort();
+    preferred.dedup();
+    if let [best] = preferred.as_slice() {
+        return error.hint(format!(
+            "pass a longer path, e.g. --root {best} (the only free function or inherent method among them)"
+        ));
+    }
+    let quoting = if listed.iter().any(|(form, _)| form.contains(' ')) {
+        ", quoted for the shell where it holds spaces"
+    } else {
+        ""
+    };
+    error.hint(format!("pass one of these paths to --root{quoting}"))
+}
+
+/// The defining path when it selects `f` alone (or `f`'s `#[cfg]` variants), else the rustc-style path
+/// (`<krate::T as krate::Trait>::m`), which `--root` matches exactly.
+fn selecting_form(index: &Index, f: FnId) -> String {
+    let def = &index.fns[f];
+    let shared = index.fns.iter().any(|other| other.match_path == def.match_path && other.path != def.path);
+    if shared {
+        def.path.clone()
+    } else {
+        def.match_path.clone()
+    }
 }
 
 /// `krate::a::f` where `f` is re-exported (`pub use`) rather than defined there.

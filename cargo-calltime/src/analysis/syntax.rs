@@ -46,10 +46,11 @@ pub enum TyRef {
     Bounds(Vec<PathRef>),
     /// `Self`.
     SelfType,
-    /// The type of field `field` of the type `owner` names: a binding of a pattern (`Tag::Heading { level, .. }`:
-    /// owner `Tag`, field `Heading::level`; `Point(x, _)`: owner `Point`, field `0`).
+    /// The type of field `field` of the type `owner`: a binding of a pattern (`Tag::Heading { level, .. }`: owner
+    /// `Tag`, field `Heading::level`; `Point(x, _)`: owner `Point`, field `0`), or a field access on a value of known
+    /// type (`store.entries`, `self.inner.entries`, `let e = &self.entries`).
     Field {
-        owner: PathRef,
+        owner: Box<TyRef>,
         field: String,
     },
     Unknown,

@@ -15,6 +15,7 @@ pub fn diff(global: &GlobalArgs, args: &DiffArgs) -> Result<i32> {
         bootstrap: Bootstrap::default(),
     };
     super::check_open(args.open, args.format == DiffFormat::Svg, args.output.as_deref())?;
+    super::check_output_dir("-o", args.output.as_deref())?;
     let base = super::history::diff_side(global, &args.base, &args.base_label, args.raw_times)?;
     let head = super::history::diff_side(global, &args.head, &args.head_label, args.raw_times)?;
     for warning in base.warnings.iter().chain(&head.warnings) {

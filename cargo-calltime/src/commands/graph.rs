@@ -10,6 +10,7 @@ use crate::cli::{GlobalArgs, GraphArgs};
 use crate::workspace::Workspace;
 
 pub fn graph(global: &GlobalArgs, args: &GraphArgs) -> Result<i32> {
+    super::check_output_dir("-o", args.output.as_deref())?;
     let mut options = options::plan_options(&args.plan)?;
     let cargo = options::cargo_options(global, &args.cargo);
     let started = std::time::Instant::now();

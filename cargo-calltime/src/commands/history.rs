@@ -95,6 +95,7 @@ fn open_existing(calltime_dir: &Path) -> Result<Store> {
 }
 
 pub fn history(global: &GlobalArgs, args: &HistoryArgs) -> Result<i32> {
+    super::check_output_dir("--chart", args.chart.as_deref())?;
     let filter = RunFilter {
         label: args.label.clone(),
         since_ms: args.since.as_deref().map(|d| parse_date(d, DayEnd::Start)).transpose()?,

@@ -77,7 +77,10 @@ pub fn analyse_and_build(
         }
     };
     let shadow_dir = calltime_dir.join("shadow");
-    let runtime = shadow::runtime_for(&ws, &calltime_dir, &shadow_dir)?;
+    // The runtime is shared by every workspace (its build too, see below); under the target dir when it cannot be.
+    let runtime_home = cargo::runtime_home();
+    let runtime = shadow::runtime_for(&ws, runtime_home.as_deref().unwrap_or(&calltime_dir), &shadow_dir)?;
+    let runtime_cache = runtime_home.filter(|home| runtime == home.join("calltime-rt")).map(|home| home.join("target"));
     let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), &runtime)?;
     ui::status(
         "Copying",
@@ -137,10 +140,24 @@ pub fn analyse_and_build(
     if seeded > 0 {
         ui::status("Reusing", &format!("{seeded} files of dependencies built in {}", user_target.display()));
     }
+    // The runtime as another workspace's first run built it (after the dependencies: their seeding needs an empty
+    // profile dir). Best effort both ways: a copy that fails costs only a compile.
+    if let Some(cache) = &runtime_cache {
+        match cargo::share_runtime_build(cache, &build_dir, &opts.build) {
+            Ok(n) if n > 0 => ui::status("Reusing", &format!("the runtime built in {}", cache.display())),
+            Ok(_) => {}
+            Err(e) => tracing::info!("not reusing the cached runtime: {e:#}"),
+        }
+    }
     let out =
         cargo::cargo_build(&shadow_dir, &ws.root, &stats.remaps, &build_dir, &opts.cargo, &opts.build, Some(&target))?;
     if !out.success {
         return Err(explain_build_failure(&ws, &plan, &opts, &target, &runtime, out));
+    }
+    if let Some(cache) = &runtime_cache {
+        if let Err(e) = cargo::share_runtime_build(&build_dir, cache, &opts.build) {
+            tracing::info!("not caching the runtime's build: {e:#}");
+        }
     }
     let Some(executable) = out.executable else {
         return Err(UserError::new(format!(

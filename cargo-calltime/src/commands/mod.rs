@@ -87,11 +87,24 @@ fn emit(bytes: &[u8], file_format: bool, file: Option<&Path>, open: bool) -> Res
     Ok(())
 }
 
-/// Writes a command's result to `-o FILE`, creating its directory.
-fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create directory {}", dir.display()))?;
+/// Refuses an output file (`-o`, `--save`, `--chart`: `flag`) whose directory does not exist, before any work is
+/// done: like `cp` or `rustc -o`, a mistyped directory is an error, not a tree of new directories. `-` (stdout)
+/// and a bare file name (the current directory) always pass.
+fn check_output_dir(flag: &str, path: Option<&Path>) -> Result<()> {
+    let Some(path) = path.filter(|p| *p != Path::new("-")) else { return Ok(()) };
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else { return Ok(()) };
+    if dir.is_dir() {
+        return Ok(());
     }
+    let problem = if dir.exists() { "is not a directory" } else { "does not exist" };
+    Err(UserError::new(format!("cannot write {flag} {}: {} {problem}", path.display(), dir.display()))
+        .hint(format!("create it first (`mkdir -p {}`), or pass a path in an existing directory", dir.display()))
+        .into())
+}
+
+/// Writes a command's result to `-o FILE`, whose directory must exist.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    check_output_dir("-o", Some(path))?;
     std::fs::write(path, bytes).map_err(|e| {
         anyhow::Error::new(
             UserError::new(format!("cannot write {}: {e}", path.display()))

@@ -17,6 +17,7 @@ use crate::workspace::Workspace;
 pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<i32> {
     let file_format = matches!(args.view.format, ViewFormat::Svg | ViewFormat::Html);
     super::check_open(args.view.open, file_format, args.view.output.as_deref())?;
+    super::check_output_dir("-o", args.view.output.as_deref())?;
     let extension = if args.view.format == ViewFormat::Html { "html" } else { "svg" };
     let file =
         super::destination(args.view.output.as_deref(), args.view.open, || super::temp_output("report", extension));

@@ -24,6 +24,9 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<i32> {
     let mut view = options::view_options(&args.view, color && options::to_stdout(args.view.output.as_deref()))?;
     let file_format = matches!(view.format, ViewFormat::Svg | ViewFormat::Html);
     super::check_open(args.view.open, file_format, args.view.output.as_deref())?;
+    // Before the build and the run, which can take minutes: a mistyped directory fails at once.
+    super::check_output_dir("-o", args.view.output.as_deref())?;
+    super::check_output_dir("--save", args.save.as_deref())?;
     let built = analyse_and_build(global, &args.cargo, &args.target, &args.plan)?;
     let calltime_dir = built.ws.calltime_dir();
     let trace_path = crate::run::new_trace_path(&calltime_dir)?;

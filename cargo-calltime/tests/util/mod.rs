@@ -105,6 +105,8 @@ pub fn calltime() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-calltime"));
     cmd.arg("calltime");
     cmd.env("NO_COLOR", "1").env_remove("CARGO_TERM_COLOR").env_remove("CARGO_TARGET_DIR");
+    // The shared runtime cache: one for the test runs, not the user's ~/.cache (the runtime is compiled once).
+    cmd.env("CALLTIME_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("calltime-cache"));
     cmd
 }
 
