@@ -98,6 +98,7 @@
 // (starting, admitting and handing off invocations; the thread's current context), `writer` (the trace file) and
 // `clock` (ticks and their conversion to nanoseconds), `calibrate` (the probes' own cost, measured at start-up) and
 // `retire` (probes that retire themselves).
+mod alloc;
 mod calibrate;
 mod clock;
 mod future;
@@ -113,12 +114,20 @@ use std::path::PathBuf;
 pub use future::Instrumented;
 pub use probe::Guard;
 
+/// With the `count-allocs` feature (which `cargo calltime` turns on unless the program has its own
+/// `#[global_allocator]`, which it wraps instead), every allocation made inside an invocation is counted on the
+/// innermost open call.
+#[cfg(feature = "count-allocs")]
+#[global_allocator]
+static CALLTIME_COUNTING_ALLOCATOR: alloc::CountingAlloc<std::alloc::System> = alloc::CountingAlloc(std::alloc::System);
+
 // ---------------------------------------------------------------------------------------------------------------
 // Hidden API (Contract 1)
 
 /// What the code rewritten by `cargo calltime` calls. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::alloc::CountingAlloc;
     pub use crate::{Guard, Instrumented};
     use std::future::Future;
 

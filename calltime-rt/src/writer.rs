@@ -252,7 +252,7 @@ impl Sink {
                     let header = format!(
                         "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
                          fold_after={} time_sample={} min_ns={} sample={} max_invocations={} max_depth={} \
-                         retire={} retire_factor={} retire_min_calls={}\n{}",
+                         retire={} retire_factor={} retire_min_calls={} allocs={}\n{}",
                         std::process::id(),
                         rt.clock.epoch_unix_ns(),
                         exe.replace(['\n', '\r'], " "),
@@ -268,6 +268,7 @@ impl Sink {
                         u8::from(r.enabled),
                         r.factor,
                         r.min_calls,
+                        u8::from(cfg!(feature = "count-allocs")),
                         calibration_line(),
                     );
                     if file.write_all(header.as_bytes()).is_ok() {
@@ -438,7 +439,8 @@ impl Sink {
         if !is_root && duration < rt.config.min_ns {
             return (end, false);
         }
-        self.push_line("n", &[u64::from(depth), u64::from(node.index), start, duration, u64::from(flags)]);
+        let fields = [u64::from(depth), u64::from(node.index), start, duration, u64::from(flags), node.allocs, node.alloc_bytes];
+        self.push_line("n", &fields);
         (end, true)
     }
 
@@ -516,6 +518,8 @@ impl Sink {
                 p.add_exact(node.end.saturating_sub(node.start));
                 p.flags |= node.link >> PARENT_BITS;
             }
+            p.allocs += node.allocs;
+            p.alloc_bytes += node.alloc_bytes;
         }
         self.link_children(count, |id| paths[id].parent as usize);
         let root = rec.nodes()[0];
@@ -551,6 +555,8 @@ impl Sink {
                 flags,
                 exact_calls,
                 exact_ns,
+                p.allocs,
+                p.alloc_bytes,
             ];
             self.push_line("a", &fields);
             self.walk_children(id, depth, 0);
