@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Result};
 
-use crate::plan::{ProbeKind, ProbeSite};
+use crate::plan::{AllocatorSite, ProbeKind, ProbeSite};
 
 /// What a root probe tells the runtime about the plan (Contract 1's `PlanInfo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +92,36 @@ pub fn apply(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<Stri
 /// the previous line when only whitespace precedes it on its own and that line holds no comment, string or char
 /// (so its end is plain code). Otherwise (a whole body on one line) the tokens after it on its line shift right.
 pub fn apply_keeping_columns(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<(String, Vec<u32>)> {
+    apply_with_allocators(source, probes, plan, &[])
+}
+
+/// The insertions that wrap a `#[global_allocator]` static in the runtime's counting allocator: its type becomes
+/// `CountingAlloc<T>` and its initialiser `CountingAlloc(init)` (the wrapper derefs to the allocator, so code
+/// calling methods on the static keeps compiling). They shift the rest of that one line to the right.
+pub fn allocator_insertions(site: &AllocatorSite) -> [(usize, String); 4] {
+    const WRAPPER: &str = "::calltime_rt::__private::CountingAlloc";
+    [
+        (site.ty.0, format!("{WRAPPER}<")),
+        (site.ty.1, ">".to_owned()),
+        (site.expr.0, format!("{WRAPPER}(")),
+        (site.expr.1, ")".to_owned()),
+    ]
+}
+
+/// [`apply_keeping_columns`], also wrapping the file's `#[global_allocator]` statics ([`allocator_insertions`]).
+pub fn apply_with_allocators(
+    source: &str,
+    probes: &[Probe<'_>],
+    plan: &PlanInfo,
+    allocators: &[AllocatorSite],
+) -> Result<(String, Vec<u32>)> {
     let mut edits: Vec<(usize, String)> = Vec::new();
+    for (offset, text) in allocators.iter().flat_map(allocator_insertions) {
+        if offset > source.len() || !source.is_char_boundary(offset) {
+            bail!("global allocator offset {offset} is outside the file (the file changed since analysis)");
+        }
+        edits.push((offset, text));
+    }
     let mut shifted = Vec::new();
     for probe in probes {
         let mut moves_a_column = false;

@@ -77,7 +77,8 @@ pub fn analyse_and_build(
         }
     };
     let shadow_dir = calltime_dir.join("shadow");
-    let runtime = shadow::runtime_for(&ws, &calltime_dir, &shadow_dir)?;
+    // Allocations are counted by the runtime's own global allocator, or by the program's, wrapped in the copy.
+    let runtime = shadow::runtime_for(&ws, &calltime_dir, &shadow_dir, plan.global_allocators.is_empty())?;
     let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), &runtime)?;
     ui::status(
         "Copying",
@@ -90,6 +91,14 @@ pub fn analyse_and_build(
             stats.rewritten
         ),
     );
+    for found in &plan.global_allocators {
+        let at = found.file.strip_prefix(&ws.root).unwrap_or(&found.file);
+        ui::note(&format!(
+            "allocations are counted by wrapping the program's #[global_allocator] at {}:{} in the copy",
+            at.display(),
+            found.site.line
+        ));
+    }
     if !stats.column_shifts.is_empty() {
         let names: Vec<&str> = plan
             .instrumented()
