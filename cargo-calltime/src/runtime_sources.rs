@@ -4,6 +4,7 @@
 /// Every source file of calltime-rt: its path relative to `src/` (with `/`) and its contents. A test checks this
 /// list against the directory, so a new module cannot be left out.
 pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
+    ("alloc.rs", include_str!("../../calltime-rt/src/alloc.rs")),
     ("calibrate.rs", include_str!("../../calltime-rt/src/calibrate.rs")),
     ("clock.rs", include_str!("../../calltime-rt/src/clock.rs")),
     ("future.rs", include_str!("../../calltime-rt/src/future.rs")),
@@ -12,6 +13,7 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("outbox.rs", include_str!("../../calltime-rt/src/outbox.rs")),
     ("probe.rs", include_str!("../../calltime-rt/src/probe.rs")),
     ("recorder.rs", include_str!("../../calltime-rt/src/recorder.rs")),
+    ("recorder/allocs.rs", include_str!("../../calltime-rt/src/recorder/allocs.rs")),
     ("recorder/fold.rs", include_str!("../../calltime-rt/src/recorder/fold.rs")),
     ("retire.rs", include_str!("../../calltime-rt/src/retire.rs")),
     ("writer.rs", include_str!("../../calltime-rt/src/writer.rs")),
