@@ -324,6 +324,9 @@ pub struct PathStat {
     pub calls: u64,
     pub total_ns: u64,
     pub self_ns: u64,
+    /// Self allocations and their bytes (exact).
+    pub self_allocs: u64,
+    pub self_alloc_bytes: u64,
 }
 
 impl Invocation {
@@ -352,6 +355,8 @@ impl Invocation {
             stat.calls += node.calls;
             stat.total_ns = stat.total_ns.saturating_add(node.duration_ns);
             stat.self_ns = stat.self_ns.saturating_add(node.self_ns());
+            stat.self_allocs += node.self_allocs;
+            stat.self_alloc_bytes += node.self_alloc_bytes;
             for child in &node.children {
                 walk(child, path, out);
             }

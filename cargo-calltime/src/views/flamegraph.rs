@@ -6,10 +6,9 @@ use inferno::flamegraph::{self, Options};
 use super::aggregate::select;
 use super::folded::{stacks, timeline, PANICKED_MARK};
 use super::svg_frames::{self, Edit};
-use super::text::format_bytes;
 use super::{plan_summary, plan_summary_for, Names, ViewOptions, Weight};
 use crate::trace::{Times, Trace};
-use crate::units::format_ns;
+use crate::units::{format_bytes, format_ns};
 
 pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerThan>) -> Result<Vec<u8>> {
     if trace.invocations.is_empty() {

@@ -9,7 +9,7 @@ use super::overhead::thousands;
 use super::times::{retired_text, retirement, settings_note, times_note};
 use super::{plan_summary, Names, ViewOptions};
 use crate::trace::{Invocation, RetiredCalls, Trace};
-use crate::units::{format_calls, format_ns, plural_s};
+use crate::units::{format_bytes, format_calls, format_ns, plural_s};
 
 pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
     let view = TextView {
@@ -541,24 +541,6 @@ fn warn() -> Style {
 const ALLOC_COLUMNS: [&str; 4] = ["allocs", "self allocs", "bytes", "self bytes"];
 /// The same, per invocation, in the aggregate.
 const ALLOC_COLUMNS_PER_INVOCATION: [&str; 4] = ["allocs/inv", "self allocs/inv", "bytes/inv", "self bytes/inv"];
-
-/// Bytes with three significant digits and a binary unit: `512 B`, `1.50 KiB`, `12.3 MiB`.
-pub(crate) fn format_bytes(bytes: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    match unit {
-        0 if value.fract() == 0.0 => format!("{value} B"),
-        0 => format!("{value:.1} B"),
-        _ if value >= 100.0 => format!("{value:.0} {}", UNITS[unit]),
-        _ if value >= 10.0 => format!("{value:.1} {}", UNITS[unit]),
-        _ => format!("{value:.2} {}", UNITS[unit]),
-    }
-}
 
 fn drop_causes(stats: &crate::trace::Stats) -> String {
     let causes: Vec<String> = [
