@@ -545,6 +545,7 @@ mod tests {
             unresolved: vec![],
             warnings: vec![],
             analysed: Default::default(),
+            global_allocators: Vec::new(),
         };
         let file = Path::new("src/lib.rs");
         assert_eq!(function_at(&plan, dir.path(), file, 2), Some("k::a"));
