@@ -240,7 +240,7 @@ impl Probes<'_> {
                          only that member)"
                 )));
             }
-            reason = Some(SkipReason::PackageNotSelected(package.clone()));
+            reason = Some(SkipReason::PackageNotSelected(package.to_string()));
         }
         if reason.is_none() {
             if let Some(probe) = &def.item.probe {
