@@ -56,7 +56,14 @@ static OUTBOXES: Mutex<Vec<&'static Outbox>> = Mutex::new(Vec::new());
 /// (`index` the retirement slot, `start` the calls) and `start` the truncated calls of the invocation; or, for an
 /// invocation too big to copy, `end` holds its recorder (`Box::into_raw`) and nothing follows.
 fn header(nodes: usize, retired: usize, truncated: u64, recorder: *mut Recorder) -> Node {
-    Node { start: truncated, end: recorder as usize as u64, index: nodes as u32, link: retired as u32, allocs: 0, alloc_bytes: 0 }
+    Node {
+        start: truncated,
+        end: recorder as usize as u64,
+        index: nodes as u32,
+        link: retired as u32,
+        allocs: 0,
+        alloc_bytes: 0,
+    }
 }
 
 /// One finished invocation read out of an outbox.

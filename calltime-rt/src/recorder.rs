@@ -286,7 +286,14 @@ impl Recorder {
         // SAFETY: the caller's contract; frame depth - 1 was set when it was entered.
         unsafe {
             let parent = if depth == 0 { NO_PARENT } else { self.stack.get(depth - 1) };
-            self.nodes.as_mut_ptr().add(slot).write(Node { start, end: OPEN, index, link: parent, allocs: 0, alloc_bytes: 0 });
+            self.nodes.as_mut_ptr().add(slot).write(Node {
+                start,
+                end: OPEN,
+                index,
+                link: parent,
+                allocs: 0,
+                alloc_bytes: 0,
+            });
             self.nodes.set_len(slot + 1);
             self.stack.set(depth, slot as u32);
         }

@@ -439,7 +439,8 @@ impl Sink {
         if !is_root && duration < rt.config.min_ns {
             return (end, false);
         }
-        let fields = [u64::from(depth), u64::from(node.index), start, duration, u64::from(flags), node.allocs, node.alloc_bytes];
+        let fields =
+            [u64::from(depth), u64::from(node.index), start, duration, u64::from(flags), node.allocs, node.alloc_bytes];
         self.push_line("n", &fields);
         (end, true)
     }

@@ -92,7 +92,8 @@ fn exact_counts_in_a_folded_invocation() {
 #[test]
 fn retired_calls_charge_their_caller() {
     // A retired function has no node: its allocations are its caller's, and the root's total stays exact.
-    let env = [("CALLTIME_FOLD_AFTER", "6"), ("CALLTIME_RETIRE_FACTOR", "1000000"), ("CALLTIME_RETIRE_MIN_CALLS", "10")];
+    let env =
+        [("CALLTIME_FOLD_AFTER", "6"), ("CALLTIME_RETIRE_FACTOR", "1000000"), ("CALLTIME_RETIRE_MIN_CALLS", "10")];
     let trace = run("retired_calls_charge_their_caller", 2000, &env);
     let root = &trace.invocations[0].root;
     assert!(!trace.retirements.is_empty(), "allocating retires");

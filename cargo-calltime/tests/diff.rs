@@ -574,7 +574,8 @@ fn one_more_allocation_is_reported_exactly() {
         let mut builder = TraceBuilder::new(&trace);
         for seq in 0..10 {
             let start = 1_000 + seq * 100_000;
-            let query = Node::call(1, start + 100, 50_000, false, Vec::new()).with_allocs(query_allocs, 16 * query_allocs);
+            let query =
+                Node::call(1, start + 100, 50_000, false, Vec::new()).with_allocs(query_allocs, 16 * query_allocs);
             let root = Node::call(0, start, 80_000, false, vec![query]).with_allocs(1, 24);
             builder.invocation(&Invocation::new(seq, main_thread(), root));
         }

@@ -816,13 +816,14 @@ fn allocations_show_in_text_json_and_weighted_stacks() {
     let allocs = ViewOptions { weight: cargo_calltime::views::Weight::Allocs, ..opts(ViewFormat::Folded) };
     check(&expect("allocs.allocs.folded"), &render_text(&trace, &allocs));
     // The flamegraph by bytes: frames as wide as their self bytes, titles in bytes.
-    let svg = render_text(&trace, &ViewOptions { weight: cargo_calltime::views::Weight::Bytes, ..opts(ViewFormat::Svg) });
+    let svg =
+        render_text(&trace, &ViewOptions { weight: cargo_calltime::views::Weight::Bytes, ..opts(ViewFormat::Svg) });
     assert!(svg.contains("self bytes allocated by call path"), "{svg}");
     assert!(svg.contains("db::Pool::query (312 KiB"), "{svg}");
     // A trace that counted nothing cannot be drawn by bytes.
     let nested = load("nested");
     assert!(!nested.counts_allocs());
     let opts_bytes = ViewOptions { weight: cargo_calltime::views::Weight::Bytes, ..opts(ViewFormat::Svg) };
-    let err = render(&nested, &opts_bytes).err().expect("no allocations to draw");
+    let err = render(&nested, &opts_bytes).expect_err("no allocations to draw");
     assert!(format!("{err:#}").contains("counted no allocations"), "{err:#}");
 }

@@ -5,8 +5,8 @@ use std::fmt::Write;
 use anstyle::{AnsiColor, Style};
 
 use super::{
-    allocs_text, callers_text, calls_text, change_text, count_with_callers, interval_text, signed_ns, time_text, PathDiff, Report,
-    Status,
+    allocs_text, callers_text, calls_text, change_text, count_with_callers, interval_text, signed_ns, time_text,
+    PathDiff, Report, Status,
 };
 
 /// Renders the report; `color` adds ANSI styles.

@@ -171,7 +171,8 @@ impl TextView<'_> {
         self.rows(&tree, &mut rows, String::new(), 0, None, &Columns { spread: true, cells: &cells, invocations: 1 });
         // The "(N more)" line of `--min-time` shows the folded calls' total and share.
         let folded = |total: u64, calls: u64, estimated: bool| {
-            let mut cells = vec![approx(total, estimated), String::new(), percent(total, root_total), calls.to_string()];
+            let mut cells =
+                vec![approx(total, estimated), String::new(), percent(total, root_total), calls.to_string()];
             cells.resize(if allocs { 8 } else { 4 }, String::new());
             cells
         };
