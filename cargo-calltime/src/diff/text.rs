@@ -6,7 +6,7 @@ use anstyle::{AnsiColor, Style};
 
 use super::{
     allocs_text, callers_text, calls_text, change_text, count_with_callers, interval_text, signed_ns, time_text,
-    PathDiff, Report, Status,
+    PathDiff, Report, Status, Summary,
 };
 
 /// Renders the report; `color` adds ANSI styles.
@@ -28,29 +28,7 @@ pub fn render(report: &Report, color: bool) -> String {
     let title = format!("cargo calltime diff: {} -> {}", report.base.label, report.head.label);
     let _ = writeln!(out, "{}", paint(bold, &title));
     let _ = writeln!(out, "{}", paint(dim, &super::markdown::sides_line(report)));
-    let s = &report.summary;
-    let mut headline = vec![
-        paint(
-            if s.regressed > 0 { red } else { bold },
-            &count_with_callers(s.regressed, "regressed", s.regressed_callers),
-        ),
-        paint(
-            if s.improved > 0 { green } else { bold },
-            &count_with_callers(s.improved, "improved", s.improved_callers),
-        ),
-        format!("{} unchanged", s.unchanged),
-    ];
-    let call_changes = s.calls_changed + s.added + s.removed;
-    if call_changes > 0 {
-        headline.push(paint(yellow, &super::markdown::call_changes_text(s)));
-    } else {
-        headline.push("no call-count changes".to_owned());
-    }
-    if s.allocs_changed > 0 {
-        let text = format!("{} allocation change{}", s.allocs_changed, crate::units::plural_s(s.allocs_changed as u64));
-        headline.push(paint(yellow, &text));
-    }
-    let _ = writeln!(out, "{}", headline.join(", "));
+    let _ = writeln!(out, "{}", headline(&report.summary, &paint));
 
     let reported: Vec<&PathDiff> = report.paths.iter().filter(|p| p.is_reported()).collect();
     if !reported.is_empty() {
@@ -133,4 +111,34 @@ pub fn render(report: &Report, color: bool) -> String {
         }
     }
     out
+}
+
+/// The summary line: regressed, improved, unchanged, call-count and allocation changes.
+fn headline(s: &Summary, paint: &dyn Fn(Style, &str) -> String) -> String {
+    let bold = Style::new().bold();
+    let red = Style::new().bold().fg_color(Some(AnsiColor::Red.into()));
+    let green = Style::new().bold().fg_color(Some(AnsiColor::Green.into()));
+    let yellow = Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()));
+    let mut headline = vec![
+        paint(
+            if s.regressed > 0 { red } else { bold },
+            &count_with_callers(s.regressed, "regressed", s.regressed_callers),
+        ),
+        paint(
+            if s.improved > 0 { green } else { bold },
+            &count_with_callers(s.improved, "improved", s.improved_callers),
+        ),
+        format!("{} unchanged", s.unchanged),
+    ];
+    let call_changes = s.calls_changed + s.added + s.removed;
+    if call_changes > 0 {
+        headline.push(paint(yellow, &super::markdown::call_changes_text(s)));
+    } else {
+        headline.push("no call-count changes".to_owned());
+    }
+    if s.allocs_changed > 0 {
+        let text = format!("{} allocation change{}", s.allocs_changed, crate::units::plural_s(s.allocs_changed as u64));
+        headline.push(paint(yellow, &text));
+    }
+    headline.join(", ")
 }
