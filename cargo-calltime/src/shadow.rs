@@ -290,10 +290,8 @@ impl<'p> Edits<'p> {
                 UserError::new(format!("{} is not valid UTF-8", src.display()))
                     .hint("rustc only accepts UTF-8 source files; fix the file or exclude its functions with --filter")
             })?;
-            let mut out = match (file_probes, self.plan_info) {
-                (Some(_), Some(plan_info)) | (None, Some(plan_info))
-                    if file_probes.is_some() || !allocators.is_empty() =>
-                {
+            let mut out = match self.plan_info {
+                Some(plan_info) if file_probes.is_some() || !allocators.is_empty() => {
                     let file_probes = file_probes.map_or(&[][..], Vec::as_slice);
                     let (out, shifted) = rewrite::apply_with_allocators(&text, file_probes, plan_info, allocators)
                         .with_context(|| format!("in {}", src.display()))?;
