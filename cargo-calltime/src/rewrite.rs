@@ -92,36 +92,14 @@ pub fn apply(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<Stri
 /// the previous line when only whitespace precedes it on its own and that line holds no comment, string or char
 /// (so its end is plain code). Otherwise (a whole body on one line) the tokens after it on its line shift right.
 pub fn apply_keeping_columns(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<(String, Vec<u32>)> {
-    apply_with_allocators(source, probes, plan, &[])
+    let (edits, shifted) = probe_insertions(source, probes, plan)?;
+    Ok((insert(source, edits)?, shifted))
 }
 
-/// The insertions that wrap a `#[global_allocator]` static in the runtime's counting allocator: its type becomes
-/// `CountingAlloc<T>` and its initialiser `CountingAlloc(init)` (the wrapper derefs to the allocator, so code
-/// calling methods on the static keeps compiling). They shift the rest of that one line to the right.
-pub fn allocator_insertions(site: &AllocatorSite) -> [(usize, String); 4] {
-    const WRAPPER: &str = "::calltime_rt::__private::CountingAlloc";
-    [
-        (site.ty.0, format!("{WRAPPER}<")),
-        (site.ty.1, ">".to_owned()),
-        (site.expr.0, format!("{WRAPPER}(")),
-        (site.expr.1, ")".to_owned()),
-    ]
-}
-
-/// [`apply_keeping_columns`], also wrapping the file's `#[global_allocator]` statics ([`allocator_insertions`]).
-pub fn apply_with_allocators(
-    source: &str,
-    probes: &[Probe<'_>],
-    plan: &PlanInfo,
-    allocators: &[AllocatorSite],
-) -> Result<(String, Vec<u32>)> {
+/// The insertions [`apply_keeping_columns`] makes, with the indices of the probes that move a column, for a caller
+/// that adds insertions of its own before applying them all with [`insert`].
+pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<(Vec<Insertion>, Vec<u32>)> {
     let mut edits: Vec<(usize, String)> = Vec::new();
-    for (offset, text) in allocators.iter().flat_map(allocator_insertions) {
-        if offset > source.len() || !source.is_char_boundary(offset) {
-            bail!("global allocator offset {offset} is outside the file (the file changed since analysis)");
-        }
-        edits.push((offset, text));
-    }
     let mut shifted = Vec::new();
     for probe in probes {
         let mut moves_a_column = false;
@@ -149,21 +127,46 @@ pub fn apply_with_allocators(
             shifted.push(probe.site.index);
         }
     }
-    // Stable sort by offset; at equal offsets keep the plan's order (an async close of one function never shares an
-    // offset with another function's open, but keep the result deterministic anyway).
+    shifted.sort_unstable();
+    Ok((edits, shifted))
+}
+
+/// Text to insert at a byte offset of a file.
+pub type Insertion = (usize, String);
+
+/// The insertions that wrap a `#[global_allocator]` static in the runtime's counting allocator: its type becomes
+/// `CountingAlloc<T>` and its initialiser `CountingAlloc(init)` (the wrapper derefs to the allocator, so code
+/// calling methods on the static keeps compiling). They shift the rest of that one line to the right.
+pub fn allocator_insertions(site: &AllocatorSite) -> [Insertion; 4] {
+    const WRAPPER: &str = "::calltime_rt::__private::CountingAlloc";
+    [
+        (site.ty.0, format!("{WRAPPER}<")),
+        (site.ty.1, ">".to_owned()),
+        (site.expr.0, format!("{WRAPPER}(")),
+        (site.expr.1, ")".to_owned()),
+    ]
+}
+
+/// Inserts each `(offset, text)` into `source` (offsets in the original text, on character boundaries; at equal
+/// offsets in the given order). Inserted text never holds a newline, so no line moves. Fails when an offset is
+/// outside the file or inside a character (the file changed since it was read).
+pub fn insert(source: &str, mut edits: Vec<Insertion>) -> Result<String> {
+    if let Some((offset, _)) = edits.iter().find(|(o, _)| *o > source.len() || !source.is_char_boundary(*o)) {
+        bail!("insertion offset {offset} is outside the file or inside a character (the file changed since analysis)");
+    }
     edits.sort_by_key(|(offset, _)| *offset);
     let extra: usize = edits.iter().map(|(_, t)| t.len()).sum();
     let mut out = String::with_capacity(source.len() + extra);
     let mut from = 0;
     for (offset, text) in &edits {
+        debug_assert!(!text.contains('\n'));
         out.push_str(&source[from..*offset]);
         out.push_str(text);
         from = *offset;
     }
     out.push_str(&source[from..]);
     debug_assert_eq!(out.lines().count(), source.lines().count());
-    shifted.sort_unstable();
-    Ok((out, shifted))
+    Ok(out)
 }
 
 /// Where an insertion planned at `offset` moves no user token's column: `offset` itself when nothing but
