@@ -313,7 +313,8 @@ impl<'p> Edits<'p> {
             let wrote_sibling = self.write_edited(src, rel, &sibling, mod_paths, shifts)?;
             return Ok(copy::copy_if_changed(src, dst)? | wrote_sibling);
         }
-        if self.per_file.contains_key(rel) || self.extern_crate_roots.contains(rel) || self.allocators.contains_key(rel) {
+        if self.per_file.contains_key(rel) || self.extern_crate_roots.contains(rel) || self.allocators.contains_key(rel)
+        {
             self.write_edited(src, rel, dst, &[], shifts)
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
             let text = std::fs::read_to_string(src).with_context(|| format!("cannot read {}", src.display()))?;
