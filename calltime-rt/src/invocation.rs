@@ -258,7 +258,7 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
         lock(&POOL).reserve(config.queue + SPARE_RECORDERS + 8);
         let writer = start_writer(receiver);
         install_flush_hooks();
-        // 8 slots per invocation of the queue's length (a 10-node invocation takes 11), up to 384 KB a thread.
+        // 8 slots per invocation of the queue's length (a 10-node invocation takes 11), up to 640 KB a thread.
         let outbox_slots = (config.queue * 8).next_power_of_two().clamp(8, 1 << 14);
         Runtime { config, clock, plan, sender, writer, outbox_slots }
     })

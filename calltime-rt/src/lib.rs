@@ -57,13 +57,19 @@
 //! | `CALLTIME_RETIRE_FACTOR` | 20 | a function retires when its compensated mean is under N x a recorded probe's cost |
 //! | `CALLTIME_RETIRE_MIN_CALLS` | 1000 | calls observed before a function may retire |
 //!
+//! # Allocations
+//! With the `count-allocs` feature (on in the shadow copy unless the program has its own `#[global_allocator]`,
+//! which is wrapped in [`__private::CountingAlloc`] instead), each allocation made inside an invocation is added
+//! to the node (or call path) of the innermost recorded call: one thread-local load and a branch outside
+//! invocations, a few loads and two adds inside; the probes only zero two fields of each new node.
+//!
 //! # Costs and bounds
 //! Per call: one thread-local access, one clock read on entry and one on exit, a write into a preallocated
 //! per-thread buffer; in a folded invocation, a lookup in the parent path's child cache, a counter and a frame, and
 //! the clock reads only for the sampled calls; for a retired function, a byte load and a counter. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
 //! converted to nanoseconds and trees are formatted on the writer thread. Each thread allocates one node buffer
-//! (24 bytes a node; 256 nodes, doubled on a cold path up to the fold or `CALLTIME_NODE_CAP` when an invocation needs more, and
-//! kept at that size when recycled) and one outbox (`8 x CALLTIME_QUEUE` slots of 24 bytes, at most 384 KB) at its
+//! (40 bytes a node; 256 nodes, doubled on a cold path up to the fold or `CALLTIME_NODE_CAP` when an invocation needs more, and
+//! kept at that size when recycled) and one outbox (`8 x CALLTIME_QUEUE` slots of 40 bytes, at most 640 KB) at its
 //! first root entry; an ended thread's outbox is reused by a later thread once drained.
 //!
 //! Per invocation, on the thread that runs it: admission by the thread's own counters (tickets for
@@ -102,6 +108,7 @@
 // `clock` (ticks and their conversion to nanoseconds), `calibrate` (the probes' own cost, measured at start-up) and
 // `retire` (probes that retire themselves).
 mod aggregate;
+mod alloc;
 mod calibrate;
 mod clock;
 mod control;
@@ -120,12 +127,20 @@ use std::path::PathBuf;
 pub use future::Instrumented;
 pub use probe::Guard;
 
+/// With the `count-allocs` feature (which `cargo calltime` turns on unless the program has its own
+/// `#[global_allocator]`, which it wraps instead), every allocation made inside an invocation is counted on the
+/// innermost open call.
+#[cfg(feature = "count-allocs")]
+#[global_allocator]
+static CALLTIME_COUNTING_ALLOCATOR: alloc::CountingAlloc<std::alloc::System> = alloc::CountingAlloc(std::alloc::System);
+
 // ---------------------------------------------------------------------------------------------------------------
 // Hidden API (Contract 1)
 
 /// What the code rewritten by `cargo calltime` calls. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::alloc::CountingAlloc;
     pub use crate::{Guard, Instrumented};
     use std::future::Future;
 

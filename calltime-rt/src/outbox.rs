@@ -61,7 +61,14 @@ static OUTBOXES: Mutex<Vec<&'static Outbox>> = Mutex::new(Vec::new());
 /// (`index` the retirement slot, `start` the calls) and `start` the truncated calls of the invocation; or, for an
 /// invocation too big to copy, `end` holds its recorder (`Box::into_raw`) and nothing follows.
 fn header(nodes: usize, retired: usize, truncated: u64, recorder: *mut Recorder) -> Node {
-    Node { start: truncated, end: recorder as usize as u64, index: nodes as u32, link: retired as u32 }
+    Node {
+        start: truncated,
+        end: recorder as usize as u64,
+        index: nodes as u32,
+        link: retired as u32,
+        allocs: 0,
+        alloc_bytes: 0,
+    }
 }
 
 /// One finished invocation read out of an outbox.
@@ -74,7 +81,7 @@ pub(crate) enum Entry<'a> {
 
 impl Outbox {
     fn new(capacity: usize) -> Outbox {
-        let empty = Node { start: 0, end: 0, index: 0, link: 0 };
+        let empty = Node { start: 0, end: 0, index: 0, link: 0, allocs: 0, alloc_bytes: 0 };
         Outbox {
             slots: (0..capacity).map(|_| UnsafeCell::new(empty)).collect(),
             mask: capacity - 1,
@@ -153,7 +160,7 @@ impl Outbox {
         let mut retired = 0;
         for (slot, &calls) in retired_calls.iter().enumerate() {
             if calls > 0 {
-                put(Node { start: calls, end: 0, index: slot as u32, link: 0 });
+                put(Node { start: calls, end: 0, index: slot as u32, link: 0, allocs: 0, alloc_bytes: 0 });
                 retired += 1;
             }
         }

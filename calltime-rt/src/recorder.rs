@@ -1,6 +1,7 @@
 //! A recording context: the node buffer and frame stack of one invocation, allocated once and recycled. Its fields
 //! are private to this module and `fold`; the probes go through the small `#[inline(always)]` methods below.
 
+mod allocs;
 mod fold;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -56,6 +57,10 @@ pub(crate) struct Node {
     pub(crate) end: u64,
     pub(crate) index: u32,
     pub(crate) link: u32,
+    /// Allocations made while this call was the innermost open one (its self allocations), and their bytes:
+    /// bumped by the counting allocator (`alloc.rs`), never by the probes.
+    pub(crate) allocs: u64,
+    pub(crate) alloc_bytes: u64,
 }
 
 /// A per-depth array of `max_depth` slots, left uninitialised: a slot is always set when its frame is entered and
@@ -297,7 +302,14 @@ impl Recorder {
         // SAFETY: the caller's contract; frame depth - 1 was set when it was entered.
         unsafe {
             let parent = if depth == 0 { NO_PARENT } else { self.stack.get(depth - 1) };
-            self.nodes.as_mut_ptr().add(slot).write(Node { start, end: OPEN, index, link: parent });
+            self.nodes.as_mut_ptr().add(slot).write(Node {
+                start,
+                end: OPEN,
+                index,
+                link: parent,
+                allocs: 0,
+                alloc_bytes: 0,
+            });
             self.nodes.set_len(slot + 1);
             self.stack.set(depth, slot as u32);
         }
@@ -308,6 +320,7 @@ impl Recorder {
     #[cold]
     #[inline(never)]
     fn grow(&mut self) -> bool {
+        let _paused = crate::alloc::Paused::new();
         let bound = self.cap.min(self.fold_at);
         if self.limit >= bound {
             return false;

@@ -566,7 +566,9 @@ impl Sink {
         if !is_root && duration < rt.config.min_ns {
             return (end, false);
         }
-        self.push_line(b"n", &[u64::from(depth), u64::from(node.index), start, duration, u64::from(flags)]);
+        let fields =
+            [u64::from(depth), u64::from(node.index), start, duration, u64::from(flags), node.allocs, node.alloc_bytes];
+        self.push_line(b"n", &fields);
         (end, true)
     }
 
@@ -649,6 +651,8 @@ impl Sink {
                 p.add_exact(node.end.saturating_sub(node.start));
                 p.flags |= node.link >> PARENT_BITS;
             }
+            p.allocs += node.allocs;
+            p.alloc_bytes += node.alloc_bytes;
         }
         self.link_children(count, |id| paths[id].parent as usize);
         let mark = self.pending.len();
@@ -682,6 +686,8 @@ impl Sink {
                 flags,
                 exact_calls,
                 exact_ns,
+                p.allocs,
+                p.alloc_bytes,
             ];
             self.push_line(b"a", &fields);
             self.walk_children(id, depth, 0);
@@ -799,7 +805,7 @@ fn header(rt: &Runtime) -> String {
         "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
          fold_after={} time_sample={} min_ns={} sample={} max_invocations={} max_depth={} \
          retire={} retire_factor={} retire_min_calls={} aggregate={} aggregate_ms={} rotate_bytes={} \
-         max_bytes_per_hour={} start_off={} slower_than_ns={} keep_slowest={} keep_sample={}\n{}",
+         max_bytes_per_hour={} start_off={} slower_than_ns={} keep_slowest={} keep_sample={} allocs={}\n{}",
         std::process::id(),
         rt.clock.epoch_unix_ns(),
         exe.replace(['\n', '\r'], " "),
@@ -823,6 +829,7 @@ fn header(rt: &Runtime) -> String {
         c.slower_than_ns,
         c.keep.counts().0,
         c.keep.counts().1,
+        u8::from(cfg!(feature = "count-allocs")),
         calibration_line(),
     )
 }

@@ -471,7 +471,8 @@ pub fn runtime_home() -> Option<PathBuf> {
     // Written beside, then renamed into place: a concurrent run sees the whole crate or none of it.
     let staging = home.with_extension(format!("tmp{}", std::process::id()));
     let written = std::fs::create_dir_all(&home).map_err(anyhow::Error::from).and_then(|()| {
-        let dir = crate::shadow::write_runtime(&staging)?;
+        // With its counting allocator: a workspace whose own allocator is wrapped builds one under its target dir.
+        let dir = crate::shadow::write_runtime(&staging, true)?;
         std::fs::rename(&dir, home.join("calltime-rt")).or_else(|e| {
             if home.join("calltime-rt/Cargo.toml").is_file() {
                 Ok(()) // another run won the race with the same files
@@ -665,6 +666,7 @@ mod tests {
             unresolved: vec![],
             warnings: vec![],
             analysed: Default::default(),
+            global_allocators: Vec::new(),
         };
         let file = Path::new("src/lib.rs");
         assert_eq!(function_at(&plan, dir.path(), file, 2), Some("k::a"));

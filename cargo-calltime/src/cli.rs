@@ -210,6 +210,9 @@ pub struct ViewArgs {
     /// With `--format svg --invocation K`: a time-ordered flame chart instead of a flamegraph.
     #[arg(long)]
     pub flamechart: bool,
+    /// With `--format svg` or `folded`: weigh call paths by self time, by bytes allocated or by allocations.
+    #[arg(long, value_enum, value_name = "WEIGHT", default_value = "time")]
+    pub weight: crate::views::Weight,
     /// Show times as recorded, the probes' own cost included, instead of compensated for it.
     #[arg(long)]
     pub raw_times: bool,

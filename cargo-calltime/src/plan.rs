@@ -149,6 +149,9 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// How much source the analysis read, for the caller's status line.
     pub analysed: AnalysedCounts,
+    /// `#[global_allocator]` statics of the workspace (compiled in, not test-only): the copy wraps them to count
+    /// allocations; with none, the runtime installs its own counting allocator.
+    pub global_allocators: Vec<GlobalAllocator>,
 }
 
 /// Figures of one analysis: what the index holds.
@@ -285,6 +288,24 @@ pub struct ProbeSite {
     pub close: usize,
     /// The declared return type as written (`impl Trait` erased to `_`), for async bodies; `None` for `()`.
     pub return_type: Option<String>,
+}
+
+/// A `static` marked `#[global_allocator]`: where its type and its initialiser are, so the copy can wrap both in
+/// the runtime's counting allocator (byte offsets into the file as on disk, like a `ProbeSite`'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AllocatorSite {
+    pub line: u32,
+    pub ty: (usize, usize),
+    pub expr: (usize, usize),
+}
+
+/// The program's own global allocator, found by the analysis (the copy wraps it instead of installing its own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GlobalAllocator {
+    /// Absolute path of the file that declares it, and of its package's manifest.
+    pub file: PathBuf,
+    pub manifest_path: PathBuf,
+    pub site: AllocatorSite,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Result};
 
-use crate::plan::{ProbeKind, ProbeSite};
+use crate::plan::{AllocatorSite, ProbeKind, ProbeSite};
 
 /// What a root probe tells the runtime about the plan (Contract 1's `PlanInfo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +133,19 @@ pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> 
 
 /// Text to insert at a byte offset of a file.
 pub type Insertion = (usize, String);
+
+/// The insertions that wrap a `#[global_allocator]` static in the runtime's counting allocator: its type becomes
+/// `CountingAlloc<T>` and its initialiser `CountingAlloc(init)` (the wrapper derefs to the allocator, so code
+/// calling methods on the static keeps compiling). They shift the rest of that one line to the right.
+pub fn allocator_insertions(site: &AllocatorSite) -> [Insertion; 4] {
+    const WRAPPER: &str = "::calltime_rt::__private::CountingAlloc";
+    [
+        (site.ty.0, format!("{WRAPPER}<")),
+        (site.ty.1, ">".to_owned()),
+        (site.expr.0, format!("{WRAPPER}(")),
+        (site.expr.1, ")".to_owned()),
+    ]
+}
 
 /// Inserts each `(offset, text)` into `source` (offsets in the original text, on character boundaries; at equal
 /// offsets in the given order). Inserted text never holds a newline, so no line moves. Fails when an offset is

@@ -5,6 +5,7 @@
 /// list against the directory, so a new module cannot be left out.
 pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("aggregate.rs", include_str!("../../calltime-rt/src/aggregate.rs")),
+    ("alloc.rs", include_str!("../../calltime-rt/src/alloc.rs")),
     ("calibrate.rs", include_str!("../../calltime-rt/src/calibrate.rs")),
     ("clock.rs", include_str!("../../calltime-rt/src/clock.rs")),
     ("control.rs", include_str!("../../calltime-rt/src/control.rs")),
@@ -16,6 +17,7 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("output.rs", include_str!("../../calltime-rt/src/output.rs")),
     ("probe.rs", include_str!("../../calltime-rt/src/probe.rs")),
     ("recorder.rs", include_str!("../../calltime-rt/src/recorder.rs")),
+    ("recorder/allocs.rs", include_str!("../../calltime-rt/src/recorder/allocs.rs")),
     ("recorder/fold.rs", include_str!("../../calltime-rt/src/recorder/fold.rs")),
     ("retire.rs", include_str!("../../calltime-rt/src/retire.rs")),
     ("writer.rs", include_str!("../../calltime-rt/src/writer.rs")),
@@ -62,7 +64,7 @@ mod tests {
         let stale = dir.path().join("calltime-rt/src/recorder/mod.rs");
         std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
         std::fs::write(&stale, "// from an older tool").unwrap();
-        let runtime = crate::shadow::write_runtime(dir.path()).unwrap();
+        let runtime = crate::shadow::write_runtime(dir.path(), true).unwrap();
         assert!(!stale.exists(), "a file that is not a runtime source is removed");
         let mut written = Vec::new();
         files_under(&runtime.join("src"), &runtime.join("src"), &mut written);

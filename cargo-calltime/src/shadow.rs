@@ -20,7 +20,7 @@ pub use manifest::edit_manifest;
 pub use redirect::sibling_of;
 
 use crate::error::UserError;
-use crate::plan::Plan;
+use crate::plan::{AllocatorSite, Plan};
 use crate::rewrite::{self, PlanInfo, Probe};
 use crate::runtime_sources::RUNTIME_SOURCES;
 use crate::workspace::Workspace;
@@ -59,11 +59,17 @@ pub struct CopyStats {
 /// Writes the runtime crate to `<calltime>/calltime-rt` (outside any shadow workspace, with its own empty
 /// `[workspace]` so cargo never looks for one above it) and returns its directory. Files are only rewritten when
 /// their content changes. `<calltime>` is the shared cache of [`crate::cargo::runtime_home`] when there is one.
-pub fn write_runtime(calltime_dir: &Path) -> Result<PathBuf> {
+/// With `count_allocs`, the runtime installs its counting global allocator (the `count-allocs` feature, on by
+/// default); without, the program's own `#[global_allocator]` is wrapped instead (or nothing is counted).
+pub fn write_runtime(calltime_dir: &Path, count_allocs: bool) -> Result<PathBuf> {
     let dir = calltime_dir.join("calltime-rt");
-    let manifest = "# Written by cargo-calltime: the runtime its probes call. Regenerated when the tool changes.\n\
-                    [package]\nname = \"calltime-rt\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
-                    [lib]\npath = \"src/lib.rs\"\n\n[dependencies]\n\n[workspace]\n";
+    let default_features = if count_allocs { "[\"count-allocs\"]" } else { "[]" };
+    let manifest = format!(
+        "# Written by cargo-calltime: the runtime its probes call. Regenerated when the tool changes.\n\
+         [package]\nname = \"calltime-rt\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [lib]\npath = \"src/lib.rs\"\n\n[dependencies]\n\n\
+         [features]\ndefault = {default_features}\ncount-allocs = []\n\n[workspace]\n"
+    );
     write_if_changed(&dir.join("Cargo.toml"), manifest.as_bytes())?;
     let src = dir.join("src");
     for (path, contents) in RUNTIME_SOURCES {
@@ -94,7 +100,8 @@ fn remove_stale_runtime_files(src: &Path, dir: &Path) -> Result<()> {
 
 /// The runtime the probes link: the workspace's own `calltime-rt` member when it has one (cargo-calltime's own
 /// repository: two path packages with one name and version cannot share a lock file), else the shipped copy.
-pub fn runtime_for(ws: &Workspace, calltime_dir: &Path, shadow_dir: &Path) -> Result<PathBuf> {
+/// `count_allocs` as in [`write_runtime`].
+pub fn runtime_for(ws: &Workspace, calltime_dir: &Path, shadow_dir: &Path, count_allocs: bool) -> Result<PathBuf> {
     for member in ws.metadata.workspace_packages() {
         if member.name.as_str() == "calltime-rt" {
             if let Some(dir) = member.manifest_path.parent() {
@@ -104,7 +111,7 @@ pub fn runtime_for(ws: &Workspace, calltime_dir: &Path, shadow_dir: &Path) -> Re
             }
         }
     }
-    write_runtime(calltime_dir)
+    write_runtime(calltime_dir, count_allocs)
 }
 
 /// The plan's identity: FNV-1a 64 of the function table (without its id) as JSON, 16 hex digits.
@@ -161,7 +168,7 @@ pub fn prepare(
             kept.insert(rel);
             continue;
         }
-        if !selection.takes(&rel) && !edits.per_file.contains_key(&rel) {
+        if !selection.takes(&rel) && !edits.per_file.contains_key(&rel) && !edits.allocators.contains_key(&rel) {
             stats.left_out.push(rel);
             continue;
         }
@@ -223,6 +230,8 @@ fn includes_of_probed(
 struct Edits<'p> {
     /// Probes per source file.
     per_file: BTreeMap<PathBuf, Vec<Probe<'p>>>,
+    /// `#[global_allocator]` statics to wrap in the counting allocator, per source file.
+    allocators: BTreeMap<PathBuf, Vec<AllocatorSite>>,
     plan_info: Option<&'p PlanInfo>,
     /// Manifests of packages that get the runtime dependency.
     runtime_manifests: BTreeSet<PathBuf>,
@@ -246,6 +255,7 @@ impl<'p> Edits<'p> {
         let root = &ws.root;
         let mut edits = Edits {
             per_file: BTreeMap::new(),
+            allocators: BTreeMap::new(),
             plan_info: probes.map(|(_, info)| info),
             runtime_manifests: BTreeSet::new(),
             extern_crate_roots: BTreeSet::new(),
@@ -262,6 +272,15 @@ impl<'p> Edits<'p> {
             let manifest = relative_inside(root, &function.manifest_path).with_context(|| {
                 format!("package manifest {} is outside the workspace", function.manifest_path.display())
             })?;
+            edits.runtime_manifests.insert(manifest);
+        }
+        for found in &plan.global_allocators {
+            let (Ok(rel), Ok(manifest)) =
+                (relative_inside(root, &found.file), relative_inside(root, &found.manifest_path))
+            else {
+                continue;
+            };
+            edits.allocators.entry(rel).or_default().push(found.site);
             edits.runtime_manifests.insert(manifest);
         }
         for package in &ws.metadata.packages {
@@ -294,7 +313,8 @@ impl<'p> Edits<'p> {
             let wrote_sibling = self.write_edited(src, rel, &sibling, mod_paths, shifts)?;
             return Ok(copy::copy_if_changed(src, dst)? | wrote_sibling);
         }
-        if self.per_file.contains_key(rel) || self.extern_crate_roots.contains(rel) {
+        if self.per_file.contains_key(rel) || self.extern_crate_roots.contains(rel) || self.allocators.contains_key(rel)
+        {
             self.write_edited(src, rel, dst, &[], shifts)
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
             let text = std::fs::read_to_string(src).with_context(|| format!("cannot read {}", src.display()))?;
@@ -346,6 +366,10 @@ impl Edits<'_> {
                 .with_context(|| format!("in {}", src.display()))?;
             insertions.extend(probes);
             shifts.extend(shifted);
+        }
+        if self.plan_info.is_some() {
+            let allocators = self.allocators.get(rel).map_or(&[][..], Vec::as_slice);
+            insertions.extend(allocators.iter().flat_map(rewrite::allocator_insertions));
         }
         let mut out = rewrite::insert(&text, insertions).with_context(|| format!("in {}", src.display()))?;
         if self.extern_crate_roots.contains(rel) {

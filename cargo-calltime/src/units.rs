@@ -58,6 +58,24 @@ pub fn parse_duration(text: &str) -> Result<u64, UserError> {
     Ok((value * scale).round() as u64)
 }
 
+/// Bytes with three significant digits and a binary unit: `512 B`, `1.50 KiB`, `12.3 MiB`.
+pub fn format_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 if value.fract() == 0.0 => format!("{value} B"),
+        0 => format!("{value:.1} B"),
+        _ if value >= 100.0 => format!("{value:.0} {}", UNITS[unit]),
+        _ if value >= 10.0 => format!("{value:.1} {}", UNITS[unit]),
+        _ => format!("{value:.2} {}", UNITS[unit]),
+    }
+}
+
 /// Calls per invocation: `3` for whole numbers, `2.50` and `0.33` otherwise (two decimals, so table columns line
 /// up).
 pub fn format_calls(calls: f64) -> String {

@@ -560,3 +560,39 @@ fn paths_that_read_alike_are_shown_in_full() {
     displays.sort();
     assert_eq!(displays, ["app::server::handle -> app::a::new", "app::server::handle -> app::b::new", "handle"]);
 }
+
+/// Allocation counts are exact, like call counts: one more allocation per invocation in one function is a change,
+/// reported with no statistics, and traces that counted none compare as before.
+#[test]
+fn one_more_allocation_is_reported_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let functions = table(&["app::handle".to_owned(), "app::query".to_owned()]);
+    // Ten invocations with the same times on both sides: only query's self allocations differ (4 vs 5 of 16 bytes).
+    let write = |name: &str, query_allocs: u64| -> PathBuf {
+        let mut trace = header(3, 1);
+        trace.settings.insert("allocs".to_owned(), 1);
+        let mut builder = TraceBuilder::new(&trace);
+        for seq in 0..10 {
+            let start = 1_000 + seq * 100_000;
+            let query =
+                Node::call(1, start + 100, 50_000, false, Vec::new()).with_allocs(query_allocs, 16 * query_allocs);
+            let root = Node::call(0, start, 80_000, false, vec![query]).with_allocs(1, 24);
+            builder.invocation(&Invocation::new(seq, main_thread(), root));
+        }
+        let path = dir.path().join(name);
+        save_run(&path, &functions, builder.text());
+        path
+    };
+    let (base, head) = (write("base.trace", 4), write("head.trace", 5));
+    let case = Case { _tmp: dir, base, head };
+    let json = diff_json(&case, &[]);
+    assert_eq!(json["summary"]["allocs_changed"], 1, "{json:#}");
+    let query = path_entry(&json, "handle -> query");
+    assert_eq!(query["allocs"]["base"], 4.0);
+    assert_eq!(query["allocs"]["head"], 5.0);
+    assert_eq!(query["allocs"]["changed"], true);
+    assert_eq!(path_entry(&json, "handle")["allocs"]["changed"], false);
+    let text = String::from_utf8(diff(&case, &[], true).stdout).unwrap();
+    assert!(text.contains("1 allocation change"), "{text}");
+    assert!(text.contains("4 -> 5 (64 B -> 80 B)"), "{text}");
+}

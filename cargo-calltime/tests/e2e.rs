@@ -827,3 +827,46 @@ fn a_second_workspace_reuses_the_runtime_the_first_one_built() {
     // Neither workspace's target dir holds the runtime's sources any more: they are in the cache.
     assert!(!second.join("target/calltime/calltime-rt").exists());
 }
+
+/// Allocations per node, exact, counted by the runtime's allocator (e2e-allocs) or by the program's own
+/// `#[global_allocator]`, wrapped in the copy (e2e-allocs-own, which goes on using its static).
+#[test]
+fn allocations_are_counted_exactly_per_node() {
+    for name in ["e2e-allocs", "e2e-allocs-own"] {
+        let (tmp, dir) = util::copy_test_crate(name);
+        let path = tmp.path().join("report.json");
+        let out = util::run(
+            util::calltime()
+                .args(["--root", "handle", "--depth", "2", "--format", "json", "-o"])
+                .arg(&path)
+                .current_dir(&dir),
+            true,
+        );
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let root = &report["aggregate"][0]["tree"];
+        // Two invocations (1 and 3 rounds): the root's 24 bytes each, 3 allocations of 1116 bytes per round.
+        assert_eq!(
+            (root["allocs"].as_u64(), root["alloc_bytes"].as_u64()),
+            (Some(14), Some(2 * 24 + 4 * 1116)),
+            "{name}"
+        );
+        assert_eq!((root["self_allocs"].as_u64(), root["self_alloc_bytes"].as_u64()), (Some(2), Some(48)), "{name}");
+        let child =
+            |display: &str| root["children"].as_array().unwrap().iter().find(|c| c["display"] == display).cloned();
+        let allocating = child("allocating").expect("allocating is probed");
+        assert_eq!(
+            (allocating["self_allocs"].as_u64(), allocating["self_alloc_bytes"].as_u64()),
+            (Some(12), Some(4464))
+        );
+        let quiet = child("quiet").expect("quiet is probed");
+        assert_eq!(quiet["allocs"].as_u64(), Some(0), "{name}");
+        if name == "e2e-allocs-own" {
+            assert!(String::from_utf8_lossy(&out.stdout).contains("own allocator used: true"));
+            assert!(
+                stderr_of(&out).contains("wrapping the program's #[global_allocator] at src/main.rs:33"),
+                "{}",
+                stderr_of(&out)
+            );
+        }
+    }
+}

@@ -826,3 +826,29 @@ fn many_trace() -> String {
     text.push('\n');
     text
 }
+
+#[test]
+fn allocations_show_in_text_json_and_weighted_stacks() {
+    // Two invocations with exact self allocations per node: 3 allocations of 1116 bytes per parse::header call,
+    // 10,000 of 16 bytes in db::Pool::query, a root with one of its own.
+    let trace = load("allocs");
+    assert!(trace.counts_allocs());
+    check(&expect("allocs.txt"), &render_text(&trace, &ViewOptions::default()));
+    let json = render_text(&trace, &opts(ViewFormat::Json));
+    check(&expect("allocs.json"), &json);
+    let bytes = ViewOptions { weight: cargo_calltime::views::Weight::Bytes, ..opts(ViewFormat::Folded) };
+    check(&expect("allocs.bytes.folded"), &render_text(&trace, &bytes));
+    let allocs = ViewOptions { weight: cargo_calltime::views::Weight::Allocs, ..opts(ViewFormat::Folded) };
+    check(&expect("allocs.allocs.folded"), &render_text(&trace, &allocs));
+    // The flamegraph by bytes: frames as wide as their self bytes, titles in bytes.
+    let svg =
+        render_text(&trace, &ViewOptions { weight: cargo_calltime::views::Weight::Bytes, ..opts(ViewFormat::Svg) });
+    assert!(svg.contains("self bytes allocated by call path"), "{svg}");
+    assert!(svg.contains("db::Pool::query (312 KiB"), "{svg}");
+    // A trace that counted nothing cannot be drawn by bytes.
+    let nested = load("nested");
+    assert!(!nested.counts_allocs());
+    let opts_bytes = ViewOptions { weight: cargo_calltime::views::Weight::Bytes, ..opts(ViewFormat::Svg) };
+    let err = render(&nested, &opts_bytes).expect_err("no allocations to draw");
+    assert!(format!("{err:#}").contains("counted no allocations"), "{err:#}");
+}

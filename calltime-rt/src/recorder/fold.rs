@@ -15,6 +15,7 @@ impl Recorder {
     #[cold]
     #[inline(never)]
     pub(crate) fn fold(&mut self) {
+        let _paused = crate::alloc::Paused::new();
         crate::retire::observe_at_fold(&self.nodes);
         if !self.frame_path.is_allocated(self.max_depth) {
             self.frame_path = DepthArray::new(self.max_depth);
@@ -62,6 +63,7 @@ impl Recorder {
 
     /// A new call path under `parent` (`NO_PATH` for the root's), or `NO_PATH` past the cap.
     fn new_path(&mut self, parent: u32, index: u32) -> u32 {
+        let _paused = crate::alloc::Paused::new();
         let id = self.paths.len();
         if id >= self.cap || id >= NO_PATH as usize {
             return NO_PATH;
@@ -92,6 +94,8 @@ impl Recorder {
             next_sibling,
             hot: [NO_PATH; HOT_CHILDREN],
             flags: 0,
+            allocs: 0,
+            alloc_bytes: 0,
         });
         id as u32
     }
@@ -374,6 +378,9 @@ pub(crate) struct PathNode {
     /// this finds each without walking the sibling list.
     hot: [u32; HOT_CHILDREN],
     pub(crate) flags: u32,
+    /// Self allocations of the path's calls and their bytes (see `Node::allocs`).
+    pub(crate) allocs: u64,
+    pub(crate) alloc_bytes: u64,
 }
 
 impl PathNode {

@@ -201,7 +201,8 @@ fn split_version_3(text: &str) -> (String, Extras) {
                 continue;
             }
             "a" if whole => {
-                assert_eq!(words.len(), 12, "an a line of version 3 has 11 fields: {line}");
+                // 11 fields, then the allocation counts of a runtime that counts them.
+                assert_eq!(words.len(), 14, "an a line of version 3 has 13 fields: {line}");
                 let seq = open.expect("a inside an invocation");
                 extras.exact.entry(seq).or_default().push((number(words[10]), number(words[11])));
                 out.push_str(&words[..10].join(" "));

@@ -153,6 +153,8 @@ pub struct Index {
     pub blanket_impls: Vec<ImplId>,
     pub warnings: Vec<String>,
     pub lines: usize,
+    /// `#[global_allocator]` statics of the indexed crates that are compiled in and not test-only.
+    pub global_allocators: Vec<crate::plan::GlobalAllocator>,
 }
 
 impl FnDef {
@@ -277,6 +279,20 @@ impl Index {
         stack: &mut Vec<PathBuf>,
     ) {
         let test_only = outer.test_only;
+        if !test_only && outer.compiled_out.is_none() {
+            let manifest_path = &self.crates[self.modules[m].krate].spec.manifest_path;
+            for &site in &items.global_allocators {
+                let found = crate::plan::GlobalAllocator {
+                    file: file_path.to_owned(),
+                    manifest_path: manifest_path.clone(),
+                    site,
+                };
+                // A lib and its bins index the same file; one wrap is enough.
+                if !self.global_allocators.contains(&found) {
+                    self.global_allocators.push(found);
+                }
+            }
+        }
         for u in &items.uses {
             self.uses.push((m, u.clone()));
         }

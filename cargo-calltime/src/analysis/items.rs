@@ -263,6 +263,15 @@ impl Extractor {
                     is_copy: false,
                 });
             }
+            Item::Static(s) if s.attrs.iter().any(|a| a.path().is_ident("global_allocator")) => {
+                let ty = s.ty.span().byte_range();
+                let expr = s.expr.span().byte_range();
+                out.global_allocators.push(AllocatorSite {
+                    line: line_of(s.static_token.span),
+                    ty: (self.off(ty.start), self.off(ty.end)),
+                    expr: (self.off(expr.start), self.off(expr.end)),
+                });
+            }
             Item::ForeignMod(fm) => self.foreign_items(fm, out, scope),
             Item::Macro(m) => {
                 // `macro_rules!` bodies are templates, not code; other item macros often wrap plain items.

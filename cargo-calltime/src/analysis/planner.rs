@@ -94,7 +94,8 @@ impl Analysis {
             .map(|(f, _)| (index.crates[index.fns[*f].krate].spec.name.as_str(), index.fns[*f].match_path.as_str()))
             .collect();
         let filter_warning = filter_leaves_only_roots(options, &functions, &names);
-        let Analysis { index, counts, mut warnings } = self;
+        let Analysis { mut index, counts, mut warnings } = self;
+        let global_allocators = std::mem::take(&mut index.global_allocators);
         warnings.extend(filter_warning);
         // Freeing tens of thousands of small allocations takes a noticeable share of the analysis time; nothing
         // waits for it, so it happens off the main thread.
@@ -109,6 +110,7 @@ impl Analysis {
             unresolved,
             warnings,
             analysed: counts,
+            global_allocators,
         })
     }
 }

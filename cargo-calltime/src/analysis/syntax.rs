@@ -208,6 +208,8 @@ pub struct ModItem {
     pub kind: ModKind,
 }
 
+pub use crate::plan::AllocatorSite;
+
 #[derive(Debug, Clone, Default)]
 pub struct ModItems {
     pub uses: Vec<UseItem>,
@@ -216,6 +218,7 @@ pub struct ModItems {
     pub traits: Vec<TraitItemInfo>,
     pub types: Vec<TypeItem>,
     pub mods: Vec<ModItem>,
+    pub global_allocators: Vec<AllocatorSite>,
 }
 
 /// What one file contributes to the index.

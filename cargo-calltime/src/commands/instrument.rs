@@ -78,8 +78,12 @@ pub fn analyse_and_build(
     };
     let shadow_dir = calltime_dir.join("shadow");
     // The runtime is shared by every workspace (its build too, see below); under the target dir when it cannot be.
-    let runtime_home = cargo::runtime_home();
-    let runtime = shadow::runtime_for(&ws, runtime_home.as_deref().unwrap_or(&calltime_dir), &shadow_dir)?;
+    // Allocations are counted by the runtime's own global allocator, or by the program's, wrapped in the copy: a
+    // runtime without its allocator is built under the target dir, so the shared one never changes features.
+    let count_allocs = plan.global_allocators.is_empty();
+    let runtime_home = cargo::runtime_home().filter(|_| count_allocs);
+    let runtime_dir = runtime_home.as_deref().unwrap_or(&calltime_dir);
+    let runtime = shadow::runtime_for(&ws, runtime_dir, &shadow_dir, count_allocs)?;
     let runtime_cache = runtime_home.filter(|home| runtime == home.join("calltime-rt")).map(|home| home.join("target"));
     let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), &runtime)?;
     ui::status(
@@ -93,6 +97,14 @@ pub fn analyse_and_build(
             stats.rewritten
         ),
     );
+    for found in &plan.global_allocators {
+        let at = found.file.strip_prefix(&ws.root).unwrap_or(&found.file);
+        ui::note(&format!(
+            "allocations are counted by wrapping the program's #[global_allocator] at {}:{} in the copy",
+            at.display(),
+            found.site.line
+        ));
+    }
     if !stats.column_shifts.is_empty() {
         let names: Vec<&str> = plan
             .instrumented()

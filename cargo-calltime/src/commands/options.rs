@@ -9,7 +9,7 @@ use crate::cli::{CargoArgs, ColorChoice, GlobalArgs, PlanArgs, RecordArgs, Targe
 use crate::error::UserError;
 use crate::plan::{path_regex, PlanOptions};
 use crate::run::RecordOptions;
-use crate::views::{ViewFormat, ViewOptions};
+use crate::views::{ViewFormat, ViewOptions, Weight};
 use crate::workspace::CargoOptions;
 
 pub fn cargo_options(global: &GlobalArgs, cargo: &CargoArgs) -> CargoOptions {
@@ -131,6 +131,11 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
             .hint("add `--format svg` (and `--invocation K` to pick the invocation)")
             .into());
     }
+    if args.weight != Weight::Time && (!matches!(format, ViewFormat::Svg | ViewFormat::Folded) || args.flamechart) {
+        return Err(UserError::new("--weight sizes the frames of a flamegraph or folded stacks")
+            .hint("add `--format svg` or `--format folded` (a flame chart is always by time)")
+            .into());
+    }
     if args.sort.is_some() && !matches!(format, ViewFormat::Table | ViewFormat::Json) {
         return Err(UserError::new("--sort orders the function table")
             .hint("add `--format table` (or `--format json`, whose `functions` it orders)")
@@ -151,6 +156,7 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
         color: color && format == ViewFormat::Text,
         raw_times: args.raw_times,
         sort: args.sort.unwrap_or_default(),
+        weight: args.weight,
         slower_than_ns: duration("--slower-than", args.slower_than.as_deref())?,
         history: Vec::new(),
     })

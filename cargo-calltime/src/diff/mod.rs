@@ -98,6 +98,9 @@ struct PathSamples {
     display: Vec<String>,
     calls: u64,
     self_ns_sum: u128,
+    /// Self allocations and bytes over the side's invocations (exact).
+    self_allocs: u64,
+    self_alloc_bytes: u64,
     /// Per invocation in which the path ran: its total time, and its self time.
     total_ns: Vec<f64>,
     self_ns: Vec<f64>,
@@ -142,6 +145,8 @@ pub struct Side {
     retired: HashSet<String>,
     /// Every call of each function over the analysed invocations: in the trees, plus retired calls (`r` lines).
     function_calls: HashMap<String, u64>,
+    /// Every kept run counted allocations: only then do they compare.
+    counts_allocs: bool,
     pub warnings: Vec<String>,
 }
 
@@ -210,6 +215,7 @@ impl Side {
             paths: HashMap::new(),
             retired: HashSet::new(),
             function_calls: HashMap::new(),
+            counts_allocs: true,
             warnings,
         };
         let kept: Vec<bool> = side.runs.iter().map(|r| r.dropped.is_none()).collect();
@@ -242,6 +248,7 @@ impl Side {
     }
 
     fn add_trace(&mut self, trace: &Trace, run: usize) {
+        self.counts_allocs &= trace.counts_allocs();
         // Index paths repeat across invocations: name each one once.
         let mut names: HashMap<Vec<u32>, PathKey> = HashMap::new();
         self.retired.extend(trace.retirements.iter().map(|r| trace.table.path(r.func)));
@@ -273,6 +280,8 @@ impl Side {
                     *self.function_calls.entry(trace.table.path(function)).or_default() += stat.calls;
                 }
                 samples.self_ns_sum += u128::from(stat.self_ns);
+                samples.self_allocs += stat.self_allocs;
+                samples.self_alloc_bytes += stat.self_alloc_bytes;
                 if samples.last_run != Some(run) {
                     samples.run_starts.push(samples.total_ns.len());
                     samples.last_run = Some(run);
@@ -372,6 +381,18 @@ pub struct Calls {
     pub retired: bool,
 }
 
+/// Self allocations of a call path per invocation, on both sides (when both counted them). Exact, like calls: any
+/// difference is a change, with no statistics.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Allocs {
+    pub base: f64,
+    pub head: f64,
+    pub base_bytes: f64,
+    pub head_bytes: f64,
+    /// The count or the bytes per invocation differ (compared exactly, in integers).
+    pub changed: bool,
+}
+
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct TimeStats {
     /// Invocations in which the path ran (the time samples).
@@ -410,6 +431,9 @@ pub struct PathDiff {
     pub status: Status,
     pub noise: Option<Noise>,
     pub calls: Calls,
+    /// Self allocations per invocation; absent unless both sides counted allocations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocs: Option<Allocs>,
     pub base: Option<TimeStats>,
     pub head: Option<TimeStats>,
     pub change: Option<Change>,
@@ -428,7 +452,7 @@ pub struct PathDiff {
 impl PathDiff {
     /// Whether the path belongs in the table of changes (otherwise it is folded with the unchanged ones).
     pub fn is_reported(&self) -> bool {
-        self.status != Status::Unchanged || self.calls.changed
+        self.status != Status::Unchanged || self.calls.changed || self.allocs.is_some_and(|a| a.changed)
     }
 
     /// For a caller folded under its cause: whether the cause made it slower (`Some(true)`) or faster.
@@ -471,6 +495,9 @@ pub struct Summary {
     pub removed: usize,
     /// Paths on both sides whose calls per invocation changed.
     pub calls_changed: usize,
+    /// Paths on both sides whose self allocations (count or bytes) per invocation changed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub allocs_changed: usize,
     pub not_significant: usize,
     pub below_threshold: usize,
     pub too_few_samples: usize,
@@ -542,6 +569,9 @@ pub fn compare(base: &Side, head: &Side, settings: &Settings) -> Report {
         }
         if p.calls.changed && !matches!(p.status, Status::Added | Status::Removed) {
             summary.calls_changed += 1;
+        }
+        if p.allocs.is_some_and(|a| a.changed) && !matches!(p.status, Status::Added | Status::Removed) {
+            summary.allocs_changed += 1;
         }
         match p.noise {
             Some(Noise::NotSignificant) => summary.not_significant += 1,
@@ -634,6 +664,19 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
             != u128::from(calls_head) * u128::from(base.invocations),
         retired,
     };
+    let allocs = (base.counts_allocs && head.counts_allocs).then(|| {
+        let (n_base, n_head) = (u128::from(base.invocations), u128::from(head.invocations));
+        let of = |p: Option<&PathSamples>| p.map_or((0, 0), |p| (p.self_allocs, p.self_alloc_bytes));
+        let ((allocs_base, bytes_base), (allocs_head, bytes_head)) = (of(in_base), of(in_head));
+        Allocs {
+            base: allocs_base as f64 / base.invocations as f64,
+            head: allocs_head as f64 / head.invocations as f64,
+            base_bytes: bytes_base as f64 / base.invocations as f64,
+            head_bytes: bytes_head as f64 / head.invocations as f64,
+            changed: u128::from(allocs_base) * n_head != u128::from(allocs_head) * n_base
+                || u128::from(bytes_base) * n_head != u128::from(bytes_head) * n_base,
+        }
+    });
     let time_stats = |samples: Option<&PathSamples>, side: &Side| {
         samples.map(|p| TimeStats {
             samples: p.total_ns.len(),
@@ -650,6 +693,7 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
         status: Status::Unchanged,
         noise: None,
         calls,
+        allocs,
         base: base_time,
         head: head_time,
         change: None,
@@ -786,6 +830,28 @@ pub fn count_with_callers(count: usize, word: &str, callers: usize) -> String {
             crate::units::plural(count as u64, "cause"),
             crate::units::plural(callers as u64, "caller")
         ),
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Self allocations per invocation: `3 -> 5 (96 B -> 160 B)` when they changed, `3 (96 B)` otherwise; empty when the
+/// traces counted none.
+pub fn allocs_text(p: &PathDiff) -> String {
+    let Some(a) = p.allocs else { return String::new() };
+    let bytes = crate::units::format_bytes;
+    if a.changed {
+        format!(
+            "{} -> {} ({} -> {})",
+            format_calls(a.base),
+            format_calls(a.head),
+            bytes(a.base_bytes),
+            bytes(a.head_bytes)
+        )
+    } else {
+        format!("{} ({})", format_calls(a.head), bytes(a.head_bytes))
     }
 }
 

@@ -5,8 +5,8 @@ use std::fmt::Write;
 use anstyle::{AnsiColor, Style};
 
 use super::{
-    callers_text, calls_text, change_text, count_with_callers, interval_text, signed_ns, time_text, PathDiff, Report,
-    Status,
+    allocs_text, callers_text, calls_text, change_text, count_with_callers, interval_text, signed_ns, time_text,
+    PathDiff, Report, Status, Summary,
 };
 
 /// Renders the report; `color` adds ANSI styles.
@@ -28,43 +28,35 @@ pub fn render(report: &Report, color: bool) -> String {
     let title = format!("cargo calltime diff: {} -> {}", report.base.label, report.head.label);
     let _ = writeln!(out, "{}", paint(bold, &title));
     let _ = writeln!(out, "{}", paint(dim, &super::markdown::sides_line(report)));
-    let s = &report.summary;
-    let mut headline = vec![
-        paint(
-            if s.regressed > 0 { red } else { bold },
-            &count_with_callers(s.regressed, "regressed", s.regressed_callers),
-        ),
-        paint(
-            if s.improved > 0 { green } else { bold },
-            &count_with_callers(s.improved, "improved", s.improved_callers),
-        ),
-        format!("{} unchanged", s.unchanged),
-    ];
-    let call_changes = s.calls_changed + s.added + s.removed;
-    if call_changes > 0 {
-        headline.push(paint(yellow, &super::markdown::call_changes_text(s)));
-    } else {
-        headline.push("no call-count changes".to_owned());
-    }
-    let _ = writeln!(out, "{}", headline.join(", "));
+    let _ = writeln!(out, "{}", headline(&report.summary, &paint));
 
     let reported: Vec<&PathDiff> = report.paths.iter().filter(|p| p.is_reported()).collect();
     if !reported.is_empty() {
-        let header = ["change", report.base.label.as_str(), report.head.label.as_str(), "95% CI", "self/inv", "calls"];
-        let rows: Vec<[String; 6]> = reported
+        let mut header =
+            vec!["change", report.base.label.as_str(), report.head.label.as_str(), "95% CI", "self/inv", "calls"];
+        // Allocations compare only when both sides counted them.
+        let with_allocs = reported.iter().any(|p| p.allocs.is_some());
+        if with_allocs {
+            header.push("self allocs/inv");
+        }
+        let rows: Vec<Vec<String>> = reported
             .iter()
             .map(|p| {
-                [
+                let mut row = vec![
                     change_text(p),
                     time_text(&p.base),
                     time_text(&p.head),
                     interval_text(p),
                     signed_ns(p.self_delta_ns()),
                     calls_text(p),
-                ]
+                ];
+                if with_allocs {
+                    row.push(allocs_text(p));
+                }
+                row
             })
             .collect();
-        let mut widths = header.map(|h| h.chars().count());
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
         for row in &rows {
             for (w, cell) in widths.iter_mut().zip(row) {
                 *w = (*w).max(cell.chars().count());
@@ -72,19 +64,20 @@ pub fn render(report: &Report, color: bool) -> String {
         }
         out.push('\n');
         let mut line = String::from("  ");
-        for (h, w) in header.iter().zip(widths) {
+        for (h, &w) in header.iter().zip(&widths) {
             let _ = write!(line, "{h:<w$}  ");
         }
         line.push_str("call path");
         let _ = writeln!(out, "{}", paint(bold, &line));
         for (p, row) in reported.iter().zip(&rows) {
             let mut line = String::from("  ");
-            for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+            for (i, (cell, &w)) in row.iter().zip(&widths).enumerate() {
                 let padded = format!("{cell:<w$}");
                 let styled = match (i, p.status) {
                     (0, Status::Regressed | Status::Added) => paint(red, &padded),
                     (0, Status::Improved | Status::Removed) => paint(green, &padded),
                     (5, _) if p.calls.changed => paint(yellow, &padded),
+                    (6, _) if p.allocs.is_some_and(|a| a.changed) => paint(yellow, &padded),
                     _ => padded,
                 };
                 line.push_str(&styled);
@@ -118,4 +111,34 @@ pub fn render(report: &Report, color: bool) -> String {
         }
     }
     out
+}
+
+/// The summary line: regressed, improved, unchanged, call-count and allocation changes.
+fn headline(s: &Summary, paint: &dyn Fn(Style, &str) -> String) -> String {
+    let bold = Style::new().bold();
+    let red = Style::new().bold().fg_color(Some(AnsiColor::Red.into()));
+    let green = Style::new().bold().fg_color(Some(AnsiColor::Green.into()));
+    let yellow = Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()));
+    let mut headline = vec![
+        paint(
+            if s.regressed > 0 { red } else { bold },
+            &count_with_callers(s.regressed, "regressed", s.regressed_callers),
+        ),
+        paint(
+            if s.improved > 0 { green } else { bold },
+            &count_with_callers(s.improved, "improved", s.improved_callers),
+        ),
+        format!("{} unchanged", s.unchanged),
+    ];
+    let call_changes = s.calls_changed + s.added + s.removed;
+    if call_changes > 0 {
+        headline.push(paint(yellow, &super::markdown::call_changes_text(s)));
+    } else {
+        headline.push("no call-count changes".to_owned());
+    }
+    if s.allocs_changed > 0 {
+        let text = format!("{} allocation change{}", s.allocs_changed, crate::units::plural_s(s.allocs_changed as u64));
+        headline.push(paint(yellow, &text));
+    }
+    headline.join(", ")
 }

@@ -27,6 +27,8 @@ pub struct TraceBuilder {
     text: String,
     /// The header's version: which fields `a` and `stats` lines carry.
     version: u32,
+    /// Node lines carry allocation counts (the header's settings name `allocs`, as the runtime writes them).
+    allocs: bool,
 }
 
 impl TraceBuilder {
@@ -47,18 +49,18 @@ impl TraceBuilder {
         if let (3.., Some(calibration)) = (header.version, &header.calibration) {
             records::write_calibration(&mut text, calibration);
         }
-        TraceBuilder { text, version: header.version }
+        TraceBuilder { text, version: header.version, allocs: header.settings.contains_key("allocs") }
     }
 
     /// Appends one invocation record: its `inv` line, its nodes in preorder (`a` lines when `inv.folded`, `n` lines
     /// otherwise), its `r` lines (version 3) and `end`.
     pub fn invocation(&mut self, inv: &Invocation) -> &mut TraceBuilder {
         records::write_inv(&mut self.text, inv, inv.root.count());
-        let version = self.version;
+        let (version, allocs) = (self.version, self.allocs);
         let text = &mut self.text;
         preorder(&inv.root, 0, &mut |depth, node| match inv.folded {
-            true => records::write_path(text, depth, node, version),
-            false => records::write_call(text, depth, node),
+            true => records::write_path(text, depth, node, version, allocs),
+            false => records::write_call(text, depth, node, allocs),
         });
         for retired in &inv.retired {
             records::write_retired_calls(&mut self.text, retired);

@@ -248,6 +248,10 @@ pub struct Node {
     /// The call was cancelled (an async function dropped before completing) or still open when its invocation
     /// ended; for a call path, at least one of its calls was.
     pub cancelled: bool,
+    /// Allocations made while this call (or, for a call path, one of its calls) was the innermost recorded call,
+    /// and their bytes: self counts, exact (0 when the trace counted no allocations; see [`Trace::counts_allocs`]).
+    pub self_allocs: u64,
+    pub self_alloc_bytes: u64,
     pub children: Vec<Node>,
 }
 
@@ -267,6 +271,8 @@ impl Node {
             exact_ns: 0,
             panicked,
             cancelled: false,
+            self_allocs: 0,
+            self_alloc_bytes: 0,
             children,
         }
     }
@@ -295,6 +301,8 @@ impl Node {
             exact_ns: 0,
             panicked: false,
             cancelled: false,
+            self_allocs: 0,
+            self_alloc_bytes: 0,
             children,
         }
     }
@@ -306,6 +314,19 @@ impl Node {
         self.exact_ns = exact_ns;
         self.duration_ns = unbiased_total(self.calls, self.timed_calls, self.timed_ns, exact_calls, exact_ns);
         self
+    }
+
+    /// The same node with `allocs` self allocations of `bytes` in all.
+    pub fn with_allocs(mut self, allocs: u64, bytes: u64) -> Node {
+        self.self_allocs = allocs;
+        self.self_alloc_bytes = bytes;
+        self
+    }
+
+    /// Allocations of this node and everything under it (count, bytes).
+    pub fn total_allocs(&self) -> (u64, u64) {
+        let below = self.children.iter().map(Node::total_allocs);
+        below.fold((self.self_allocs, self.self_alloc_bytes), |(n, b), (cn, cb)| (n + cn, b + cb))
     }
 
     /// The duration is an estimate: only some of the calls were timed.
@@ -332,6 +353,9 @@ pub struct PathStat {
     pub calls: u64,
     pub total_ns: u64,
     pub self_ns: u64,
+    /// Self allocations and their bytes (exact).
+    pub self_allocs: u64,
+    pub self_alloc_bytes: u64,
 }
 
 impl Invocation {
@@ -360,6 +384,8 @@ impl Invocation {
             stat.calls += node.calls;
             stat.total_ns = stat.total_ns.saturating_add(node.duration_ns);
             stat.self_ns = stat.self_ns.saturating_add(node.self_ns());
+            stat.self_allocs += node.self_allocs;
+            stat.self_alloc_bytes += node.self_alloc_bytes;
             for child in &node.children {
                 walk(child, path, out);
             }
@@ -372,6 +398,15 @@ impl Invocation {
 }
 
 impl Trace {
+    /// The runtime counted allocations per node (`settings ... allocs=1`), or some node has some: views show
+    /// allocation columns only then.
+    pub fn counts_allocs(&self) -> bool {
+        fn any(node: &Node) -> bool {
+            node.self_allocs > 0 || node.children.iter().any(any)
+        }
+        self.settings.get("allocs").is_some_and(|&on| on != 0) || self.invocations.iter().any(|inv| any(&inv.root))
+    }
+
     /// Loads a run's trace: `path` merged with the files the run's other processes and rotations wrote beside it
     /// (see `files`); `functions` overrides the function table the trace names.
     pub fn load(path: &Path, functions: Option<&Path>) -> Result<Trace> {

@@ -17,7 +17,7 @@ pub(super) const MAGIC: &str = "calltime-trace";
 
 /// Settings the runtime writes, in its order: a value of these that is not a number is an error, and the builder
 /// writes them first, in this order, as the runtime does.
-pub(super) const KNOWN_SETTINGS: [&str; 18] = [
+pub(super) const KNOWN_SETTINGS: [&str; 19] = [
     "node_cap",
     "fold_after",
     "time_sample",
@@ -36,6 +36,7 @@ pub(super) const KNOWN_SETTINGS: [&str; 18] = [
     "slower_than_ns",
     "keep_slowest",
     "keep_sample",
+    "allocs",
 ];
 
 // ---- header ----
@@ -214,25 +215,46 @@ pub(super) fn write_inv(out: &mut String, inv: &Invocation, node_count: usize) {
 }
 
 /// `n <depth> <index> <start_ns> <duration_ns> <flags>`: one call.
+/// `n <depth> <index> <start_ns> <duration_ns> <flags>`: one call; a runtime that counts allocations appends
+/// `<self_allocs> <self_alloc_bytes>`.
 pub(super) fn read_call(rest: &str) -> Result<(u32, Node)> {
-    let mut f = Fields::new(rest, 5);
+    let mut f = Fields::new(rest, 7);
     let depth = f.num()? as u32;
     let func = f.num()? as u32;
     let start_ns = f.num()?;
     let duration_ns = f.num()?;
     let mut node = Node::call(func, start_ns, duration_ns, false, Vec::new());
     set_flags(&mut node, f.num()?);
-    Ok((depth, node))
+    Ok((depth, read_allocs(&mut f, node)?))
 }
 
-pub(super) fn write_call(out: &mut String, depth: u32, node: &Node) {
-    let _ = writeln!(out, "n {depth} {} {} {} {}", node.func, node.start_ns, node.duration_ns, flags(node));
+/// `allocs`: the trace's runtime writes the allocation fields (its `settings` line has an `allocs` key).
+pub(super) fn write_call(out: &mut String, depth: u32, node: &Node, allocs: bool) {
+    let _ = write!(out, "n {depth} {} {} {} {}", node.func, node.start_ns, node.duration_ns, flags(node));
+    write_allocs(out, node, allocs);
+    out.push('\n');
+}
+
+/// The optional `<self_allocs> <self_alloc_bytes>` at the end of `n` and `a` lines.
+fn read_allocs(f: &mut Fields, node: Node) -> Result<Node> {
+    match (f.optional_num()?, f.optional_num()?) {
+        (Some(allocs), Some(bytes)) => Ok(node.with_allocs(allocs, bytes)),
+        (None, None) => Ok(node),
+        _ => bail!("an allocation count without its bytes"),
+    }
+}
+
+fn write_allocs(out: &mut String, node: &Node, allocs: bool) {
+    if allocs {
+        let _ = write!(out, " {} {}", node.self_allocs, node.self_alloc_bytes);
+    }
 }
 
 /// `a <depth> <index> <calls> <timed> <first_start_ns> <timed_ns> <min_ns> <max_ns> <flags>`: one call path of a
-/// folded invocation; version 3 appends `<exact_calls> <exact_ns>`.
+/// folded invocation; version 3 appends `<exact_calls> <exact_ns>`, then, from a runtime that counts
+/// allocations, `<self_allocs> <self_alloc_bytes>`.
 pub(super) fn read_path(rest: &str, version: u32) -> Result<(u32, Node)> {
-    let mut f = Fields::new(rest, 11);
+    let mut f = Fields::new(rest, 13);
     let depth = f.num()? as u32;
     let func = f.num()? as u32;
     let calls = f.num()?;
@@ -255,10 +277,11 @@ pub(super) fn read_path(rest: &str, version: u32) -> Result<(u32, Node)> {
     let node = Node::path(func, start_ns, calls, timed_calls, timed_ns, (min_ns, max_ns), Vec::new());
     let mut node = node.with_exact(exact_calls, exact_ns);
     set_flags(&mut node, flags);
+    let node = if version >= 3 { read_allocs(&mut f, node)? } else { node };
     Ok((depth, node))
 }
 
-pub(super) fn write_path(out: &mut String, depth: u32, node: &Node, version: u32) {
+pub(super) fn write_path(out: &mut String, depth: u32, node: &Node, version: u32, allocs: bool) {
     let _ = write!(
         out,
         "a {depth} {} {} {} {} {} {} {} {}",
@@ -273,6 +296,7 @@ pub(super) fn write_path(out: &mut String, depth: u32, node: &Node, version: u32
     );
     if version >= 3 {
         let _ = write!(out, " {} {}", node.exact_calls, node.exact_ns);
+        write_allocs(out, node, allocs);
     }
     out.push('\n');
 }

@@ -32,6 +32,12 @@ pub struct Merged {
     pub start_ns: u64,
     /// Invocations in which this call path occurs.
     pub invocations: u64,
+    /// Allocations (and bytes) made while one of these calls was the innermost recorded call, and those of the
+    /// whole subtree; exact.
+    pub self_allocs: u64,
+    pub self_alloc_bytes: u64,
+    pub allocs: u64,
+    pub alloc_bytes: u64,
     /// Every call's duration, sorted; kept only for aggregates (percentiles), and only of calls with their own.
     pub durations: Vec<u64>,
     /// A whole-run aggregate's histogram instead (`(bucket, calls)`, see `trace::bucket_low`): percentiles from it.
@@ -57,6 +63,10 @@ impl Merged {
             folded_calls: 0,
             start_ns,
             invocations: 0,
+            self_allocs: 0,
+            self_alloc_bytes: 0,
+            allocs: 0,
+            alloc_bytes: 0,
             durations: Vec::new(),
             histogram: Vec::new(),
             children: Vec::new(),
@@ -83,6 +93,8 @@ impl Merged {
         }
         self.start_ns = self.start_ns.min(node.start_ns);
         self.panicked += u64::from(node.panicked);
+        self.self_allocs += node.self_allocs;
+        self.self_alloc_bytes += node.self_alloc_bytes;
         self.panicked_at_least |= node.panicked && node.calls > 1;
         if self.last_invocation != invocation {
             self.last_invocation = invocation;
@@ -106,14 +118,18 @@ impl Merged {
         }
     }
 
-    /// Sorts the durations and gives a node with no timed call a min of 0, recursively.
+    /// Sorts the durations, gives a node with no timed call a min of 0 and sums the subtree's allocations,
+    /// recursively.
     fn finish(&mut self) {
         self.durations.sort_unstable();
         if self.min_ns == u64::MAX {
             self.min_ns = 0;
         }
+        (self.allocs, self.alloc_bytes) = (self.self_allocs, self.self_alloc_bytes);
         for child in &mut self.children {
             child.finish();
+            self.allocs += child.allocs;
+            self.alloc_bytes += child.alloc_bytes;
         }
     }
 

@@ -6,9 +6,9 @@ use inferno::flamegraph::{self, Options};
 use super::aggregate::select;
 use super::folded::{stacks, timeline, PANICKED_MARK};
 use super::svg_frames::{self, Edit};
-use super::{plan_summary, plan_summary_for, Names, ViewOptions};
+use super::{plan_summary, plan_summary_for, Names, ViewOptions, Weight};
 use crate::trace::{Times, Trace};
-use crate::units::format_ns;
+use crate::units::{format_bytes, format_ns};
 
 pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerThan>) -> Result<Vec<u8>> {
     if trace.invocations.is_empty() {
@@ -76,10 +76,13 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
                 });
             }
         }
+        if opts.weight != Weight::Time {
+            weigh_by_allocations(trace, opts.weight, &mut options)?;
+        }
         stacks(trace, opts, true)?.into_iter().map(|(stack, ns)| format!("{stack} {ns}")).collect()
     };
     // Which times these are (compensated or raw), as every view says; a flame graph has one subtitle line.
-    if trace.calibration.is_some() {
+    if trace.calibration.is_some() && opts.weight == Weight::Time {
         let compensated = if trace.times == Times::Compensated { "compensated times" } else { "raw times" };
         options.subtitle = Some(format!("{} · {compensated}", options.subtitle.take().unwrap_or_default()));
     }
@@ -93,7 +96,12 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
     flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut svg)
         .context("inferno could not draw the flamegraph")?;
     let svg = String::from_utf8(svg).context("inferno wrote an SVG that is not UTF-8")?;
-    let mut svg = svg_frames::rewrite(&svg, |frame| Edit {
+    let format_width: &dyn Fn(u64) -> String = match opts.weight {
+        Weight::Time => &format_ns,
+        Weight::Bytes => &|bytes| format_bytes(bytes as f64),
+        Weight::Allocs => &|allocs| crate::units::plural(allocs, "allocation"),
+    };
+    let mut svg = svg_frames::rewrite_in_units(&svg, format_width, |frame| Edit {
         fill: frame.path.last().is_some_and(|name| name.ends_with(PANICKED_MARK)).then(|| PANICKED_FILL.to_owned()),
         ..Edit::default()
     })?;
@@ -101,6 +109,24 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
         svg = svg_frames::add_time_axis(&svg)?;
     }
     Ok(svg.into_bytes())
+}
+
+/// A flamegraph by self bytes or self allocations (`--weight`): its units and subtitle; an error when the trace
+/// counted no allocations.
+fn weigh_by_allocations(trace: &Trace, weight: Weight, options: &mut Options) -> Result<()> {
+    if !trace.counts_allocs() {
+        return Err(crate::error::UserError::new(format!("{} counted no allocations", trace.path.display()))
+            .hint("record it again with this version of cargo calltime, or draw it by time (`--weight time`)")
+            .into());
+    }
+    let (unit, what) = match weight {
+        Weight::Bytes => ("bytes", "self bytes allocated"),
+        _ => ("allocations", "self allocations"),
+    };
+    options.count_name = unit.to_owned();
+    let by = options.subtitle.take().unwrap_or_default().replacen("self time", what, 1);
+    options.subtitle = Some(by);
+    Ok(())
 }
 
 /// Frames of calls that panicked: a purple no frame of inferno's warm palette has.

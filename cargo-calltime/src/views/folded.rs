@@ -1,5 +1,6 @@
 //! Folded stacks, `root;child;grandchild <self ns>`, one line per call path with self time: the input of inferno,
 //! flamegraph.pl and speedscope. Zero-self paths are left out (they would draw nothing); lines are sorted.
+//! `--weight bytes` (or `allocs`) weighs each call path by its self allocations instead.
 
 use std::collections::BTreeMap;
 
@@ -28,7 +29,7 @@ pub fn stacks(trace: &Trace, opts: &ViewOptions, mark_panicked: bool) -> anyhow:
     let selected = select(trace, opts.invocation)?;
     let mut out = BTreeMap::new();
     for agg in aggregate(selected.iter().map(|(_, inv)| *inv)) {
-        walk(&agg.tree, &(&names, mark_panicked), &mut String::new(), 1, &mut out);
+        walk(&agg.tree, &(&names, mark_panicked, opts.weight), &mut String::new(), 1, &mut out);
     }
     Ok(out)
 }
@@ -38,8 +39,8 @@ pub fn stacks(trace: &Trace, opts: &ViewOptions, mark_panicked: bool) -> anyhow:
 pub const MAX_STACK_DEPTH: usize = 512;
 const DEEPER: &str = "(deeper calls)";
 
-/// Function names, and whether panicked frames are marked.
-type Naming<'a> = (&'a Names, bool);
+/// Function names, whether panicked frames are marked, and what a call path weighs.
+type Naming<'a> = (&'a Names, bool, super::Weight);
 
 fn push_frame(stack: &mut String, naming: &Naming, func: u32, panicked: bool) {
     if !stack.is_empty() {
@@ -54,14 +55,15 @@ fn push_frame(stack: &mut String, naming: &Naming, func: u32, panicked: bool) {
 fn walk(node: &Merged, naming: &Naming, stack: &mut String, depth: usize, out: &mut BTreeMap<String, u64>) {
     let len = stack.len();
     push_frame(stack, naming, node.func, node.panicked > 0);
-    if node.self_ns > 0 {
+    let own = naming.2.of_self(node);
+    if own > 0 {
         // Distinct call paths have distinct names (Names makes them unique), so this only adds for safety.
         let total = out.entry(stack.clone()).or_default();
-        *total = total.saturating_add(node.self_ns);
+        *total = total.saturating_add(own);
     }
     for child in &node.children {
         if depth >= MAX_STACK_DEPTH {
-            *out.entry(format!("{stack};{DEEPER}")).or_default() += child.total_ns;
+            *out.entry(format!("{stack};{DEEPER}")).or_default() += naming.2.of_total(child);
         } else {
             walk(child, naming, stack, depth + 1, out);
         }
@@ -107,7 +109,7 @@ pub fn timeline(root: &Node, names: &Names, folded: bool, mark_panicked: bool) -
             stack.truncate(len);
         }
     }
-    let mut walk = Walk { naming: (names, mark_panicked), folded, out: Vec::new() };
+    let mut walk = Walk { naming: (names, mark_panicked, super::Weight::Time), folded, out: Vec::new() };
     walk.node(root, root.start_ns, &mut String::new(), 1);
     walk.out
 }

@@ -115,6 +115,25 @@ fn times(m: &Merged) -> JsonTimes {
     }
 }
 
+/// A node's allocations, exact, when the trace counted them (absent otherwise): of the subtree and of the node
+/// alone (made while it was the innermost recorded call).
+#[derive(Serialize)]
+struct JsonAllocs {
+    allocs: u64,
+    alloc_bytes: u64,
+    self_allocs: u64,
+    self_alloc_bytes: u64,
+}
+
+fn allocs(trace: &Trace, m: &Merged) -> Option<JsonAllocs> {
+    trace.counts_allocs().then_some(JsonAllocs {
+        allocs: m.allocs,
+        alloc_bytes: m.alloc_bytes,
+        self_allocs: m.self_allocs,
+        self_alloc_bytes: m.self_alloc_bytes,
+    })
+}
+
 #[derive(Serialize)]
 struct JsonNode {
     #[serde(flatten)]
@@ -125,6 +144,8 @@ struct JsonNode {
     /// Calls left by unwinding.
     panicked: u64,
     start_ns: u64,
+    #[serde(flatten)]
+    allocs: Option<JsonAllocs>,
     children: Vec<JsonNode>,
 }
 
@@ -151,6 +172,9 @@ struct JsonAggregateNode {
     p50_ns: Option<u64>,
     p99_ns: Option<u64>,
     panicked: u64,
+    /// Over all its invocations (divide by `invocations` of the aggregate for a mean).
+    #[serde(flatten)]
+    allocs: Option<JsonAllocs>,
     children: Vec<JsonAggregateNode>,
 }
 
@@ -250,6 +274,7 @@ fn node(trace: &Trace, m: &Merged) -> JsonNode {
         times: times(m),
         panicked: m.panicked,
         start_ns: m.start_ns,
+        allocs: allocs(trace, m),
         children: m.children.iter().map(|c| node(trace, c)).collect(),
     }
 }
@@ -265,6 +290,7 @@ fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged) -> JsonAggregateNo
         p50_ns: m.percentile_ns(0.5),
         p99_ns: m.percentile_ns(0.99),
         panicked: m.panicked,
+        allocs: allocs(trace, m),
         children: m.children.iter().map(|c| aggregate_node(trace, agg, c)).collect(),
     }
 }

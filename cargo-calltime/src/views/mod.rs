@@ -28,6 +28,38 @@ pub use json::JSON_VERSION;
 pub use names::{stack_safe, Names};
 pub use table::SortKey;
 
+/// What the flamegraph and the folded stacks weigh call paths by (`--weight`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Weight {
+    /// Self time (ns).
+    #[default]
+    Time,
+    /// Bytes allocated while the call path was the innermost recorded call.
+    Bytes,
+    /// Allocations made while the call path was the innermost recorded call.
+    Allocs,
+}
+
+impl Weight {
+    /// A merged call path's own share: self time, self bytes or self allocations.
+    pub fn of_self(self, node: &aggregate::Merged) -> u64 {
+        match self {
+            Weight::Time => node.self_ns,
+            Weight::Bytes => node.self_alloc_bytes,
+            Weight::Allocs => node.self_allocs,
+        }
+    }
+
+    /// The same for the whole subtree.
+    pub fn of_total(self, node: &aggregate::Merged) -> u64 {
+        match self {
+            Weight::Time => node.total_ns,
+            Weight::Bytes => node.alloc_bytes,
+            Weight::Allocs => node.allocs,
+        }
+    }
+}
+
 /// The formats a trace renders to (`--format`; their help is in cli.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ViewFormat {
@@ -66,6 +98,8 @@ pub struct ViewOptions {
     pub sort: SortKey,
     /// Only invocations that took longer than this (`--slower-than`), in every format.
     pub slower_than_ns: Option<u64>,
+    /// Flamegraph and folded stacks: what a frame's width is (`--weight`).
+    pub weight: Weight,
     /// HTML: per root function, its points across the run store's runs (oldest first); empty without history.
     pub history: Vec<(String, Vec<crate::store::SeriesPoint>)>,
 }
@@ -82,6 +116,7 @@ impl Default for ViewOptions {
             color: false,
             raw_times: false,
             sort: SortKey::SelfTime,
+            weight: Weight::Time,
             slower_than_ns: None,
             history: Vec::new(),
         }

@@ -48,7 +48,16 @@ fn title_name(title: &str) -> &str {
 
 /// Rewrites every frame of `svg` with `edit` (called with each frame's call path), relabels the frames so names
 /// that fit are shown whole, and patches inferno's script so zooming keeps them whole too.
-pub fn rewrite(svg: &str, mut edit: impl FnMut(&Frame) -> Edit) -> Result<String> {
+pub fn rewrite(svg: &str, edit: impl FnMut(&Frame) -> Edit) -> Result<String> {
+    rewrite_in_units(svg, &format_ns, edit)
+}
+
+/// [`rewrite`] for a graph whose widths are not nanoseconds: `format_width` writes a frame's width (bytes, say).
+pub fn rewrite_in_units(
+    svg: &str,
+    format_width: &dyn Fn(u64) -> String,
+    mut edit: impl FnMut(&Frame) -> Edit,
+) -> Result<String> {
     let pattern = frame_pattern();
     let (Some(total), Some(container_px)) =
         (attribute_of_frames(svg, "total_samples"), attribute_of_frames(svg, "width"))
@@ -89,7 +98,7 @@ pub fn rewrite(svg: &str, mut edit: impl FnMut(&Frame) -> Edit) -> Result<String
         let depth = depth_of[&y];
         let name = unescape(title_name(&c["title"]));
         let pct = 100.0 * width as f64 / total.max(1) as f64;
-        let info_default = format!("{}, {}", format_ns(width), format_pct(pct));
+        let info_default = format!("{}, {}", format_width(width), format_pct(pct));
         if depth == 0 {
             return frame_xml(c, &format!("all ({info_default})"), &c["fill"], "all", width, total, container_px);
         }

@@ -9,7 +9,7 @@ use super::overhead::thousands;
 use super::times::{retired_text, retirement, settings_note, times_note};
 use super::{plan_summary, Names, ViewOptions};
 use crate::trace::{Invocation, RetiredCalls, Trace};
-use crate::units::{format_calls, format_ns, plural_s};
+use crate::units::{format_bytes, format_calls, format_ns, plural_s};
 
 pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
     let view = TextView {
@@ -200,22 +200,38 @@ impl TextView<'_> {
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
         let root_total = tree.total_ns;
+        let allocs = self.trace.counts_allocs();
         let mut rows = Vec::new();
-        let cells = |node: &Merged| Row {
-            cells: vec![
+        let cells = |node: &Merged| {
+            let mut cells = vec![
                 approx(node.total_ns, node.is_estimated()),
                 approx(node.self_ns, self_is_estimated(node)),
                 percent(node.total_ns, root_total),
                 node.calls.to_string(),
-            ],
-            ..Row::default()
+            ];
+            if allocs {
+                cells.extend([
+                    node.allocs.to_string(),
+                    node.self_allocs.to_string(),
+                    format_bytes(node.alloc_bytes as f64),
+                    format_bytes(node.self_alloc_bytes as f64),
+                ]);
+            }
+            Row { cells, ..Row::default() }
         };
         self.rows(&tree, &mut rows, String::new(), 0, None, &Columns { spread: true, cells: &cells, invocations: 1 });
         // The "(N more)" line of `--min-time` shows the folded calls' total and share.
         let folded = |total: u64, calls: u64, estimated: bool| {
-            vec![approx(total, estimated), String::new(), percent(total, root_total), calls.to_string()]
+            let mut cells =
+                vec![approx(total, estimated), String::new(), percent(total, root_total), calls.to_string()];
+            cells.resize(if allocs { 8 } else { 4 }, String::new());
+            cells
         };
-        self.table(out, &["total", "self", "%root", "calls"], 0, rows, &folded);
+        let mut header = vec!["total", "self", "%root", "calls"];
+        if allocs {
+            header.extend(ALLOC_COLUMNS);
+        }
+        self.table(out, &header, 0, rows, &folded);
         self.retired_lines(out, &inv.retired, None);
     }
 
@@ -233,9 +249,11 @@ impl TextView<'_> {
             let _ = writeln!(out, "{}", self.paint.s(dim(), note));
         }
         let mut rows = Vec::new();
+        let allocs = self.trace.counts_allocs();
+        let invocations = agg.invocations.max(1) as f64;
         let percentile = |node: &Merged, q: f64| node.percentile_ns(q).map_or_else(|| "-".to_owned(), format_ns);
-        let cells = |node: &Merged| Row {
-            cells: vec![
+        let cells = |node: &Merged| {
+            let mut cells = vec![
                 format_calls(agg.calls_per_invocation(node)),
                 approx(node.total_ns, node.is_estimated()),
                 approx(node.self_ns, self_is_estimated(node)),
@@ -243,8 +261,17 @@ impl TextView<'_> {
                 percentile(node, 0.5),
                 percentile(node, 0.99),
                 format_ns(node.max_ns),
-            ],
-            ..Row::default()
+            ];
+            if allocs {
+                // Per invocation, like calls: exact counts, so their mean is too.
+                cells.extend([
+                    format_calls(node.allocs as f64 / invocations),
+                    format_calls(node.self_allocs as f64 / invocations),
+                    format_bytes(node.alloc_bytes as f64 / invocations),
+                    format_bytes(node.self_alloc_bytes as f64 / invocations),
+                ]);
+            }
+            Row { cells, ..Row::default() }
         };
         self.rows(
             &agg.tree,
@@ -254,13 +281,16 @@ impl TextView<'_> {
             None,
             &Columns { spread: false, cells: &cells, invocations: agg.invocations },
         );
-        let invocations = agg.invocations.max(1) as f64;
         let folded = |total: u64, calls: u64, estimated: bool| {
             let mut cells = vec![format_calls(calls as f64 / invocations), approx(total, estimated)];
-            cells.resize(7, String::new());
+            cells.resize(if allocs { 11 } else { 7 }, String::new());
             cells
         };
-        self.table(out, &["calls/inv", "total", "self", "mean", "p50", "p99", "max"], 1, rows, &folded);
+        let mut header = vec!["calls/inv", "total", "self", "mean", "p50", "p99", "max"];
+        if allocs {
+            header.extend(ALLOC_COLUMNS_PER_INVOCATION);
+        }
+        self.table(out, &header, 1, rows, &folded);
         self.retired_lines(out, &agg.retired, Some(agg.invocations));
     }
 
@@ -608,6 +638,12 @@ fn choice_note(trace: &Trace) -> Option<String> {
 }
 
 /// Why invocations were dropped: the causes a version 3 trace counts, else the possible ones.
+/// Allocation columns of an invocation's tree (when the trace counted allocations): allocations and bytes of the
+/// subtree, then of the node alone.
+const ALLOC_COLUMNS: [&str; 4] = ["allocs", "self allocs", "bytes", "self bytes"];
+/// The same, per invocation, in the aggregate.
+const ALLOC_COLUMNS_PER_INVOCATION: [&str; 4] = ["allocs/inv", "self allocs/inv", "bytes/inv", "self bytes/inv"];
+
 fn drop_causes(stats: &crate::trace::Stats) -> String {
     let causes: Vec<String> = [
         (stats.dropped_queue_full, "the trace writer fell behind"),

@@ -1,0 +1,84 @@
+//! The counting global allocator the shadow copy installs: each allocation made while an invocation is recording
+//! on this thread (or in this task's poll) is added to the innermost open call. Outside invocations it costs one
+//! thread-local load and a branch before the wrapped allocator runs.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::ops::Deref;
+use std::ptr;
+
+use crate::invocation::{current, set_current, SKIP};
+use crate::recorder::Recorder;
+
+/// Wraps a global allocator (the system's, or the program's own `#[global_allocator]`) and counts, per call, the
+/// allocations and bytes asked for while an invocation records. `alloc`, `alloc_zeroed` and `realloc` each count
+/// one allocation of the size asked for (`realloc`: the new size); `dealloc` is not counted.
+#[derive(Debug, Default)]
+pub struct CountingAlloc<A>(pub A);
+
+impl<A> Deref for CountingAlloc<A> {
+    type Target = A;
+
+    /// The wrapped allocator, so a program that calls methods on its allocator static keeps compiling.
+    fn deref(&self) -> &A {
+        &self.0
+    }
+}
+
+#[inline(always)]
+fn count(bytes: usize) {
+    let rec = current();
+    if rec as usize > SKIP as usize {
+        // SAFETY: a real CURRENT is the live recorder of this thread's invocation (or of the task being polled);
+        // the runtime's own allocations while it holds a reference to it are made with counting paused.
+        unsafe { Recorder::count_alloc(rec, bytes as u64) }
+    }
+}
+
+// SAFETY: every method forwards to the wrapped allocator with the same arguments; counting touches no memory the
+// allocator hands out.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAlloc<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.alloc(layout) }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.alloc_zeroed(layout) }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.dealloc(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(new_size);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Counting stops while it lives: the runtime's own allocations inside an invocation (a node buffer growing, a
+/// fold, a new call path) are neither charged to the user's calls nor counted into the structures being resized.
+pub(crate) struct Paused(*mut Recorder);
+
+impl Paused {
+    #[inline]
+    pub(crate) fn new() -> Paused {
+        Paused(set_current(ptr::null_mut()))
+    }
+}
+
+impl Drop for Paused {
+    #[inline]
+    fn drop(&mut self) {
+        set_current(self.0);
+    }
+}
