@@ -3,11 +3,12 @@
 //! `calltime-control` in the system's temporary directory), which work alike on Linux and macOS:
 //!
 //! - `<pid>.cmd`, written by `ctl` (to a temporary name, then renamed): `<seq> <command> [<argument>]`, where the
-//!   command is `on`, `off`, `sample` (argument N: record 1 in N roots) or `status`. The writer thread reads it every
+//!   command is `on`, `off`, `sample` (argument N: record 1 in N roots), `slower-than` (argument: the threshold in
+//!   ns, 0 for off; see `keep`) or `status`. The writer thread reads it every
 //!   `POLL` (20 ms) and applies a command whose `seq` is newer than the last it applied.
 //! - `<pid>.status`, written by the runtime when it starts, after each command and about every second:
 //!   `key=value` lines (`pid`, `recording`, `sample`, `applied`, `seen`, `kept`, `dropped`, `trace`,
-//!   `updated_unix_ms`). `ctl` waits for `applied` to reach its `seq`. Both files are removed at exit.
+//!   `updated_unix_ms`, `slower_than_ns`). `ctl` waits for `applied` to reach its `seq`. Both files are removed at exit.
 //!
 //! Off costs the root probe one more load and branch than a probe outside any invocation: nothing is recorded,
 //! counted or aggregated.
@@ -111,6 +112,7 @@ fn apply(text: &str, applied: u64) -> Option<u64> {
         (Some("on"), _) => STATE.store(ON, Relaxed),
         (Some("off"), _) => STATE.store(OFF, Relaxed),
         (Some("sample"), Some(n)) => SAMPLE.store(n.max(1), Relaxed),
+        (Some("slower-than"), Some(ns)) => crate::keep::set_slower_than(ns),
         // `status` (and anything this runtime does not know) only asks for a fresh status.
         _ => {}
     }
@@ -123,7 +125,7 @@ fn write_status(poller: &Poller) {
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
     let text = format!(
         "pid={}\nrecording={recording}\nsample={}\napplied={}\nseen={}\nkept={}\ndropped={}\ntrace={}\n\
-         updated_unix_ms={now_ms}\n",
+         updated_unix_ms={now_ms}\nslower_than_ns={}\n",
         std::process::id(),
         sample(),
         poller.applied,
@@ -131,6 +133,7 @@ fn write_status(poller: &Poller) {
         stats.kept,
         stats.dropped,
         poller.trace.replace('\n', " "),
+        crate::keep::slower_than_ns(),
     );
     // Written whole under a temporary name, then renamed: `ctl` never reads half a file.
     let status = file("status");
@@ -165,6 +168,10 @@ mod tests {
         assert_eq!(apply("5 on", 4), Some(5));
         assert!(!is_off());
         assert_eq!(apply("6 status", 5), Some(6));
+        assert_eq!(apply("7 slower-than 5000000", 6), Some(7));
+        assert_eq!(crate::keep::slower_than_ns(), 5_000_000);
+        assert_eq!(apply("8 slower-than 0", 7), Some(8));
+        assert_eq!(crate::keep::slower_than_ns(), 0);
         assert_eq!(apply("garbage", 0), None);
         SAMPLE.store(1, Relaxed);
     }

@@ -229,7 +229,7 @@ impl Config {
 
     /// Whether finished invocations are chosen at their root's exit (`--slower-than`, `--keep-*`).
     pub(crate) fn chooses(&self) -> bool {
-        self.slower_than_ns > 0 || self.keep != Keep::All
+        keep::chooses(self.keep)
     }
 }
 
@@ -250,6 +250,7 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         let config = Config::from_env();
         crate::control::start(config.sample, config.start_off);
+        keep::set_slower_than(config.slower_than_ns);
         crate::aggregate::set_enabled(config.aggregate);
         let clock = clock();
         crate::calibrate::at_start_up();

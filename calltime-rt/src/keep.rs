@@ -60,8 +60,10 @@ pub(crate) enum LeftOut {
     Unselected,
 }
 
+/// `--slower-than` in nanoseconds (0: off): `CALLTIME_SLOWER_THAN_NS` at the start, then `ctl slower-than`.
+static SLOWER_THAN_NS: AtomicU64 = AtomicU64::new(0);
 /// `--slower-than` in clock ticks, a little under the threshold (the writer decides exactly, in nanoseconds); 0
-/// until the writer has calibrated the clock.
+/// until the writer has calibrated the clock, and when the threshold is off.
 static SLOWER_THAN_TICKS: AtomicU64 = AtomicU64::new(0);
 /// `Keep::Slowest`: the duration (ticks) of the fastest tree held once K are; 0 before.
 static BAR_TICKS: AtomicU64 = AtomicU64::new(0);
@@ -109,11 +111,37 @@ pub(crate) fn local_sample_bar(keep: Keep, seen: u64) -> u64 {
     u64::MAX - (u64::MAX / seen) * margin
 }
 
+/// Sets the `--slower-than` threshold (0: off), at the start and on `ctl slower-than`. Switching it off takes
+/// effect for the threads at once; a new threshold once the writer publishes it in ticks (its next period).
+pub(crate) fn set_slower_than(ns: u64) {
+    SLOWER_THAN_NS.store(ns, Relaxed);
+    if ns == 0 {
+        SLOWER_THAN_TICKS.store(0, Relaxed);
+    }
+}
+
+/// The `--slower-than` threshold now, in nanoseconds (0: off).
+pub(crate) fn slower_than_ns() -> u64 {
+    SLOWER_THAN_NS.load(Relaxed)
+}
+
+/// Whether the roots' exit must decide which trees to hand over: a keep policy, or a published threshold (one
+/// relaxed load: `ctl slower-than` may switch it at any time).
+#[inline(always)]
+pub(crate) fn chooses(keep: Keep) -> bool {
+    keep != Keep::All || SLOWER_THAN_TICKS.load(Relaxed) > 0
+}
+
 /// The writer publishes `--slower-than` in ticks once it knows the clock's rate: `ns_per_2_32_ticks` is what
 /// 2^32 ticks last in nanoseconds. 1% under the threshold, so the thread's estimate never leaves out a tree the
 /// writer's exact check would keep.
-pub(crate) fn publish_slower_than(slower_than_ns: u64, ns_per_2_32_ticks: u64) {
-    if slower_than_ns == 0 || ns_per_2_32_ticks == 0 {
+pub(crate) fn publish_slower_than(ns_per_2_32_ticks: u64) {
+    let slower_than_ns = slower_than_ns();
+    if slower_than_ns == 0 {
+        SLOWER_THAN_TICKS.store(0, Relaxed);
+        return;
+    }
+    if ns_per_2_32_ticks == 0 {
         return;
     }
     let ticks = (u128::from(slower_than_ns) << 32) / u128::from(ns_per_2_32_ticks);

@@ -288,7 +288,7 @@ fn drain_then(stats_line: bool, held: bool) {
 /// The clock's conversion as of now; `--slower-than` is published in ticks with it for the threads' hand-off.
 fn current_scale(rt: &Runtime) -> Scale {
     let scale = Scale::current(rt.clock);
-    keep::publish_slower_than(rt.config.slower_than_ns, scale.span(1 << 32));
+    keep::publish_slower_than(scale.span(1 << 32));
     scale
 }
 
@@ -311,6 +311,8 @@ fn poll_control() {
     let Some(rt) = RUNTIME.get() else { return };
     let current = lock(&SINK).output.current_path();
     crate::control::poll(current.as_deref().unwrap_or(&rt.config.out));
+    // A threshold set by `ctl slower-than` reaches the threads in ticks within this period.
+    current_scale(rt);
 }
 
 /// At exit (after the last drain): the process can no longer be controlled.
@@ -499,11 +501,11 @@ impl Sink {
     /// Whether to write an invocation whose root took `duration_ns`: `None` when it is left out (counted), else
     /// the score it is held by until exit, if trees are held.
     fn choose(&mut self, rt: &Runtime, root: &Node, duration_ns: u64, owner: &Owner) -> Option<Option<u64>> {
-        let c = &rt.config;
-        if !c.chooses() {
+        if !rt.config.chooses() && keep::slower_than_ns() == 0 {
             return Some(None);
         }
-        if c.slower_than_ns > 0 && duration_ns <= c.slower_than_ns {
+        let slower_than_ns = keep::slower_than_ns();
+        if slower_than_ns > 0 && duration_ns <= slower_than_ns {
             LEFT_OUT_FAST.fetch_add(1, Relaxed);
             return None;
         }

@@ -352,11 +352,12 @@ pub struct RecordArgs {
     pub start_off: bool,
 }
 
-/// `cargo calltime ctl [PID] on|off|status|sample N`.
+/// `cargo calltime ctl [PID] on|off|status|sample N|slower-than DURATION|off`.
 #[derive(Debug, Clone, Args)]
 pub struct CtlArgs {
     /// `[PID] COMMAND [ARG]`: the process (optional when only one instrumented process runs), then `on`, `off`,
-    /// `status` or `sample N` (record 1 in N roots). Takes effect within 100 ms.
+    /// `status`, `sample N` (record 1 in N roots) or `slower-than DURATION|off` (keep only trees slower than
+    /// DURATION; the aggregate still counts every one). Takes effect within 100 ms.
     #[arg(value_name = "[PID] COMMAND", required = true, num_args = 1..=3)]
     pub words: Vec<String>,
     #[command(flatten)]

@@ -20,6 +20,8 @@ pub enum ControlCommand {
     Status,
     /// Record 1 in N roots.
     Sample(u64),
+    /// Keep only trees slower than this many ns (0: every one).
+    SlowerThan(u64),
 }
 
 impl ControlCommand {
@@ -29,6 +31,7 @@ impl ControlCommand {
             ControlCommand::Off => "off".into(),
             ControlCommand::Status => "status".into(),
             ControlCommand::Sample(n) => format!("sample {n}"),
+            ControlCommand::SlowerThan(ns) => format!("slower-than {ns}"),
         }
     }
 }
@@ -46,6 +49,8 @@ pub struct ProcessStatus {
     pub dropped: u64,
     pub trace: PathBuf,
     pub updated_unix_ms: u128,
+    /// The `--slower-than` threshold now (0: off).
+    pub slower_than_ns: u64,
     pub dir: PathBuf,
 }
 
@@ -69,6 +74,7 @@ fn read_status(path: &Path) -> Option<ProcessStatus> {
             "dropped" => status.dropped = number(),
             "trace" => status.trace = PathBuf::from(value),
             "updated_unix_ms" => status.updated_unix_ms = value.parse().unwrap_or(0),
+            "slower_than_ns" => status.slower_than_ns = number(),
             _ => {}
         }
     }

@@ -1,4 +1,4 @@
-//! `cargo calltime ctl [PID] on|off|status|sample N`: control a running instrumented program (see `crate::control`).
+//! `cargo calltime ctl [PID] on|off|status|sample N|slower-than DURATION|off`: control a running instrumented program (see `crate::control`).
 
 use std::time::Duration;
 
@@ -9,6 +9,7 @@ use crate::cli::{CtlArgs, GlobalArgs};
 use crate::control::{self, ControlCommand, ProcessStatus};
 use crate::error::UserError;
 use crate::ui;
+use crate::units::{format_ns, parse_duration};
 use crate::workspace::Workspace;
 
 /// How long `ctl` waits for the runtime to apply a command (it polls every 20 ms).
@@ -38,8 +39,13 @@ pub fn ctl(global: &GlobalArgs, args: &CtlArgs) -> Result<i32> {
 
 fn describe(s: &ProcessStatus) -> String {
     let sample = if s.sample > 1 { format!(", 1 in {} roots", s.sample) } else { String::new() };
+    let slower = if s.slower_than_ns > 0 {
+        format!(", keeping trees slower than {}", format_ns(s.slower_than_ns))
+    } else {
+        String::new()
+    };
     format!(
-        "process {}: recording {}{sample}; {} roots seen, {} trees kept, {} dropped; trace {}",
+        "process {}: recording {}{sample}{slower}; {} roots seen, {} trees kept, {} dropped; trace {}",
         s.pid,
         if s.recording { "on" } else { "off" },
         s.seen,
@@ -58,7 +64,7 @@ fn parse(words: &[String]) -> Result<(Option<u32>, ControlCommand)> {
         }
         _ => (None, words),
     };
-    let usage = || UserError::new("usage: cargo calltime ctl [PID] on|off|status|sample N");
+    let usage = || UserError::new("usage: cargo calltime ctl [PID] on|off|status|sample N|slower-than DURATION|off");
     let command = match rest {
         [cmd] if cmd == "on" => ControlCommand::On,
         [cmd] if cmd == "off" => ControlCommand::Off,
@@ -67,14 +73,15 @@ fn parse(words: &[String]) -> Result<(Option<u32>, ControlCommand)> {
             Ok(n) if n >= 1 => ControlCommand::Sample(n),
             _ => return Err(usage().hint(format!("`sample` takes N >= 1 (record 1 in N roots), not `{n}`")).into()),
         },
-        [cmd, ..] if cmd == "slower-than" => {
-            return Err(UserError::new(
-                "`ctl slower-than` needs the keep policy of `--slower-than`, which this build \
-                                       does not have yet",
-            )
-            .hint("use `ctl sample N` to thin out recording instead")
-            .into())
-        }
+        [cmd, off] if cmd == "slower-than" && off == "off" => ControlCommand::SlowerThan(0),
+        [cmd, duration] if cmd == "slower-than" => match parse_duration(duration) {
+            Ok(ns) if ns > 0 => ControlCommand::SlowerThan(ns),
+            _ => {
+                return Err(usage()
+                    .hint(format!("`slower-than` takes a duration such as `5ms` or `off`, not `{duration}`"))
+                    .into())
+            }
+        },
         _ => {
             return Err(usage()
                 .hint("for example `cargo calltime ctl off`, `cargo calltime ctl 4242 sample 10`")
@@ -100,5 +107,9 @@ mod tests {
         assert!(parse(&words("sample 0")).is_err());
         assert!(parse(&words("4242")).is_err());
         assert!(parse(&words("pause")).is_err());
+        assert_eq!(parse(&words("slower-than 5ms")).unwrap(), (None, ControlCommand::SlowerThan(5_000_000)));
+        assert_eq!(parse(&words("77 slower-than off")).unwrap(), (Some(77), ControlCommand::SlowerThan(0)));
+        assert!(parse(&words("slower-than soon")).is_err());
+        assert!(parse(&words("slower-than")).is_err());
     }
 }
