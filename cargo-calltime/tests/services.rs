@@ -2,16 +2,16 @@
 //! its own bounded load (a fixed request count, or a time limit of a few seconds): the runtime's whole-run aggregate
 //! counts every request exactly, whatever was kept; the trace stays under its hourly cap and rotates; a program
 //! that spawns copies of itself gives one merged report; `ctl off` stops recording within 100 ms and `ctl on`
-//! resumes it; `report --follow` redraws the aggregate.
+//! resumes it; after `ctl slower-than 5ms` the kept trees are the slow ones; `report --follow` redraws the aggregate.
 
 mod util;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cargo_calltime::control::{self, ControlCommand};
-use cargo_calltime::trace::{run_files, AggregatePath, Trace};
+use cargo_calltime::control::{self, ControlCommand, ProcessStatus};
+use cargo_calltime::trace::{run_files, AggregatePath, Invocation, Node, Trace};
 
 fn run_server(dir: &Path, flags: &[&str], env: &[(&str, &str)], program: &[&str]) -> String {
     let mut cmd = util::calltime();
@@ -72,8 +72,8 @@ fn a_service_is_summarised_whole_bounded_merged_and_controlled() {
     assert!(whole.contains("whole run: 20,000 invocations folded in by the runtime"), "{whole}");
     assert!(whole.contains("300 kept as trees"), "{whole}");
 
-    // Rotation and the hourly cap: 180 KB at once (a tenth of 1.8 MB an hour), then 0.5 KB a second.
-    let env = [("CALLTIME_ROTATE_BYTES", "60000"), ("CALLTIME_MAX_BYTES_PER_HOUR", "1800000")];
+    // Rotation and the hourly cap: 180 KB at once (half of 360 KB an hour), then 0.05 KB a second.
+    let env = [("CALLTIME_ROTATE_BYTES", "60000"), ("CALLTIME_MAX_BYTES_PER_HOUR", "360000")];
     run_server(&dir, &[], &env, &["serve", "20000", "2"]);
     let files = newest_run_files(&dir);
     let bytes: u64 = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();
@@ -96,6 +96,7 @@ fn a_service_is_summarised_whole_bounded_merged_and_controlled() {
     assert_eq!((trace.invocations.len(), trace.stats.seen), (6000, 6000));
 
     controlled_while_running(&dir);
+    slower_than_switched_while_running(&dir);
 
     let mut cmd = util::calltime();
     cmd.args(["report", "--follow", "--follow-frames", "2"]).current_dir(&dir);
@@ -107,10 +108,14 @@ fn unix_ns(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
 }
 
-/// `ctl off` and `ctl on` on a server under load for 3 s: applied within 100 ms; no request recorded in between.
-fn controlled_while_running(dir: &Path) {
+/// Starts `cargo calltime --root handle_request ... -- <program>` and waits until it can be controlled.
+fn spawn_controllable(dir: &Path, flags: &[&str], env: &[(&str, &str)], program: &[&str]) -> (Child, ProcessStatus) {
     let child = util::calltime()
-        .args(["--root", "handle_request", "-o", "-", "--", "serve-for", "3000", "2"])
+        .args(["--root", "handle_request", "-o", "-"])
+        .args(flags)
+        .arg("--")
+        .args(program)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -118,13 +123,28 @@ fn controlled_while_running(dir: &Path) {
         .unwrap();
     let dirs = [control::control_dir(&dir.join("target/calltime"))];
     let started = Instant::now();
-    let process = loop {
+    loop {
         if let Ok(process) = control::pick(&dirs, None) {
-            break process;
+            return (child, process);
         }
         assert!(started.elapsed() < Duration::from_secs(60), "the server never became controllable");
         std::thread::sleep(Duration::from_millis(10));
-    };
+    }
+}
+
+/// Waits for the server and returns how many requests it served.
+fn served(child: Child) -> u64 {
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("served ")?.split(' ').next()?.parse().ok())
+        .unwrap()
+}
+
+/// `ctl off` and `ctl on` on a server under load for 3 s: applied within 100 ms; no request recorded in between.
+fn controlled_while_running(dir: &Path) {
+    let (child, process) = spawn_controllable(dir, &[], &[], &["serve-for", "3000", "2"]);
     std::thread::sleep(Duration::from_millis(300));
     let off_sent = SystemTime::now();
     let (status, took) = control::send(&process, ControlCommand::Off, Duration::from_secs(2)).unwrap();
@@ -135,12 +155,7 @@ fn controlled_while_running(dir: &Path) {
     let (status, took) = control::send(&process, ControlCommand::On, Duration::from_secs(2)).unwrap();
     let on_applied = SystemTime::now();
     assert!(status.recording && took <= Duration::from_millis(100), "on took {took:?}");
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let served: u64 = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("served ")?.split(' ').next()?.parse().ok())
-        .unwrap();
+    let served = served(child);
     let trace = last_trace(dir);
     let starts: Vec<u64> = trace.invocations.iter().map(|i| trace.epoch_unix_ns + i.start_ns).collect();
     let (off_sent, off_applied, on_sent, on_applied) =
@@ -151,4 +166,35 @@ fn controlled_while_running(dir: &Path) {
     assert_eq!(while_off, 0, "no request recorded while off");
     let counted = trace.aggregate.as_ref().unwrap().roots[0].calls;
     assert!(counted < served && counted == trace.stats.seen, "{counted} of {served}, {:?}", trace.stats);
+}
+
+fn calls(node: &Node, func: u32) -> bool {
+    node.func == func || node.children.iter().any(|child| calls(child, func))
+}
+
+/// `ctl slower-than 5ms` on a server under load whose injected slow requests take 20 ms: applied within 100 ms,
+/// and from then on the kept trees are the slow ones while the aggregate still counts every request exactly.
+fn slower_than_switched_while_running(dir: &Path) {
+    // No limit on the trees kept before the threshold is set (a run without a keep policy keeps the first 100,000).
+    let flags = ["--max-invocations", "100000000"];
+    let (child, process) = spawn_controllable(dir, &flags, &[("E2E_SLOW_MS", "20")], &["serve-for", "3000", "2"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = unix_ns(SystemTime::now());
+    let (status, took) =
+        control::send(&process, ControlCommand::SlowerThan(5_000_000), Duration::from_secs(2)).unwrap();
+    let applied = unix_ns(SystemTime::now());
+    assert!(status.slower_than_ns == 5_000_000 && took <= Duration::from_millis(100), "slower-than took {took:?}");
+    let served = served(child);
+    let trace = last_trace(dir);
+    let slow = func(&trace, "::slow_path");
+    let start = |i: &Invocation| trace.epoch_unix_ns + i.start_ns;
+    assert!(trace.invocations.iter().any(|i| start(i) < sent && !calls(&i.root, slow)), "fast ones kept before");
+    let after: Vec<&Invocation> = trace.invocations.iter().filter(|i| start(i) > applied).collect();
+    assert!(!after.is_empty(), "slow ones kept after");
+    for invocation in &after {
+        assert!(invocation.duration_ns > 5_000_000 && calls(&invocation.root, slow), "{invocation:?}");
+    }
+    assert!(trace.stats.left_out_fast > 0, "{:?}", trace.stats);
+    let aggregate = trace.aggregate.as_ref().unwrap();
+    assert_eq!((aggregate.roots[0].calls, trace.stats.seen), (served, served), "every request counted");
 }

@@ -1,6 +1,7 @@
 //! A small std-only TCP server on loopback with its own load generator, for the long-running service tests
 //! (issue 14) and scripts/services-bench.sh. Every request is one line, `<n>\n`; the answer is one line. The root is
-//! `server::handle_request`; every 1000th request takes a slow path (3 ms) so the slow trees stand out.
+//! `server::handle_request`; every 1000th request takes a slow path (3 ms, or `E2E_SLOW_MS`) so the slow trees stand
+//! out.
 //!
 //! - `serve <requests> <clients>`: serves exactly `requests` requests sent by `clients` connections, then exits.
 //! - `serve-for <ms> <clients>`: serves whatever the clients send in `ms` milliseconds.
@@ -35,7 +36,8 @@ mod server {
     }
 
     fn slow_path(n: u64) -> u64 {
-        std::thread::sleep(std::time::Duration::from_millis(3));
+        let ms = std::env::var("E2E_SLOW_MS").ok().and_then(|ms| ms.parse().ok()).unwrap_or(3);
+        std::thread::sleep(std::time::Duration::from_millis(ms));
         checksum(n)
     }
 
