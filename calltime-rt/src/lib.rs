@@ -103,6 +103,7 @@ mod clock;
 mod future;
 mod invocation;
 mod outbox;
+mod outcome;
 mod probe;
 mod recorder;
 mod retire;
@@ -119,6 +120,7 @@ pub use probe::Guard;
 /// What the code rewritten by `cargo calltime` calls. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::outcome::{call_once, NotAResult, Outcome};
     pub use crate::{Guard, Instrumented};
     use std::future::Future;
 

@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Result};
 
-use crate::plan::{ProbeKind, ProbeSite};
+use crate::plan::{ErrCounting, ProbeKind, ProbeSite};
 
 /// What a root probe tells the runtime about the plan (Contract 1's `PlanInfo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +50,7 @@ fn return_pin(return_type: Option<&str>) -> String {
 pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
     let site = probe.site;
     let index = site.index;
+    let counts_errs = site.errs == ErrCounting::Counted;
     match site.kind {
         ProbeKind::Sync => {
             let call = if probe.is_root {
@@ -57,7 +58,17 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             } else {
                 format!("enter({index})")
             };
-            vec![(site.open, format!("let __calltime_guard = ::calltime_rt::__private::{call};"))]
+            let guard = format!("let __calltime_guard = ::calltime_rt::__private::{call};");
+            if counts_errs {
+                let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
+                return vec![(site.open, format!("{guard}{open}")), (site.close, close)];
+            }
+            vec![(site.open, guard)]
+        }
+        ProbeKind::Async if counts_errs => {
+            let wrapper = wrapper_call(index, probe.is_root, plan);
+            let (open, close) = async_err_wrap(index, site.return_type.as_deref());
+            vec![(site.open, format!(" {wrapper}async move {{ {open}")), (site.close, format!("{close}}}).await "))]
         }
         ProbeKind::Async => {
             let wrapper = wrapper_call(index, probe.is_root, plan);
@@ -69,6 +80,39 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             vec![(site.open, wrapper), (site.close, ")".to_owned())]
         }
     }
+}
+
+/// The statement that hands a function's result to the runtime, which counts it when it is an `Err` (a type that
+/// only ends in `Result` but is not std's takes the no-op trait method instead of the inherent one).
+fn outcome_note(index: u32) -> String {
+    format!(
+        "{{ #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as _; \
+         ::calltime_rt::__private::Outcome(&__calltime_result).note({index}); }} "
+    )
+}
+
+/// The text around a sync body whose `Err` returns are counted, as tracing's `#[instrument(err)]` does: the body
+/// runs in a closure (so `return` and `?` leave it with the function's result), called once at once; its type
+/// is pinned to the declared return type so coercions and `?` conversions infer as they did, and `FnOnce` lets
+/// it hand back borrows of its captures.
+fn sync_err_wrap(index: u32, return_type: Option<&str>) -> (String, String) {
+    let pin = return_pin(return_type);
+    let note = outcome_note(index);
+    (
+        format!(" match ::calltime_rt::__private::call_once(move || {{ {pin}"),
+        format!(" }}) {{ __calltime_result => {{ {note}__calltime_result }} }} "),
+    )
+}
+
+/// The text inside an async fn's wrapper whose `Err` returns are counted: the body runs in an inner async block,
+/// whose output passes the runtime's note while the function's frame is still the current one.
+fn async_err_wrap(index: u32, return_type: Option<&str>) -> (String, String) {
+    let pin = return_pin(return_type);
+    let note = outcome_note(index);
+    (
+        format!("{pin}let __calltime_result = async move {{ {pin}"),
+        format!(" }}.await; {note}__calltime_result "),
+    )
 }
 
 /// `::calltime_rt::__private::instrument(7, ` (the future follows).
@@ -103,7 +147,7 @@ pub fn apply_keeping_columns(source: &str, probes: &[Probe<'_>], plan: &PlanInfo
                 );
             }
             let may_move_back = match probe.site.kind {
-                ProbeKind::Sync => false,
+                ProbeKind::Sync => i == 1,
                 ProbeKind::Async => i == 1,
                 ProbeKind::AsyncBlock => i == 0,
             };
@@ -178,7 +222,7 @@ mod tests {
     }
 
     fn site(kind: ProbeKind, index: u32, open: usize, close: usize, ret: Option<&str>) -> ProbeSite {
-        ProbeSite { index, kind, line: 1, open, close, return_type: ret.map(str::to_owned) }
+        ProbeSite { index, kind, line: 1, open, close, return_type: ret.map(str::to_owned), errs: ErrCounting::NotAResult }
     }
 
     #[test]

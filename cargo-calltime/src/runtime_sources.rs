@@ -10,9 +10,11 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("invocation.rs", include_str!("../../calltime-rt/src/invocation.rs")),
     ("lib.rs", include_str!("../../calltime-rt/src/lib.rs")),
     ("outbox.rs", include_str!("../../calltime-rt/src/outbox.rs")),
+    ("outcome.rs", include_str!("../../calltime-rt/src/outcome.rs")),
     ("probe.rs", include_str!("../../calltime-rt/src/probe.rs")),
     ("recorder.rs", include_str!("../../calltime-rt/src/recorder.rs")),
     ("recorder/fold.rs", include_str!("../../calltime-rt/src/recorder/fold.rs")),
+    ("recorder/outcome.rs", include_str!("../../calltime-rt/src/recorder/outcome.rs")),
     ("retire.rs", include_str!("../../calltime-rt/src/retire.rs")),
     ("writer.rs", include_str!("../../calltime-rt/src/writer.rs")),
 ];

@@ -92,6 +92,7 @@ impl Recorder {
             next_sibling,
             hot: [NO_PATH; HOT_CHILDREN],
             flags: 0,
+            errs: 0,
         });
         id as u32
     }
@@ -374,6 +375,8 @@ pub(crate) struct PathNode {
     /// this finds each without walking the sibling list.
     hot: [u32; HOT_CHILDREN],
     pub(crate) flags: u32,
+    /// Calls that returned an `Err` (see `outcome`).
+    pub(crate) errs: u32,
 }
 
 impl PathNode {
