@@ -219,6 +219,8 @@ pub struct Node {
     /// The call was cancelled (an async function dropped before completing) or still open when its invocation
     /// ended; for a call path, at least one of its calls was.
     pub cancelled: bool,
+    /// Calls that returned an `Err` (functions returning a `*Result`): 0 or 1 for a call, the count for a path.
+    pub errs: u64,
     pub children: Vec<Node>,
 }
 
@@ -238,6 +240,7 @@ impl Node {
             exact_ns: 0,
             panicked,
             cancelled: false,
+            errs: 0,
             children,
         }
     }
@@ -266,6 +269,7 @@ impl Node {
             exact_ns: 0,
             panicked: false,
             cancelled: false,
+            errs: 0,
             children,
         }
     }
@@ -287,8 +291,39 @@ impl Node {
     /// Time not spent in instrumented children (saturating: neither clock skew nor estimated children that add up
     /// to more than their parent make it negative).
     pub fn self_ns(&self) -> u64 {
-        let children = self.children.iter().fold(0u64, |sum, c| sum.saturating_add(c.duration_ns));
-        self.duration_ns.saturating_sub(children)
+        self.duration_ns.saturating_sub(self.children_busy_ns())
+    }
+
+    /// The children's durations added up (overlapping time counted once per child).
+    pub fn children_sum_ns(&self) -> u64 {
+        self.children.iter().fold(0u64, |sum, c| sum.saturating_add(c.duration_ns))
+    }
+
+    /// Time during which at least one child ran: the union of the children's intervals when each child is one
+    /// timed call (async children polled together, by `join!` or `select!`, overlap), else their sum (a call path
+    /// of a folded tree has no interval).
+    pub fn children_busy_ns(&self) -> u64 {
+        if !self.children.iter().all(|c| c.calls == 1 && c.timed_calls == 1) {
+            return self.children_sum_ns();
+        }
+        let mut spans: Vec<(u64, u64)> =
+            self.children.iter().map(|c| (c.start_ns, c.start_ns.saturating_add(c.duration_ns))).collect();
+        spans.sort_unstable();
+        let (mut busy, mut covered_to) = (0u64, 0u64);
+        for (start, end) in spans {
+            let from = start.max(covered_to);
+            if end > from {
+                busy = busy.saturating_add(end - from);
+                covered_to = end;
+            }
+        }
+        busy
+    }
+
+    /// Time the children ran concurrently with each other: their sum less their union (0 when they ran one after
+    /// another).
+    pub fn children_overlap_ns(&self) -> u64 {
+        self.children_sum_ns().saturating_sub(self.children_busy_ns())
     }
 
     /// Number of nodes in this subtree, itself included.

@@ -221,7 +221,7 @@ pub(super) fn write_call(out: &mut String, depth: u32, node: &Node) {
 /// `a <depth> <index> <calls> <timed> <first_start_ns> <timed_ns> <min_ns> <max_ns> <flags>`: one call path of a
 /// folded invocation; version 3 appends `<exact_calls> <exact_ns>`.
 pub(super) fn read_path(rest: &str, version: u32) -> Result<(u32, Node)> {
-    let mut f = Fields::new(rest, 11);
+    let mut f = Fields::new(rest, 12);
     let depth = f.num()? as u32;
     let func = f.num()? as u32;
     let calls = f.num()?;
@@ -232,6 +232,8 @@ pub(super) fn read_path(rest: &str, version: u32) -> Result<(u32, Node)> {
     let max_ns = f.num()?;
     let flags = f.num()?;
     let (exact_calls, exact_ns) = if version >= 3 { (f.num()?, f.num()?) } else { (0, 0) };
+    // Appended when a call returned an `Err`; a path with the flag but no count had at least one.
+    let errs = if version >= 3 { f.optional_num()? } else { None };
     if calls == 0 {
         bail!("a call path with 0 calls");
     }
@@ -244,6 +246,9 @@ pub(super) fn read_path(rest: &str, version: u32) -> Result<(u32, Node)> {
     let node = Node::path(func, start_ns, calls, timed_calls, timed_ns, (min_ns, max_ns), Vec::new());
     let mut node = node.with_exact(exact_calls, exact_ns);
     set_flags(&mut node, flags);
+    if let Some(errs) = errs {
+        node.errs = errs.min(calls);
+    }
     Ok((depth, node))
 }
 
@@ -262,21 +267,28 @@ pub(super) fn write_path(out: &mut String, depth: u32, node: &Node, version: u32
     );
     if version >= 3 {
         let _ = write!(out, " {} {}", node.exact_calls, node.exact_ns);
+        if node.errs > 0 {
+            let _ = write!(out, " {}", node.errs);
+        }
     }
     out.push('\n');
 }
 
-/// Flag bits of `n` and `a` lines: bit 0 unwound, bit 1 cancelled; other bits are reserved and ignored.
+/// Flag bits of `n` and `a` lines: bit 0 unwound, bit 1 cancelled, bit 2 returned an `Err`; other bits are
+/// reserved and ignored.
 const PANICKED: u64 = 1;
 const CANCELLED: u64 = 2;
+const ERR: u64 = 4;
 
 fn set_flags(node: &mut Node, flags: u64) {
     node.panicked = flags & PANICKED != 0;
     node.cancelled = flags & CANCELLED != 0;
+    node.errs = u64::from(flags & ERR != 0);
 }
 
 fn flags(node: &Node) -> u64 {
-    (if node.panicked { PANICKED } else { 0 }) | (if node.cancelled { CANCELLED } else { 0 })
+    let bit = |set: bool, bit: u64| if set { bit } else { 0 };
+    bit(node.panicked, PANICKED) | bit(node.cancelled, CANCELLED) | bit(node.errs > 0, ERR)
 }
 
 /// `end <seq>`
