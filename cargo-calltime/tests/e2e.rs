@@ -392,6 +392,51 @@ fn every_function_form_builds_and_behaves_the_same() {
     assert_eq!(before, snapshot(&dir), "the user's workspace changed");
 }
 
+/// Exact `Err` counts per node for every function form that returns a `Result` (`?`, `return Err`, aliases,
+/// coercions, borrows through `&mut self`, const generics, `unsafe fn`, `impl Trait`, async), none for a non-std
+/// `*Result` or a `#[track_caller]` function, and the program's output identical to a plain build.
+#[test]
+fn err_returns_are_counted_exactly_and_every_form_behaves_the_same() {
+    let (tmp, dir) = util::copy_test_crate("e2e-errs");
+    let report = tmp.path().join("report.json");
+    let out = util::run(
+        util::calltime()
+            .args(["--root", "run", "--depth", "4", "--probe-trivial", "--format", "json", "-o"])
+            .arg(&report)
+            .current_dir(&dir),
+        true,
+    );
+    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    fn node(out: &mut String, n: &Value, depth: usize) {
+        let path = n["path"].as_str().unwrap_or("?");
+        out.push_str(&format!("{}{path} calls={} errs={}\n", "  ".repeat(depth), n["calls"], n["errs"]));
+        for child in n["children"].as_array().into_iter().flatten() {
+            node(out, child, depth + 1);
+        }
+    }
+    let mut dump = String::new();
+    node(&mut dump, &json["invocations"][0]["tree"], 0);
+    util::check(&util::data("e2e/errs-tree.txt"), &dump);
+
+    // Folded after 3 calls: the counts move to call paths and stay exact.
+    let folded_report = tmp.path().join("folded.json");
+    util::run(
+        util::calltime()
+            .args(["--root", "run", "--depth", "4", "--probe-trivial", "-q", "--fold-after", "3", "--format"])
+            .args(["json", "-o"])
+            .arg(&folded_report)
+            .current_dir(&dir),
+        true,
+    );
+    let folded: Value = serde_json::from_str(&std::fs::read_to_string(&folded_report).unwrap()).unwrap();
+    assert_eq!(folded["invocations"][0]["folded"], true);
+    let mut folded_dump = String::new();
+    node(&mut folded_dump, &folded["invocations"][0]["tree"], 0);
+    assert_eq!(folded_dump, dump);
+}
+
 /// The aggregate lines of `tree_dump` (call paths with their total calls over every invocation).
 fn aggregate_dump(report: &Value) -> String {
     let dump = tree_dump(report);
