@@ -4,7 +4,7 @@
 
 mod util;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use cargo_calltime::trace::Trace;
@@ -304,6 +304,47 @@ fn function_table_counts_a_recursive_call_once_in_total_time() {
 fn json_matches_expected_files() {
     check(&expect("nested.json"), &render_text(&load("nested"), &opts(ViewFormat::Json)));
     check(&expect("many.json"), &render_text(&load("many"), &opts(ViewFormat::Json)));
+}
+
+/// async.trace (test-crates/async-overlap, with a folded invocation added by hand): `both` polls `left` and
+/// `right` together (they overlap for 30 ms), `race` drops `slow` when `fast` is done (`slow` cancelled); in the
+/// folded invocation `both` returned `Err` 2 of 3 times and a call of `race` was cancelled.
+#[test]
+fn async_trace_views_mark_concurrency_cancellation_and_errs() {
+    let trace = load("async");
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+    check(&expect("async.txt"), &render_text(&trace, &ViewOptions::default()));
+    check(&expect("async.json"), &render_text(&trace, &opts(ViewFormat::Json)));
+    check(&expect("async.folded"), &render_text(&trace, &opts(ViewFormat::Folded)));
+    let chrome = render_text(&trace, &opts(ViewFormat::Chrome));
+    check(&expect("async.chrome.json"), &chrome);
+
+    // Self time is the duration less the union of the children: `both` is not 0 although its children add up
+    // to twice its time.
+    let both = &trace.invocations[0].root.children[0];
+    assert!(both.children_overlap_ns() > 29_000_000 && both.self_ns() > 0, "{both:?}");
+    // The folded stacks of the first invocation add up to its root's time (less the probes' compensated cost),
+    // not to more: concurrent time is not counted twice.
+    let first = ViewOptions { invocation: Some(1), ..opts(ViewFormat::Folded) };
+    let folded = render_text(&trace, &first);
+    let sum: u64 = folded.lines().filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok()).sum();
+    let root = trace.invocations[0].root.duration_ns;
+    assert!(sum <= root && sum + 1_000 >= root, "{sum} vs {root}:\n{folded}");
+    // No two slices of one track cross: each is nested in or disjoint from the others.
+    let json: serde_json::Value = serde_json::from_str(&chrome).unwrap();
+    let mut by_tid: BTreeMap<u64, Vec<(f64, f64)>> = BTreeMap::new();
+    for e in json["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X") {
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        by_tid.entry(e["tid"].as_u64().unwrap()).or_default().push((ts, ts + dur));
+    }
+    for slices in by_tid.values() {
+        for a in slices {
+            for b in slices {
+                let crosses = a.0 < b.0 && b.0 < a.1 && a.1 < b.1;
+                assert!(!crosses, "{a:?} and {b:?} cross in {chrome}");
+            }
+        }
+    }
 }
 
 // ---- folded invocations (trace format 2) ----

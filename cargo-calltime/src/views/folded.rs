@@ -28,7 +28,7 @@ pub fn stacks(trace: &Trace, opts: &ViewOptions, mark_panicked: bool) -> anyhow:
     let selected = select(trace, opts.invocation)?;
     let mut out = BTreeMap::new();
     for agg in aggregate(selected.iter().map(|(_, inv)| *inv)) {
-        walk(&agg.tree, &(&names, mark_panicked), &mut String::new(), 1, &mut out);
+        walk(&agg.tree, &(&names, mark_panicked), &mut String::new(), (1, 1.0), &mut out);
     }
     Ok(out)
 }
@@ -51,22 +51,41 @@ fn push_frame(stack: &mut String, naming: &Naming, func: u32, panicked: bool) {
     }
 }
 
-fn walk(node: &Merged, naming: &Naming, stack: &mut String, depth: usize, out: &mut BTreeMap<String, u64>) {
+/// `scale` is below 1 under children that ran concurrently (async futures polled together): their subtrees are
+/// scaled down by the time they covered over the time they add up to, so the stacks add up to the root's time and
+/// no concurrent time is counted twice.
+fn walk(node: &Merged, naming: &Naming, stack: &mut String, (depth, scale): (usize, f64), out: &mut Stacks) {
     let len = stack.len();
     push_frame(stack, naming, node.func, node.panicked > 0);
     if node.self_ns > 0 {
         // Distinct call paths have distinct names (Names makes them unique), so this only adds for safety.
         let total = out.entry(stack.clone()).or_default();
-        *total = total.saturating_add(node.self_ns);
+        *total = total.saturating_add(scaled(node.self_ns, scale));
     }
+    let child_scale = if node.children_overlap_ns > 0 {
+        let sum = node.children.iter().map(|c| c.total_ns as f64).sum::<f64>();
+        scale * (sum - node.children_overlap_ns as f64).max(0.0) / sum.max(1.0)
+    } else {
+        scale
+    };
     for child in &node.children {
         if depth >= MAX_STACK_DEPTH {
-            *out.entry(format!("{stack};{DEEPER}")).or_default() += child.total_ns;
+            *out.entry(format!("{stack};{DEEPER}")).or_default() += scaled(child.total_ns, child_scale);
         } else {
-            walk(child, naming, stack, depth + 1, out);
+            walk(child, naming, stack, (depth + 1, child_scale), out);
         }
     }
     stack.truncate(len);
+}
+
+type Stacks = BTreeMap<String, u64>;
+
+fn scaled(ns: u64, scale: f64) -> u64 {
+    if scale == 1.0 {
+        ns
+    } else {
+        (ns as f64 * scale).round() as u64
+    }
 }
 
 /// Time-ordered stacks of one invocation for a flame chart: each node's self time is cut into the gaps before,
