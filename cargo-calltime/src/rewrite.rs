@@ -109,10 +109,7 @@ fn sync_err_wrap(index: u32, return_type: Option<&str>) -> (String, String) {
 fn async_err_wrap(index: u32, return_type: Option<&str>) -> (String, String) {
     let pin = return_pin(return_type);
     let note = outcome_note(index);
-    (
-        format!("{pin}let __calltime_result = async move {{ {pin}"),
-        format!(" }}.await; {note}__calltime_result "),
-    )
+    (format!("{pin}let __calltime_result = async move {{ {pin}"), format!(" }}.await; {note}__calltime_result "))
 }
 
 /// `::calltime_rt::__private::instrument(7, ` (the future follows).
@@ -222,7 +219,15 @@ mod tests {
     }
 
     fn site(kind: ProbeKind, index: u32, open: usize, close: usize, ret: Option<&str>) -> ProbeSite {
-        ProbeSite { index, kind, line: 1, open, close, return_type: ret.map(str::to_owned), errs: ErrCounting::NotAResult }
+        ProbeSite {
+            index,
+            kind,
+            line: 1,
+            open,
+            close,
+            return_type: ret.map(str::to_owned),
+            errs: ErrCounting::NotAResult,
+        }
     }
 
     #[test]

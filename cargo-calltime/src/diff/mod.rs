@@ -97,6 +97,9 @@ struct PathSamples {
     /// Display names, root first.
     display: Vec<String>,
     calls: u64,
+    /// Calls that returned an `Err`, and calls cancelled, over the side's invocations.
+    errs: u64,
+    cancelled: u64,
     self_ns_sum: u128,
     /// Per invocation in which the path ran: its total time, and its self time.
     total_ns: Vec<f64>,
@@ -269,6 +272,8 @@ impl Side {
                     ..PathSamples::default()
                 });
                 samples.calls += stat.calls;
+                samples.errs += stat.errs;
+                samples.cancelled += stat.cancelled;
                 if let Some(&function) = indices.last() {
                     *self.function_calls.entry(trace.table.path(function)).or_default() += stat.calls;
                 }
@@ -372,6 +377,37 @@ pub struct Calls {
     pub retired: bool,
 }
 
+/// Calls of a path that ended one way (returned an `Err`, were cancelled), per invocation: counted exactly, like
+/// calls, so any change is reported.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Outcomes {
+    pub base: f64,
+    pub head: f64,
+    pub changed: bool,
+}
+
+impl Outcomes {
+    fn of(base_count: u64, base: &Side, head_count: u64, head: &Side) -> Outcomes {
+        Outcomes {
+            base: base_count as f64 / base.invocations as f64,
+            head: head_count as f64 / head.invocations as f64,
+            changed: u128::from(base_count) * u128::from(head.invocations)
+                != u128::from(head_count) * u128::from(base.invocations),
+        }
+    }
+
+    /// `err 0 -> 1` when it changed, `err 1` when there are some, nothing otherwise.
+    fn text(&self, what: &str) -> Option<String> {
+        if self.changed {
+            Some(format!("{what} {} -> {}", format_calls(self.base), format_calls(self.head)))
+        } else if self.head > 0.0 {
+            Some(format!("{what} {}", format_calls(self.head)))
+        } else {
+            None
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct TimeStats {
     /// Invocations in which the path ran (the time samples).
@@ -410,6 +446,10 @@ pub struct PathDiff {
     pub status: Status,
     pub noise: Option<Noise>,
     pub calls: Calls,
+    /// `Err` returns per invocation.
+    pub errs: Outcomes,
+    /// Cancelled calls per invocation (a folded call path with the flag counts 1).
+    pub cancelled: Outcomes,
     pub base: Option<TimeStats>,
     pub head: Option<TimeStats>,
     pub change: Option<Change>,
@@ -428,7 +468,7 @@ pub struct PathDiff {
 impl PathDiff {
     /// Whether the path belongs in the table of changes (otherwise it is folded with the unchanged ones).
     pub fn is_reported(&self) -> bool {
-        self.status != Status::Unchanged || self.calls.changed
+        self.status != Status::Unchanged || self.calls.changed || self.errs.changed || self.cancelled.changed
     }
 
     /// For a caller folded under its cause: whether the cause made it slower (`Some(true)`) or faster.
@@ -471,6 +511,9 @@ pub struct Summary {
     pub removed: usize,
     /// Paths on both sides whose calls per invocation changed.
     pub calls_changed: usize,
+    /// Paths whose `Err` returns, or cancelled calls, per invocation changed (added and gone paths included).
+    pub errs_changed: usize,
+    pub cancelled_changed: usize,
     pub not_significant: usize,
     pub below_threshold: usize,
     pub too_few_samples: usize,
@@ -543,6 +586,8 @@ pub fn compare(base: &Side, head: &Side, settings: &Settings) -> Report {
         if p.calls.changed && !matches!(p.status, Status::Added | Status::Removed) {
             summary.calls_changed += 1;
         }
+        summary.errs_changed += usize::from(p.errs.changed);
+        summary.cancelled_changed += usize::from(p.cancelled.changed);
         match p.noise {
             Some(Noise::NotSignificant) => summary.not_significant += 1,
             Some(Noise::BelowThreshold) => summary.below_threshold += 1,
@@ -634,6 +679,9 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
             != u128::from(calls_head) * u128::from(base.invocations),
         retired,
     };
+    let count = |samples: Option<&PathSamples>, of: fn(&PathSamples) -> u64| samples.map_or(0, of);
+    let errs = Outcomes::of(count(in_base, |p| p.errs), base, count(in_head, |p| p.errs), head);
+    let cancelled = Outcomes::of(count(in_base, |p| p.cancelled), base, count(in_head, |p| p.cancelled), head);
     let time_stats = |samples: Option<&PathSamples>, side: &Side| {
         samples.map(|p| TimeStats {
             samples: p.total_ns.len(),
@@ -650,6 +698,8 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
         status: Status::Unchanged,
         noise: None,
         calls,
+        errs,
+        cancelled,
         base: base_time,
         head: head_time,
         change: None,
@@ -790,17 +840,20 @@ pub fn count_with_callers(count: usize, word: &str, callers: usize) -> String {
 }
 
 /// `1 -> 2` for calls per invocation; `(all, retired)` after the calls of a function that retired, which are all
-/// its calls per invocation, not the path's.
+/// its calls per invocation, not the path's; then `Err` returns and cancelled calls per invocation, when there are
+/// any (`(err 0 -> 1, cancelled 2)`).
 pub fn calls_text(p: &PathDiff) -> String {
     let calls = if p.calls.changed {
         format!("{} -> {}", format_calls(p.calls.base), format_calls(p.calls.head))
     } else {
         format_calls(p.calls.head)
     };
-    if p.calls.retired {
-        format!("{calls} (all, retired)")
-    } else {
+    let calls = if p.calls.retired { format!("{calls} (all, retired)") } else { calls };
+    let outcomes: Vec<String> = [p.errs.text("err"), p.cancelled.text("cancelled")].into_iter().flatten().collect();
+    if outcomes.is_empty() {
         calls
+    } else {
+        format!("{calls} ({})", outcomes.join(", "))
     }
 }
 

@@ -46,6 +46,9 @@ pub fn render(report: &Report, color: bool) -> String {
     } else {
         headline.push("no call-count changes".to_owned());
     }
+    if let Some(text) = super::markdown::outcome_changes_text(s) {
+        headline.push(paint(yellow, &text));
+    }
     let _ = writeln!(out, "{}", headline.join(", "));
 
     let reported: Vec<&PathDiff> = report.paths.iter().filter(|p| p.is_reported()).collect();
@@ -84,7 +87,7 @@ pub fn render(report: &Report, color: bool) -> String {
                 let styled = match (i, p.status) {
                     (0, Status::Regressed | Status::Added) => paint(red, &padded),
                     (0, Status::Improved | Status::Removed) => paint(green, &padded),
-                    (5, _) if p.calls.changed => paint(yellow, &padded),
+                    (5, _) if p.calls.changed || p.errs.changed || p.cancelled.changed => paint(yellow, &padded),
                     _ => padded,
                 };
                 line.push_str(&styled);

@@ -338,6 +338,9 @@ pub struct PathStat {
     pub calls: u64,
     pub total_ns: u64,
     pub self_ns: u64,
+    /// Calls that returned an `Err`, and calls cancelled (a folded path's flag counts 1).
+    pub errs: u64,
+    pub cancelled: u64,
 }
 
 impl Invocation {
@@ -366,6 +369,8 @@ impl Invocation {
             stat.calls += node.calls;
             stat.total_ns = stat.total_ns.saturating_add(node.duration_ns);
             stat.self_ns = stat.self_ns.saturating_add(node.self_ns());
+            stat.errs += node.errs;
+            stat.cancelled += u64::from(node.cancelled);
             for child in &node.children {
                 walk(child, path, out);
             }
