@@ -318,6 +318,8 @@ fn async_trace_views_mark_concurrency_cancellation_and_errs() {
     check(&expect("async.folded"), &render_text(&trace, &opts(ViewFormat::Folded)));
     let chrome = render_text(&trace, &opts(ViewFormat::Chrome));
     check(&expect("async.chrome.json"), &chrome);
+    let table = ViewOptions { sort: SortKey::Total, ..opts(ViewFormat::Table) };
+    check(&expect("async.table.txt"), &render_text(&trace, &table));
 
     // Self time is the duration less the union of the children: `both` is not 0 although its children add up
     // to twice its time.
