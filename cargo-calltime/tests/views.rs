@@ -321,6 +321,21 @@ fn async_trace_views_mark_concurrency_cancellation_and_errs() {
     let table = ViewOptions { sort: SortKey::Total, ..opts(ViewFormat::Table) };
     check(&expect("async.table.txt"), &render_text(&trace, &table));
 
+    // The flamegraph marks cancelled and `Err` frames; the flame chart draws concurrent children side by side,
+    // scaled to the span they covered, so `both` keeps its width and the time axis its length.
+    let svg = String::from_utf8(render(&trace, &opts(ViewFormat::Svg)).unwrap().bytes).unwrap();
+    let frames = svg_frames(&svg).0;
+    let named = |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}"));
+    assert_eq!(named("slow [cancelled]").fill, "rgb(160,160,170)");
+    assert_eq!(named("both [err]").fill, "rgb(70,130,210)");
+    let chart = ViewOptions { flamechart: true, invocation: Some(1), ..opts(ViewFormat::Svg) };
+    let svg = String::from_utf8(render(&trace, &chart).unwrap().bytes).unwrap();
+    let frames = svg_frames(&svg).0;
+    let width = |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}")).width;
+    let (both, left, right) = (width("both"), width("left"), width("right"));
+    assert!((left + right - both).abs() < 0.2 && (left - right).abs() < 0.2, "{both} {left} {right}");
+    assert!((both / width("run") - 30.0 / 44.1).abs() < 0.01, "{both} of {}", width("run"));
+
     // Self time is the duration less the union of the children: `both` is not 0 although its children add up
     // to twice its time.
     let both = &trace.invocations[0].root.children[0];
@@ -765,7 +780,8 @@ fn estimates_larger_than_their_parent_stay_inside_it() {
     for options in [opts(ViewFormat::Svg), ViewOptions { flamechart: true, ..opts(ViewFormat::Svg) }] {
         let svg = String::from_utf8(render(&two_children, &options).unwrap().bytes).unwrap();
         let frames = svg_frames(&svg).0;
-        assert!(frames.iter().any(|f| f.name() == "#2"), "{frames:?}");
+        // `#2` has the cancelled flag: its frame is marked.
+        assert!(frames.iter().any(|f| f.name() == "#2 [cancelled]"), "{frames:?}");
     }
 }
 

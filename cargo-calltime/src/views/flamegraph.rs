@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use inferno::flamegraph::{self, Options};
 
 use super::aggregate::select;
-use super::folded::{stacks, timeline, PANICKED_MARK};
+use super::folded::{stacks, timeline, CANCELLED_MARK, ERR_MARK, PANICKED_MARK};
 use super::svg_frames::{self, Edit};
 use super::{plan_summary, plan_summary_for, Names, ViewOptions};
 use crate::trace::{Times, Trace};
@@ -93,10 +93,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
     flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut svg)
         .context("inferno could not draw the flamegraph")?;
     let svg = String::from_utf8(svg).context("inferno wrote an SVG that is not UTF-8")?;
-    let mut svg = svg_frames::rewrite(&svg, |frame| Edit {
-        fill: frame.path.last().is_some_and(|name| name.ends_with(PANICKED_MARK)).then(|| PANICKED_FILL.to_owned()),
-        ..Edit::default()
-    })?;
+    let mut svg = svg_frames::rewrite(&svg, |frame| Edit { fill: mark_fill(frame.path.last()), ..Edit::default() })?;
     if options.flame_chart {
         svg = svg_frames::add_time_axis(&svg)?;
     }
@@ -105,3 +102,14 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
 
 /// Frames of calls that panicked: a purple no frame of inferno's warm palette has.
 pub const PANICKED_FILL: &str = "rgb(150,60,200)";
+/// Frames of cancelled calls (futures dropped before completing): grey, work that came to nothing.
+pub const CANCELLED_FILL: &str = "rgb(160,160,170)";
+/// Frames of calls that returned an `Err`: a blue no frame of the warm palette has.
+pub const ERR_FILL: &str = "rgb(70,130,210)";
+
+/// The fill of a marked frame: panicked first, then cancelled, then `Err`.
+fn mark_fill(name: Option<&String>) -> Option<String> {
+    let name = name?;
+    let fills = [(PANICKED_MARK, PANICKED_FILL), (CANCELLED_MARK, CANCELLED_FILL), (ERR_MARK, ERR_FILL)];
+    fills.iter().find(|(mark, _)| name.contains(mark)).map(|(_, fill)| (*fill).to_owned())
+}
