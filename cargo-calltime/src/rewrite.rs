@@ -307,6 +307,43 @@ mod tests {
         }
     }
 
+    fn counting(mut site: ProbeSite) -> ProbeSite {
+        site.errs = ErrCounting::Counted;
+        site
+    }
+
+    #[test]
+    fn result_bodies_pass_their_result_to_the_runtime_before_returning() {
+        let src = "fn f() -> Result<u8, E> {\n    g()?;\n    Ok(1)\n}\n";
+        let open = src.find('{').unwrap() + 1;
+        let close = src.rfind('}').unwrap();
+        let s = counting(site(ProbeKind::Sync, 4, open, close, Some("Result<u8, E>")));
+        let (out, shifted) = apply_keeping_columns(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(shifted.is_empty(), "{out}");
+        assert_eq!(
+            out,
+            "fn f() -> Result<u8, E> {let __calltime_guard = ::calltime_rt::__private::enter(4); match \
+             ::calltime_rt::__private::call_once(move || { if false { #[allow(unreachable_code)] let __calltime_r: \
+             Result<u8, E> = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    g()?;\n    \
+             Ok(1) }) { __calltime_result => { { #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as \
+             _; ::calltime_rt::__private::Outcome(&__calltime_result).note(4); } __calltime_result } } \n}\n"
+        );
+        // Async: an inner async block, its output noted inside the wrapper.
+        let src = "async fn f() -> Result<u8, E> {\n    Ok(1)\n}\n";
+        let s = counting(site(ProbeKind::Async, 2, src.find('{').unwrap() + 1, src.rfind('}').unwrap(), Some("R")));
+        let out = apply(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(out.contains("async move { if false"), "{out}");
+        assert!(out.contains("let __calltime_result = async move { if false"), "{out}");
+        assert!(
+            out.ends_with(
+                "Ok(1) }.await; { #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as _; \
+             ::calltime_rt::__private::Outcome(&__calltime_result).note(2); } __calltime_result }).await \n}\n"
+            ),
+            "{out}"
+        );
+        assert_eq!(out.lines().count(), src.lines().count());
+    }
+
     #[test]
     fn async_unit_and_erased_returns_get_no_pin() {
         for ret in [None, Some("_"), Some("()")] {

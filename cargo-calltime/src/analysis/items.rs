@@ -845,6 +845,27 @@ mod tests {
         assert_eq!(items.fns[3].probe.as_ref().unwrap().return_type, None);
     }
 
+    #[test]
+    fn err_counting_follows_the_return_type_and_track_caller() {
+        let text = "fn a() -> Result<u8, E> { Ok(1) }\n\
+                    fn b() -> io::Result<()> { Ok(()) }\n\
+                    fn c() -> ParseResult<u8> { todo!() }\n\
+                    #[track_caller] fn d() -> Result<u8, E> { Ok(1) }\n\
+                    fn e() -> Option<u8> { None }\n\
+                    fn f() -> <T as X>::Result { todo!() }\n\
+                    async fn g() -> anyhow::Result<u8> { Ok(1) }\n\
+                    fn h() -> Results { todo!() }\n";
+        let items = extract_file(text).unwrap().items;
+        let errs: Vec<ErrCounting> = items.fns.iter().map(|f| f.probe.as_ref().unwrap().errs).collect();
+        use ErrCounting::*;
+        assert_eq!(errs, [Counted, Counted, Counted, TrackCaller, NotAResult, NotAResult, Counted, NotAResult]);
+        // A counted sync body is wrapped up to its closing brace, pinned to its return type.
+        let a = items.fns[0].probe.as_ref().unwrap();
+        assert_eq!((&text[a.close..a.close + 1], a.return_type.as_deref()), ("}", Some("Result<u8, E>")));
+        let d = items.fns[3].probe.as_ref().unwrap();
+        assert_eq!((d.close, d.return_type.as_deref()), (d.open, None));
+    }
+
     /// Extraction one item at a time gives what extraction of the whole file gives, for every source file of the
     /// test crates and of this crate.
     #[test]

@@ -212,7 +212,7 @@ n 0 0 300 10 0
         assert_eq!(trace.stats.incomplete, 1);
         assert_eq!(trace.plan_id.as_deref(), Some("abc123"));
         let paths = inv.path_stats();
-        assert_eq!(paths[&vec![0, 1]], PathStat { calls: 2, total_ns: 30, self_ns: 30 });
+        assert_eq!(paths[&vec![0, 1]], PathStat { calls: 2, total_ns: 30, self_ns: 30, ..PathStat::default() });
     }
 
     #[test]
@@ -268,7 +268,7 @@ stats 2 2 0 0 0
         let paths = folded.path_stats();
         assert_eq!(paths[&vec![0, 3]].calls, 441_070);
         assert_eq!(paths[&vec![0, 3, 5]].calls, 337_452);
-        assert_eq!(paths[&vec![0, 4]], PathStat { calls: 3, total_ns: 900, self_ns: 900 });
+        assert_eq!(paths[&vec![0, 4]], PathStat { calls: 3, total_ns: 900, self_ns: 900, ..PathStat::default() });
         // A version 1 style invocation in the same file is read per call, as before.
         assert_eq!(trace.invocations[1].root.children[0].calls, 1);
     }
