@@ -444,14 +444,22 @@ fn concurrent_async_children_and_cancelled_futures_are_shown() {
     let (tmp, dir) = util::copy_test_crate("async-overlap");
     let report = tmp.path().join("report.json");
     util::run(
-        util::calltime().args(["--root", "run", "--depth", "3", "--format", "json", "-o"]).arg(&report).current_dir(&dir),
+        util::calltime()
+            .args(["--root", "run", "--depth", "3", "--format", "json", "-o"])
+            .arg(&report)
+            .current_dir(&dir),
         true,
     );
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     fn node(out: &mut String, n: &Value, depth: usize) {
         let overlap = if n["children_overlap_ns"].as_u64().unwrap_or(0) > 0 { " children-overlap" } else { "" };
         let cancelled = n["cancelled"].as_u64().unwrap_or(0);
-        out.push_str(&format!("{}{} calls={} cancelled={cancelled}{overlap}\n", "  ".repeat(depth), n["path"], n["calls"]));
+        out.push_str(&format!(
+            "{}{} calls={} cancelled={cancelled}{overlap}\n",
+            "  ".repeat(depth),
+            n["path"].as_str().unwrap_or("?"),
+            n["calls"]
+        ));
         for child in n["children"].as_array().into_iter().flatten() {
             node(out, child, depth + 1);
         }
@@ -463,8 +471,11 @@ fn concurrent_async_children_and_cancelled_futures_are_shown() {
     // `both` waits 30 ms on two 30 ms children polled together: they overlap by most of it, and its self time is
     // small but not 0 (the polling loop's own work).
     let both = &tree["children"][0];
-    let (total, self_ns, overlap) =
-        (both["total_ns"].as_u64().unwrap(), both["self_ns"].as_u64().unwrap(), both["children_overlap_ns"].as_u64().unwrap());
+    let (total, self_ns, overlap) = (
+        both["total_ns"].as_u64().unwrap(),
+        both["self_ns"].as_u64().unwrap(),
+        both["children_overlap_ns"].as_u64().unwrap(),
+    );
     assert!(overlap > total / 2 && self_ns > 0 && self_ns < total / 10, "{both:#}");
 }
 
