@@ -741,13 +741,16 @@ fn lib_unit_tests_are_the_program_and_every_output_goes_where_o_says() {
         // `--open` without `-o`: a temporary file, opened.
         let mut cmd = util::calltime();
         args(&mut cmd);
-        let out = util::run(cmd.arg("--open").env("PATH", fake_opener(tmp.path())), true);
+        // TMPDIR: the temporary file lands in this test's directory, not in the machine's /tmp.
+        let opener = fake_opener(tmp.path());
+        let out = util::run(cmd.arg("--open").env("PATH", opener).env("TMPDIR", tmp.path()), true);
         assert!(out.stdout.is_empty(), "{command:?} --open printed the SVG");
     }
     let opened = std::fs::read_to_string(tmp.path().join("opened.txt")).unwrap();
     let opened: Vec<&str> = opened.lines().collect();
     assert_eq!(opened.len(), 2, "{opened:?}");
     for file in opened {
+        assert!(Path::new(file).starts_with(tmp.path()), "{file} is outside TMPDIR");
         assert!(std::fs::read_to_string(file).unwrap().contains("checksum"), "{file} is not the SVG");
     }
     let err = util::run(util::calltime().args(["report", "--open"]).current_dir(&dir), false);

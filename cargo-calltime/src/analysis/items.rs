@@ -8,7 +8,9 @@ use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::visit::Visit;
-use syn::{Attribute, Expr, FnArg, ImplItem, Item, Pat, ReturnType, Stmt, TraitItem, Type, TypeParamBound};
+use syn::{
+    Attribute, Expr, FnArg, ImplItem, Item, Pat, ReceiverKind, ReturnType, Stmt, TraitItem, Type, TypeParamBound,
+};
 
 use super::bodies::{BodyVisitor, StraightLine};
 use super::cfg;
@@ -293,7 +295,7 @@ impl Extractor {
         let mut info = ImplItemInfo {
             self_ty: ty_ref(&imp.self_ty, &impl_generics),
             self_ty_text: type_text(&imp.self_ty),
-            trait_path: imp.trait_.as_ref().map(|(_, p, _)| PathRef::from_syn(p)),
+            trait_path: imp.trait_.as_ref().map(|(p, _)| PathRef::from_syn(p)),
             fns: Vec::new(),
             cfg: cfg::of_attrs(&imp.attrs),
         };
@@ -430,7 +432,12 @@ impl Extractor {
             match input {
                 FnArg::Receiver(r) => {
                     item.has_self = true;
-                    if r.reference.is_none() && matches!(&*r.ty, Type::Path(p) if p.path.is_ident("Self")) {
+                    let by_value = match &r.kind {
+                        ReceiverKind::Value => true,
+                        ReceiverKind::Typed(_, ty) => matches!(&**ty, Type::Path(p) if p.path.is_ident("Self")),
+                        _ => false,
+                    };
+                    if by_value {
                         item.value_params.push("Self".to_owned());
                     }
                 }
@@ -622,7 +629,7 @@ fn parse_impl_items(input: syn::parse::ParseStream) -> syn::Result<Vec<ImplItem>
 /// for references, raw pointers, function pointers and primitive types.
 fn dropped_type(ty: &Type) -> Option<String> {
     match ty {
-        Type::Reference(_) | Type::Ptr(_) | Type::BareFn(_) | Type::Never(_) => None,
+        Type::Reference(_) | Type::Ptr(_) | Type::FnPtr(_) | Type::Never(_) => None,
         Type::Paren(p) => dropped_type(&p.elem),
         Type::Group(g) => dropped_type(&g.elem),
         Type::Path(p) if p.qself.is_none() => {

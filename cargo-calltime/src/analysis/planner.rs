@@ -239,7 +239,7 @@ impl Probes<'_> {
                          only that member)"
                 )));
             }
-            reason = Some(SkipReason::PackageNotSelected(package.clone()));
+            reason = Some(SkipReason::PackageNotSelected(package.to_string()));
         }
         if reason.is_none() {
             if let Some(probe) = &def.item.probe {
