@@ -334,7 +334,7 @@ fn read_messages(
         match message {
             Message::CompilerArtifact(artifact) => {
                 let matches = target
-                    .map_or(true, |t| artifact.target.name == t.name && artifact.package_id.repr.contains(&t.package));
+                    .is_none_or(|t| artifact.target.name == t.name && artifact.package_id.repr.contains(&t.package));
                 if let (true, Some(exe)) = (matches, artifact.executable) {
                     out.executable = Some(exe.into_std_path_buf());
                 }
@@ -498,7 +498,7 @@ pub fn function_at<'p>(plan: &'p Plan, ws_root: &Path, file: &Path, line: usize)
             continue;
         }
         let start_line = function.line.min(site.line);
-        if start_line as usize <= line && best.map_or(true, |(l, _)| start_line > l) {
+        if start_line as usize <= line && best.is_none_or(|(l, _)| start_line > l) {
             best = Some((start_line, function.path.as_str()));
         }
     }

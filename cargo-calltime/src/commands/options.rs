@@ -148,5 +148,5 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
 
 /// Whether `-o` sends the output to stdout (no `-o`, or `-o -`).
 pub fn to_stdout(output: Option<&Path>) -> bool {
-    output.map_or(true, |path| path == Path::new("-"))
+    output.is_none_or(|path| path == Path::new("-"))
 }

@@ -734,7 +734,7 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
         stats::stable_hash(&key.join("\n")),
     );
     // Both must agree: the rank test on invocations, and the interval, which also carries run-to-run spread.
-    let interval_excludes_zero = interval.map_or(true, |(low, high)| low > 0.0 || high < 0.0);
+    let interval_excludes_zero = interval.is_none_or(|(low, high)| low > 0.0 || high < 0.0);
     let significant = test.p < settings.alpha && interval_excludes_zero;
     diff.change = Some(Change {
         median_pct,

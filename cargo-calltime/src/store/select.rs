@@ -54,7 +54,7 @@ impl Selector {
         let runs = self.runs(store)?;
         let missing: Vec<String> = runs
             .iter()
-            .filter(|r| r.record.trace_path.as_ref().map_or(true, |p| !p.exists()))
+            .filter(|r| r.record.trace_path.as_ref().is_none_or(|p| !p.exists()))
             .map(|r| format!("#{}", r.id))
             .collect();
         if !missing.is_empty() {

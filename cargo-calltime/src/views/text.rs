@@ -573,19 +573,6 @@ fn split_module(name: &str) -> (&str, &str) {
     name.split_at(split.min(name.len()))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn module_part_splits_at_the_last_top_level_path_separator() {
-        assert_eq!(split_module("a::b::f"), ("a::b::", "f"));
-        assert_eq!(split_module("<a::T as b::Tr>::m"), ("<a::T as b::Tr>::", "m"));
-        assert_eq!(split_module("main"), ("", "main"));
-        assert_eq!(split_module("#3"), ("", "#3"));
-    }
-}
-
 /// `[cancelled]` / `[cancelled 2 of 5]` and `[err]` / `[err 1 of 3]`: calls that never finished and calls that
 /// returned an `Err`.
 fn outcome_tags(node: &Merged) -> Vec<String> {
@@ -605,4 +592,17 @@ fn outcome_tags(node: &Merged) -> Vec<String> {
         tags.push(count("err", node.errs, false));
     }
     tags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_part_splits_at_the_last_top_level_path_separator() {
+        assert_eq!(split_module("a::b::f"), ("a::b::", "f"));
+        assert_eq!(split_module("<a::T as b::Tr>::m"), ("<a::T as b::Tr>::", "m"));
+        assert_eq!(split_module("main"), ("", "main"));
+        assert_eq!(split_module("#3"), ("", "#3"));
+    }
 }
