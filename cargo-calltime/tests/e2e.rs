@@ -370,6 +370,17 @@ fn errors_are_one_line_with_a_hint() {
     check_error("build-lib-only", util::calltime().args(["build", "--root", "render"]).current_dir(&lib), &lib);
 }
 
+/// The JSON report of a run of the copy in `dir` with `args`, after checking that the program printed what a plain
+/// build prints.
+fn json_report_printing_as_plain(tmp: &Path, dir: &Path, args: &[&str]) -> Value {
+    let report = tmp.join("report.json");
+    let out =
+        util::run(util::calltime().args(args).args(["--format", "json", "-o"]).arg(&report).current_dir(dir), true);
+    let plain = plain_run(dir, &tmp.join("plain-target"), &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
+    serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()
+}
+
 /// Every function form (async with `?`, trait objects, `impl Trait`, generics, inner attributes, async blocks,
 /// `#[track_caller]`, `unsafe`/`extern "C"` fns, `line!()`) builds without a warning (the crate denies them) and
 /// behaves the same with probes (--probe-trivial: the one-line forms get probes too).
@@ -377,17 +388,7 @@ fn errors_are_one_line_with_a_hint() {
 fn every_function_form_builds_and_behaves_the_same() {
     let (tmp, dir) = util::copy_test_crate("e2e-forms");
     let before = snapshot(&dir);
-    let report = tmp.path().join("report.json");
-    let out = util::run(
-        util::calltime()
-            .args(["--root", "run_all", "--probe-trivial", "--format", "json", "-o"])
-            .arg(&report)
-            .current_dir(&dir),
-        true,
-    );
-    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let json = json_report_printing_as_plain(tmp.path(), &dir, &["--root", "run_all", "--probe-trivial"]);
     util::check(&util::data("e2e/forms-tree.txt"), &tree_dump(&json));
     assert_eq!(before, snapshot(&dir), "the user's workspace changed");
 }
@@ -398,17 +399,7 @@ fn every_function_form_builds_and_behaves_the_same() {
 #[test]
 fn err_returns_are_counted_exactly_and_every_form_behaves_the_same() {
     let (tmp, dir) = util::copy_test_crate("e2e-errs");
-    let report = tmp.path().join("report.json");
-    let out = util::run(
-        util::calltime()
-            .args(["--root", "run", "--depth", "4", "--probe-trivial", "--format", "json", "-o"])
-            .arg(&report)
-            .current_dir(&dir),
-        true,
-    );
-    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let json = json_report_printing_as_plain(tmp.path(), &dir, &["--root", "run", "--depth", "4", "--probe-trivial"]);
     fn node(out: &mut String, n: &Value, depth: usize) {
         let path = n["path"].as_str().unwrap_or("?");
         out.push_str(&format!("{}{path} calls={} errs={}\n", "  ".repeat(depth), n["calls"], n["errs"]));
