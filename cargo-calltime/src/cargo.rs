@@ -207,11 +207,13 @@ pub struct BuildOutput {
 }
 
 /// Builds `shadow_manifest` into `target_dir` with the user's cargo flags, passing `--remap-path-prefix` to the
-/// workspace's crates so debug info, panic locations and diagnostics name the user's files. cargo's output is
-/// streamed with `-v`, its progress lines shown with `progress`, and everything captured for a failure.
+/// workspace's crates so debug info, panic locations and diagnostics name the user's files, and one more per file in
+/// `file_remaps` (the name rustc sees, the name to give it: files the copy compiles from a hidden sibling). cargo's
+/// output is streamed with `-v`, its progress lines shown with `progress`, and everything captured for a failure.
 pub fn cargo_build(
     shadow_root: &Path,
     user_root: &Path,
+    file_remaps: &[(PathBuf, PathBuf)],
     target_dir: &Path,
     cargo: &CargoOptions,
     build: &BuildOptions,
@@ -237,7 +239,7 @@ pub fn cargo_build(
         .arg(if color { "--message-format=json-diagnostic-rendered-ansi" } else { "--message-format=json" });
     add_selection_flags(&mut cmd, cargo, build, target);
     cmd.arg(if color { "--color=always" } else { "--color=never" });
-    add_remap(&mut cmd, shadow_root, user_root);
+    add_remap(&mut cmd, shadow_root, user_root, file_remaps);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     tracing::info!("running {cmd:?}");
     let mut child = cmd.spawn().with_context(|| format!("cannot run {}", Path::new(&cargo_bin).display()))?;
@@ -366,21 +368,32 @@ fn read_messages(
     out
 }
 
-/// The variable that makes this binary a rustc wrapper adding `--remap-path-prefix=<its value>`.
+/// The variable that makes this binary a rustc wrapper adding `--remap-path-prefix=<each of its values>` (separated
+/// by [`REMAP_SEPARATOR`]; a later one wins where both match).
 const REMAP_VAR: &str = "CALLTIME_RUSTC_REMAP";
+/// Between the values of [`REMAP_VAR`], as in CARGO_ENCODED_RUSTFLAGS.
+const REMAP_SEPARATOR: char = '\x1f';
+
+/// The `FROM=TO` values of `--remap-path-prefix`: the copy's root to the workspace's, then each file's own (given
+/// after it, so it wins: rustc applies the last mapping that matches).
+fn remap_values(shadow_root: &Path, user_root: &Path, file_remaps: &[(PathBuf, PathBuf)]) -> Vec<String> {
+    let mut values = vec![format!("{}={}", shadow_root.display(), user_root.display())];
+    values.extend(file_remaps.iter().map(|(from, to)| format!("{}={}", from.display(), to.display())));
+    values
+}
 
 /// `--remap-path-prefix=<shadow>=<workspace>` for the workspace's crates only, through RUSTC_WORKSPACE_WRAPPER (this
 /// binary, see [`rustc_wrapper_from_env`]): given in RUSTFLAGS it would change every dependency's fingerprint too,
 /// so none of the user's built dependencies could be reused. When the user has a workspace wrapper of their own,
 /// the flag goes into the rustflags as before.
-fn add_remap(cmd: &mut Command, shadow_root: &Path, user_root: &Path) {
+fn add_remap(cmd: &mut Command, shadow_root: &Path, user_root: &Path, file_remaps: &[(PathBuf, PathBuf)]) {
     let own_wrapper = std::env::var_os("RUSTC_WORKSPACE_WRAPPER").is_some_and(|w| !w.is_empty());
+    let values = remap_values(shadow_root, user_root, file_remaps);
     match std::env::current_exe() {
         Ok(exe) if !own_wrapper => {
-            let value = format!("{}={}", shadow_root.display(), user_root.display());
-            cmd.env("RUSTC_WORKSPACE_WRAPPER", exe).env(REMAP_VAR, value);
+            cmd.env("RUSTC_WORKSPACE_WRAPPER", exe).env(REMAP_VAR, values.join(&REMAP_SEPARATOR.to_string()));
         }
-        _ => add_remap_flag(cmd, shadow_root, user_root),
+        _ => add_remap_flags(cmd, &values),
     }
 }
 
@@ -395,9 +408,9 @@ pub fn rustc_wrapper_from_env() -> Option<i32> {
     cmd.args(&args);
     // Only compilations take it (not `rustc -vV` or `--print` queries, whose output cargo parses).
     if args.iter().any(|a| Path::new(a).extension().is_some_and(|e| e == "rs")) {
-        let mut flag = std::ffi::OsString::from("--remap-path-prefix=");
-        flag.push(&remap);
-        cmd.arg(flag);
+        for value in remap.to_string_lossy().split(REMAP_SEPARATOR) {
+            cmd.arg(format!("--remap-path-prefix={value}"));
+        }
     }
     cmd.env_remove(REMAP_VAR);
     match cmd.status() {
@@ -462,19 +475,20 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<usize> {
 /// `--remap-path-prefix=<shadow>=<workspace>` without clobbering the user's rustflags: appended to
 /// CARGO_ENCODED_RUSTFLAGS or RUSTFLAGS when either is set (they win over config files), else given as
 /// `--config build.rustflags=[..]`, which cargo merges with the arrays of the user's config files.
-fn add_remap_flag(cmd: &mut Command, shadow_root: &Path, user_root: &Path) {
-    let flag = format!("--remap-path-prefix={}={}", shadow_root.display(), user_root.display());
+fn add_remap_flags(cmd: &mut Command, values: &[String]) {
+    let flags: Vec<String> = values.iter().map(|v| format!("--remap-path-prefix={v}")).collect();
     if let Ok(encoded) = std::env::var("CARGO_ENCODED_RUSTFLAGS") {
-        let joined = if encoded.is_empty() { flag } else { format!("{encoded}\x1f{flag}") };
-        cmd.env("CARGO_ENCODED_RUSTFLAGS", joined);
-    } else if let Ok(flags) = std::env::var("RUSTFLAGS") {
+        let mut parts: Vec<String> = encoded.split('\x1f').filter(|p| !p.is_empty()).map(str::to_owned).collect();
+        parts.extend(flags);
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", parts.join("\x1f"));
+    } else if let Ok(rustflags) = std::env::var("RUSTFLAGS") {
         // Encoded form so a path with spaces stays one argument.
-        let mut parts: Vec<String> = flags.split_whitespace().map(str::to_owned).collect();
-        parts.push(flag);
+        let mut parts: Vec<String> = rustflags.split_whitespace().map(str::to_owned).collect();
+        parts.extend(flags);
         cmd.env_remove("RUSTFLAGS").env("CARGO_ENCODED_RUSTFLAGS", parts.join("\x1f"));
     } else {
-        let value = toml_edit::Value::from(flag);
-        cmd.arg("--config").arg(format!("build.rustflags=[{value}]"));
+        let values: Vec<String> = flags.into_iter().map(|f| toml_edit::Value::from(f).to_string()).collect();
+        cmd.arg("--config").arg(format!("build.rustflags=[{}]", values.join(", ")));
     }
 }
 

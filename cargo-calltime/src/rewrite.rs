@@ -133,6 +133,13 @@ pub fn apply(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<Stri
 /// the previous line when only whitespace precedes it on its own and that line holds no comment, string or char
 /// (so its end is plain code). Otherwise (a whole body on one line) the tokens after it on its line shift right.
 pub fn apply_keeping_columns(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<(String, Vec<u32>)> {
+    let (edits, shifted) = probe_insertions(source, probes, plan)?;
+    Ok((insert(source, edits)?, shifted))
+}
+
+/// The insertions [`apply_keeping_columns`] makes, with the indices of the probes that move a column, for a caller
+/// that adds insertions of its own before applying them all with [`insert`].
+pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<(Vec<Insertion>, Vec<u32>)> {
     let mut edits: Vec<(usize, String)> = Vec::new();
     let mut shifted = Vec::new();
     for probe in probes {
@@ -161,21 +168,33 @@ pub fn apply_keeping_columns(source: &str, probes: &[Probe<'_>], plan: &PlanInfo
             shifted.push(probe.site.index);
         }
     }
-    // Stable sort by offset; at equal offsets keep the plan's order (an async close of one function never shares an
-    // offset with another function's open, but keep the result deterministic anyway).
+    shifted.sort_unstable();
+    Ok((edits, shifted))
+}
+
+/// Text to insert at a byte offset of a file.
+pub type Insertion = (usize, String);
+
+/// Inserts each `(offset, text)` into `source` (offsets in the original text, on character boundaries; at equal
+/// offsets in the given order). Inserted text never holds a newline, so no line moves. Fails when an offset is
+/// outside the file or inside a character (the file changed since it was read).
+pub fn insert(source: &str, mut edits: Vec<Insertion>) -> Result<String> {
+    if let Some((offset, _)) = edits.iter().find(|(o, _)| *o > source.len() || !source.is_char_boundary(*o)) {
+        bail!("insertion offset {offset} is outside the file or inside a character (the file changed since analysis)");
+    }
     edits.sort_by_key(|(offset, _)| *offset);
     let extra: usize = edits.iter().map(|(_, t)| t.len()).sum();
     let mut out = String::with_capacity(source.len() + extra);
     let mut from = 0;
     for (offset, text) in &edits {
+        debug_assert!(!text.contains('\n'));
         out.push_str(&source[from..*offset]);
         out.push_str(text);
         from = *offset;
     }
     out.push_str(&source[from..]);
     debug_assert_eq!(out.lines().count(), source.lines().count());
-    shifted.sort_unstable();
-    Ok((out, shifted))
+    Ok(out)
 }
 
 /// Where an insertion planned at `offset` moves no user token's column: `offset` itself when nothing but

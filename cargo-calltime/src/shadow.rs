@@ -13,9 +13,11 @@ use anyhow::{bail, Context, Result};
 
 mod copy;
 mod manifest;
+mod redirect;
 
 pub use copy::write_if_changed;
 pub use manifest::edit_manifest;
+pub use redirect::sibling_of;
 
 use crate::error::UserError;
 use crate::plan::Plan;
@@ -43,9 +45,15 @@ pub struct CopyStats {
     /// Probes (plan indices) whose text had to go before user code on the same line, moving its columns (a whole
     /// body on one line).
     pub column_shifts: Vec<u32>,
-    /// `include_str!`/`include_bytes!` of a file that gets probes: (the including file, its line, the included
-    /// file), relative to the workspace root. Those read the probed copy, not the user's bytes.
+    /// `include_str!`/`include_bytes!` of a file that gets probes in place (outside every module tree the copy
+    /// walks, so no sibling holds its probes): (the including file, its line, the included file), relative to the
+    /// workspace root. Those read the probed copy, not the user's bytes.
     pub includes_of_probed: Vec<(PathBuf, u32, PathBuf)>,
+    /// Files compiled from a hidden sibling (see `shadow/redirect.rs`) whose name rustc sees differs from a plain
+    /// build's: (that name, the plain build's), relative to the workspace root, for `--remap-path-prefix`.
+    pub remaps: Vec<(PathBuf, PathBuf)>,
+    /// Module declarations the copy cannot point at a sibling faithfully.
+    pub warnings: Vec<String>,
 }
 
 /// Writes the runtime crate to `<calltime>/calltime-rt` (outside any shadow workspace, with its own empty
@@ -124,7 +132,7 @@ pub fn prepare(
     runtime_dir: &Path,
 ) -> Result<CopyStats> {
     let root = &ws.root;
-    let edits = Edits::of(ws, probes, runtime_dir)?;
+    let edits = Edits::of(ws, probes, runtime_dir, dir)?;
     let skip = copy::skipped_dirs(ws);
     let selection = copy::Selection::of(ws, &skip);
     let mut stats = CopyStats::default();
@@ -162,6 +170,10 @@ pub fn prepare(
         if edits.copy_file(root, entry.path(), &rel, &dst, &mut stats.column_shifts)? {
             stats.written += 1;
         }
+        if edits.redirects.files.contains_key(&rel) {
+            stats.files += 1;
+            kept.insert(sibling_of(&rel));
+        }
         kept.insert(rel);
     }
     if let Some(rel) = edits.per_file.keys().find(|rel| !kept.contains(*rel)) {
@@ -171,18 +183,22 @@ pub fn prepare(
     }
     stats.removed = copy::remove_stale(dir, &kept)?;
     stats.column_shifts.sort_unstable();
-    if !edits.per_file.is_empty() {
-        stats.includes_of_probed = includes_of_probed(root, &kept, &edits.per_file);
+    let in_place: BTreeSet<&PathBuf> =
+        edits.per_file.keys().filter(|rel| !edits.redirects.files.contains_key(*rel)).collect();
+    if !in_place.is_empty() {
+        stats.includes_of_probed = includes_of_probed(root, &kept, &in_place);
     }
+    stats.remaps = edits.redirects.remaps.clone();
+    stats.warnings = edits.redirects.warnings.clone();
     Ok(stats)
 }
 
 /// The `include_str!("...")`/`include_bytes!("...")` with a literal path, in the copied `.rs` files, that name a
 /// file getting probes (a plain text search: a commented-out include is found too, which only adds a warning).
-fn includes_of_probed<T>(
+fn includes_of_probed(
     root: &Path,
     kept: &BTreeSet<PathBuf>,
-    probed: &BTreeMap<PathBuf, T>,
+    probed: &BTreeSet<&PathBuf>,
 ) -> Vec<(PathBuf, u32, PathBuf)> {
     let pattern = regex::Regex::new(r#"include_(?:str|bytes)!\s*\(\s*"([^"\\]+)""#).expect("a valid regex");
     let mut found = Vec::new();
@@ -195,7 +211,7 @@ fn includes_of_probed<T>(
             let (Some(whole), Some(path)) = (capture.get(0), capture.get(1)) else { continue };
             let dir = rel.parent().unwrap_or(Path::new(""));
             let Ok(target) = relative_inside(root, &root.join(dir).join(path.as_str())) else { continue };
-            if probed.contains_key(&target) {
+            if probed.contains(&target) {
                 found.push((rel.clone(), rewrite::line_of(&text, whole.start()), target));
             }
         }
@@ -216,10 +232,17 @@ struct Edits<'p> {
     /// runtime the probes use, so the copy patches crates.io's calltime-rt with it.
     registry_runtime: bool,
     runtime_dir: &'p Path,
+    /// Edited files compiled from hidden siblings, their originals copied unchanged.
+    redirects: redirect::Redirects,
 }
 
 impl<'p> Edits<'p> {
-    fn of(ws: &Workspace, probes: Option<(&'p Plan, &'p PlanInfo)>, runtime_dir: &'p Path) -> Result<Edits<'p>> {
+    fn of(
+        ws: &Workspace,
+        probes: Option<(&'p Plan, &'p PlanInfo)>,
+        runtime_dir: &'p Path,
+        shadow_dir: &Path,
+    ) -> Result<Edits<'p>> {
         let root = &ws.root;
         let mut edits = Edits {
             per_file: BTreeMap::new(),
@@ -228,6 +251,7 @@ impl<'p> Edits<'p> {
             extern_crate_roots: BTreeSet::new(),
             registry_runtime: false,
             runtime_dir,
+            redirects: redirect::Redirects::default(),
         };
         let Some((plan, _)) = probes else { return Ok(edits) };
         for (function, site) in plan.instrumented() {
@@ -254,6 +278,8 @@ impl<'p> Edits<'p> {
                 }
             }
         }
+        let edited: BTreeSet<PathBuf> = edits.per_file.keys().chain(&edits.extern_crate_roots).cloned().collect();
+        edits.redirects = redirect::plan(ws, &edited, &edits.runtime_manifests, shadow_dir);
         edits.registry_runtime = ws.metadata.packages.iter().any(|p| {
             p.name.as_str() == "calltime-rt" && p.source.as_ref().is_some_and(|s| s.repr.starts_with("registry+"))
         });
@@ -261,36 +287,27 @@ impl<'p> Edits<'p> {
     }
 
     /// Copies one file, with its edits; returns whether it wrote. Probes that move a column are added to `shifts`.
+    /// A file compiled from a sibling is copied unchanged and its sibling gets the edits.
     fn copy_file(&self, root: &Path, src: &Path, rel: &Path, dst: &Path, shifts: &mut Vec<u32>) -> Result<bool> {
-        let file_probes = self.per_file.get(rel);
-        let needs_extern_crate = self.extern_crate_roots.contains(rel);
-        if file_probes.is_some() || needs_extern_crate {
-            let bytes = std::fs::read(src).with_context(|| format!("cannot read {}", src.display()))?;
-            let text = String::from_utf8(bytes).map_err(|_| {
-                UserError::new(format!("{} is not valid UTF-8", src.display()))
-                    .hint("rustc only accepts UTF-8 source files; fix the file or exclude its functions with --filter")
-            })?;
-            let mut out = match (file_probes, self.plan_info) {
-                (Some(file_probes), Some(plan_info)) => {
-                    let (out, shifted) = rewrite::apply_keeping_columns(&text, file_probes, plan_info)
-                        .with_context(|| format!("in {}", src.display()))?;
-                    shifts.extend(shifted);
-                    out
-                }
-                _ => text,
-            };
-            if needs_extern_crate {
-                // Edition 2015 resolves `::calltime_rt` from the crate root: declare it there, at the very end of
-                // the file, so no line moves.
-                out.push_str(EXTERN_CRATE);
-            }
-            write_if_changed(dst, out.as_bytes())
+        if let Some(mod_paths) = self.redirects.files.get(rel) {
+            let sibling = dst.with_file_name(sibling_of(rel).file_name().unwrap_or_default());
+            let wrote_sibling = self.write_edited(src, rel, &sibling, mod_paths, shifts)?;
+            return Ok(copy::copy_if_changed(src, dst)? | wrote_sibling);
+        }
+        if self.per_file.contains_key(rel) || self.extern_crate_roots.contains(rel) {
+            self.write_edited(src, rel, dst, &[], shifts)
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
             let text = std::fs::read_to_string(src).with_context(|| format!("cannot read {}", src.display()))?;
             let runtime = self.runtime_manifests.contains(rel).then_some(self.runtime_dir);
             let is_root = rel == Path::new("Cargo.toml");
             let patch = (is_root && self.registry_runtime && self.plan_info.is_some()).then_some(self.runtime_dir);
-            match edit_manifest(&text, src, root, runtime, is_root, patch) {
+            let edited = edit_manifest(&text, src, root, runtime, is_root, patch).and_then(|out| {
+                match self.redirects.targets.get(rel) {
+                    Some(targets) => manifest::redirect_targets(&out, targets),
+                    None => Ok(out),
+                }
+            });
+            match edited {
                 Ok(out) => write_if_changed(dst, out.as_bytes()),
                 // Not a manifest cargo can read either (a template, a fixture): copy it as it is.
                 Err(err) if runtime.is_none() => {
@@ -304,6 +321,39 @@ impl<'p> Edits<'p> {
         } else {
             copy::copy_if_changed(src, dst)
         }
+    }
+}
+
+impl Edits<'_> {
+    /// Writes `src`'s text with its probes, the `#[path]` insertions `mod_paths` and, for an edition-2015 crate root,
+    /// `extern crate calltime_rt;` to `dst`; returns whether it wrote.
+    fn write_edited(
+        &self,
+        src: &Path,
+        rel: &Path,
+        dst: &Path,
+        mod_paths: &[(usize, String)],
+        shifts: &mut Vec<u32>,
+    ) -> Result<bool> {
+        let bytes = std::fs::read(src).with_context(|| format!("cannot read {}", src.display()))?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            UserError::new(format!("{} is not valid UTF-8", src.display()))
+                .hint("rustc only accepts UTF-8 source files; fix the file or exclude its functions with --filter")
+        })?;
+        let mut insertions = mod_paths.to_vec();
+        if let (Some(file_probes), Some(plan_info)) = (self.per_file.get(rel), self.plan_info) {
+            let (probes, shifted) = rewrite::probe_insertions(&text, file_probes, plan_info)
+                .with_context(|| format!("in {}", src.display()))?;
+            insertions.extend(probes);
+            shifts.extend(shifted);
+        }
+        let mut out = rewrite::insert(&text, insertions).with_context(|| format!("in {}", src.display()))?;
+        if self.extern_crate_roots.contains(rel) {
+            // Edition 2015 resolves `::calltime_rt` from the crate root: declare it there, at the very end of the
+            // file, so no line moves.
+            out.push_str(EXTERN_CRATE);
+        }
+        write_if_changed(dst, out.as_bytes())
     }
 }
 

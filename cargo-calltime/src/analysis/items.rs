@@ -24,17 +24,7 @@ use crate::plan::{ErrCounting, ProbeKind, SkipReason};
 pub fn extract_file(text: &str) -> Result<FileSummary, (usize, String)> {
     // syn::parse_file strips a BOM and a shebang line; do the same here so that every offset can be shifted back
     // to the file as it is on disk.
-    let mut base = 0;
-    let mut content = text;
-    if let Some(rest) = content.strip_prefix('\u{feff}') {
-        base += '\u{feff}'.len_utf8();
-        content = rest;
-    }
-    if content.starts_with("#!") && !content[2..].trim_start().starts_with('[') {
-        let end = content.find('\n').unwrap_or(content.len());
-        base += end;
-        content = &content[end..];
-    }
+    let (base, content) = super::modules::rust_text(text);
     let result = match extract_by_items(base, content) {
         Some(items) => Ok(items),
         None => extract_whole(base, content),

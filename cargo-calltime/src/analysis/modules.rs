@@ -302,3 +302,182 @@ fn parse_one(path: &Path) -> Result<FileSummary, String> {
         .map_err(|_| format!("{}: could not parse: the parser panicked", path.display()))?;
     extracted.map_err(|(line, message)| format!("{}:{line}: could not parse: {message}", path.display()))
 }
+
+/// The Rust text of a file as syn and proc-macro2 take it: without a BOM and a shebang line, with the number of
+/// bytes left out before it (to add to every offset).
+pub(super) fn rust_text(text: &str) -> (usize, &str) {
+    let mut base = 0;
+    let mut content = text;
+    if let Some(rest) = content.strip_prefix('\u{feff}') {
+        base += '\u{feff}'.len_utf8();
+        content = rest;
+    }
+    if content.starts_with("#!") && !content[2..].trim_start().starts_with('[') {
+        let end = content.find('\n').unwrap_or(content.len());
+        base += end;
+        content = &content[end..];
+    }
+    (base, content)
+}
+
+/// One out-of-line `mod name;` declaration of a file, found by a token scan (items inside macro invocations such as
+/// `cfg_if!` included), with what the shadow copy needs to give it a `#[path]` of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModDecl {
+    pub name: String,
+    /// Byte offset in the file where an outer attribute can go: the start of the visibility, else of `mod`.
+    pub insert_at: usize,
+    /// The directories the enclosing inline modules stand for, outermost first (each one's `#[path]` or name).
+    pub inline_dirs: Vec<String>,
+    /// The first `#[path = "..."]` value.
+    pub path_attr: Option<String>,
+    /// Each `#[path = ...]` attribute as (offset just after its `#[`, offset of its `]`).
+    pub path_attr_brackets: Vec<(usize, usize)>,
+    /// A `#[cfg_attr(.., path = ..)]` may choose the file.
+    pub cfg_attr_path: bool,
+}
+
+/// Every out-of-line module declaration of `text` (the whole file as on disk: offsets count its BOM and shebang).
+/// Only tokenizes: comments and strings are skipped, nothing is parsed as items.
+pub fn module_decls(text: &str) -> Result<Vec<ModDecl>, String> {
+    let (base, content) = rust_text(text);
+    let parsed = content.parse::<proc_macro2::TokenStream>();
+    let mut out = Vec::new();
+    if let Ok(tokens) = &parsed {
+        scan_decls(tokens.clone(), base, &[], &mut out);
+    }
+    // The decls hold no spans: free this file's source map entry.
+    proc_macro2::extra::invalidate_current_thread_spans();
+    parsed.map_err(|err| format!("cannot tokenize: {err}"))?;
+    Ok(out)
+}
+
+fn scan_decls(tokens: proc_macro2::TokenStream, base: usize, inline_dirs: &[String], out: &mut Vec<ModDecl>) {
+    use proc_macro2::{Delimiter, TokenTree};
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let start = |t: &TokenTree| base + t.span().byte_range().start;
+    let is_punct = |t: Option<&TokenTree>, c: char| matches!(t, Some(TokenTree::Punct(p)) if p.as_char() == c);
+    let mut attrs: Vec<&proc_macro2::Group> = Vec::new();
+    let mut vis_at: Option<usize> = None;
+    let mut i = 0;
+    while i < tokens.len() {
+        match &tokens[i] {
+            TokenTree::Punct(p) if p.as_char() == '#' => {
+                if let Some(TokenTree::Group(g)) = tokens.get(i + 1).filter(|_| !is_punct(tokens.get(i + 1), '!')) {
+                    if g.delimiter() == Delimiter::Bracket {
+                        attrs.push(g);
+                        i += 2;
+                        continue;
+                    }
+                }
+                attrs.clear();
+                vis_at = None;
+            }
+            TokenTree::Ident(id) if id == "pub" => {
+                vis_at = Some(start(&tokens[i]));
+                if matches!(tokens.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis) {
+                    i += 1;
+                }
+            }
+            TokenTree::Ident(id) if id == "mod" => {
+                if let Some(TokenTree::Ident(name)) = tokens.get(i + 1) {
+                    let path_attrs: Vec<&proc_macro2::Group> =
+                        attrs.iter().copied().filter(|g| attr_name(g).as_deref() == Some("path")).collect();
+                    let path_attr = path_attrs.first().and_then(|g| path_value(g));
+                    if is_punct(tokens.get(i + 2), ';') {
+                        out.push(ModDecl {
+                            name: name.to_string().trim_start_matches("r#").to_owned(),
+                            insert_at: vis_at.unwrap_or_else(|| start(&tokens[i])),
+                            inline_dirs: inline_dirs.to_vec(),
+                            path_attr,
+                            path_attr_brackets: path_attrs
+                                .iter()
+                                .map(|g| {
+                                    (base + g.span_open().byte_range().end, base + g.span_close().byte_range().start)
+                                })
+                                .collect(),
+                            cfg_attr_path: attrs.iter().any(|g| is_cfg_attr_path(g)),
+                        });
+                        i += 3;
+                    } else if let Some(TokenTree::Group(body)) = tokens.get(i + 2) {
+                        let dir = path_attr.unwrap_or_else(|| name.to_string().trim_start_matches("r#").to_owned());
+                        let nested = [inline_dirs, &[dir]].concat();
+                        scan_decls(body.stream(), base, &nested, out);
+                        i += 3;
+                    } else {
+                        i += 1;
+                    }
+                    attrs.clear();
+                    vis_at = None;
+                    continue;
+                }
+                attrs.clear();
+                vis_at = None;
+            }
+            // Macro bodies (`cfg_if! { .. mod unix; .. }`) and any other group may hold declarations too.
+            TokenTree::Group(g) => {
+                scan_decls(g.stream(), base, inline_dirs, out);
+                attrs.clear();
+                vis_at = None;
+            }
+            _ => {
+                attrs.clear();
+                vis_at = None;
+            }
+        }
+        i += 1;
+    }
+}
+
+/// The name of the attribute in `#[...]` (`path`, `cfg_attr`, ...).
+fn attr_name(group: &proc_macro2::Group) -> Option<String> {
+    match group.stream().into_iter().next() {
+        Some(proc_macro2::TokenTree::Ident(id)) => Some(id.to_string()),
+        _ => None,
+    }
+}
+
+/// The string of `path = "..."`.
+fn path_value(group: &proc_macro2::Group) -> Option<String> {
+    let literal = group.stream().into_iter().find_map(|t| match t {
+        proc_macro2::TokenTree::Literal(l) => Some(l),
+        _ => None,
+    })?;
+    match syn::Lit::new(literal) {
+        syn::Lit::Str(s) => Some(s.value()),
+        _ => None,
+    }
+}
+
+fn is_cfg_attr_path(group: &proc_macro2::Group) -> bool {
+    fn mentions_path(tokens: proc_macro2::TokenStream) -> bool {
+        tokens.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(id) => id == "path",
+            proc_macro2::TokenTree::Group(g) => mentions_path(g.stream()),
+            _ => false,
+        })
+    }
+    attr_name(group).as_deref() == Some("cfg_attr") && mentions_path(group.stream())
+}
+
+#[cfg(test)]
+mod decl_tests {
+    use super::*;
+
+    #[test]
+    fn declarations_are_found_with_their_offsets_attributes_and_inline_directories() {
+        let text = "\u{feff}//! doc\n#[cfg(unix)] pub(crate) mod a;\nmod b { #[path = \"x\"] mod c { mod d; } }\n\
+                    #[path = \"e.rs\"]\nmod e;\ncfg_if! { if #[cfg(x)] { mod f; } }\n\
+                    #[cfg_attr(x, path = \"g.rs\")] mod g;\n// mod h;\nfn i() { let s = \"mod j;\"; }\n";
+        let decls = module_decls(text).unwrap();
+        let names: Vec<&str> = decls.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["a", "d", "e", "f", "g"]);
+        assert_eq!(&text[decls[0].insert_at..decls[0].insert_at + 10], "pub(crate)");
+        assert_eq!(decls[1].inline_dirs, ["b", "x"]);
+        assert_eq!(&text[decls[1].insert_at..decls[1].insert_at + 6], "mod d;");
+        assert_eq!(decls[2].path_attr.as_deref(), Some("e.rs"));
+        let (open, close) = decls[2].path_attr_brackets[0];
+        assert_eq!(&text[open..close], "path = \"e.rs\"");
+        assert!(decls[4].cfg_attr_path && decls[4].path_attr.is_none());
+    }
+}

@@ -105,6 +105,9 @@ pub fn analyse_and_build(
             names.join(", ")
         ));
     }
+    for warning in &stats.warnings {
+        ui::warn(warning);
+    }
     for (file, line, included) in &stats.includes_of_probed {
         ui::warn(&format!(
             "{}:{line} includes {} with include_str!/include_bytes!, which gets probes: the build reads the \
@@ -134,7 +137,8 @@ pub fn analyse_and_build(
     if seeded > 0 {
         ui::status("Reusing", &format!("{seeded} files of dependencies built in {}", user_target.display()));
     }
-    let out = cargo::cargo_build(&shadow_dir, &ws.root, &build_dir, &opts.cargo, &opts.build, Some(&target))?;
+    let out =
+        cargo::cargo_build(&shadow_dir, &ws.root, &stats.remaps, &build_dir, &opts.cargo, &opts.build, Some(&target))?;
     if !out.success {
         return Err(explain_build_failure(&ws, &plan, &opts, &target, &runtime, out));
     }
@@ -171,7 +175,7 @@ fn explain_build_failure(
     ui::status("Checking", "whether the workspace builds without probes");
     let plain = shadow::prepare(ws, &plain_dir, None, runtime).and_then(|_| {
         let plain_build = calltime_dir.join("build-plain");
-        cargo::cargo_build(&plain_dir, &ws.root, &plain_build, &opts.cargo, &opts.build, Some(target))
+        cargo::cargo_build(&plain_dir, &ws.root, &[], &plain_build, &opts.cargo, &opts.build, Some(target))
     });
     let at = |e: &cargo::FirstError| format!("{}:{}: {}", e.file.display(), e.line, e.message);
     let error = match plain {

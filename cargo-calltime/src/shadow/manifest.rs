@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use toml_edit::{DocumentMut, Item, Value};
 
 use super::normalize;
+use super::redirect::TargetRedirect;
 
 /// Edits one manifest of the copy, preserving its formatting: relative paths that leave the workspace become
 /// absolute (the copy lives elsewhere), the runtime dependency is added when `runtime` is given, and the root
@@ -56,6 +57,37 @@ pub fn edit_manifest(
     }
     if is_root {
         optimize_runtime_in_dev(table)?;
+    }
+    Ok(doc.to_string())
+}
+
+/// Points each of `targets` at its sibling in the copy's manifest: the `path` of `[lib]` or of the `[[bin]]` (etc.)
+/// table with its name, a table added for a target cargo discovered by itself.
+pub fn redirect_targets(text: &str, targets: &[TargetRedirect]) -> Result<String> {
+    let mut doc: DocumentMut = text.parse().context("not valid TOML")?;
+    for target in targets {
+        let path = Item::Value(Value::from(target.path.as_str()));
+        if target.kind == "lib" {
+            let lib = doc.entry("lib").or_insert_with(|| Item::Table(toml_edit::Table::new()));
+            lib.as_table_like_mut().context("`lib` is not a table")?.insert("path", path);
+            continue;
+        }
+        let list = doc.entry(target.kind).or_insert_with(|| Item::ArrayOfTables(toml_edit::ArrayOfTables::new()));
+        let Some(list) = list.as_array_of_tables_mut() else {
+            bail!("`{}` is not an array of tables ([[{}]])", target.kind, target.kind);
+        };
+        let named = list.iter_mut().find(|t| t.get("name").and_then(Item::as_str) == Some(target.name.as_str()));
+        match named {
+            Some(table) => {
+                table.insert("path", path);
+            }
+            None => {
+                let mut table = toml_edit::Table::new();
+                table.insert("name", toml_edit::value(target.name.as_str()));
+                table.insert("path", path);
+                list.push(table);
+            }
+        }
     }
     Ok(doc.to_string())
 }
@@ -222,6 +254,21 @@ path = "/dd"
 [patch.crates-io]
 p = { path = "/p" }
 "#
+        );
+    }
+
+    #[test]
+    fn targets_are_pointed_at_their_siblings_declared_or_discovered() {
+        let text = "[package]\nname = \"a\"\n\n[[bin]]\nname = \"tool\"\npath = \"src/tool.rs\"\n";
+        let targets = [
+            TargetRedirect { kind: "lib", name: "a".into(), path: "src/.lib.calltime.rs".into() },
+            TargetRedirect { kind: "bin", name: "tool".into(), path: "src/.tool.calltime.rs".into() },
+            TargetRedirect { kind: "bin", name: "a".into(), path: "src/.main.calltime.rs".into() },
+        ];
+        assert_eq!(
+            redirect_targets(text, &targets).unwrap(),
+            "[package]\nname = \"a\"\n\n[[bin]]\nname = \"tool\"\npath = \"src/.tool.calltime.rs\"\n\n[[bin]]\n\
+             name = \"a\"\npath = \"src/.main.calltime.rs\"\n\n[lib]\npath = \"src/.lib.calltime.rs\"\n"
         );
     }
 

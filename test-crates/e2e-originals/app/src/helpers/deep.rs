@@ -1,0 +1,3 @@
+pub fn where_am_i() -> String {
+    format!("deep: {}:{}:{}", file!(), line!(), column!())
+}
