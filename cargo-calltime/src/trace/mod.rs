@@ -303,7 +303,15 @@ impl Node {
     /// timed call (async children polled together, by `join!` or `select!`, overlap), else their sum (a call path
     /// of a folded tree has no interval).
     pub fn children_busy_ns(&self) -> u64 {
-        if !self.children.iter().all(|c| c.calls == 1 && c.timed_calls == 1) {
+        // Intervals are trusted only as the format promises them: each child one call, inside its parent's span.
+        let end = self.start_ns.saturating_add(self.duration_ns);
+        let has_interval = |c: &Node| {
+            c.calls == 1
+                && c.timed_calls == 1
+                && c.start_ns >= self.start_ns
+                && c.start_ns.saturating_add(c.duration_ns) <= end
+        };
+        if !self.children.iter().all(has_interval) {
             return self.children_sum_ns();
         }
         let mut spans: Vec<(u64, u64)> =
