@@ -157,6 +157,16 @@ pub(crate) struct Config {
     pub(crate) time_sample: u64,
     /// Frames deeper are counted as truncated calls (`CALLTIME_MAX_DEPTH`).
     pub(crate) max_depth: usize,
+    /// Recording starts switched off (`CALLTIME_START_OFF=1`; `cargo calltime ctl on` switches it on).
+    pub(crate) start_off: bool,
+    /// Every invocation is folded into the whole-run aggregate (`CALLTIME_AGGREGATE`, default 1).
+    pub(crate) aggregate: bool,
+    /// How often the aggregate is written, in ms (`CALLTIME_AGGREGATE_MS`).
+    pub(crate) aggregate_ms: u64,
+    /// Trace files are rotated past this size (`CALLTIME_ROTATE_BYTES`; 0 never).
+    pub(crate) rotate_bytes: u64,
+    /// Bytes of trees written per hour at most (`CALLTIME_MAX_BYTES_PER_HOUR`; 0 no limit).
+    pub(crate) bytes_per_hour: u64,
 }
 
 impl Config {
@@ -192,6 +202,11 @@ impl Config {
             fold_after: number("CALLTIME_FOLD_AFTER", 4096, 0).min(u64::from(PARENT_MASK - 1)) as usize,
             time_sample: number("CALLTIME_TIME_SAMPLE", 64, 1).min(1 << 30),
             max_depth: number("CALLTIME_MAX_DEPTH", DEFAULT_MAX_DEPTH as u64, 1).min(1 << 24) as usize,
+            start_off: number("CALLTIME_START_OFF", 0, 0) != 0,
+            aggregate: number("CALLTIME_AGGREGATE", 1, 0) != 0,
+            aggregate_ms: number("CALLTIME_AGGREGATE_MS", 1000, 10),
+            rotate_bytes: number("CALLTIME_ROTATE_BYTES", 16_000_000, 0),
+            bytes_per_hour: number("CALLTIME_MAX_BYTES_PER_HOUR", 50_000_000, 0),
         }
     }
 }
@@ -212,6 +227,8 @@ pub(crate) static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         let config = Config::from_env();
+        crate::control::start(config.sample, config.start_off);
+        crate::aggregate::set_enabled(config.aggregate);
         let clock = clock();
         crate::calibrate::at_start_up();
         let (sender, receiver) = sync_channel(config.queue);
@@ -232,18 +249,29 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 enum Admission {
     Record,
     Skip,
+    /// Not kept (sampled out, past the invocation limit), but recorded for the whole-run aggregate.
+    AggregateOnly,
+}
+
+/// What happens to an invocation that is not kept: recorded for the aggregate when there is one.
+fn not_kept() -> Admission {
+    if crate::aggregate::enabled() {
+        Admission::AggregateOnly
+    } else {
+        Admission::Skip
+    }
 }
 
 /// Admits a root task's invocation (threads admit with their own counters, in `admit_on_thread`).
 fn admit(rt: &Runtime) -> Admission {
     let seen = SEEN.fetch_add(1, Relaxed);
-    if seen % rt.config.sample != 0 {
+    if seen % crate::control::sample() != 0 {
         SAMPLED_OUT.fetch_add(1, Relaxed);
-        return Admission::Skip;
+        return not_kept();
     }
     if ADMITTED.fetch_add(1, Relaxed) >= rt.config.max_invocations {
         DROPPED_LIMIT.fetch_add(1, Relaxed);
-        return Admission::Skip;
+        return not_kept();
     }
     Admission::Record
 }
@@ -267,15 +295,16 @@ fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime) -> Admi
     outbox.count(Counter::Seen);
     let seen = slot.seen;
     slot.seen += 1;
-    if rt.config.sample > 1 && seen % rt.config.sample != 0 {
+    let sample = crate::control::sample();
+    if sample > 1 && seen % sample != 0 {
         outbox.count(Counter::SampledOut);
-        return Admission::Skip;
+        return not_kept();
     }
     if slot.tickets == 0 {
         slot.tickets = take_tickets(rt.config.max_invocations);
         if slot.tickets == 0 {
             outbox.count(Counter::DroppedLimit);
-            return Admission::Skip;
+            return not_kept();
         }
     }
     slot.tickets -= 1;
@@ -369,6 +398,10 @@ fn set_up_thread(slot: &mut ThreadSlot, rt: &Runtime) {
 #[inline(never)]
 pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Guard {
     let rt = runtime(plan);
+    // The runtime may have just started with recording off (`CALLTIME_START_OFF`).
+    if crate::control::is_off() {
+        return Guard::INERT;
+    }
     let rec = THREAD
         .try_with(|slot| {
             let mut slot = slot.try_borrow_mut().ok()?;
@@ -377,12 +410,16 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
                 set_up_thread(slot, rt);
             }
             let outbox = slot.outbox?;
-            if let Admission::Skip = admit_on_thread(slot, outbox, rt) {
+            let admission = admit_on_thread(slot, outbox, rt);
+            if let Admission::Skip = admission {
                 return Some(SKIP);
             }
             // SAFETY: the slot owns the recorder and no invocation is in progress on this thread. The name is the
             // outbox's (the writer takes it from there).
-            unsafe { (*slot.rec).begin(OwnerKind::Thread, slot.id, None) };
+            unsafe {
+                (*slot.rec).begin(OwnerKind::Thread, slot.id, None);
+                (*slot.rec).aggregate_only = matches!(admission, Admission::AggregateOnly);
+            }
             Some(slot.rec)
         })
         .ok()
@@ -418,6 +455,10 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         let outbox = slot.outbox.filter(|_| slot.rec == rec)?;
         // SAFETY: the slot owns the recorder, whose invocation just ended on this thread.
         let r = unsafe { &*rec };
+        crate::aggregate::fold(r);
+        if r.aggregate_only {
+            return Some(());
+        }
         if !r.folded && r.nodes().len() <= outbox.max_nodes() {
             push_to_outbox(slot, outbox, r, rt);
             return Some(());
@@ -466,7 +507,11 @@ fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, rt: &R
 /// past the invocation limit, or no free recorder; counted).
 pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recorder>> {
     let rt = runtime(plan);
-    if let Admission::Skip = admit(rt) {
+    if crate::control::is_off() {
+        return None;
+    }
+    let admission = admit(rt);
+    if let Admission::Skip = admission {
         return None;
     }
     let Some(mut rec) = spare_recorder(rt) else {
@@ -474,14 +519,18 @@ pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recor
         return None;
     };
     rec.begin(OwnerKind::Task, TASK_IDS.fetch_add(1, Relaxed), None);
+    rec.aggregate_only = matches!(admission, Admission::AggregateOnly);
     Some(rec)
 }
 
 /// A root task's invocation ended: hand its tree to the writer.
 pub(crate) fn finish_task(owned: OwnedRecorder) {
+    let rec = owned.into_box();
+    crate::aggregate::fold(&rec);
     match RUNTIME.get() {
-        Some(rt) => send(rt, owned.into_box()),
-        None => drop(owned),
+        Some(_) if rec.aggregate_only => give_back(rec),
+        Some(rt) => send(rt, rec),
+        None => drop(rec),
     }
 }
 

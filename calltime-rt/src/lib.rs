@@ -98,12 +98,15 @@
 // (starting, admitting and handing off invocations; the thread's current context), `writer` (the trace file) and
 // `clock` (ticks and their conversion to nanoseconds), `calibrate` (the probes' own cost, measured at start-up) and
 // `retire` (probes that retire themselves).
+mod aggregate;
 mod calibrate;
 mod clock;
+mod control;
 mod future;
 mod invocation;
 mod outbox;
 mod outcome;
+mod output;
 mod probe;
 mod recorder;
 mod retire;

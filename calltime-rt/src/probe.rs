@@ -59,6 +59,10 @@ unsafe fn record_or_count(rec: *mut Recorder, index: u32) -> Guard {
 pub(crate) fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
     let rec = current();
     if rec.is_null() {
+        // Switched off (`cargo calltime ctl off`): as cheap as a probe outside any invocation, plus this check.
+        if crate::control::is_off() {
+            return Guard::INERT;
+        }
         return start_thread_invocation(index, plan);
     }
     if rec == SKIP {

@@ -149,6 +149,9 @@ pub(crate) struct Recorder {
     name: Option<Arc<str>>,
     /// Calls of retired functions in this invocation, by retirement slot; the inlined probe increments them.
     pub(crate) retired_calls: [u64; RETIRED_COUNTERS],
+    /// Recorded only for the whole-run aggregate (sampled out or past the invocation limit): folded into it at
+    /// the root's exit, never written as a tree.
+    pub(crate) aggregate_only: bool,
 }
 
 impl Recorder {
@@ -218,6 +221,7 @@ impl Recorder {
             owner: 0,
             name: None,
             retired_calls: [0; RETIRED_COUNTERS],
+            aggregate_only: false,
         })
     }
 
@@ -236,6 +240,7 @@ impl Recorder {
         self.kind = kind;
         self.owner = owner;
         self.name = name;
+        self.aggregate_only = false;
         // Only the slots handed out so far can have been counted (a recorder dropped unwritten keeps its counts).
         let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
         self.retired_calls[..=used].fill(0);

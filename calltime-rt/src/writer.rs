@@ -3,9 +3,7 @@
 //! handler and `flush` drain them too.
 
 use std::cell::Cell;
-use std::fs::File;
-use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::Receiver;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -14,6 +12,7 @@ use std::{mem, ptr};
 use crate::clock::Scale;
 use crate::invocation::{dequeued, give_back, lock, Runtime, DROPPED, KEPT, RUNTIME, TRUNCATED};
 use crate::outbox::{self, Entry};
+use crate::output::Output;
 use crate::recorder::{
     Node, OwnerKind, PathNode, Recorder, FLAG_CANCELLED, FLAG_ERR, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
 };
@@ -45,10 +44,15 @@ pub(crate) fn start_writer(receiver: Receiver<Box<Recorder>>) -> Option<std::thr
     lock(&SINK).receiver = Some(receiver);
     std::thread::Builder::new()
         .name("calltime-writer".into())
-        .spawn(|| loop {
-            std::thread::park_timeout(WRITER_PERIOD);
-            if !HOLD_WRITER.load(Relaxed) {
-                drain(false);
+        .spawn(|| {
+            let mut last_aggregate = std::time::Instant::now();
+            loop {
+                std::thread::park_timeout(WRITER_PERIOD);
+                if !HOLD_WRITER.load(Relaxed) {
+                    drain(false);
+                    write_aggregate_when_due(&mut last_aggregate);
+                }
+                poll_control();
             }
         })
         .ok()
@@ -58,7 +62,7 @@ pub(crate) fn start_writer(receiver: Receiver<Box<Recorder>>) -> Option<std::thr
 /// The trace file and the receiving end of the queue; whoever holds the lock writes.
 struct Sink {
     receiver: Option<Receiver<Box<Recorder>>>,
-    file: Option<File>,
+    output: Output,
     opened: bool,
     seq: u64,
     last_stats: Option<Stats>,
@@ -111,7 +115,7 @@ impl<'a> Owner<'a> {
 
 static SINK: Mutex<Sink> = Mutex::new(Sink {
     receiver: None,
-    file: None,
+    output: Output::new(),
     opened: false,
     seq: 0,
     last_stats: None,
@@ -234,53 +238,76 @@ pub(crate) fn drain(stats_line: bool) {
         let mut sink = lock(&SINK);
         sink.write_queued(rt);
         if stats_line {
+            sink.write_aggregate(rt);
             sink.write_stats(rt);
         }
     }
     let _ = DRAINING.try_with(|d| d.set(false));
 }
 
+/// Trees dropped because the hourly byte budget was spent (`CALLTIME_MAX_BYTES_PER_HOUR`); also in `dropped`.
+static DROPPED_CAP: AtomicU64 = AtomicU64::new(0);
+
+/// The writer thread writes the whole-run aggregate every `CALLTIME_AGGREGATE_MS`.
+fn write_aggregate_when_due(last: &mut std::time::Instant) {
+    let Some(rt) = RUNTIME.get() else { return };
+    if last.elapsed() < Duration::from_millis(rt.config.aggregate_ms) {
+        return;
+    }
+    *last = std::time::Instant::now();
+    let mut sink = lock(&SINK);
+    sink.write_aggregate(rt);
+}
+
+/// The writer thread applies `cargo calltime ctl` commands (see `control`).
+fn poll_control() {
+    let Some(rt) = RUNTIME.get() else { return };
+    let current = lock(&SINK).output.current_path();
+    crate::control::poll(current.as_deref().unwrap_or(&rt.config.out));
+}
+
+/// At exit (after the last drain): the process can no longer be controlled.
+pub(crate) fn at_exit() {
+    crate::control::remove_files();
+}
+
 impl Sink {
-    fn file(&mut self, rt: &Runtime) -> Option<&mut File> {
+    /// Writes a batch of records within the hourly budget; over it, they are dropped and counted.
+    fn write_trees(&mut self, bytes: &[u8]) -> bool {
+        if self.output.admit_trees(bytes.len()) {
+            return self.output.write(bytes);
+        }
+        DROPPED_CAP.fetch_add(self.pending_records, Relaxed);
+        false
+    }
+
+    /// Appends an `aggregate` record of every invocation so far (docs/trace-format.md), unless nothing was folded.
+    fn write_aggregate(&mut self, rt: &Runtime) {
+        if !crate::aggregate::enabled() {
+            return;
+        }
+        let scale = Scale::current(rt.clock);
+        let mut text = mem::take(&mut self.body);
+        text.clear();
+        let at_ns = rt.clock.elapsed_ns();
+        crate::aggregate::write_snapshot(&mut text, scale, at_ns, DROPPED_CAP.load(Relaxed), push_fields);
+        if !text.is_empty() && self.open(rt) {
+            self.output.write_always(text.as_bytes());
+        }
+        text.clear();
+        self.body = text;
+    }
+}
+
+impl Sink {
+    /// Opens this process's trace file (see `output`) at the first write; false when it cannot be written.
+    fn open(&mut self, rt: &Runtime) -> bool {
         if !self.opened {
             self.opened = true;
-            match File::create(&rt.config.out) {
-                Ok(mut file) => {
-                    let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default();
-                    let c = &rt.config;
-                    let r = retire::settings();
-                    let header = format!(
-                        "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
-                         fold_after={} time_sample={} min_ns={} sample={} max_invocations={} max_depth={} \
-                         retire={} retire_factor={} retire_min_calls={}\n{}",
-                        std::process::id(),
-                        rt.clock.epoch_unix_ns(),
-                        exe.replace(['\n', '\r'], " "),
-                        rt.plan.id,
-                        rt.plan.table.replace(['\n', '\r'], " "),
-                        c.node_cap,
-                        c.fold_after,
-                        c.time_sample,
-                        c.min_ns,
-                        c.sample,
-                        c.max_invocations,
-                        c.max_depth,
-                        u8::from(r.enabled),
-                        r.factor,
-                        r.min_calls,
-                        calibration_line(),
-                    );
-                    if file.write_all(header.as_bytes()).is_ok() {
-                        self.file = Some(file);
-                    }
-                }
-                Err(e) => eprintln!(
-                    "calltime: cannot create trace file {}: {e}; nothing will be recorded",
-                    rt.config.out.display()
-                ),
-            }
+            let c = &rt.config;
+            self.output.open(&c.out, header(rt), c.rotate_bytes, c.bytes_per_hour);
         }
-        self.file.as_mut()
+        self.output.is_open()
     }
 
     fn write_queued(&mut self, rt: &Runtime) {
@@ -353,10 +380,7 @@ impl Sink {
             return;
         }
         let pending = mem::take(&mut self.pending);
-        let written_ok = match self.file(rt) {
-            Some(file) => file.write_all(pending.as_bytes()).is_ok(),
-            None => false,
-        };
+        let written_ok = self.open(rt) && self.write_trees(pending.as_bytes());
         self.pending = pending;
         self.pending.clear();
         if written_ok {
@@ -381,10 +405,8 @@ impl Sink {
         push_fields(&mut line, "stats", &fields);
         line.pop();
         push_fields(&mut line, "", &[now.dropped_queue_full, now.dropped_no_buffer, now.retired_functions]);
-        if let Some(file) = self.file(rt) {
-            if file.write_all(line.as_bytes()).is_ok() {
-                self.last_stats = Some(now);
-            }
+        if self.open(rt) && self.output.write_always(line.as_bytes()) {
+            self.last_stats = Some(now);
         }
     }
 
@@ -664,6 +686,40 @@ fn unbiased_total(calls: u64, timed: u64, timed_ns: u64, exact_calls: u64, exact
     }
 }
 
+/// The header lines every trace file (and rotated segment) starts with.
+fn header(rt: &Runtime) -> String {
+    let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default();
+    let c = &rt.config;
+    let r = retire::settings();
+    format!(
+        "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
+         fold_after={} time_sample={} min_ns={} sample={} max_invocations={} max_depth={} \
+         retire={} retire_factor={} retire_min_calls={} aggregate={} aggregate_ms={} rotate_bytes={} \
+         max_bytes_per_hour={} start_off={}\n{}",
+        std::process::id(),
+        rt.clock.epoch_unix_ns(),
+        exe.replace(['\n', '\r'], " "),
+        rt.plan.id,
+        rt.plan.table.replace(['\n', '\r'], " "),
+        c.node_cap,
+        c.fold_after,
+        c.time_sample,
+        c.min_ns,
+        c.sample,
+        c.max_invocations,
+        c.max_depth,
+        u8::from(r.enabled),
+        r.factor,
+        r.min_calls,
+        u8::from(c.aggregate),
+        c.aggregate_ms,
+        c.rotate_bytes,
+        c.bytes_per_hour,
+        u8::from(c.start_off),
+        calibration_line(),
+    )
+}
+
 /// The header's `calibration` line (trace-format.md), empty when the probes were not calibrated.
 fn calibration_line() -> String {
     let Some(c) = crate::calibrate::get() else { return String::new() };
@@ -695,7 +751,10 @@ pub(crate) fn install_flush_hooks() {
         }
         extern "C" fn flush_at_exit() {
             // Unwinding out of an extern "C" function aborts; nothing here should panic, but be sure.
-            let _ = std::panic::catch_unwind(|| drain(true));
+            let _ = std::panic::catch_unwind(|| {
+                drain(true);
+                at_exit();
+            });
         }
         // SAFETY: atexit is the C library's; the callback is a plain extern "C" fn with no captured state.
         unsafe {

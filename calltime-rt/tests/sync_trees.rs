@@ -399,7 +399,8 @@ fn trace_cut_off_keeps_complete_records() {
     let full = parse(&text);
     assert_eq!(full.invocations.len(), 3);
     let third = text.find("inv 2 ").unwrap();
-    let stats = text.find("stats ").unwrap();
+    // The third record ends before the exit's aggregate and stats records.
+    let stats = third + text[third..].find("end 2\n").unwrap() + "end 2\n".len();
     let third_line_end = third + text[third..].find('\n').unwrap();
     // Every cut inside the third record (including mid-line) keeps exactly the first two.
     for cut in third + 1..stats {

@@ -55,6 +55,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// List the runs kept in the run store (every `cargo calltime` run and `report --import`), chart them.
     History(HistoryArgs),
+    /// Switch recording of a running instrumented program on or off, or change its sampling, without a restart.
+    Ctl(CtlArgs),
 }
 
 /// Cargo's global flags, with cargo's meanings: given before or after the subcommand's name.
@@ -247,6 +249,7 @@ impl ValueEnum for ViewFormat {
             ViewFormat::Json,
             ViewFormat::Table,
             ViewFormat::Html,
+            ViewFormat::Aggregate,
         ]
     }
 
@@ -266,6 +269,10 @@ impl ValueEnum for ViewFormat {
             ViewFormat::Html => PossibleValue::new("html").help(
                 "One self-contained page to share: summary, slowest invocations, flamegraph, sortable table, \
                  charts across stored runs",
+            ),
+            ViewFormat::Aggregate => PossibleValue::new("aggregate").help(
+                "The whole run by call path: every invocation (kept or not) from the runtime's aggregate, with exact \
+                 calls and p50/p99",
             ),
         })
     }
@@ -328,6 +335,20 @@ pub struct RecordArgs {
     /// recursion) [default: 4096].
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u64>,
+    /// Start with recording switched off; `cargo calltime ctl on` switches it on while the program runs.
+    #[arg(long)]
+    pub start_off: bool,
+}
+
+/// `cargo calltime ctl [PID] on|off|status|sample N`.
+#[derive(Debug, Clone, Args)]
+pub struct CtlArgs {
+    /// `[PID] COMMAND [ARG]`: the process (optional when only one instrumented process runs), then `on`, `off`,
+    /// `status` or `sample N` (record 1 in N roots). Takes effect within 100 ms.
+    #[arg(value_name = "[PID] COMMAND", required = true, num_args = 1..=3)]
+    pub words: Vec<String>,
+    #[command(flatten)]
+    pub cargo: CargoArgs,
 }
 
 /// How a run is kept in the run store (`<target>/calltime/runs.sqlite`, listed by `cargo calltime history`).
@@ -426,6 +447,13 @@ pub struct ReportArgs {
     /// Function table to name the trace's indices with (default: the one the trace names).
     #[arg(long, value_name = "FILE", help_heading = None::<&str>)]
     pub functions: Option<PathBuf>,
+    /// Redraw the whole-run aggregate every second, reading the trace as the program writes it (the newest run's
+    /// by default), until Ctrl-C.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub follow: bool,
+    /// With --follow: stop after N redraws (for scripts and tests).
+    #[arg(long, value_name = "N", hide = true, requires = "follow", help_heading = heading::OUTPUT)]
+    pub follow_frames: Option<u64>,
     #[command(flatten)]
     pub view: ViewArgs,
     #[command(flatten)]

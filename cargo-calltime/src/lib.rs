@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod cargo;
 pub mod cli;
 pub mod commands;
+pub mod control;
 pub mod diff;
 pub mod error;
 pub mod plan;

@@ -26,6 +26,8 @@ pub struct RecordOptions {
     pub exact: bool,
     /// The frame-depth limit; at least 1.
     pub max_depth: Option<u64>,
+    /// Recording starts switched off (`--start-off`; `ctl on` switches it on).
+    pub start_off: bool,
 }
 
 impl RecordOptions {
@@ -40,6 +42,7 @@ impl RecordOptions {
             ("CALLTIME_MAX_INVOCATIONS", self.max_invocations),
             ("CALLTIME_EXACT", self.exact.then_some(1)),
             ("CALLTIME_MAX_DEPTH", self.max_depth),
+            ("CALLTIME_START_OFF", self.start_off.then_some(1)),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v.to_string())))
@@ -63,6 +66,8 @@ pub fn program_command(
     }
     cmd.args(program_args);
     cmd.env("CALLTIME_OUT", trace_path);
+    // `cargo calltime ctl` finds the program's control files there.
+    cmd.env("CALLTIME_CONTROL_DIR", crate::control::control_dir(&ws.calltime_dir()));
     cmd.envs(record.env());
     set_cargo_run_env(&mut cmd, ws, target, executable);
     cmd
@@ -336,7 +341,10 @@ fn prune_traces(dir: &Path, keep: usize) {
     traces.sort();
     let excess = traces.len().saturating_sub(keep.saturating_sub(1));
     for old in &traces[..excess] {
-        let _ = std::fs::remove_file(old);
+        // With the files the run's other processes and rotations wrote beside it.
+        for file in trace::run_files(old) {
+            let _ = std::fs::remove_file(file);
+        }
     }
 }
 
@@ -345,7 +353,14 @@ pub fn keep_trace(trace_path: &Path, table: &Path, dest: &Path) -> Result<()> {
     if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    std::fs::copy(trace_path, dest).with_context(|| format!("cannot copy the trace to {}", dest.display()))?;
+    if trace::run_files(trace_path).len() > 1 {
+        // Several processes (or rotated segments): the copy is the merged trace, one file.
+        let merged = trace::Trace::load(trace_path, Some(table))?;
+        std::fs::write(dest, trace::TraceBuilder::write(&merged))
+            .with_context(|| format!("cannot write the merged trace to {}", dest.display()))?;
+    } else {
+        std::fs::copy(trace_path, dest).with_context(|| format!("cannot copy the trace to {}", dest.display()))?;
+    }
     let dest_table = trace::functions_path_for(dest);
     std::fs::copy(table, &dest_table)
         .with_context(|| format!("cannot copy the function table to {}", dest_table.display()))?;

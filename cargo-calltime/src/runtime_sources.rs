@@ -4,13 +4,16 @@
 /// Every source file of calltime-rt: its path relative to `src/` (with `/`) and its contents. A test checks this
 /// list against the directory, so a new module cannot be left out.
 pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
+    ("aggregate.rs", include_str!("../../calltime-rt/src/aggregate.rs")),
     ("calibrate.rs", include_str!("../../calltime-rt/src/calibrate.rs")),
     ("clock.rs", include_str!("../../calltime-rt/src/clock.rs")),
+    ("control.rs", include_str!("../../calltime-rt/src/control.rs")),
     ("future.rs", include_str!("../../calltime-rt/src/future.rs")),
     ("invocation.rs", include_str!("../../calltime-rt/src/invocation.rs")),
     ("lib.rs", include_str!("../../calltime-rt/src/lib.rs")),
     ("outbox.rs", include_str!("../../calltime-rt/src/outbox.rs")),
     ("outcome.rs", include_str!("../../calltime-rt/src/outcome.rs")),
+    ("output.rs", include_str!("../../calltime-rt/src/output.rs")),
     ("probe.rs", include_str!("../../calltime-rt/src/probe.rs")),
     ("recorder.rs", include_str!("../../calltime-rt/src/recorder.rs")),
     ("recorder/fold.rs", include_str!("../../calltime-rt/src/recorder/fold.rs")),

@@ -177,6 +177,11 @@ fn split_version_3(text: &str) -> (String, Extras) {
         let words: Vec<&str> = line.trim_end_matches('\n').split(' ').collect();
         let whole = line.ends_with('\n');
         match words[0] {
+            // The whole-run aggregate (between invocations) is read and checked by the tool's tests.
+            "aggregate" | "g" | "gr" if whole => {
+                assert!(open.is_none(), "aggregate records come between invocations: {line}");
+                continue;
+            }
             "calibration" if whole => {
                 assert!(!extras.calibration && open.is_none(), "one calibration line, in the header: {line}");
                 extras.calibration = true;

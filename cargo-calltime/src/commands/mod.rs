@@ -4,6 +4,7 @@
 //! The stages take typed options and return values; `tests/tidy.rs` keeps them away from `cli` and `ui`.
 
 mod build;
+mod ctl;
 mod diff;
 mod graph;
 mod history;
@@ -35,6 +36,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Some(Command::Report(args)) => report::report(&cli.global, args),
         Some(Command::Diff(args)) => diff::diff(&cli.global, args),
         Some(Command::History(args)) => history::history(&cli.global, args),
+        Some(Command::Ctl(args)) => ctl::ctl(&cli.global, args),
     }
 }
 

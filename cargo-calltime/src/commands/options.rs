@@ -110,6 +110,7 @@ pub fn record_options(args: &RecordArgs) -> Result<RecordOptions> {
         max_invocations: args.max_invocations,
         exact: args.exact,
         max_depth: at_least_one("--max-depth", args.max_depth, "frames stored in depth", "store the root only")?,
+        start_off: args.start_off,
     })
 }
 

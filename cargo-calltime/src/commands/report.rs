@@ -1,7 +1,7 @@
 //! `cargo calltime report [TRACE]`: renders a saved trace, by default the last run's
 //! (`<target>/calltime/last.trace`), without building anything.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -33,6 +33,7 @@ pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<i32> {
     let workspace = if needs_workspace { Some(Workspace::load(&cargo)) } else { None };
     let trace_path = match (args.import.as_ref().or(args.trace.as_ref()), &workspace) {
         (Some(path), _) => path.clone(),
+        (None, Some(Ok(ws))) if args.follow => newest_trace(ws)?,
         (None, Some(Ok(ws))) => last_trace(ws)?,
         (None, Some(Err(e))) => {
             let reason = e.to_string();
@@ -57,6 +58,10 @@ pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<i32> {
         }
         _ => None,
     };
+    if args.follow {
+        view.format = ViewFormat::Aggregate;
+        return follow(&trace_path, args, &view);
+    }
     // Loading, rendering and dropping a deep tree all recurse.
     views::with_big_stack(|| -> Result<i32> {
         let trace = Trace::load(&trace_path, args.functions.as_deref())?;
@@ -83,6 +88,48 @@ pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<i32> {
             ui::note(&note);
         }
         Ok(0)
+    })
+}
+
+/// `--follow`: the whole-run aggregate of the trace as it is written, redrawn every second until Ctrl-C (or
+/// `--follow-frames` redraws).
+fn follow(trace_path: &Path, args: &ReportArgs, view: &views::ViewOptions) -> Result<i32> {
+    use std::io::IsTerminal;
+    let clear = if std::io::stdout().is_terminal() { "\x1b[H\x1b[2J" } else { "" };
+    let mut frame = 0u64;
+    loop {
+        let text = match views::with_big_stack(|| -> Result<String> {
+            let trace = Trace::load(trace_path, args.functions.as_deref())?;
+            Ok(String::from_utf8_lossy(&views::render(&trace, view)?.bytes).into_owned())
+        }) {
+            Ok(text) => text,
+            // The program may not have written its first record yet.
+            Err(e) if !trace_path.exists() => format!("waiting for {} ({e:#})\n", trace_path.display()),
+            Err(e) => return Err(e),
+        };
+        let footer = format!("following {} (every second; Ctrl-C to stop)", trace_path.display());
+        super::write_stdout(format!("{clear}{text}\n{footer}\n").as_bytes())?;
+        frame += 1;
+        if args.follow_frames.is_some_and(|n| frame >= n) {
+            return Ok(0);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+/// The newest run's trace under `<target>/calltime/traces` (a program still running writes there).
+fn newest_trace(ws: &Workspace) -> Result<PathBuf> {
+    let dir = ws.calltime_dir().join("traces");
+    let newest = std::fs::read_dir(&dir)
+        .ok()
+        .into_iter()
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+        .max();
+    newest.ok_or_else(|| {
+        UserError::new(format!("no trace of a run under {}", dir.display()))
+            .hint("start the program with `cargo calltime --root PATH -- ARGS` first, or pass its trace file")
+            .into()
     })
 }
 

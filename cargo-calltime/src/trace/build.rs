@@ -3,7 +3,7 @@
 //! lines by hand.
 
 use super::records;
-use super::{Invocation, Node, Retirement, Stats, Trace};
+use super::{AggregatePath, Invocation, Node, Retirement, RunAggregate, Stats, Trace};
 
 /// Writes a trace: the header from a [`Trace`]'s header fields, then invocation records and `stats` lines in the
 /// order they are added.
@@ -73,6 +73,21 @@ impl TraceBuilder {
         self
     }
 
+    /// Appends an `aggregate` record: its first line, then one `g` line per call path in preorder.
+    pub fn aggregate(&mut self, aggregate: &RunAggregate) -> &mut TraceBuilder {
+        fn count(path: &AggregatePath) -> usize {
+            1 + path.children.iter().map(count).sum::<usize>()
+        }
+        fn paths(out: &mut String, depth: u32, path: &AggregatePath) {
+            records::write_aggregate_path(out, depth, path);
+            path.children.iter().for_each(|child| paths(out, depth + 1, child));
+        }
+        records::write_aggregate(&mut self.text, aggregate, aggregate.roots.iter().map(count).sum());
+        aggregate.roots.iter().for_each(|root| paths(&mut self.text, 0, root));
+        aggregate.retired.iter().for_each(|r| records::write_aggregate_retired(&mut self.text, r));
+        self
+    }
+
     /// Appends a `stats` line (`incomplete` is the reader's count and is not written; the fields of version 3
     /// only from version 3 on).
     pub fn stats(&mut self, stats: &Stats) -> &mut TraceBuilder {
@@ -106,6 +121,10 @@ impl TraceBuilder {
         }
         for r in retirements {
             builder.retire(r);
+        }
+        // The runtime writes its last aggregate right before its last `stats` line.
+        if let Some(aggregate) = &trace.aggregate {
+            builder.aggregate(aggregate);
         }
         if trace.stats_records > 0 {
             builder.stats(&trace.stats);
@@ -234,6 +253,32 @@ mod tests {
         assert!(bad.invocations.is_empty() && bad.warnings[0].contains("after `r` lines"), "{:?}", bad.warnings);
         let bad = parse("calltime-trace 3\ninv 0 thread 1 0 10 1 0 0 \na 0 0 1 1 0 10 10 10 0\nend 0\n").unwrap();
         assert!(bad.warnings[0].contains("too few fields"), "{:?}", bad.warnings);
+    }
+
+    /// The whole-run aggregate (`aggregate`, `g` and `gr` lines): the last complete record wins, and the builder
+    /// writes it back before the last `stats` line, as the runtime does at exit.
+    #[test]
+    fn aggregate_records_read_back_and_write_back() {
+        let head = "calltime-trace 3\nprocess 1 0 /app\nplan p \nsettings sample=1\n";
+        let first = "aggregate 500 1 1 0 0 0\ng 0 0 1 1 900 900 900 93:1\n";
+        let last = "aggregate 900 3 3 2 7 1\ng 0 0 3 3 3000 900 1200 93:2 95:1\ng 1 4 5 2 400 100 300 55:1 61:1\n\
+                    g 0 9 1 0 70 0 0\ngr 6 40\n";
+        let text = format!("{head}{first}{last}stats 3 3 0 0 0 0 0 0 1\n");
+        let trace = parse(&text).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        let aggregate = trace.aggregate.as_ref().unwrap();
+        assert_eq!((aggregate.at_ns, aggregate.invocations, aggregate.untracked_calls), (900, 3, 2));
+        assert_eq!((aggregate.dropped_cap, aggregate.processes, aggregate.roots.len()), (7, 1, 2));
+        let root = &aggregate.roots[0];
+        assert_eq!((root.calls, root.histogram.clone()), (3, vec![(93, 2), (95, 1)]));
+        assert_eq!((root.children[0].func, root.children[0].timed), (4, 2));
+        assert_eq!(aggregate.retired, [crate::trace::RetiredCalls { func: 6, calls: 40 }]);
+        assert_eq!(TraceBuilder::write(&trace), format!("{head}{last}stats 3 3 0 0 0 0 0 0 1\n"));
+        // A record cut off by a crash leaves the previous one.
+        let cut = parse(&format!("{head}{first}aggregate 900 3 3 0 0 0\ng 0 0 3 3 3000 900 1200\n")).unwrap();
+        assert_eq!(cut.aggregate.unwrap().at_ns, 500);
+        let bad = parse(&format!("{head}aggregate 1 1 1 0 0 0\ng 0 0 1 1 9 9 9 5:1 4:1\n")).unwrap();
+        assert!(bad.warnings[0].contains("out of order"), "{:?}", bad.warnings);
     }
 
     #[test]

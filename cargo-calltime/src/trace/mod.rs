@@ -9,8 +9,10 @@
 //! - `build`: writes a [`Trace`] (or invocations one at a time) back as text.
 //! - `table`: the function table ([`FunctionTable`]).
 
+mod aggregate;
 mod build;
 pub mod compensate;
+mod files;
 mod read;
 mod records;
 mod table;
@@ -21,7 +23,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+pub use aggregate::{bucket_low, bucket_middle, AggregatePath, RunAggregate};
 pub use build::TraceBuilder;
+pub use files::run_files;
 pub use read::parse;
 pub use table::{FunctionInfo, FunctionTable};
 
@@ -57,6 +61,12 @@ pub struct Trace {
     pub retirements: Vec<Retirement>,
     /// Complete invocations, in the order they were written (completion order).
     pub invocations: Vec<Invocation>,
+    /// The runtime's whole-run aggregate: the last complete `aggregate` record (summed over processes when a run's
+    /// files are merged); `None` for runtimes that do not write one.
+    pub aggregate: Option<RunAggregate>,
+    /// Processes and files a merged run was read from (1 and 1 for a single file).
+    pub processes: usize,
+    pub files: usize,
     pub stats: Stats,
     /// How many `stats` lines the file has: the runtime appends one at each flush and at exit, so 0 means the
     /// counters are unknown (the program crashed or is still running).
@@ -391,8 +401,21 @@ impl Invocation {
 }
 
 impl Trace {
-    /// Loads a trace file; `functions` overrides the function table the trace names.
+    /// Loads a run's trace: `path` merged with the files the run's other processes and rotations wrote beside it
+    /// (see `files`); `functions` overrides the function table the trace names.
     pub fn load(path: &Path, functions: Option<&Path>) -> Result<Trace> {
+        let paths = files::run_files(path);
+        if paths.len() <= 1 {
+            return Trace::load_file(path, functions);
+        }
+        let traces = paths.iter().map(|p| Trace::load_file(p, functions)).collect::<Result<Vec<_>>>()?;
+        let mut merged = files::merge(traces).context("a run without trace files")?;
+        merged.path = path.to_owned();
+        Ok(merged)
+    }
+
+    /// Loads one trace file; `functions` overrides the function table the trace names.
+    pub fn load_file(path: &Path, functions: Option<&Path>) -> Result<Trace> {
         let text = std::fs::read(path).with_context(|| format!("cannot read trace {}", path.display()))?;
         let text = String::from_utf8_lossy(&text);
         let mut trace = parse(&text).with_context(|| format!("{} is not a calltime trace", path.display()))?;

@@ -5,7 +5,7 @@
 use anyhow::{bail, Context, Result};
 
 use super::records;
-use super::{not_a_trace, Invocation, Node, Trace, TRACE_VERSION, TRACE_VERSIONS};
+use super::{not_a_trace, AggregatePath, Invocation, Node, RunAggregate, Trace, TRACE_VERSION, TRACE_VERSIONS};
 
 /// Parses trace text. Records cut off at the end (no `end` line) are counted in `stats.incomplete`.
 pub fn parse(text: &str) -> Result<Trace> {
@@ -14,7 +14,8 @@ pub fn parse(text: &str) -> Result<Trace> {
     }
     let (first, body) = text.split_once('\n').unwrap_or((text, ""));
     let version = read_version(first.trim_end_matches('\r'))?;
-    let mut reader = Reader { trace: Trace { version, ..Trace::default() }, open: None };
+    let trace = Trace { version, processes: 1, files: 1, ..Trace::default() };
+    let mut reader = Reader { trace, open: None, aggregate: None };
     for (index, line) in body.split_inclusive('\n').enumerate() {
         let lineno = index + 2;
         match line.strip_suffix('\n') {
@@ -46,9 +47,17 @@ struct Open {
     nodes: Vec<(u32, Node)>,
 }
 
+/// An `aggregate` record being read: its first line, the path count it announced, its paths with depths.
+struct OpenAggregate {
+    aggregate: RunAggregate,
+    count: u64,
+    paths: Vec<(u32, AggregatePath)>,
+}
+
 struct Reader {
     trace: Trace,
     open: Option<Open>,
+    aggregate: Option<OpenAggregate>,
 }
 
 impl Reader {
@@ -105,6 +114,21 @@ impl Reader {
                 self.node(records::read_path(rest, version)?, true)
             }
             "end" => self.end(records::read_end(rest)?),
+            "aggregate" => {
+                let (aggregate, count) = records::read_aggregate(rest)?;
+                self.aggregate = Some(OpenAggregate { aggregate, count, paths: Vec::new() });
+                self.aggregate_path(None)
+            }
+            "g" => {
+                let path = records::read_aggregate_path(rest)?;
+                self.aggregate_path(Some(path))
+            }
+            "gr" => {
+                let retired = records::read_aggregate_retired(rest)?;
+                let Some(open) = self.aggregate.as_mut() else { bail!("a `gr` line outside any aggregate record") };
+                open.aggregate.retired.push(retired);
+                self.aggregate_path(None)
+            }
             "stats" => {
                 trace.stats = records::read_stats(rest, trace.stats.incomplete)?;
                 trace.stats_records += 1;
@@ -113,6 +137,19 @@ impl Reader {
             // Blank lines, comments and record kinds from newer writers of the same version are skipped.
             _ => Ok(()),
         }
+    }
+
+    /// Adds a path to the open aggregate record; a complete record replaces the trace's aggregate (the runtime writes
+    /// cumulative ones, the last is the whole run).
+    fn aggregate_path(&mut self, path: Option<(u32, AggregatePath)>) -> Result<()> {
+        let Some(open) = self.aggregate.as_mut() else { bail!("a `g` line outside any aggregate record") };
+        open.paths.extend(path);
+        if (open.paths.len() + open.aggregate.retired.len()) as u64 >= open.count {
+            let Some(OpenAggregate { mut aggregate, paths, .. }) = self.aggregate.take() else { return Ok(()) };
+            aggregate.roots = aggregate_tree(paths).context("malformed aggregate depths")?;
+            self.trace.aggregate = Some(aggregate);
+        }
+        Ok(())
     }
 
     fn node(&mut self, node: (u32, Node), folded: bool) -> Result<()> {
@@ -173,6 +210,31 @@ fn build_tree(nodes: Vec<(u32, Node)>) -> Result<Node> {
     }
     close_to(&mut stack, 1);
     stack.pop().context("an invocation without nodes")
+}
+
+/// Rebuilds the aggregate's trees (one per root function) from preorder paths with depths.
+fn aggregate_tree(paths: Vec<(u32, AggregatePath)>) -> Result<Vec<AggregatePath>> {
+    let mut roots = Vec::new();
+    let mut stack: Vec<AggregatePath> = Vec::new();
+    let close_to = |stack: &mut Vec<AggregatePath>, roots: &mut Vec<AggregatePath>, len: usize| {
+        while stack.len() > len {
+            let Some(done) = stack.pop() else { return };
+            match stack.last_mut() {
+                Some(parent) => parent.children.push(done),
+                None => roots.push(done),
+            }
+        }
+    };
+    for (depth, path) in paths {
+        let depth = depth as usize;
+        if depth > stack.len() {
+            bail!("depth {depth} follows depth {}", stack.len() as i64 - 1);
+        }
+        close_to(&mut stack, &mut roots, depth);
+        stack.push(path);
+    }
+    close_to(&mut stack, &mut roots, 0);
+    Ok(roots)
 }
 
 /// Pops nodes into their parents until `len` are left (`len >= 1`).

@@ -8,13 +8,16 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use super::{Calibration, Invocation, Node, RetiredCalls, Retirement, Stats, ThreadKind, ThreadRef, Trace};
+use super::{
+    AggregatePath, Calibration, Invocation, Node, RetiredCalls, Retirement, RunAggregate, Stats, ThreadKind, ThreadRef,
+    Trace,
+};
 
 pub(super) const MAGIC: &str = "calltime-trace";
 
 /// Settings the runtime writes, in its order: a value of these that is not a number is an error, and the builder
 /// writes them first, in this order, as the runtime does.
-pub(super) const KNOWN_SETTINGS: [&str; 10] = [
+pub(super) const KNOWN_SETTINGS: [&str; 15] = [
     "node_cap",
     "fold_after",
     "time_sample",
@@ -25,6 +28,11 @@ pub(super) const KNOWN_SETTINGS: [&str; 10] = [
     "retire",
     "retire_factor",
     "retire_min_calls",
+    "aggregate",
+    "aggregate_ms",
+    "rotate_bytes",
+    "max_bytes_per_hour",
+    "start_off",
 ];
 
 // ---- header ----
@@ -347,6 +355,75 @@ fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
     } else {
         text.into()
     }
+}
+
+// ---- whole-run aggregate ----
+
+/// `aggregate <at_ns> <invocations> <paths> <untracked_calls> <dropped_cap> <retired> [<processes>]`: a snapshot of
+/// the whole run, followed by its `paths` `g` lines and `retired` `gr` lines (`processes`, when more than 1: a run
+/// merged by the tool). The aggregate (without paths yet) and the number
+/// of lines that follow.
+pub(super) fn read_aggregate(rest: &str) -> Result<(RunAggregate, u64)> {
+    let mut f = Fields::new(rest, 7);
+    let at_ns = f.num()?;
+    let invocations = f.num()?;
+    let paths = f.num()?;
+    let untracked_calls = f.num()?;
+    let dropped_cap = f.num()?;
+    let retired = f.num()?;
+    // Written by the tool only, for a run merged from several processes.
+    let processes = f.optional_num()?.unwrap_or(1);
+    let aggregate = RunAggregate { at_ns, invocations, untracked_calls, dropped_cap, processes, ..Default::default() };
+    Ok((aggregate, paths + retired))
+}
+
+pub(super) fn write_aggregate(out: &mut String, a: &RunAggregate, paths: usize) {
+    let (at, invocations, untracked, capped) = (a.at_ns, a.invocations, a.untracked_calls, a.dropped_cap);
+    let _ = write!(out, "aggregate {at} {invocations} {paths} {untracked} {capped} {}", a.retired.len());
+    if a.processes > 1 {
+        let _ = write!(out, " {}", a.processes);
+    }
+    out.push('\n');
+}
+
+/// `g <depth> <index> <calls> <timed> <total_ns> <min_ns> <max_ns> [<bucket>:<count> ...]`: one call path of an
+/// aggregate, in preorder (depth 0: a root function).
+pub(super) fn read_aggregate_path(rest: &str) -> Result<(u32, AggregatePath)> {
+    let mut f = Fields::new(rest, 7);
+    let depth = f.num()? as u32;
+    let func = f.index()?;
+    let [calls, timed, total_ns, min_ns, max_ns] = [f.num()?, f.num()?, f.num()?, f.num()?, f.num()?];
+    if timed > calls {
+        bail!("{timed} timed calls of {calls}");
+    }
+    let mut histogram: Vec<(u32, u64)> = Vec::new();
+    for pair in f.rest().split_whitespace() {
+        let parsed = pair.split_once(':').and_then(|(b, n)| Some((b.parse::<u32>().ok()?, n.parse::<u64>().ok()?)));
+        let Some((bucket, count)) = parsed else { bail!("histogram bucket `{pair}` is not `<bucket>:<count>`") };
+        if histogram.last().is_some_and(|&(last, _)| last >= bucket) {
+            bail!("histogram buckets out of order at `{pair}`");
+        }
+        histogram.push((bucket, count));
+    }
+    let path = AggregatePath { func, calls, timed, total_ns, min_ns, max_ns, histogram, children: Vec::new() };
+    Ok((depth, path))
+}
+
+/// `gr <index> <calls>`: calls of a retired function after it retired, over the whole run (after the `g` lines).
+pub(super) fn read_aggregate_retired(rest: &str) -> Result<RetiredCalls> {
+    read_retired_calls(rest)
+}
+
+pub(super) fn write_aggregate_retired(out: &mut String, r: &RetiredCalls) {
+    let _ = writeln!(out, "gr {} {}", r.func, r.calls);
+}
+
+pub(super) fn write_aggregate_path(out: &mut String, depth: u32, p: &AggregatePath) {
+    let _ = write!(out, "g {depth} {} {} {} {} {} {}", p.func, p.calls, p.timed, p.total_ns, p.min_ns, p.max_ns);
+    for (bucket, count) in &p.histogram {
+        let _ = write!(out, " {bucket}:{count}");
+    }
+    out.push('\n');
 }
 
 /// Whitespace-separated fields, then the rest of the line (which may hold spaces).

@@ -5,7 +5,7 @@
 //! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
-use crate::trace::{Invocation, Node, RetiredCalls, Trace};
+use crate::trace::{bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, Trace};
 
 /// Every call of one function at one call path, merged.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +43,8 @@ pub struct Merged {
     pub invocations: u64,
     /// Every call's duration, sorted; kept only for aggregates (percentiles), and only of calls with their own.
     pub durations: Vec<u64>,
+    /// A whole-run aggregate's histogram instead (`(bucket, calls)`, see `trace::bucket_low`): percentiles from it.
+    pub histogram: Vec<(u32, u64)>,
     /// In order of the first call.
     pub children: Vec<Merged>,
     /// The last invocation counted in `invocations` (to count each invocation once).
@@ -69,6 +71,7 @@ impl Merged {
             start_ns,
             invocations: 0,
             durations: Vec::new(),
+            histogram: Vec::new(),
             children: Vec::new(),
             last_invocation: usize::MAX,
         }
@@ -153,6 +156,9 @@ impl Merged {
         if self.folded_calls > 0 {
             return None;
         }
+        if !self.histogram.is_empty() {
+            return histogram_percentile(&self.histogram, q).map(|ns| ns.clamp(self.min_ns, self.max_ns));
+        }
         if self.durations.is_empty() {
             return Some(0);
         }
@@ -203,6 +209,53 @@ pub fn aggregate<'a>(invocations: impl IntoIterator<Item = &'a Invocation>) -> V
         agg.tree.finish();
     }
     out
+}
+
+/// Nearest-rank percentile of a histogram: the middle of the bucket that holds it.
+fn histogram_percentile(histogram: &[(u32, u64)], q: f64) -> Option<u64> {
+    let count: u64 = histogram.iter().map(|&(_, n)| n).sum();
+    let rank = ((q * count as f64).ceil() as u64).clamp(1, count.max(1));
+    let mut seen = 0;
+    histogram
+        .iter()
+        .find(|&&(_, n)| {
+            seen += n;
+            seen >= rank
+        })
+        .map(|&(bucket, _)| bucket_middle(bucket))
+}
+
+/// The runtime's whole-run aggregate (every invocation, kept or not) as aggregates by root function, when the trace
+/// has one. Its times are raw: the runtime folds them before any compensation.
+pub fn whole_run(trace: &Trace) -> Option<Vec<Aggregate>> {
+    let run: &RunAggregate = trace.aggregate.as_ref()?;
+    Some(
+        run.roots
+            .iter()
+            .map(|root| Aggregate {
+                tree: merged_path(root, root.calls),
+                invocations: root.calls,
+                // Retired calls are per function, not per root: with several roots they show under the first.
+                retired: if root.func == run.roots[0].func { run.retired.clone() } else { Vec::new() },
+            })
+            .collect(),
+    )
+}
+
+fn merged_path(path: &AggregatePath, invocations: u64) -> Merged {
+    let mut merged = Merged::new(path.func, 0);
+    merged.calls = path.calls;
+    merged.timed_calls = path.timed;
+    merged.total_ns = path.total_ns;
+    merged.min_ns = path.min_ns;
+    merged.max_ns = path.max_ns;
+    merged.folded_calls = path.calls - path.timed.min(path.calls);
+    merged.invocations = invocations;
+    merged.histogram = path.histogram.clone();
+    merged.children = path.children.iter().map(|child| merged_path(child, invocations)).collect();
+    let children_ns: u64 = merged.children.iter().map(|c| c.total_ns).sum();
+    merged.self_ns = merged.total_ns.saturating_sub(children_ns);
+    merged
 }
 
 /// Adds one invocation's retired calls to a sum per function.

@@ -39,6 +39,8 @@ pub enum ViewFormat {
     Table,
     /// One self-contained HTML page ([`html`]).
     Html,
+    /// The whole run by call path ([`text::render_whole_run`]).
+    Aggregate,
 }
 
 /// How a trace is rendered; `Default` is what `cargo calltime report` does with no flags.
@@ -137,6 +139,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
         ViewFormat::Chrome => (chrome::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Json => (json::render(trace, opts, slower)?.into_bytes(), false),
         ViewFormat::Table => (with_note(table::render(trace, opts)?).into_bytes(), false),
+        ViewFormat::Aggregate => (text::render_whole_run(trace, opts)?.into_bytes(), false),
         ViewFormat::Html => {
             let html_opts = html::HtmlOptions { top: opts.top.max(1), history: opts.history.clone() };
             (html::render(trace, &html_opts)?.into_bytes(), true)

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 
-use super::aggregate::{aggregate, select, Aggregate, Merged};
+use super::aggregate::{aggregate, select, whole_run, Aggregate, Merged};
 use super::overhead::thousands;
 use super::times::{retired_text, retirement, settings_note, times_note};
 use super::{plan_summary, Names, ViewOptions};
@@ -58,6 +58,57 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
             out.push('\n');
             view.aggregate(&mut out, &agg);
         }
+    }
+    out.push('\n');
+    view.summary(&mut out);
+    Ok(out)
+}
+
+/// `--format aggregate`: the whole run by call path, from the runtime's aggregate when the trace has one (every
+/// invocation, kept or not), else from the kept invocations; then the summary.
+pub fn render_whole_run(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
+    let view = TextView { trace, opts, names: Names::new(&trace.table), paint: Paint { on: opts.color }, origin_ns: 0 };
+    let mut out = String::new();
+    let what = plan_summary(trace);
+    let kept = trace.invocations.len() as u64;
+    let (aggregates, coverage) = match (whole_run(trace), &trace.aggregate) {
+        (Some(aggregates), Some(run)) => {
+            let processes = match run.processes {
+                0 | 1 => String::new(),
+                n => format!(" of {n} processes"),
+            };
+            let coverage = format!(
+                "whole run{processes}: {} invocation{} folded in by the runtime (as of +{}), {kept} kept as trees",
+                thousands(run.invocations),
+                plural_s(run.invocations),
+                format_ns(run.at_ns)
+            );
+            (aggregates, coverage)
+        }
+        _ => (
+            aggregate(&trace.invocations),
+            format!("the {kept} kept invocation{} only (the trace has no whole-run aggregate)", plural_s(kept)),
+        ),
+    };
+    let _ = writeln!(out, "{}", view.paint.s(bold(), &format!("{what}: {coverage}")));
+    if trace.aggregate.is_some() {
+        let note = "times as recorded (probe cost included); calls are exact";
+        let _ = writeln!(out, "{}", view.paint.s(dim(), note));
+        if let Some(run) = trace.aggregate.as_ref().filter(|r| r.untracked_calls > 0 || r.dropped_cap > 0) {
+            let note = format!(
+                "  {} calls on paths past the runtime's path cap (counted, not shown); {} trees dropped by the hourly \
+                 byte cap",
+                thousands(run.untracked_calls),
+                thousands(run.dropped_cap)
+            );
+            let _ = writeln!(out, "{}", view.paint.s(warn(), &note));
+        }
+    } else {
+        view.times_lines(&mut out);
+    }
+    for agg in &aggregates {
+        out.push('\n');
+        view.aggregate(&mut out, agg);
     }
     out.push('\n');
     view.summary(&mut out);
@@ -404,12 +455,17 @@ impl TextView<'_> {
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
         if stats.dropped > 0 {
+            let them = if stats.dropped == 1 { "it" } else { "them" };
+            let left_out = match &self.trace.aggregate {
+                // The runtime's aggregate folded them in before they were dropped.
+                Some(_) => format!("no tree kept; `--format aggregate` counts {them}"),
+                None => format!("the aggregate leaves {them} out"),
+            };
             let note = format!(
-                "  {} invocation{} dropped ({}): the aggregate leaves {} out",
+                "  {} invocation{} dropped ({}): {left_out}",
                 stats.dropped,
                 plural_s(stats.dropped),
                 drop_causes(stats),
-                if stats.dropped == 1 { "it" } else { "them" }
             );
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }

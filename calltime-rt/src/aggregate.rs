@@ -1,0 +1,445 @@
+//! The whole-run aggregate: every invocation that ran while recording was on (kept, dropped or sampled out) folded
+//! into per-call-path statistics, so a service's summary covers the whole run even when most trees are not kept.
+//!
+//! Folding happens once per invocation, at the root's exit, on the thread that ran it: the invocation's nodes (or
+//! call paths, when it folded) are walked once and added to the thread's own path trie (function index children
+//! found by a linear scan of siblings; no hashing). The trie sits behind a mutex only the writer also takes, once
+//! per snapshot, so the per-invocation lock is uncontended; nothing is done per call. Times go into a log-linear
+//! histogram (8 buckets per power of two) for p50 and p99. The writer merges the threads' tries and writes an
+//! `aggregate` record every `CALLTIME_AGGREGATE_MS` (1 s) and at exit (docs/trace-format.md).
+
+use std::cell::OnceCell;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use crate::clock::Scale;
+use crate::invocation::lock;
+use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK, RETIRED_COUNTERS};
+
+/// Sub-buckets per power of two (a bucket is at most 1/8 of its values wide).
+const SUB_BUCKETS: u64 = 8;
+const SUB_BITS: u32 = 3;
+/// Buckets covering every u64: values under 8 have one bucket each, then 8 per power of two.
+pub(crate) const BUCKETS: usize = ((64 - SUB_BITS as usize) + 1) * SUB_BUCKETS as usize;
+/// Call paths a thread's trie holds at most; calls on further paths are counted in `untracked_calls` only.
+const MAX_PATHS: usize = 1024;
+/// The trie's virtual top node: its children are the root functions.
+const TOP: u32 = 0;
+const NONE: u32 = u32::MAX;
+
+/// Whether invocations are folded into the aggregate (`CALLTIME_AGGREGATE=0` turns it off).
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+pub(crate) fn set_enabled(on: bool) {
+    ENABLED.store(on, Relaxed);
+}
+
+pub(crate) fn enabled() -> bool {
+    ENABLED.load(Relaxed)
+}
+
+/// The log-linear bucket of `value`.
+pub(crate) fn bucket_of(value: u64) -> usize {
+    if value < SUB_BUCKETS {
+        return value as usize;
+    }
+    let exponent = 63 - value.leading_zeros();
+    let mantissa = (value >> (exponent - SUB_BITS)) & (SUB_BUCKETS - 1);
+    ((exponent - SUB_BITS + 1) as u64 * SUB_BUCKETS + mantissa) as usize
+}
+
+/// The smallest value of bucket `bucket` (the inverse of `bucket_of` on bucket bounds).
+pub(crate) fn bucket_low(bucket: usize) -> u64 {
+    let bucket = bucket as u64;
+    if bucket < SUB_BUCKETS {
+        return bucket;
+    }
+    let exponent = bucket / SUB_BUCKETS + u64::from(SUB_BITS) - 1;
+    let mantissa = bucket % SUB_BUCKETS;
+    (SUB_BUCKETS + mantissa) << (exponent - u64::from(SUB_BITS))
+}
+
+/// One call path: every call of function `index` under the same chain of ancestors.
+#[derive(Clone)]
+struct PathStats {
+    index: u32,
+    parent: u32,
+    first_child: u32,
+    next_sibling: u32,
+    calls: u64,
+    /// Calls whose own duration is in the histogram (a folded invocation's untimed calls are not).
+    timed: u64,
+    /// Total time: the timed calls' sum plus the estimated time of a folded invocation's other calls.
+    total: u64,
+    min: u64,
+    max: u64,
+    histogram: Box<[u32; BUCKETS]>,
+}
+
+impl PathStats {
+    fn new(index: u32, parent: u32) -> PathStats {
+        PathStats {
+            index,
+            parent,
+            first_child: NONE,
+            next_sibling: NONE,
+            calls: 0,
+            timed: 0,
+            total: 0,
+            min: u64::MAX,
+            max: 0,
+            histogram: Box::new([0; BUCKETS]),
+        }
+    }
+
+    fn add_timed(&mut self, duration: u64) {
+        self.timed += 1;
+        self.total = self.total.saturating_add(duration);
+        self.min = self.min.min(duration);
+        self.max = self.max.max(duration);
+        let bucket = &mut self.histogram[bucket_of(duration)];
+        *bucket = bucket.saturating_add(1);
+    }
+}
+
+/// A call-path trie; node 0 is the virtual top.
+struct Trie {
+    paths: Vec<PathStats>,
+    /// Calls on paths past `MAX_PATHS`.
+    untracked_calls: u64,
+    /// Root invocations folded in.
+    invocations: u64,
+    /// Calls of retired functions after they retired, by retirement slot: they belong to no path.
+    retired: Vec<u64>,
+}
+
+impl Trie {
+    const fn new() -> Trie {
+        Trie { paths: Vec::new(), untracked_calls: 0, invocations: 0, retired: Vec::new() }
+    }
+
+    fn clear(&mut self) {
+        self.paths.clear();
+        self.untracked_calls = 0;
+        self.invocations = 0;
+        self.retired.clear();
+    }
+
+    fn add_retired(&mut self, by_slot: &[u64]) {
+        if self.retired.len() < by_slot.len() {
+            self.retired.resize(by_slot.len(), 0);
+        }
+        self.retired.iter_mut().zip(by_slot).for_each(|(sum, &calls)| *sum += calls);
+    }
+
+    /// The child path of `parent` for function `index`, made when new; `NONE` past the path cap (or under `NONE`).
+    fn child(&mut self, parent: u32, index: u32) -> u32 {
+        if self.paths.is_empty() {
+            self.paths.push(PathStats::new(u32::MAX, NONE));
+        }
+        let Some(parent_stats) = self.paths.get(parent as usize) else { return NONE };
+        let mut child = parent_stats.first_child;
+        let mut last = NONE;
+        while child != NONE {
+            let stats = &self.paths[child as usize];
+            if stats.index == index {
+                return child;
+            }
+            last = child;
+            child = stats.next_sibling;
+        }
+        if self.paths.len() >= MAX_PATHS {
+            return NONE;
+        }
+        let id = self.paths.len() as u32;
+        self.paths.push(PathStats::new(index, parent));
+        // Appended last, so siblings stay in order of first entry.
+        match last {
+            NONE => self.paths[parent as usize].first_child = id,
+            last => self.paths[last as usize].next_sibling = id,
+        }
+        id
+    }
+
+    fn stats(&mut self, id: u32) -> Option<&mut PathStats> {
+        self.paths.get_mut(id as usize)
+    }
+
+    /// Adds `other` (whose ids are in creation order, parents first) into this trie, with times through `convert`.
+    fn merge(&mut self, other: &Trie, map: &mut Vec<u32>, convert: impl Fn(&[u32; BUCKETS], &mut [u32; BUCKETS])) {
+        self.untracked_calls += other.untracked_calls;
+        self.invocations += other.invocations;
+        self.add_retired(&other.retired);
+        map.clear();
+        map.push(TOP);
+        for from in other.paths.iter().skip(1) {
+            let parent = map.get(from.parent as usize).copied().unwrap_or(NONE);
+            let id = self.child(parent, from.index);
+            map.push(id);
+            let Some(to) = self.stats(id) else {
+                self.untracked_calls += from.calls;
+                continue;
+            };
+            to.calls += from.calls;
+            to.timed += from.timed;
+            to.total = to.total.saturating_add(from.total);
+            to.min = to.min.min(from.min);
+            to.max = to.max.max(from.max);
+            convert(&from.histogram, &mut to.histogram);
+        }
+    }
+}
+
+/// One thread's trie and the scratch its folds reuse.
+struct ThreadAggregate {
+    trie: Trie,
+    /// The trie path of each node (or call path) of the invocation being folded.
+    path_of: Vec<u32>,
+    /// Per call path of a folded invocation: its calls recorded one node each before the fold.
+    before_fold: Vec<u64>,
+    /// Per node of the last per-call invocation: function, parent slot, path (see `fold_nodes`).
+    shape: Vec<(u32, u32, u32)>,
+}
+
+type Shared = Arc<Mutex<ThreadAggregate>>;
+
+/// Every thread's aggregate; a thread registers at its first fold (allocation there only) and stays, so the counts
+/// of ended threads are kept.
+static THREADS: Mutex<Vec<Shared>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static MINE: OnceCell<Shared> = const { OnceCell::new() };
+}
+
+/// This thread's aggregate, registered at its first fold.
+fn register() -> Shared {
+    // Every retirement slot's counter now, so a retirement later never allocates at a root's exit.
+    let trie = Trie { retired: vec![0; RETIRED_COUNTERS], ..Trie::new() };
+    let shared = Arc::new(Mutex::new(ThreadAggregate {
+        trie,
+        // As a recorder's first buffer: a thread whose invocations stay this small never grows them.
+        path_of: Vec::with_capacity(256),
+        before_fold: Vec::with_capacity(256),
+        shape: Vec::with_capacity(256),
+    }));
+    lock(&THREADS).push(shared.clone());
+    shared
+}
+
+/// Folds a finished invocation into this thread's aggregate (the root's exit, before the tree is kept or dropped).
+pub(crate) fn fold(rec: &Recorder) {
+    if !enabled() || rec.nodes().is_empty() {
+        return;
+    }
+    // Thread teardown: the invocation is not folded (as it is not written).
+    let _ = MINE.try_with(|mine| fold_into(&mut lock(mine.get_or_init(register)), rec));
+}
+
+fn fold_into(agg: &mut ThreadAggregate, rec: &Recorder) {
+    agg.trie.invocations += 1;
+    let slots = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
+    if slots > 0 {
+        agg.trie.add_retired(&rec.retired_calls()[..=slots]);
+    }
+    if rec.folded {
+        fold_paths(agg, rec);
+    } else {
+        fold_nodes(&mut agg.trie, &mut agg.shape, rec.nodes());
+    }
+}
+
+/// A per-call invocation: each node is one call, its parent an earlier node. `shape` is what the last invocation
+/// folded on this thread had at each slot (function, parent slot, path): a request handler's invocations mostly
+/// have the same shape, so most nodes find their path with one comparison.
+fn fold_nodes(trie: &mut Trie, shape: &mut Vec<(u32, u32, u32)>, nodes: &[Node]) {
+    shape.truncate(nodes.len());
+    for (slot, node) in nodes.iter().enumerate() {
+        let parent_slot = if slot == 0 { NONE } else { node.link & PARENT_MASK };
+        let id = match shape.get(slot) {
+            Some(&(index, parent, id)) if index == node.index && parent == parent_slot => id,
+            _ => {
+                let parent = match parent_slot {
+                    NONE => TOP,
+                    at => shape.get(at as usize).map_or(NONE, |&(.., id)| id),
+                };
+                let id = if parent == NONE { NONE } else { trie.child(parent, node.index) };
+                shape.truncate(slot);
+                shape.push((node.index, parent_slot, id));
+                id
+            }
+        };
+        let Some(stats) = trie.stats(id) else {
+            trie.untracked_calls += 1;
+            continue;
+        };
+        stats.calls += 1;
+        if node.end != OPEN {
+            stats.add_timed(node.end.saturating_sub(node.start));
+        }
+    }
+}
+
+/// A folded invocation: exact counts per call path; the calls recorded one node each before the fold go into the
+/// histogram with their own durations, the later ones into the total only, as the trace's unbiased estimate.
+fn fold_paths(agg: &mut ThreadAggregate, rec: &Recorder) {
+    let (trie, path_of, before_fold) = (&mut agg.trie, &mut agg.path_of, &mut agg.before_fold);
+    path_of.clear();
+    for path in rec.paths() {
+        let parent = if path_of.is_empty() { TOP } else { path_of.get(path.parent as usize).copied().unwrap_or(NONE) };
+        path_of.push(if parent == NONE { NONE } else { trie.child(parent, path.index) });
+    }
+    before_fold.clear();
+    before_fold.resize(rec.paths().len(), 0);
+    for (slot, node) in rec.nodes().iter().enumerate() {
+        let Some(&path) = rec.slot_path().get(slot) else { continue };
+        if let Some(count) = before_fold.get_mut(path as usize) {
+            *count += 1;
+        }
+        let id = path_of.get(path as usize).copied().unwrap_or(NONE);
+        if let (Some(stats), false) = (trie.stats(id), node.end == OPEN) {
+            stats.add_timed(node.end.saturating_sub(node.start));
+        }
+    }
+    for (at, path) in rec.paths().iter().enumerate() {
+        let Some(stats) = trie.stats(path_of[at]) else {
+            trie.untracked_calls += path.calls;
+            continue;
+        };
+        stats.calls += path.calls;
+        let after_fold = path.calls.saturating_sub(before_fold[at]);
+        let sampled = path.timed.saturating_sub(path.exact_calls);
+        let estimated = if sampled > 0 {
+            let later = u128::from(after_fold.saturating_sub(path.exact_calls));
+            let sampled_ticks = u128::from(path.ticks.saturating_sub(path.exact_ticks));
+            path.exact_ticks + (later * sampled_ticks / u128::from(sampled)) as u64
+        } else if path.exact_calls > 0 {
+            (u128::from(path.exact_ticks) * u128::from(after_fold) / u128::from(path.exact_calls)) as u64
+        } else {
+            0
+        };
+        stats.total = stats.total.saturating_add(estimated);
+    }
+}
+
+/// The writer's merged trie (rebuilt at each snapshot) and its id map.
+static MERGED: Mutex<(Trie, Vec<u32>)> = Mutex::new((Trie::new(), Vec::new()));
+
+/// Appends an `aggregate` record (docs/trace-format.md) of every thread's trie so far, times in ns through `scale`;
+/// nothing when no invocation was folded.
+/// `dropped_cap`: trees the hourly byte budget dropped so far (carried on the record's first line).
+pub(crate) fn write_snapshot(
+    out: &mut String,
+    scale: Scale,
+    at_ns: u64,
+    dropped_cap: u64,
+    push: impl Fn(&mut String, &str, &[u64]),
+) {
+    let mut merged = lock(&MERGED);
+    let (trie, map) = &mut *merged;
+    trie.clear();
+    let threads: Vec<Shared> = lock(&THREADS).clone();
+    let to_ns = |from: &[u32; BUCKETS], to: &mut [u32; BUCKETS]| {
+        for (bucket, &count) in from.iter().enumerate() {
+            if count > 0 {
+                // The bucket's middle, in ns, names its ns bucket: at most one bucket width off.
+                let low = bucket_low(bucket);
+                let middle = low + (bucket_low(bucket + 1).saturating_sub(low)) / 2;
+                let target = &mut to[bucket_of(scale.span(middle))];
+                *target = target.saturating_add(count);
+            }
+        }
+    };
+    for thread in &threads {
+        trie.merge(&lock(thread).trie, map, to_ns);
+    }
+    if trie.invocations == 0 {
+        return;
+    }
+    let count = trie.paths.len().saturating_sub(1) as u64;
+    let retired = trie.retired.iter().enumerate().skip(1).filter(|&(_, &calls)| calls > 0);
+    let retired_lines = retired.clone().count() as u64;
+    push(out, "aggregate", &[at_ns, trie.invocations, count, trie.untracked_calls, dropped_cap, retired_lines]);
+    // Preorder, children in order of first entry.
+    let mut walk: Vec<(u32, u64)> = Vec::new();
+    let mut child = trie.paths.first().map_or(NONE, |top| top.first_child);
+    push_siblings(&trie.paths, &mut walk, child, 0);
+    while let Some((id, depth)) = walk.pop() {
+        let p = &trie.paths[id as usize];
+        let (min, max) = if p.timed == 0 { (0, 0) } else { (scale.span(p.min), scale.span(p.max)) };
+        push(out, "g", &[depth, u64::from(p.index), p.calls, p.timed, scale.span(p.total), min, max]);
+        // The histogram's non-empty buckets as `bucket:count`, on the same line.
+        out.pop();
+        for (bucket, &n) in p.histogram.iter().enumerate().filter(|(_, &n)| n > 0) {
+            out.push(' ');
+            out.push_str(&bucket.to_string());
+            out.push(':');
+            out.push_str(&n.to_string());
+        }
+        out.push('\n');
+        child = p.first_child;
+        push_siblings(&trie.paths, &mut walk, child, depth + 1);
+    }
+    for (slot, &calls) in retired {
+        push(out, "gr", &[u64::from(crate::retire::slot_index(slot)), calls]);
+    }
+}
+
+/// Pushes `first` and its next siblings for a preorder walk, first on top.
+fn push_siblings(paths: &[PathStats], walk: &mut Vec<(u32, u64)>, first: u32, depth: u64) {
+    let at = walk.len();
+    let mut child = first;
+    while child != NONE {
+        walk.push((child, depth));
+        child = paths[child as usize].next_sibling;
+    }
+    walk[at..].reverse();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_log_linear_and_invert() {
+        for value in [0u64, 1, 7, 8, 9, 15, 16, 17, 100, 1000, 123_456_789, u64::MAX] {
+            let bucket = bucket_of(value);
+            assert!(bucket < BUCKETS, "{value}");
+            assert!(bucket_low(bucket) <= value, "{value}");
+            if bucket + 1 < BUCKETS {
+                assert!(bucket_low(bucket + 1) > value, "{value}");
+            }
+        }
+        // A bucket is at most an eighth of its values wide.
+        for bucket in 8..BUCKETS - 1 {
+            let (low, high) = (bucket_low(bucket), bucket_low(bucket + 1));
+            assert!(high > low && (high - low) * 8 <= low, "{bucket}");
+        }
+    }
+
+    #[test]
+    fn tries_merge_by_path() {
+        let mut a = Trie::new();
+        let root = a.child(TOP, 5);
+        let leaf = a.child(root, 7);
+        a.stats(root).unwrap().add_timed(100);
+        a.stats(leaf).unwrap().calls += 2;
+        a.invocations = 1;
+        let mut b = Trie::new();
+        let b_root = b.child(TOP, 5);
+        let other_leaf = b.child(b_root, 9);
+        let same_root = b.child(TOP, 5);
+        b.stats(other_leaf).unwrap().calls = 1;
+        b.stats(same_root).unwrap().add_timed(300);
+        let mut merged = Trie::new();
+        let mut map = Vec::new();
+        let copy = |from: &[u32; BUCKETS], to: &mut [u32; BUCKETS]| to.iter_mut().zip(from).for_each(|(t, f)| *t += f);
+        merged.merge(&a, &mut map, copy);
+        merged.merge(&b, &mut map, copy);
+        let root = merged.child(TOP, 5);
+        let stats = &merged.paths[root as usize];
+        assert_eq!((stats.timed, stats.total, stats.min, stats.max), (2, 400, 100, 300));
+        let children: Vec<u32> = [merged.child(root, 7), merged.child(root, 9)].into();
+        assert_eq!(children, [2, 3], "no path was added twice");
+        assert_eq!(merged.paths.len(), 4);
+    }
+}

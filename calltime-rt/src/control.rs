@@ -1,0 +1,171 @@
+//! Control while the program runs (`cargo calltime ctl`): recording on or off and the root sampling rate, switched
+//! without a restart through two small files per process in the control directory (`CALLTIME_CONTROL_DIR`, else
+//! `calltime-control` in the system's temporary directory), which work alike on Linux and macOS:
+//!
+//! - `<pid>.cmd`, written by `ctl` (to a temporary name, then renamed): `<seq> <command> [<argument>]`, where the
+//!   command is `on`, `off`, `sample` (argument N: record 1 in N roots) or `status`. The writer thread reads it every
+//!   `POLL` (20 ms) and applies a command whose `seq` is newer than the last it applied.
+//! - `<pid>.status`, written by the runtime when it starts, after each command and about every second:
+//!   `key=value` lines (`pid`, `recording`, `sample`, `applied`, `seen`, `kept`, `dropped`, `trace`,
+//!   `updated_unix_ms`). `ctl` waits for `applied` to reach its `seq`. Both files are removed at exit.
+//!
+//! Off costs the root probe one more load and branch than a probe outside any invocation: nothing is recorded,
+//! counted or aggregated.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::invocation::lock;
+
+/// `STATE` before the runtime started: the first root entry reads `CALLTIME_START_OFF`.
+const UNSET: u8 = 0;
+const ON: u8 = 1;
+const OFF: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(UNSET);
+/// Record 1 in N roots (`CALLTIME_SAMPLE`, then `ctl sample N`).
+static SAMPLE: AtomicU64 = AtomicU64::new(1);
+/// How often the status file is rewritten without a command.
+const STATUS_EVERY: Duration = Duration::from_secs(1);
+
+/// The root probe's check: recording was switched off.
+#[inline(always)]
+pub(crate) fn is_off() -> bool {
+    STATE.load(Relaxed) == OFF
+}
+
+/// The roots' sampling rate now (at least 1).
+#[inline(always)]
+pub(crate) fn sample() -> u64 {
+    SAMPLE.load(Relaxed).max(1)
+}
+
+/// At the runtime's start: the configured sampling rate and whether recording starts off (`CALLTIME_START_OFF=1`).
+pub(crate) fn start(sample: u64, start_off: bool) {
+    SAMPLE.store(sample.max(1), Relaxed);
+    let _ = STATE.compare_exchange(UNSET, if start_off { OFF } else { ON }, Relaxed, Relaxed);
+}
+
+/// What the writer thread keeps between polls.
+struct Poller {
+    dir: Option<PathBuf>,
+    applied: u64,
+    last_status: Option<Instant>,
+    trace: String,
+}
+
+static POLLER: Mutex<Poller> = Mutex::new(Poller { dir: None, applied: 0, last_status: None, trace: String::new() });
+static DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// The control directory (`CALLTIME_CONTROL_DIR`, else `<temp>/calltime-control`).
+fn dir() -> &'static PathBuf {
+    DIR.get_or_init(|| match std::env::var_os("CALLTIME_CONTROL_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => std::env::temp_dir().join("calltime-control"),
+    })
+}
+
+fn file(extension: &str) -> PathBuf {
+    dir().join(format!("{}.{extension}", std::process::id()))
+}
+
+/// Called by the writer thread every period: applies a new command, and rewrites the status file when something
+/// changed or a second passed. `trace` names the current trace file for the status.
+pub(crate) fn poll(trace: &std::path::Path) {
+    let mut poller = lock(&POLLER);
+    if poller.dir.is_none() {
+        if std::fs::create_dir_all(dir()).is_err() {
+            return;
+        }
+        poller.dir = Some(dir().clone());
+    }
+    let mut changed = false;
+    if let Ok(text) = std::fs::read_to_string(file("cmd")) {
+        if let Some(seq) = apply(&text, poller.applied) {
+            poller.applied = seq;
+            changed = true;
+        }
+    }
+    let trace = trace.display().to_string();
+    if poller.trace != trace {
+        poller.trace = trace;
+        changed = true;
+    }
+    let due = poller.last_status.map_or(true, |at| at.elapsed() >= STATUS_EVERY);
+    if changed || due {
+        poller.last_status = Some(Instant::now());
+        write_status(&poller);
+    }
+}
+
+/// Applies `<seq> <command> [<argument>]` when `seq` is newer than `applied`; the new seq.
+fn apply(text: &str, applied: u64) -> Option<u64> {
+    let mut words = text.split_whitespace();
+    let seq: u64 = words.next()?.parse().ok()?;
+    if seq <= applied {
+        return None;
+    }
+    match (words.next(), words.next().and_then(|n| n.parse::<u64>().ok())) {
+        (Some("on"), _) => STATE.store(ON, Relaxed),
+        (Some("off"), _) => STATE.store(OFF, Relaxed),
+        (Some("sample"), Some(n)) => SAMPLE.store(n.max(1), Relaxed),
+        // `status` (and anything this runtime does not know) only asks for a fresh status.
+        _ => {}
+    }
+    Some(seq)
+}
+
+fn write_status(poller: &Poller) {
+    let stats = crate::stats();
+    let recording = if is_off() { "off" } else { "on" };
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let text = format!(
+        "pid={}\nrecording={recording}\nsample={}\napplied={}\nseen={}\nkept={}\ndropped={}\ntrace={}\n\
+         updated_unix_ms={now_ms}\n",
+        std::process::id(),
+        sample(),
+        poller.applied,
+        stats.seen,
+        stats.kept,
+        stats.dropped,
+        poller.trace.replace('\n', " "),
+    );
+    // Written whole under a temporary name, then renamed: `ctl` never reads half a file.
+    let status = file("status");
+    let partial = status.with_extension("status.tmp");
+    let written = std::fs::File::create(&partial).and_then(|mut f| f.write_all(text.as_bytes()));
+    if written.is_ok() {
+        let _ = std::fs::rename(&partial, &status);
+    }
+}
+
+/// At exit: the process is no longer controllable.
+pub(crate) fn remove_files() {
+    if lock(&POLLER).dir.is_some() {
+        let _ = std::fs::remove_file(file("status"));
+        let _ = std::fs::remove_file(file("cmd"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_apply_once_in_order() {
+        start(1, false);
+        assert_eq!(apply("3 off\n", 2), Some(3));
+        assert!(is_off());
+        assert_eq!(apply("3 on\n", 3), None, "an old command is not applied again");
+        assert!(is_off());
+        assert_eq!(apply("4 sample 10\n", 3), Some(4));
+        assert_eq!(sample(), 10);
+        assert_eq!(apply("5 on", 4), Some(5));
+        assert!(!is_off());
+        assert_eq!(apply("6 status", 5), Some(6));
+        assert_eq!(apply("garbage", 0), None);
+        SAMPLE.store(1, Relaxed);
+    }
+}

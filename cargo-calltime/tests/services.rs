@@ -1,0 +1,154 @@
+//! Long-running services (issue 14), end to end on `test-crates/e2e-server`, a std-only TCP server on loopback with
+//! its own bounded load (a fixed request count, or a time limit of a few seconds): the runtime's whole-run aggregate
+//! counts every request exactly, whatever was kept; the trace stays under its hourly cap and rotates; a program
+//! that spawns copies of itself gives one merged report; `ctl off` stops recording within 100 ms and `ctl on`
+//! resumes it; `report --follow` redraws the aggregate.
+
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cargo_calltime::control::{self, ControlCommand};
+use cargo_calltime::trace::{run_files, AggregatePath, Trace};
+
+fn run_server(dir: &Path, flags: &[&str], env: &[(&str, &str)], program: &[&str]) -> String {
+    let mut cmd = util::calltime();
+    cmd.args(["--root", "handle_request", "--exact", "-o"]).arg(dir.join("report.txt")).args(flags).arg("--");
+    cmd.args(program).envs(env.iter().copied()).current_dir(dir);
+    String::from_utf8(util::run(&mut cmd, true).stdout).unwrap()
+}
+
+fn last_trace(dir: &Path) -> Trace {
+    Trace::load(&dir.join("target/calltime/last.trace"), None).unwrap()
+}
+
+/// The newest run's files under `target/calltime/traces` (the originals `last.trace` was merged from).
+fn newest_run_files(dir: &Path) -> Vec<PathBuf> {
+    let traces = dir.join("target/calltime/traces");
+    let newest = std::fs::read_dir(traces)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+        .max()
+        .unwrap();
+    run_files(&newest)
+}
+
+fn find<'a>(path: &'a AggregatePath, name_path: &[u32]) -> &'a AggregatePath {
+    name_path.iter().fold(path, |node, &func| node.children.iter().find(|c| c.func == func).unwrap())
+}
+
+fn func(trace: &Trace, short: &str) -> u32 {
+    let table = &trace.table;
+    let at = table.functions.iter().position(|f| f.path.ends_with(short));
+    at.unwrap_or_else(|| panic!("{short} not in the function table")) as u32
+}
+
+#[test]
+fn a_service_is_summarised_whole_bounded_merged_and_controlled() {
+    let (_tmp, dir) = util::copy_test_crate("e2e-server");
+
+    // 20,000 requests, 1 in 10 recorded and at most 300 kept: the aggregate still counts all of them, and the 20
+    // slow ones (every 1000th request of each of the 2 clients).
+    let out = run_server(&dir, &["--sample", "10", "--max-invocations", "300"], &[], &["serve", "20000", "2"]);
+    assert!(out.contains("served 20000 "), "{out}");
+    let trace = last_trace(&dir);
+    assert_eq!(trace.stats.seen, 20_000);
+    assert!(trace.invocations.len() <= 300, "{}", trace.invocations.len());
+    let aggregate = trace.aggregate.as_ref().expect("the runtime wrote its aggregate");
+    assert_eq!(aggregate.invocations, 20_000);
+    let root = &aggregate.roots[0];
+    assert_eq!((root.calls, root.timed), (20_000, 20_000), "every request, kept or not, with its own time");
+    let (respond, slow) = (func(&trace, "::respond"), func(&trace, "::slow_path"));
+    assert_eq!(find(root, &[respond, slow]).calls, 20);
+    assert!(root.max_ns >= 3_000_000 && root.percentile_ns(0.5).unwrap() < 1_000_000, "{root:?}");
+    let report = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert!(report.contains("invocations: 20000 seen, 300 kept"), "{report}");
+    let mut cmd = util::calltime();
+    cmd.args(["report", "--format", "aggregate"]).current_dir(&dir);
+    let whole = String::from_utf8(util::run(&mut cmd, true).stdout).unwrap();
+    assert!(whole.contains("whole run: 20,000 invocations folded in by the runtime"), "{whole}");
+    assert!(whole.contains("300 kept as trees"), "{whole}");
+
+    // Rotation and the hourly cap: 180 KB at once (a tenth of 1.8 MB an hour), then 0.5 KB a second.
+    let env = [("CALLTIME_ROTATE_BYTES", "60000"), ("CALLTIME_MAX_BYTES_PER_HOUR", "1800000")];
+    run_server(&dir, &[], &env, &["serve", "20000", "2"]);
+    let files = newest_run_files(&dir);
+    let bytes: u64 = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();
+    assert!(files.len() >= 2, "rotated by size: {files:?}");
+    assert!(bytes <= 200_000, "{bytes} bytes in {files:?}");
+    let trace = last_trace(&dir);
+    let aggregate = trace.aggregate.as_ref().unwrap();
+    assert_eq!(aggregate.roots[0].calls, 20_000, "the aggregate counts what the cap dropped");
+    assert!(aggregate.dropped_cap > 0 && trace.stats.dropped >= aggregate.dropped_cap, "{aggregate:?}");
+    assert_eq!(trace.stats.kept + trace.stats.dropped, 20_000);
+    assert_eq!(trace.invocations.len() as u64, trace.stats.kept, "the merged segments hold every kept tree");
+
+    // A program that spawns two copies of itself: one file per process, one merged report.
+    let out = run_server(&dir, &[], &[], &["fanout", "3", "2000"]);
+    assert!(out.contains("total 6000"), "{out}");
+    assert_eq!(newest_run_files(&dir).len(), 3);
+    let trace = last_trace(&dir);
+    let aggregate = trace.aggregate.as_ref().unwrap();
+    assert_eq!((aggregate.processes, aggregate.roots[0].calls), (3, 6000));
+    assert_eq!((trace.invocations.len(), trace.stats.seen), (6000, 6000));
+
+    controlled_while_running(&dir);
+
+    let mut cmd = util::calltime();
+    cmd.args(["report", "--follow", "--follow-frames", "2"]).current_dir(&dir);
+    let frames = String::from_utf8(util::run(&mut cmd, true).stdout).unwrap();
+    assert_eq!(frames.matches("whole run: ").count(), 2, "{frames}");
+}
+
+fn unix_ns(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+/// `ctl off` and `ctl on` on a server under load for 3 s: applied within 100 ms; no request recorded in between.
+fn controlled_while_running(dir: &Path) {
+    let child = util::calltime()
+        .args(["--root", "handle_request", "-o", "-", "--", "serve-for", "3000", "2"])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dirs = [control::control_dir(&dir.join("target/calltime"))];
+    let started = Instant::now();
+    let process = loop {
+        if let Ok(process) = control::pick(&dirs, None) {
+            break process;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the server never became controllable");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let off_sent = SystemTime::now();
+    let (status, took) = control::send(&process, ControlCommand::Off, Duration::from_secs(2)).unwrap();
+    let off_applied = SystemTime::now();
+    assert!(!status.recording && took <= Duration::from_millis(100), "off took {took:?}");
+    std::thread::sleep(Duration::from_millis(500));
+    let on_sent = SystemTime::now();
+    let (status, took) = control::send(&process, ControlCommand::On, Duration::from_secs(2)).unwrap();
+    let on_applied = SystemTime::now();
+    assert!(status.recording && took <= Duration::from_millis(100), "on took {took:?}");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let served: u64 = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("served ")?.split(' ').next()?.parse().ok())
+        .unwrap();
+    let trace = last_trace(dir);
+    let starts: Vec<u64> = trace.invocations.iter().map(|i| trace.epoch_unix_ns + i.start_ns).collect();
+    let (off_sent, off_applied, on_sent, on_applied) =
+        (unix_ns(off_sent), unix_ns(off_applied), unix_ns(on_sent), unix_ns(on_applied));
+    assert!(starts.iter().any(|&s| s < off_sent), "recorded before off");
+    assert!(starts.iter().any(|&s| s > on_applied), "recorded again after on");
+    let while_off = starts.iter().filter(|&&s| s > off_applied && s < on_sent).count();
+    assert_eq!(while_off, 0, "no request recorded while off");
+    let counted = trace.aggregate.as_ref().unwrap().roots[0].calls;
+    assert!(counted < served && counted == trace.stats.seen, "{counted} of {served}, {:?}", trace.stats);
+}
