@@ -116,6 +116,7 @@ mod future;
 mod invocation;
 mod keep;
 mod outbox;
+mod outcome;
 mod output;
 mod probe;
 mod recorder;
@@ -141,6 +142,7 @@ static CALLTIME_COUNTING_ALLOCATOR: alloc::CountingAlloc<std::alloc::System> = a
 #[doc(hidden)]
 pub mod __private {
     pub use crate::alloc::CountingAlloc;
+    pub use crate::outcome::{call_once, NotAResult, Outcome};
     pub use crate::{Guard, Instrumented};
     use std::future::Future;
 

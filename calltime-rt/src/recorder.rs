@@ -3,6 +3,7 @@
 
 mod allocs;
 mod fold;
+mod outcome;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -20,8 +21,8 @@ const INITIAL_NODES: usize = 256;
 pub(crate) const NO_SLOT: u32 = u32::MAX;
 /// `Node::end` of a node that has not been left yet.
 pub(crate) const OPEN: u64 = u64::MAX;
-/// `Node::link` holds the parent slot in its low 30 bits and the flags above them.
-pub(crate) const PARENT_BITS: u32 = 30;
+/// `Node::link` holds the parent slot in its low 29 bits and the flags above them.
+pub(crate) const PARENT_BITS: u32 = 29;
 pub(crate) const PARENT_MASK: u32 = (1 << PARENT_BITS) - 1;
 const NO_PARENT: u32 = PARENT_MASK;
 /// Flag bit 0: the call was left by unwinding.
@@ -29,6 +30,8 @@ pub(crate) const FLAG_PANICKED: u32 = 1;
 /// Flag bit 1: the call never finished (an async function dropped before completion, or still running when its
 /// invocation ended).
 pub(crate) const FLAG_CANCELLED: u32 = 2;
+/// Flag bit 2: the call returned an `Err` (set by `outcome`).
+pub(crate) const FLAG_ERR: u32 = 4;
 /// Frame keys of a folded invocation have this bit set (node slots never do): `FOLD_KEY | depth`.
 pub(crate) const FOLD_KEY: u32 = 1 << 31;
 /// A frame of a folded invocation that belongs to no call path (past the path cap): its calls are only counted.

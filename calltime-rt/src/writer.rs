@@ -18,7 +18,7 @@ use crate::keep::{self, Held, Holder};
 use crate::outbox::{self, Entry};
 use crate::output::Output;
 use crate::recorder::{
-    Node, OwnerKind, PathNode, Recorder, FLAG_CANCELLED, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
+    Node, OwnerKind, PathNode, Recorder, FLAG_CANCELLED, FLAG_ERR, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
 };
 use crate::retire::{self, Retirement, Watch};
 use crate::Stats;
@@ -651,7 +651,9 @@ impl Sink {
                 }
             } else {
                 p.add_exact(node.end.saturating_sub(node.start));
-                p.flags |= node.link >> PARENT_BITS;
+                let flags = node.link >> PARENT_BITS;
+                p.flags |= flags & !FLAG_ERR;
+                p.errs = p.errs.saturating_add(u32::from(flags & FLAG_ERR != 0));
             }
             p.allocs += node.allocs;
             p.alloc_bytes += node.alloc_bytes;
@@ -674,7 +676,7 @@ impl Sink {
             written += 1;
             let (min, max) = if p.timed == 0 { (0, 0) } else { (scale.span(p.min), scale.span(p.max)) };
             let first_start = if p.first_start == UNTIMED { root_start } else { scale.ns(p.first_start) };
-            let flags = u64::from(p.flags);
+            let flags = u64::from(p.flags | if p.errs > 0 { FLAG_ERR } else { 0 });
             let (calls, timed, exact_calls) = (p.calls, p.timed, p.exact_calls);
             let fields = [
                 depth.into(),
@@ -690,8 +692,10 @@ impl Sink {
                 exact_ns,
                 p.allocs,
                 p.alloc_bytes,
+                p.errs.into(),
             ];
-            self.push_line(b"a", &fields);
+            // The `Err` count is appended only when there is one, so traces of programs without any stay as before.
+            self.push_line(b"a", if p.errs > 0 { &fields } else { &fields[..fields.len() - 1] });
             self.walk_children(id, depth, 0);
         }
         self.paths = paths;

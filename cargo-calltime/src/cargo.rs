@@ -640,7 +640,15 @@ mod tests {
             level: 1,
             manifest_path: root.join("Cargo.toml"),
             is_root: false,
-            probe: Some(ProbeSite { index: 0, kind: ProbeKind::Sync, line, open, close: open, return_type: None }),
+            probe: Some(ProbeSite {
+                index: 0,
+                kind: ProbeKind::Sync,
+                line,
+                open,
+                close: open,
+                return_type: None,
+                errs: Default::default(),
+            }),
             skip_reason: None,
         }
     }

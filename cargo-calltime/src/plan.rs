@@ -286,8 +286,26 @@ pub struct ProbeSite {
     /// Async: the offset of the body's closing `}`. AsyncBlock: just after the tail block's closing `}`.
     /// Sync: unused (equal to `open`).
     pub close: usize,
-    /// The declared return type as written (`impl Trait` erased to `_`), for async bodies; `None` for `()`.
+    /// The declared return type as written (`impl Trait` erased to `_`), for async bodies and for sync bodies
+    /// whose `Err` returns are counted; `None` for `()`.
     pub return_type: Option<String>,
+    /// Whether the rewrite counts the function's `Err` returns (not part of the plan's JSON).
+    #[serde(skip)]
+    pub errs: ErrCounting,
+}
+
+/// Whether a probed function's `Err` returns are counted: it returns a type whose path ends in `Result`
+/// (`io::Result<T>`, an alias `ParseResult`), decided on syntax alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ErrCounting {
+    /// It does not return a `*Result` (or is an async block probe).
+    #[default]
+    NotAResult,
+    /// Its body is wrapped so that its result passes a probe before it returns.
+    Counted,
+    /// `#[track_caller]`: wrapping the body in a closure would change the caller location it reports, so its
+    /// `Err` returns are not counted.
+    TrackCaller,
 }
 
 /// A `static` marked `#[global_allocator]`: where its type and its initialiser are, so the copy can wrap both in

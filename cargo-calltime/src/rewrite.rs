@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Result};
 
-use crate::plan::{AllocatorSite, ProbeKind, ProbeSite};
+use crate::plan::{AllocatorSite, ErrCounting, ProbeKind, ProbeSite};
 
 /// What a root probe tells the runtime about the plan (Contract 1's `PlanInfo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +50,7 @@ fn return_pin(return_type: Option<&str>) -> String {
 pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
     let site = probe.site;
     let index = site.index;
+    let counts_errs = site.errs == ErrCounting::Counted;
     match site.kind {
         ProbeKind::Sync => {
             let call = if probe.is_root {
@@ -57,7 +58,17 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             } else {
                 format!("enter({index})")
             };
-            vec![(site.open, format!("let __calltime_guard = ::calltime_rt::__private::{call};"))]
+            let guard = format!("let __calltime_guard = ::calltime_rt::__private::{call};");
+            if counts_errs {
+                let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
+                return vec![(site.open, format!("{guard}{open}")), (site.close, close)];
+            }
+            vec![(site.open, guard)]
+        }
+        ProbeKind::Async if counts_errs => {
+            let wrapper = wrapper_call(index, probe.is_root, plan);
+            let (open, close) = async_err_wrap(index, site.return_type.as_deref());
+            vec![(site.open, format!(" {wrapper}async move {{ {open}")), (site.close, format!("{close}}}).await "))]
         }
         ProbeKind::Async => {
             let wrapper = wrapper_call(index, probe.is_root, plan);
@@ -69,6 +80,36 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             vec![(site.open, wrapper), (site.close, ")".to_owned())]
         }
     }
+}
+
+/// The statement that hands a function's result to the runtime, which counts it when it is an `Err` (a type that
+/// only ends in `Result` but is not std's takes the no-op trait method instead of the inherent one).
+fn outcome_note(index: u32) -> String {
+    format!(
+        "{{ #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as _; \
+         ::calltime_rt::__private::Outcome(&__calltime_result).note({index}); }} "
+    )
+}
+
+/// The text around a sync body whose `Err` returns are counted, as tracing's `#[instrument(err)]` does: the body
+/// runs in a closure (so `return` and `?` leave it with the function's result), called once at once; its type
+/// is pinned to the declared return type so coercions and `?` conversions infer as they did, and `FnOnce` lets
+/// it hand back borrows of its captures.
+fn sync_err_wrap(index: u32, return_type: Option<&str>) -> (String, String) {
+    let pin = return_pin(return_type);
+    let note = outcome_note(index);
+    (
+        format!(" match ::calltime_rt::__private::call_once(move || {{ {pin}"),
+        format!(" }}) {{ __calltime_result => {{ {note}__calltime_result }} }} "),
+    )
+}
+
+/// The text inside an async fn's wrapper whose `Err` returns are counted: the body runs in an inner async block,
+/// whose output passes the runtime's note while the function's frame is still the current one.
+fn async_err_wrap(index: u32, return_type: Option<&str>) -> (String, String) {
+    let pin = return_pin(return_type);
+    let note = outcome_note(index);
+    (format!("{pin}let __calltime_result = async move {{ {pin}"), format!(" }}.await; {note}__calltime_result "))
 }
 
 /// `::calltime_rt::__private::instrument(7, ` (the future follows).
@@ -110,7 +151,7 @@ pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> 
                 );
             }
             let may_move_back = match probe.site.kind {
-                ProbeKind::Sync => false,
+                ProbeKind::Sync => i == 1,
                 ProbeKind::Async => i == 1,
                 ProbeKind::AsyncBlock => i == 0,
             };
@@ -210,7 +251,15 @@ mod tests {
     }
 
     fn site(kind: ProbeKind, index: u32, open: usize, close: usize, ret: Option<&str>) -> ProbeSite {
-        ProbeSite { index, kind, line: 1, open, close, return_type: ret.map(str::to_owned) }
+        ProbeSite {
+            index,
+            kind,
+            line: 1,
+            open,
+            close,
+            return_type: ret.map(str::to_owned),
+            errs: ErrCounting::NotAResult,
+        }
     }
 
     #[test]
@@ -288,6 +337,43 @@ mod tests {
             assert_eq!(shifted, [0], "{out}");
             assert!(out.ends_with(&format!("{last}\n }}).await }}\n")), "{out}");
         }
+    }
+
+    fn counting(mut site: ProbeSite) -> ProbeSite {
+        site.errs = ErrCounting::Counted;
+        site
+    }
+
+    #[test]
+    fn result_bodies_pass_their_result_to_the_runtime_before_returning() {
+        let src = "fn f() -> Result<u8, E> {\n    g()?;\n    Ok(1)\n}\n";
+        let open = src.find('{').unwrap() + 1;
+        let close = src.rfind('}').unwrap();
+        let s = counting(site(ProbeKind::Sync, 4, open, close, Some("Result<u8, E>")));
+        let (out, shifted) = apply_keeping_columns(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(shifted.is_empty(), "{out}");
+        assert_eq!(
+            out,
+            "fn f() -> Result<u8, E> {let __calltime_guard = ::calltime_rt::__private::enter(4); match \
+             ::calltime_rt::__private::call_once(move || { if false { #[allow(unreachable_code)] let __calltime_r: \
+             Result<u8, E> = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    g()?;\n    \
+             Ok(1) }) { __calltime_result => { { #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as \
+             _; ::calltime_rt::__private::Outcome(&__calltime_result).note(4); } __calltime_result } } \n}\n"
+        );
+        // Async: an inner async block, its output noted inside the wrapper.
+        let src = "async fn f() -> Result<u8, E> {\n    Ok(1)\n}\n";
+        let s = counting(site(ProbeKind::Async, 2, src.find('{').unwrap() + 1, src.rfind('}').unwrap(), Some("R")));
+        let out = apply(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(out.contains("async move { if false"), "{out}");
+        assert!(out.contains("let __calltime_result = async move { if false"), "{out}");
+        assert!(
+            out.ends_with(
+                "Ok(1) }.await; { #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as _; \
+             ::calltime_rt::__private::Outcome(&__calltime_result).note(2); } __calltime_result }).await \n}\n"
+            ),
+            "{out}"
+        );
+        assert_eq!(out.lines().count(), src.lines().count());
     }
 
     #[test]

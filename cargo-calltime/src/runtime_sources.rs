@@ -14,11 +14,13 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("keep.rs", include_str!("../../calltime-rt/src/keep.rs")),
     ("lib.rs", include_str!("../../calltime-rt/src/lib.rs")),
     ("outbox.rs", include_str!("../../calltime-rt/src/outbox.rs")),
+    ("outcome.rs", include_str!("../../calltime-rt/src/outcome.rs")),
     ("output.rs", include_str!("../../calltime-rt/src/output.rs")),
     ("probe.rs", include_str!("../../calltime-rt/src/probe.rs")),
     ("recorder.rs", include_str!("../../calltime-rt/src/recorder.rs")),
     ("recorder/allocs.rs", include_str!("../../calltime-rt/src/recorder/allocs.rs")),
     ("recorder/fold.rs", include_str!("../../calltime-rt/src/recorder/fold.rs")),
+    ("recorder/outcome.rs", include_str!("../../calltime-rt/src/recorder/outcome.rs")),
     ("retire.rs", include_str!("../../calltime-rt/src/retire.rs")),
     ("writer.rs", include_str!("../../calltime-rt/src/writer.rs")),
 ];

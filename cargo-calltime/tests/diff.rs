@@ -16,10 +16,13 @@ struct Call {
     func: u32,
     self_ns: u64,
     children: Vec<Call>,
+    /// The call returned an `Err` / was cancelled.
+    err: bool,
+    cancelled: bool,
 }
 
 fn call(func: u32, self_ns: u64, children: Vec<Call>) -> Call {
-    Call { func, self_ns, children }
+    Call { func, self_ns, children, err: false, cancelled: false }
 }
 
 /// SplitMix64: the same seed gives the same trace on every machine.
@@ -117,7 +120,10 @@ fn write_run(path: &Path, functions: &FunctionTable, tree: &Call, invocations: u
             children.push(node);
         }
         let duration = clock + (own - own / 2) - start;
-        Node::call(call.func, start, duration, false, children)
+        let mut node = Node::call(call.func, start, duration, false, children);
+        node.errs = u64::from(call.err);
+        node.cancelled = call.cancelled;
+        node
     }
     let mut rng = Rng(noise.seed);
     let mut builder = TraceBuilder::new(&header(1, noise.seed));
@@ -291,6 +297,29 @@ fn extra_call_is_reported_even_when_time_barely_moves() {
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.contains("**1 call-count change**"), "{md}");
     assert!(md.contains("| 🟡 | `handle -> record` |") && md.contains("| **1 → 2** |"), "{md}");
+}
+
+/// `lookup` starts returning an `Err` in every invocation and `page` is cancelled: both are reported like call
+/// counts (exact), whatever their times do.
+#[test]
+fn err_returns_and_cancelled_calls_are_counted_like_calls() {
+    let mut head = app_tree(50_000, 1);
+    head.children[0].children[0].err = true;
+    head.children[2].cancelled = true;
+    let case = case(head, &[]);
+    let json = diff_json(&case, &[]);
+    let lookup = path_entry(&json, "handle -> route -> lookup");
+    assert_eq!((lookup["errs"]["base"].as_f64(), lookup["errs"]["head"].as_f64()), (Some(0.0), Some(1.0)));
+    assert_eq!(lookup["errs"]["changed"], true);
+    assert_eq!(path_entry(&json, "handle -> page")["cancelled"]["changed"], true);
+    assert_eq!(
+        (json["summary"]["errs_changed"].as_u64(), json["summary"]["cancelled_changed"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let out = diff(&case, &[], true);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1 err-count change, 1 cancelled-count change"), "{text}");
+    assert!(text.contains("1 (err 0 -> 1)") && text.contains("1 (cancelled 0 -> 1)"), "{text}");
 }
 
 #[test]

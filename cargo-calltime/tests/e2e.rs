@@ -377,6 +377,17 @@ fn errors_are_one_line_with_a_hint() {
     check_error("build-lib-only", util::calltime().args(["build", "--root", "render"]).current_dir(&lib), &lib);
 }
 
+/// The JSON report of a run of the copy in `dir` with `args`, after checking that the program printed what a plain
+/// build prints.
+fn json_report_printing_as_plain(tmp: &Path, dir: &Path, args: &[&str]) -> Value {
+    let report = tmp.join("report.json");
+    let out =
+        util::run(util::calltime().args(args).args(["--format", "json", "-o"]).arg(&report).current_dir(dir), true);
+    let plain = plain_run(dir, &tmp.join("plain-target"), &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
+    serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()
+}
+
 /// Every function form (async with `?`, trait objects, `impl Trait`, generics, inner attributes, async blocks,
 /// `#[track_caller]`, `unsafe`/`extern "C"` fns, `line!()`) builds without a warning (the crate denies them) and
 /// behaves the same with probes (--probe-trivial: the one-line forms get probes too).
@@ -384,19 +395,86 @@ fn errors_are_one_line_with_a_hint() {
 fn every_function_form_builds_and_behaves_the_same() {
     let (tmp, dir) = util::copy_test_crate("e2e-forms");
     let before = snapshot(&dir);
-    let report = tmp.path().join("report.json");
-    let out = util::run(
+    let json = json_report_printing_as_plain(tmp.path(), &dir, &["--root", "run_all", "--probe-trivial"]);
+    util::check(&util::data("e2e/forms-tree.txt"), &tree_dump(&json));
+    assert_eq!(before, snapshot(&dir), "the user's workspace changed");
+}
+
+/// Exact `Err` counts per node for every function form that returns a `Result` (`?`, `return Err`, aliases,
+/// coercions, borrows through `&mut self`, const generics, `unsafe fn`, `impl Trait`, async), none for a non-std
+/// `*Result` or a `#[track_caller]` function, and the program's output identical to a plain build.
+#[test]
+fn err_returns_are_counted_exactly_and_every_form_behaves_the_same() {
+    let (tmp, dir) = util::copy_test_crate("e2e-errs");
+    let json = json_report_printing_as_plain(tmp.path(), &dir, &["--root", "run", "--depth", "4", "--probe-trivial"]);
+    fn node(out: &mut String, n: &Value, depth: usize) {
+        let path = n["path"].as_str().unwrap_or("?");
+        out.push_str(&format!("{}{path} calls={} errs={}\n", "  ".repeat(depth), n["calls"], n["errs"]));
+        for child in n["children"].as_array().into_iter().flatten() {
+            node(out, child, depth + 1);
+        }
+    }
+    let mut dump = String::new();
+    node(&mut dump, &json["invocations"][0]["tree"], 0);
+    util::check(&util::data("e2e/errs-tree.txt"), &dump);
+
+    // Folded after 3 calls: the counts move to call paths and stay exact.
+    let folded_report = tmp.path().join("folded.json");
+    util::run(
         util::calltime()
-            .args(["--root", "run_all", "--probe-trivial", "--format", "json", "-o"])
+            .args(["--root", "run", "--depth", "4", "--probe-trivial", "-q", "--fold-after", "3", "--format"])
+            .args(["json", "-o"])
+            .arg(&folded_report)
+            .current_dir(&dir),
+        true,
+    );
+    let folded: Value = serde_json::from_str(&std::fs::read_to_string(&folded_report).unwrap()).unwrap();
+    assert_eq!(folded["invocations"][0]["folded"], true);
+    let mut folded_dump = String::new();
+    node(&mut folded_dump, &folded["invocations"][0]["tree"], 0);
+    assert_eq!(folded_dump, dump);
+}
+
+/// Futures polled together (test-crates/async-overlap, a std-only executor): `both`'s children overlap and its
+/// self time is its duration less their union, not 0; `race` drops `slow` when `fast` is done: `slow` is cancelled.
+#[test]
+fn concurrent_async_children_and_cancelled_futures_are_shown() {
+    let (tmp, dir) = util::copy_test_crate("async-overlap");
+    let report = tmp.path().join("report.json");
+    util::run(
+        util::calltime()
+            .args(["--root", "run", "--depth", "3", "--format", "json", "-o"])
             .arg(&report)
             .current_dir(&dir),
         true,
     );
-    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    util::check(&util::data("e2e/forms-tree.txt"), &tree_dump(&json));
-    assert_eq!(before, snapshot(&dir), "the user's workspace changed");
+    fn node(out: &mut String, n: &Value, depth: usize) {
+        let overlap = if n["children_overlap_ns"].as_u64().unwrap_or(0) > 0 { " children-overlap" } else { "" };
+        let cancelled = n["cancelled"].as_u64().unwrap_or(0);
+        out.push_str(&format!(
+            "{}{} calls={} cancelled={cancelled}{overlap}\n",
+            "  ".repeat(depth),
+            n["path"].as_str().unwrap_or("?"),
+            n["calls"]
+        ));
+        for child in n["children"].as_array().into_iter().flatten() {
+            node(out, child, depth + 1);
+        }
+    }
+    let tree = &json["invocations"][0]["tree"];
+    let mut dump = String::new();
+    node(&mut dump, tree, 0);
+    util::check(&util::data("e2e/async-overlap-tree.txt"), &dump);
+    // `both` waits 30 ms on two 30 ms children polled together: they overlap by most of it, and its self time is
+    // small but not 0 (the polling loop's own work).
+    let both = &tree["children"][0];
+    let (total, self_ns, overlap) = (
+        both["total_ns"].as_u64().unwrap(),
+        both["self_ns"].as_u64().unwrap(),
+        both["children_overlap_ns"].as_u64().unwrap(),
+    );
+    assert!(overlap > total / 2 && self_ns > 0 && self_ns < total / 10, "{both:#}");
 }
 
 /// The aggregate lines of `tree_dump` (call paths with their total calls over every invocation).

@@ -4,7 +4,7 @@
 
 mod util;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use cargo_calltime::trace::Trace;
@@ -304,6 +304,64 @@ fn function_table_counts_a_recursive_call_once_in_total_time() {
 fn json_matches_expected_files() {
     check(&expect("nested.json"), &render_text(&load("nested"), &opts(ViewFormat::Json)));
     check(&expect("many.json"), &render_text(&load("many"), &opts(ViewFormat::Json)));
+}
+
+/// async.trace (test-crates/async-overlap, with a folded invocation added by hand): `both` polls `left` and
+/// `right` together (they overlap for 30 ms), `race` drops `slow` when `fast` is done (`slow` cancelled); in the
+/// folded invocation `both` returned `Err` 2 of 3 times and a call of `race` was cancelled.
+#[test]
+fn async_trace_views_mark_concurrency_cancellation_and_errs() {
+    let trace = load("async");
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+    check(&expect("async.txt"), &render_text(&trace, &ViewOptions::default()));
+    check(&expect("async.json"), &render_text(&trace, &opts(ViewFormat::Json)));
+    check(&expect("async.folded"), &render_text(&trace, &opts(ViewFormat::Folded)));
+    let chrome = render_text(&trace, &opts(ViewFormat::Chrome));
+    check(&expect("async.chrome.json"), &chrome);
+    let table = ViewOptions { sort: SortKey::Total, ..opts(ViewFormat::Table) };
+    check(&expect("async.table.txt"), &render_text(&trace, &table));
+
+    // The flamegraph marks cancelled and `Err` frames; the flame chart draws concurrent children side by side,
+    // scaled to the span they covered, so `both` keeps its width and the time axis its length.
+    let svg = String::from_utf8(render(&trace, &opts(ViewFormat::Svg)).unwrap().bytes).unwrap();
+    let frames = svg_frames(&svg).0;
+    let named = |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}"));
+    assert_eq!(named("slow [cancelled]").fill, "rgb(160,160,170)");
+    assert_eq!(named("both [err]").fill, "rgb(70,130,210)");
+    let chart = ViewOptions { flamechart: true, invocation: Some(1), ..opts(ViewFormat::Svg) };
+    let svg = String::from_utf8(render(&trace, &chart).unwrap().bytes).unwrap();
+    let frames = svg_frames(&svg).0;
+    let width = |name: &str| frames.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}")).width;
+    let (both, left, right) = (width("both"), width("left"), width("right"));
+    assert!((left + right - both).abs() < 0.2 && (left - right).abs() < 0.2, "{both} {left} {right}");
+    assert!((both / width("run") - 30.0 / 44.1).abs() < 0.01, "{both} of {}", width("run"));
+
+    // Self time is the duration less the union of the children: `both` is not 0 although its children add up
+    // to twice its time.
+    let both = &trace.invocations[0].root.children[0];
+    assert!(both.children_overlap_ns() > 29_000_000 && both.self_ns() > 0, "{both:?}");
+    // The folded stacks of the first invocation add up to its root's time (less the probes' compensated cost),
+    // not to more: concurrent time is not counted twice.
+    let first = ViewOptions { invocation: Some(1), ..opts(ViewFormat::Folded) };
+    let folded = render_text(&trace, &first);
+    let sum: u64 = folded.lines().filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok()).sum();
+    let root = trace.invocations[0].root.duration_ns;
+    assert!(sum <= root && sum + 1_000 >= root, "{sum} vs {root}:\n{folded}");
+    // No two slices of one track cross: each is nested in or disjoint from the others.
+    let json: serde_json::Value = serde_json::from_str(&chrome).unwrap();
+    let mut by_tid: BTreeMap<u64, Vec<(f64, f64)>> = BTreeMap::new();
+    for e in json["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X") {
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        by_tid.entry(e["tid"].as_u64().unwrap()).or_default().push((ts, ts + dur));
+    }
+    for slices in by_tid.values() {
+        for a in slices {
+            for b in slices {
+                let crosses = a.0 < b.0 && b.0 < a.1 && a.1 < b.1;
+                assert!(!crosses, "{a:?} and {b:?} cross in {chrome}");
+            }
+        }
+    }
 }
 
 // ---- folded invocations (trace format 2) ----
@@ -747,7 +805,8 @@ fn estimates_larger_than_their_parent_stay_inside_it() {
     for options in [opts(ViewFormat::Svg), ViewOptions { flamechart: true, ..opts(ViewFormat::Svg) }] {
         let svg = String::from_utf8(render(&two_children, &options).unwrap().bytes).unwrap();
         let frames = svg_frames(&svg).0;
-        assert!(frames.iter().any(|f| f.name() == "#2"), "{frames:?}");
+        // `#2` has the cancelled flag: its frame is marked.
+        assert!(frames.iter().any(|f| f.name() == "#2 [cancelled]"), "{frames:?}");
     }
 }
 

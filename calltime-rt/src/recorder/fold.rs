@@ -96,6 +96,7 @@ impl Recorder {
             flags: 0,
             allocs: 0,
             alloc_bytes: 0,
+            errs: 0,
         });
         id as u32
     }
@@ -381,6 +382,8 @@ pub(crate) struct PathNode {
     /// Self allocations of the path's calls and their bytes (see `Node::allocs`).
     pub(crate) allocs: u64,
     pub(crate) alloc_bytes: u64,
+    /// Calls that returned an `Err` (see `outcome`).
+    pub(crate) errs: u32,
 }
 
 impl PathNode {

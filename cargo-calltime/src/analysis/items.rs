@@ -17,7 +17,7 @@ use super::cfg;
 use super::chunks;
 use super::std_model::{BOXED_FUTURES, PRIMITIVES};
 use super::syntax::*;
-use crate::plan::{ProbeKind, SkipReason};
+use crate::plan::{ErrCounting, ProbeKind, SkipReason};
 
 /// Parses `text` (the whole file as on disk) and extracts its summary. A parse error is returned as
 /// `(line, message)`.
@@ -534,6 +534,7 @@ impl Extractor {
             .unwrap_or((brace.byte_range().end, brace.start().line));
         let (open, line) = (self.off(open), line as u32);
         let close = self.off(block.brace_token.span.close().byte_range().start);
+        let errs = err_counting(attrs, &sig.output);
         if sig.asyncness.is_some() {
             return Some(ProbeDraft {
                 kind: ProbeKind::Async,
@@ -541,6 +542,7 @@ impl Extractor {
                 open,
                 close,
                 return_type: self.return_type(&sig.output),
+                errs,
             });
         }
         if let ReturnType::Type(_, ty) = &sig.output {
@@ -552,6 +554,7 @@ impl Extractor {
                         open: self.off(tail.async_token.span.byte_range().start),
                         close: self.off(tail.block.brace_token.span.close().byte_range().end),
                         return_type: None,
+                        errs: ErrCounting::NotAResult,
                     });
                 }
                 if skip.is_none() {
@@ -560,7 +563,12 @@ impl Extractor {
                 return None;
             }
         }
-        Some(ProbeDraft { kind: ProbeKind::Sync, line, open, close: open, return_type: None })
+        if errs == ErrCounting::Counted {
+            // The body is wrapped: its closing text goes before the body's `}`, its type pinned to the return type.
+            let return_type = self.return_type(&sig.output);
+            return Some(ProbeDraft { kind: ProbeKind::Sync, line, open, close, return_type, errs });
+        }
+        Some(ProbeDraft { kind: ProbeKind::Sync, line, open, close: open, return_type: None, errs })
     }
 
     /// The declared return type with every `impl Trait` replaced by `_`; None for `()`.
@@ -637,6 +645,21 @@ fn derives_copy(attrs: &[Attribute]) -> bool {
             && a.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
                 .is_ok_and(|paths| paths.iter().any(|p| p.segments.last().is_some_and(|s| s.ident == "Copy")))
     })
+}
+
+/// Whether a function's `Err` returns can be counted: it returns a type whose last path segment ends in `Result`
+/// (`Result<T, E>`, `io::Result<T>`, an alias `ParseResult`), and is not `#[track_caller]` (whose body cannot move
+/// into a closure without changing the location it reports).
+fn err_counting(attrs: &[Attribute], output: &ReturnType) -> ErrCounting {
+    let ReturnType::Type(_, ty) = output else { return ErrCounting::NotAResult };
+    let Type::Path(tp) = &**ty else { return ErrCounting::NotAResult };
+    if tp.qself.is_some() || !tp.path.segments.last().is_some_and(|s| s.ident.to_string().ends_with("Result")) {
+        return ErrCounting::NotAResult;
+    }
+    if attrs.iter().any(|a| a.path().is_ident("track_caller")) {
+        return ErrCounting::TrackCaller;
+    }
+    ErrCounting::Counted
 }
 
 /// `impl Future<..>`, `Pin<Box<dyn Future<..>>>`, `BoxFuture<..>`: a function that hands back a future.
@@ -826,6 +849,27 @@ mod tests {
         assert!(items.fns[2].probe.is_none());
         assert_eq!(items.fns[2].skip, Some(SkipReason::FutureWithoutAsyncTail));
         assert_eq!(items.fns[3].probe.as_ref().unwrap().return_type, None);
+    }
+
+    #[test]
+    fn err_counting_follows_the_return_type_and_track_caller() {
+        let text = "fn a() -> Result<u8, E> { Ok(1) }\n\
+                    fn b() -> io::Result<()> { Ok(()) }\n\
+                    fn c() -> ParseResult<u8> { todo!() }\n\
+                    #[track_caller] fn d() -> Result<u8, E> { Ok(1) }\n\
+                    fn e() -> Option<u8> { None }\n\
+                    fn f() -> <T as X>::Result { todo!() }\n\
+                    async fn g() -> anyhow::Result<u8> { Ok(1) }\n\
+                    fn h() -> Results { todo!() }\n";
+        let items = extract_file(text).unwrap().items;
+        let errs: Vec<ErrCounting> = items.fns.iter().map(|f| f.probe.as_ref().unwrap().errs).collect();
+        use ErrCounting::*;
+        assert_eq!(errs, [Counted, Counted, Counted, TrackCaller, NotAResult, NotAResult, Counted, NotAResult]);
+        // A counted sync body is wrapped up to its closing brace, pinned to its return type.
+        let a = items.fns[0].probe.as_ref().unwrap();
+        assert_eq!((&text[a.close..a.close + 1], a.return_type.as_deref()), ("}", Some("Result<u8, E>")));
+        let d = items.fns[3].probe.as_ref().unwrap();
+        assert_eq!((d.close, d.return_type.as_deref()), (d.open, None));
     }
 
     /// Extraction one item at a time gives what extraction of the whole file gives, for every source file of the

@@ -215,6 +215,7 @@ impl Probes<'_> {
             open: draft.open,
             close: draft.close,
             return_type: draft.return_type.clone(),
+            errs: draft.errs,
         });
         self.next_index += 1;
         Ok(())

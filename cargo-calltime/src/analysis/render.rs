@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::IMPLICIT_CALLS;
-use crate::plan::{Plan, PlannedFunction, ProbeKind};
+use crate::plan::{ErrCounting, Plan, PlannedFunction, ProbeKind};
 
 /// Version of the JSON document; bump on incompatible changes.
 pub const GRAPH_JSON_VERSION: u32 = 1;
@@ -51,7 +51,12 @@ fn probe_text(f: &PlannedFunction) -> String {
                 ProbeKind::Async => " (async)",
                 ProbeKind::AsyncBlock => " (async block)",
             };
-            format!("probe #{}{kind}", p.index)
+            // The one case where a `*Result` function's `Err` returns go uncounted is worth a note.
+            let errs = match p.errs {
+                ErrCounting::TrackCaller => " (Err returns not counted: #[track_caller] keeps its body unwrapped)",
+                ErrCounting::Counted | ErrCounting::NotAResult => "",
+            };
+            format!("probe #{}{kind}{errs}", p.index)
         }
         (None, Some(reason)) => format!("skipped: {reason}"),
         (None, None) => "skipped".to_owned(),

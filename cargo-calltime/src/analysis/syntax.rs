@@ -109,6 +109,7 @@ pub struct ProbeDraft {
     pub open: usize,
     pub close: usize,
     pub return_type: Option<String>,
+    pub errs: crate::plan::ErrCounting,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -169,10 +169,24 @@ fn headline(s: &Summary) -> String {
     } else {
         parts.push("no call-count changes".to_owned());
     }
+    if let Some(text) = outcome_changes_text(s) {
+        parts.push(format!("**{text}**"));
+    }
     if !s.over_fail_above.is_empty() {
         parts.push(format!("**{} over the `--fail-above` limit**", s.over_fail_above.len()));
     }
     parts.join(" · ")
+}
+
+/// `1 err-count change, 2 cancelled-count changes`: call paths whose `Err` returns or cancelled calls per
+/// invocation changed; None when none did.
+pub(super) fn outcome_changes_text(s: &Summary) -> Option<String> {
+    let parts: Vec<String> = [(s.errs_changed, "err"), (s.cancelled_changed, "cancelled")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}-count change{}", crate::units::plural_s(n as u64)))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// `2 call-count changes (1 new path, 1 gone)`.

@@ -97,6 +97,9 @@ struct PathSamples {
     /// Display names, root first.
     display: Vec<String>,
     calls: u64,
+    /// Calls that returned an `Err`, and calls cancelled, over the side's invocations.
+    errs: u64,
+    cancelled: u64,
     self_ns_sum: u128,
     /// Self allocations and bytes over the side's invocations (exact).
     self_allocs: u64,
@@ -276,6 +279,8 @@ impl Side {
                     ..PathSamples::default()
                 });
                 samples.calls += stat.calls;
+                samples.errs += stat.errs;
+                samples.cancelled += stat.cancelled;
                 if let Some(&function) = indices.last() {
                     *self.function_calls.entry(trace.table.path(function)).or_default() += stat.calls;
                 }
@@ -393,6 +398,37 @@ pub struct Allocs {
     pub changed: bool,
 }
 
+/// Calls of a path that ended one way (returned an `Err`, were cancelled), per invocation: counted exactly, like
+/// calls, so any change is reported.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Outcomes {
+    pub base: f64,
+    pub head: f64,
+    pub changed: bool,
+}
+
+impl Outcomes {
+    fn of(base_count: u64, base: &Side, head_count: u64, head: &Side) -> Outcomes {
+        Outcomes {
+            base: base_count as f64 / base.invocations as f64,
+            head: head_count as f64 / head.invocations as f64,
+            changed: u128::from(base_count) * u128::from(head.invocations)
+                != u128::from(head_count) * u128::from(base.invocations),
+        }
+    }
+
+    /// `err 0 -> 1` when it changed, `err 1` when there are some, nothing otherwise.
+    fn text(&self, what: &str) -> Option<String> {
+        if self.changed {
+            Some(format!("{what} {} -> {}", format_calls(self.base), format_calls(self.head)))
+        } else if self.head > 0.0 {
+            Some(format!("{what} {}", format_calls(self.head)))
+        } else {
+            None
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct TimeStats {
     /// Invocations in which the path ran (the time samples).
@@ -434,6 +470,10 @@ pub struct PathDiff {
     /// Self allocations per invocation; absent unless both sides counted allocations.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allocs: Option<Allocs>,
+    /// `Err` returns per invocation.
+    pub errs: Outcomes,
+    /// Cancelled calls per invocation (a folded call path with the flag counts 1).
+    pub cancelled: Outcomes,
     pub base: Option<TimeStats>,
     pub head: Option<TimeStats>,
     pub change: Option<Change>,
@@ -452,7 +492,11 @@ pub struct PathDiff {
 impl PathDiff {
     /// Whether the path belongs in the table of changes (otherwise it is folded with the unchanged ones).
     pub fn is_reported(&self) -> bool {
-        self.status != Status::Unchanged || self.calls.changed || self.allocs.is_some_and(|a| a.changed)
+        self.status != Status::Unchanged
+            || self.calls.changed
+            || self.allocs.is_some_and(|a| a.changed)
+            || self.errs.changed
+            || self.cancelled.changed
     }
 
     /// For a caller folded under its cause: whether the cause made it slower (`Some(true)`) or faster.
@@ -498,6 +542,9 @@ pub struct Summary {
     /// Paths on both sides whose self allocations (count or bytes) per invocation changed.
     #[serde(skip_serializing_if = "is_zero")]
     pub allocs_changed: usize,
+    /// Paths whose `Err` returns, or cancelled calls, per invocation changed (added and gone paths included).
+    pub errs_changed: usize,
+    pub cancelled_changed: usize,
     pub not_significant: usize,
     pub below_threshold: usize,
     pub too_few_samples: usize,
@@ -573,6 +620,8 @@ pub fn compare(base: &Side, head: &Side, settings: &Settings) -> Report {
         if p.allocs.is_some_and(|a| a.changed) && !matches!(p.status, Status::Added | Status::Removed) {
             summary.allocs_changed += 1;
         }
+        summary.errs_changed += usize::from(p.errs.changed);
+        summary.cancelled_changed += usize::from(p.cancelled.changed);
         match p.noise {
             Some(Noise::NotSignificant) => summary.not_significant += 1,
             Some(Noise::BelowThreshold) => summary.below_threshold += 1,
@@ -677,6 +726,9 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
                 || u128::from(bytes_base) * n_head != u128::from(bytes_head) * n_base,
         }
     });
+    let count = |samples: Option<&PathSamples>, of: fn(&PathSamples) -> u64| samples.map_or(0, of);
+    let errs = Outcomes::of(count(in_base, |p| p.errs), base, count(in_head, |p| p.errs), head);
+    let cancelled = Outcomes::of(count(in_base, |p| p.cancelled), base, count(in_head, |p| p.cancelled), head);
     let time_stats = |samples: Option<&PathSamples>, side: &Side| {
         samples.map(|p| TimeStats {
             samples: p.total_ns.len(),
@@ -694,6 +746,8 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
         noise: None,
         calls,
         allocs,
+        errs,
+        cancelled,
         base: base_time,
         head: head_time,
         change: None,
@@ -856,17 +910,20 @@ pub fn allocs_text(p: &PathDiff) -> String {
 }
 
 /// `1 -> 2` for calls per invocation; `(all, retired)` after the calls of a function that retired, which are all
-/// its calls per invocation, not the path's.
+/// its calls per invocation, not the path's; then `Err` returns and cancelled calls per invocation, when there are
+/// any (`(err 0 -> 1, cancelled 2)`).
 pub fn calls_text(p: &PathDiff) -> String {
     let calls = if p.calls.changed {
         format!("{} -> {}", format_calls(p.calls.base), format_calls(p.calls.head))
     } else {
         format_calls(p.calls.head)
     };
-    if p.calls.retired {
-        format!("{calls} (all, retired)")
-    } else {
+    let calls = if p.calls.retired { format!("{calls} (all, retired)") } else { calls };
+    let outcomes: Vec<String> = [p.errs.text("err"), p.cancelled.text("cancelled")].into_iter().flatten().collect();
+    if outcomes.is_empty() {
         calls
+    } else {
+        format!("{calls} ({})", outcomes.join(", "))
     }
 }
 

@@ -76,7 +76,7 @@ pub fn render(report: &Report, color: bool) -> String {
                 let styled = match (i, p.status) {
                     (0, Status::Regressed | Status::Added) => paint(red, &padded),
                     (0, Status::Improved | Status::Removed) => paint(green, &padded),
-                    (5, _) if p.calls.changed => paint(yellow, &padded),
+                    (5, _) if p.calls.changed || p.errs.changed || p.cancelled.changed => paint(yellow, &padded),
                     (6, _) if p.allocs.is_some_and(|a| a.changed) => paint(yellow, &padded),
                     _ => padded,
                 };
@@ -138,6 +138,9 @@ fn headline(s: &Summary, paint: &dyn Fn(Style, &str) -> String) -> String {
     }
     if s.allocs_changed > 0 {
         let text = format!("{} allocation change{}", s.allocs_changed, crate::units::plural_s(s.allocs_changed as u64));
+        headline.push(paint(yellow, &text));
+    }
+    if let Some(text) = super::markdown::outcome_changes_text(s) {
         headline.push(paint(yellow, &text));
     }
     headline.join(", ")

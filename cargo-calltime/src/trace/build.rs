@@ -175,6 +175,37 @@ mod tests {
         assert_eq!(trace.invocations[0].root.children[0].timed_ns, 1_089_000);
     }
 
+    /// `Err` returns: flag bit 2 on an `n` line, and on an `a` line with the count appended (a path flagged without
+    /// a count had at least one); concurrent children's self time is the duration less their union.
+    #[test]
+    fn err_counts_and_concurrent_children_read_back() {
+        let text = "calltime-trace 3\nprocess 1 0 /app\nplan p /t.json\nsettings fold_after=4096\n\
+            inv 0 task 1 1000 100 3 0 0 \n\
+            n 0 0 1000 100 4\n\
+            n 1 1 1010 60 0\n\
+            n 1 2 1020 70 6\n\
+            end 0\n\
+            inv 1 thread 1 2000 500 3 0 0 main\n\
+            a 0 0 1 1 2000 500 500 500 0 1 500\n\
+            a 1 3 10 10 2010 300 20 40 4 10 300 7\n\
+            a 1 4 2 2 2400 90 40 50 4 2 90\n\
+            end 1\n\
+            stats 2 2 0 0 0 0 0 0 0\n";
+        let trace = parse(text).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        // The flagged path without a count is written back with its count: 1.
+        assert_eq!(TraceBuilder::write(&trace), text.replace(" 4 2 90\n", " 4 2 90 1\n"));
+        let root = &trace.invocations[0].root;
+        assert_eq!((root.errs, root.children[0].errs, root.children[1].errs), (1, 0, 1));
+        assert!(root.children[1].cancelled);
+        // Children cover 1010..1090: 80 ns of the root's 100, though they add up to 130.
+        assert_eq!((root.children_busy_ns(), root.children_overlap_ns(), root.self_ns()), (80, 50, 20));
+        let folded = &trace.invocations[1].root;
+        assert_eq!((folded.children[0].errs, folded.children[1].errs), (7, 1));
+        // Call paths have no intervals: their sum counts.
+        assert_eq!((folded.children_busy_ns(), folded.self_ns()), (390, 110));
+    }
+
     /// Version 3: the calibration line, the retire settings, `retire` records between invocations, `r` lines after
     /// an invocation's nodes, the exact part of `a` lines and the drop causes of `stats`.
     #[test]

@@ -162,7 +162,9 @@ impl ProbeCosts {
 fn clamp_children(node: &mut Node) {
     let parent = u128::from(node.duration_ns);
     let sum: u128 = node.children.iter().map(|c| u128::from(c.duration_ns)).sum();
-    if sum > parent {
+    // Children that ran concurrently (async futures polled together) may add up to more than their parent: only
+    // the time they cover together must fit in it.
+    if u128::from(node.children_busy_ns()) > parent {
         let exact: u128 = node.children.iter().filter(|c| !c.is_estimated()).map(|c| u128::from(c.duration_ns)).sum();
         let (room, scaled, only_estimated) =
             if exact < sum && exact <= parent { (parent - exact, sum - exact, true) } else { (parent, sum, false) };

@@ -252,6 +252,8 @@ pub struct Node {
     /// and their bytes: self counts, exact (0 when the trace counted no allocations; see [`Trace::counts_allocs`]).
     pub self_allocs: u64,
     pub self_alloc_bytes: u64,
+    /// Calls that returned an `Err` (functions returning a `*Result`): 0 or 1 for a call, the count for a path.
+    pub errs: u64,
     pub children: Vec<Node>,
 }
 
@@ -273,6 +275,7 @@ impl Node {
             cancelled: false,
             self_allocs: 0,
             self_alloc_bytes: 0,
+            errs: 0,
             children,
         }
     }
@@ -303,6 +306,7 @@ impl Node {
             cancelled: false,
             self_allocs: 0,
             self_alloc_bytes: 0,
+            errs: 0,
             children,
         }
     }
@@ -337,8 +341,47 @@ impl Node {
     /// Time not spent in instrumented children (saturating: neither clock skew nor estimated children that add up
     /// to more than their parent make it negative).
     pub fn self_ns(&self) -> u64 {
-        let children = self.children.iter().fold(0u64, |sum, c| sum.saturating_add(c.duration_ns));
-        self.duration_ns.saturating_sub(children)
+        self.duration_ns.saturating_sub(self.children_busy_ns())
+    }
+
+    /// The children's durations added up (overlapping time counted once per child).
+    pub fn children_sum_ns(&self) -> u64 {
+        self.children.iter().fold(0u64, |sum, c| sum.saturating_add(c.duration_ns))
+    }
+
+    /// Time during which at least one child ran: the union of the children's intervals when each child is one
+    /// timed call (async children polled together, by `join!` or `select!`, overlap), else their sum (a call path
+    /// of a folded tree has no interval).
+    pub fn children_busy_ns(&self) -> u64 {
+        // Intervals are trusted only as the format promises them: each child one call, inside its parent's span.
+        let end = self.start_ns.saturating_add(self.duration_ns);
+        let has_interval = |c: &Node| {
+            c.calls == 1
+                && c.timed_calls == 1
+                && c.start_ns >= self.start_ns
+                && c.start_ns.saturating_add(c.duration_ns) <= end
+        };
+        if !self.children.iter().all(has_interval) {
+            return self.children_sum_ns();
+        }
+        let mut spans: Vec<(u64, u64)> =
+            self.children.iter().map(|c| (c.start_ns, c.start_ns.saturating_add(c.duration_ns))).collect();
+        spans.sort_unstable();
+        let (mut busy, mut covered_to) = (0u64, 0u64);
+        for (start, end) in spans {
+            let from = start.max(covered_to);
+            if end > from {
+                busy = busy.saturating_add(end - from);
+                covered_to = end;
+            }
+        }
+        busy
+    }
+
+    /// Time the children ran concurrently with each other: their sum less their union (0 when they ran one after
+    /// another).
+    pub fn children_overlap_ns(&self) -> u64 {
+        self.children_sum_ns().saturating_sub(self.children_busy_ns())
     }
 
     /// Number of nodes in this subtree, itself included.
@@ -356,6 +399,9 @@ pub struct PathStat {
     /// Self allocations and their bytes (exact).
     pub self_allocs: u64,
     pub self_alloc_bytes: u64,
+    /// Calls that returned an `Err`, and calls cancelled (a folded path's flag counts 1).
+    pub errs: u64,
+    pub cancelled: u64,
 }
 
 impl Invocation {
@@ -386,6 +432,8 @@ impl Invocation {
             stat.self_ns = stat.self_ns.saturating_add(node.self_ns());
             stat.self_allocs += node.self_allocs;
             stat.self_alloc_bytes += node.self_alloc_bytes;
+            stat.errs += node.errs;
+            stat.cancelled += u64::from(node.cancelled);
             for child in &node.children {
                 walk(child, path, out);
             }

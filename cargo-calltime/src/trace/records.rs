@@ -252,9 +252,10 @@ fn write_allocs(out: &mut String, node: &Node, allocs: bool) {
 
 /// `a <depth> <index> <calls> <timed> <first_start_ns> <timed_ns> <min_ns> <max_ns> <flags>`: one call path of a
 /// folded invocation; version 3 appends `<exact_calls> <exact_ns>`, then, from a runtime that counts
-/// allocations, `<self_allocs> <self_alloc_bytes>`.
+/// allocations (or when an `Err` count follows), `<self_allocs> <self_alloc_bytes>`, then, when a call returned an
+/// `Err`, `<errs>`.
 pub(super) fn read_path(rest: &str, version: u32) -> Result<(u32, Node)> {
-    let mut f = Fields::new(rest, 13);
+    let mut f = Fields::new(rest, 14);
     let depth = f.num()? as u32;
     let func = f.num()? as u32;
     let calls = f.num()?;
@@ -278,6 +279,12 @@ pub(super) fn read_path(rest: &str, version: u32) -> Result<(u32, Node)> {
     let mut node = node.with_exact(exact_calls, exact_ns);
     set_flags(&mut node, flags);
     let node = if version >= 3 { read_allocs(&mut f, node)? } else { node };
+    // After the allocation fields, when a call returned an `Err`; a path with the flag but no count had at least one.
+    let errs = if version >= 3 { f.optional_num()? } else { None };
+    let mut node = node;
+    if let Some(errs) = errs {
+        node.errs = errs.min(calls);
+    }
     Ok((depth, node))
 }
 
@@ -296,22 +303,30 @@ pub(super) fn write_path(out: &mut String, depth: u32, node: &Node, version: u32
     );
     if version >= 3 {
         let _ = write!(out, " {} {}", node.exact_calls, node.exact_ns);
-        write_allocs(out, node, allocs);
+        // An `Err` count comes after the allocation fields, written (as 0 0) when allocations are not counted.
+        write_allocs(out, node, allocs || node.errs > 0);
+        if node.errs > 0 {
+            let _ = write!(out, " {}", node.errs);
+        }
     }
     out.push('\n');
 }
 
-/// Flag bits of `n` and `a` lines: bit 0 unwound, bit 1 cancelled; other bits are reserved and ignored.
+/// Flag bits of `n` and `a` lines: bit 0 unwound, bit 1 cancelled, bit 2 returned an `Err`; other bits are
+/// reserved and ignored.
 const PANICKED: u64 = 1;
 const CANCELLED: u64 = 2;
+const ERR: u64 = 4;
 
 fn set_flags(node: &mut Node, flags: u64) {
     node.panicked = flags & PANICKED != 0;
     node.cancelled = flags & CANCELLED != 0;
+    node.errs = u64::from(flags & ERR != 0);
 }
 
 fn flags(node: &Node) -> u64 {
-    (if node.panicked { PANICKED } else { 0 }) | (if node.cancelled { CANCELLED } else { 0 })
+    let bit = |set: bool, bit: u64| if set { bit } else { 0 };
+    bit(node.panicked, PANICKED) | bit(node.cancelled, CANCELLED) | bit(node.errs > 0, ERR)
 }
 
 /// `end <seq>`

@@ -26,6 +26,15 @@ pub struct Merged {
     pub panicked: u64,
     /// `panicked` is a lower bound: some of it comes from folded nodes, which only say "at least one".
     pub panicked_at_least: bool,
+    /// Calls cancelled (async functions dropped before completing, calls open when the invocation ended); a folded
+    /// node with the flag counts 1, and sets `cancelled_at_least`.
+    pub cancelled: u64,
+    pub cancelled_at_least: bool,
+    /// Calls that returned an `Err` (exact, in folded nodes too).
+    pub errs: u64,
+    /// Time the children ran concurrently with each other, summed over the calls: their durations add up to this
+    /// much more than the time they covered.
+    pub children_overlap_ns: u64,
     /// Calls recorded in folded nodes of several calls: they have no duration of their own.
     pub folded_calls: u64,
     /// Start of the first call (trace epoch ns).
@@ -60,6 +69,10 @@ impl Merged {
             max_ns: 0,
             panicked: 0,
             panicked_at_least: false,
+            cancelled: 0,
+            cancelled_at_least: false,
+            errs: 0,
+            children_overlap_ns: 0,
             folded_calls: 0,
             start_ns,
             invocations: 0,
@@ -96,6 +109,10 @@ impl Merged {
         self.self_allocs += node.self_allocs;
         self.self_alloc_bytes += node.self_alloc_bytes;
         self.panicked_at_least |= node.panicked && node.calls > 1;
+        self.cancelled += u64::from(node.cancelled);
+        self.cancelled_at_least |= node.cancelled && node.calls > 1;
+        self.errs += node.errs;
+        self.children_overlap_ns = self.children_overlap_ns.saturating_add(node.children_overlap_ns());
         if self.last_invocation != invocation {
             self.last_invocation = invocation;
             self.invocations += 1;

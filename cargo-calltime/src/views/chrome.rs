@@ -4,6 +4,10 @@
 //! A folded invocation (trace format 2) has one node per call path, not per call, and no order of calls: each
 //! node is one slice of its (estimated) total time, its children laid out one after another from its start, with
 //! `calls`, `timed`, `min_ns`, `max_ns` and `estimated` in its args.
+//!
+//! Children that ran concurrently (async futures polled together by `join!` or `select!`) would cross on one
+//! track: each child that starts before an earlier sibling ended goes to an extra track (a lane, named
+//! `concurrent with track N`). Cancelled calls and `Err` returns are in the args (`cancelled`, `errs`).
 
 use std::collections::BTreeMap;
 
@@ -24,7 +28,13 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         let next = tracks.len() as u64 + 1;
         tracks.entry(track_key(&inv.thread)).or_insert((next, &inv.thread));
     }
-    let mut events = Events { out: String::from("{\"traceEvents\":[\n"), first: true };
+    let mut events = Events {
+        out: String::from("{\"traceEvents\":[\n"),
+        first: true,
+        pid,
+        lanes: BTreeMap::new(),
+        next_tid: tracks.len() as u64 + 1,
+    };
     let exe = trace.exe.rsplit(['/', '\\']).next().unwrap_or(&trace.exe);
     let process = if exe.is_empty() { format!("calltime pid {pid}") } else { format!("{exe} (pid {pid})") };
     events.push(&json!({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": process}}));
@@ -49,7 +59,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         })
         .collect();
     for (k, inv) in &selected {
-        let track = Track { pid, tid: tracks[&track_key(&inv.thread)].0 };
+        let track = Track { pid, tid: tracks[&track_key(&inv.thread)].0, depth: 0 };
         let root = RootArgs {
             invocation: *k,
             truncated_calls: (inv.truncated_calls > 0).then_some(inv.truncated_calls),
@@ -76,6 +86,8 @@ fn track_key(thread: &ThreadRef) -> (u8, u64) {
 struct Track {
     pid: u32,
     tid: u64,
+    /// Depth of the node whose slice goes on it (the root's is 0).
+    depth: u32,
 }
 
 /// The event list, written as it is built (one event per line: diffable and still compact); a trace can hold
@@ -83,9 +95,38 @@ struct Track {
 struct Events {
     out: String,
     first: bool,
+    pid: u32,
+    /// Extra tracks for children that ran concurrently with an earlier sibling: by (the parent's track, the
+    /// parent's depth, lane). Nodes of one track and depth never overlap, so their children can share lanes.
+    lanes: BTreeMap<(u64, u32, usize), u64>,
+    next_tid: u64,
 }
 
 impl Events {
+    /// The track of lane `lane` (0: the parent's own) for the children of a node on `parent`.
+    fn lane(&mut self, parent: Track, lane: usize) -> Track {
+        let depth = parent.depth + 1;
+        if lane == 0 {
+            return Track { depth, ..parent };
+        }
+        let key = (parent.tid, parent.depth, lane);
+        let tid = match self.lanes.get(&key) {
+            Some(&tid) => tid,
+            None => {
+                let tid = self.next_tid;
+                self.next_tid += 1;
+                self.lanes.insert(key, tid);
+                let name = format!("concurrent with track {} (depth {depth}, lane {lane})", parent.tid);
+                self.push(&json!({"name": "thread_name", "ph": "M", "pid": self.pid, "tid": tid,
+                    "args": {"name": name}}));
+                self.push(&json!({"name": "thread_sort_index", "ph": "M", "pid": self.pid, "tid": tid,
+                    "args": {"sort_index": tid}}));
+                tid
+            }
+        };
+        Track { pid: parent.pid, tid, depth }
+    }
+
     fn push(&mut self, event: &impl Serialize) {
         if !self.first {
             self.out.push_str(",\n");
@@ -119,6 +160,10 @@ struct Args<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     index: Option<u32>,
     panicked: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    cancelled: bool,
+    #[serde(skip_serializing_if = "is_zero")]
+    errs: u64,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     path_stats: Option<PathArgs>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
@@ -211,6 +256,8 @@ fn slices(
             location: function.map(|f| f.location.as_str()),
             index: function.is_none().then_some(node.func),
             panicked: node.panicked,
+            cancelled: node.cancelled,
+            errs: node.errs,
             path_stats,
             root,
         },
@@ -219,12 +266,28 @@ fn slices(
     // parent's time: then the slices are cut at the parent's end (a slice never sticks out of its parent).
     let end_ns = start_ns.saturating_add(duration_ns);
     let mut next_ns = start_ns;
+    // Recorded children that overlap an earlier sibling (futures polled together) go to a lane of their own,
+    // so no two slices of one track cross: each lane ends before its next child starts.
+    let mut lane_ends: Vec<u64> = Vec::new();
     for child in &node.children {
-        let child_layout = match layout {
-            Layout::Recorded => Layout::Recorded,
-            Layout::Sequential { .. } => Layout::Sequential { start_ns: next_ns.min(end_ns), end_ns },
+        let (child_layout, lane) = match layout {
+            Layout::Recorded => {
+                let lane = lane_ends.iter().position(|&end| end <= child.start_ns).unwrap_or(lane_ends.len());
+                let child_end = child.start_ns.saturating_add(child.duration_ns);
+                match lane_ends.get_mut(lane) {
+                    Some(end) => *end = child_end,
+                    None => lane_ends.push(child_end),
+                }
+                (Layout::Recorded, lane)
+            }
+            Layout::Sequential { .. } => (Layout::Sequential { start_ns: next_ns.min(end_ns), end_ns }, 0),
         };
         next_ns = next_ns.saturating_add(child.duration_ns);
-        slices(child, child_layout, names, functions, track, None, events);
+        let child_track = events.lane(track, lane);
+        slices(child, child_layout, names, functions, child_track, None, events);
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use inferno::flamegraph::{self, Options};
 
 use super::aggregate::select;
-use super::folded::{stacks, timeline, PANICKED_MARK};
+use super::folded::{stacks, timeline, CANCELLED_MARK, ERR_MARK, PANICKED_MARK};
 use super::svg_frames::{self, Edit};
 use super::{plan_summary, plan_summary_for, Names, ViewOptions, Weight};
 use crate::trace::{Times, Trace};
@@ -102,7 +102,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
         Weight::Allocs => &|allocs| crate::units::plural(allocs, "allocation"),
     };
     let mut svg = svg_frames::rewrite_in_units(&svg, format_width, |frame| Edit {
-        fill: frame.path.last().is_some_and(|name| name.ends_with(PANICKED_MARK)).then(|| PANICKED_FILL.to_owned()),
+        fill: mark_fill(frame.path.last()),
         ..Edit::default()
     })?;
     if options.flame_chart {
@@ -131,3 +131,14 @@ fn weigh_by_allocations(trace: &Trace, weight: Weight, options: &mut Options) ->
 
 /// Frames of calls that panicked: a purple no frame of inferno's warm palette has.
 pub const PANICKED_FILL: &str = "rgb(150,60,200)";
+/// Frames of cancelled calls (futures dropped before completing): grey, work that came to nothing.
+pub const CANCELLED_FILL: &str = "rgb(160,160,170)";
+/// Frames of calls that returned an `Err`: a blue no frame of the warm palette has.
+pub const ERR_FILL: &str = "rgb(70,130,210)";
+
+/// The fill of a marked frame: panicked first, then cancelled, then `Err`.
+fn mark_fill(name: Option<&String>) -> Option<String> {
+    let name = name?;
+    let fills = [(PANICKED_MARK, PANICKED_FILL), (CANCELLED_MARK, CANCELLED_FILL), (ERR_MARK, ERR_FILL)];
+    fills.iter().find(|(mark, _)| name.contains(mark)).map(|(_, fill)| (*fill).to_owned())
+}

@@ -158,10 +158,21 @@ fn tree_node(page: &mut String, node: &Merged, root_ns: u64, names: &Names, budg
     let share = node.total_ns as f64 * 100.0 / root_ns as f64;
     let calls = if node.calls == 1 { String::new() } else { format!(" <span class=\"calls\">×{}</span>", node.calls) };
     let estimate = if node.is_estimated() { "~" } else { "" };
-    let panicked = if node.panicked > 0 { " <span class=\"warn\">panicked</span>" } else { "" };
+    let mut marks = if node.panicked > 0 { " <span class=\"warn\">marks</span>".to_owned() } else { String::new() };
+    // Cancelled calls, `Err` returns and concurrent children, as the text view says them.
+    if node.cancelled > 0 {
+        let _ = write!(marks, " <span class=\"warn\">cancelled {} of {}</span>", node.cancelled, node.calls);
+    }
+    if node.errs > 0 {
+        let _ = write!(marks, " <span class=\"warn\">err {} of {}</span>", node.errs, node.calls);
+    }
+    if node.children_overlap_ns > 0 {
+        let overlap = format_ns(node.children_overlap_ns);
+        let _ = write!(marks, " <span class=\"calls\">children overlap {overlap}</span>");
+    }
     let label = format!(
         "<span class=\"bar\" style=\"width:{share:.1}%\"></span><span class=\"name\">{}</span> \
-         <span class=\"total\">{estimate}{}</span> <span class=\"self\">self {estimate}{}</span>{calls}{panicked}",
+         <span class=\"total\">{estimate}{}</span> <span class=\"self\">self {estimate}{}</span>{calls}{marks}",
         escape(&names.get(node.func)),
         format_ns(node.total_ns),
         format_ns(node.self_ns)

@@ -143,6 +143,8 @@ struct JsonNode {
     times: JsonTimes,
     /// Calls left by unwinding.
     panicked: u64,
+    #[serde(flatten)]
+    outcomes: JsonOutcomes,
     start_ns: u64,
     #[serde(flatten)]
     allocs: Option<JsonAllocs>,
@@ -172,10 +174,28 @@ struct JsonAggregateNode {
     p50_ns: Option<u64>,
     p99_ns: Option<u64>,
     panicked: u64,
+    #[serde(flatten)]
+    outcomes: JsonOutcomes,
     /// Over all its invocations (divide by `invocations` of the aggregate for a mean).
     #[serde(flatten)]
     allocs: Option<JsonAllocs>,
     children: Vec<JsonAggregateNode>,
+}
+
+/// Cancelled calls, `Err` returns and concurrent children, in both node kinds.
+#[derive(Serialize)]
+struct JsonOutcomes {
+    /// Calls that never finished: async functions dropped before completing, calls open when the invocation ended
+    /// (a lower bound where calls were recorded folded).
+    cancelled: u64,
+    /// Calls that returned an `Err` (functions returning a `*Result`; exact).
+    errs: u64,
+    /// How much longer the children's durations add up to than the time they covered: they ran concurrently.
+    children_overlap_ns: u64,
+}
+
+fn outcomes(m: &Merged) -> JsonOutcomes {
+    JsonOutcomes { cancelled: m.cancelled, errs: m.errs, children_overlap_ns: m.children_overlap_ns }
 }
 
 pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerThan>) -> anyhow::Result<String> {
@@ -273,6 +293,7 @@ fn node(trace: &Trace, m: &Merged) -> JsonNode {
         calls: m.calls,
         times: times(m),
         panicked: m.panicked,
+        outcomes: outcomes(m),
         start_ns: m.start_ns,
         allocs: allocs(trace, m),
         children: m.children.iter().map(|c| node(trace, c)).collect(),
@@ -290,6 +311,7 @@ fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged) -> JsonAggregateNo
         p50_ns: m.percentile_ns(0.5),
         p99_ns: m.percentile_ns(0.99),
         panicked: m.panicked,
+        outcomes: outcomes(m),
         allocs: allocs(trace, m),
         children: m.children.iter().map(|c| aggregate_node(trace, agg, c)).collect(),
     }

@@ -38,6 +38,9 @@ pub struct Row {
     pub max_ns: u64,
     /// Some calls were recorded folded and not all timed: the times are estimates.
     pub estimated: bool,
+    /// Calls that returned an `Err`, and calls cancelled (a lower bound where recorded folded).
+    pub errs: u64,
+    pub cancelled: u64,
 }
 
 #[derive(Default)]
@@ -49,6 +52,8 @@ struct Sums {
     self_ns: u64,
     min_ns: Option<u64>,
     max_ns: u64,
+    errs: u64,
+    cancelled: u64,
 }
 
 /// The rows of the selected invocations (all, or `--invocation K`), sorted by `sort` then by name.
@@ -73,6 +78,8 @@ pub fn rows(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<Vec<Row>> {
             min_ns: s.min_ns.unwrap_or(0),
             max_ns: s.max_ns,
             estimated: s.timed_calls < s.calls,
+            errs: s.errs,
+            cancelled: s.cancelled,
         })
         .collect();
     let key = |r: &Row| match opts.sort {
@@ -96,6 +103,8 @@ fn add(node: &Merged, sums: &mut HashMap<u32, Sums>, open: &mut HashMap<u32, u32
         s.total_ns = s.total_ns.saturating_add(node.total_ns);
     }
     s.self_ns = s.self_ns.saturating_add(node.self_ns);
+    s.errs += node.errs;
+    s.cancelled += node.cancelled;
     if node.timed_calls > 0 {
         s.min_ns = Some(s.min_ns.map_or(node.min_ns, |m| m.min(node.min_ns)));
         s.max_ns = s.max_ns.max(node.max_ns);
@@ -136,7 +145,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
             format!("{approx}{}", format_ns(r.mean_ns)),
             format_ns(r.min_ns),
             format_ns(r.max_ns),
-            r.display.clone(),
+            name_with_outcomes(r),
         ]);
     }
     let mut widths = [0usize; 8];
@@ -161,4 +170,17 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         let _ = writeln!(out, "\n~ estimated: some calls were recorded folded and only a sample of them was timed");
     }
     Ok(out)
+}
+
+/// The function's name, then `[err N]` and `[cancelled N]` when some of its calls returned an `Err` or never
+/// finished.
+fn name_with_outcomes(r: &Row) -> String {
+    let mut name = r.display.clone();
+    if r.errs > 0 {
+        let _ = write!(name, " [err {}]", r.errs);
+    }
+    if r.cancelled > 0 {
+        let _ = write!(name, " [cancelled {}]", r.cancelled);
+    }
+    name
 }

@@ -341,6 +341,11 @@ impl TextView<'_> {
             };
             row.tags.push((alarm(), tag));
         }
+        row.tags.extend(outcome_tags(node).into_iter().map(|tag| (alarm(), tag)));
+        if node.children_overlap_ns > 0 {
+            let tag = format!("[children overlap {}]", format_ns(node.children_overlap_ns));
+            row.tags.push((dim(), tag));
+        }
         rows.push(row);
         let child_indent = match last {
             _ if depth >= MAX_INDENT => indent,
@@ -704,6 +709,27 @@ fn split_module(name: &str) -> (&str, &str) {
     // A name with a location suffix (`a::f (x.rs:3)`) splits before the suffix's own colon: the `::` search above
     // only sees `::`, so this is already right.
     name.split_at(split.min(name.len()))
+}
+
+/// `[cancelled]` / `[cancelled 2 of 5]` and `[err]` / `[err 1 of 3]`: calls that never finished and calls that
+/// returned an `Err`.
+fn outcome_tags(node: &Merged) -> Vec<String> {
+    let count = |what: &str, n: u64, at_least: bool| {
+        let at_least = if at_least { "≥" } else { "" };
+        if node.calls == 1 {
+            format!("[{what}]")
+        } else {
+            format!("[{what} {at_least}{n} of {}]", node.calls)
+        }
+    };
+    let mut tags = Vec::new();
+    if node.cancelled > 0 {
+        tags.push(count("cancelled", node.cancelled, node.cancelled_at_least));
+    }
+    if node.errs > 0 {
+        tags.push(count("err", node.errs, false));
+    }
+    tags
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Two 30 ms waits polled together (as `tokio::join!`/`select!` do): `both` takes ~30 ms of wall time, and each
 //! child ~30 ms, so the children overlap. std only, with a tiny spinning executor.
-//! `cargo calltime --root both --depth 3`: the tree shows left and right at 100% each with nothing marking the
+//! `race` polls `fast` and `slow` together and drops `slow` when `fast` is done, as `select!` does.
+//! `cargo calltime --root run --depth 3`: the tree shows left and right at 100% each with nothing marking the
 //! overlap, `report --format folded` sums them to twice the root's time, and `--format chrome` writes sibling
 //! slices that overlap on one thread (not properly nested).
 use std::future::{poll_fn, Future};
@@ -43,6 +44,34 @@ async fn both() {
     .await
 }
 
+async fn slow() {
+    wait_until(Instant::now() + Duration::from_millis(50)).await
+}
+
+async fn fast() {
+    wait_until(Instant::now() + Duration::from_millis(10)).await
+}
+
+/// As `select!` does: the first to finish wins and the other is dropped (cancelled).
+async fn race() {
+    let mut slow = Box::pin(slow());
+    let mut fast = pin!(fast());
+    poll_fn(|cx| {
+        if fast.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(());
+        }
+        let _ = slow.as_mut().poll(cx);
+        Poll::Pending
+    })
+    .await;
+    drop(slow);
+}
+
+async fn run() {
+    both().await;
+    race().await;
+}
+
 fn noop_waker() -> Waker {
     fn clone(_: *const ()) -> RawWaker {
         RawWaker::new(std::ptr::null(), &VTABLE)
@@ -56,7 +85,7 @@ fn noop_waker() -> Waker {
 fn main() {
     let waker = noop_waker();
     let mut cx = Context::from_waker(&waker);
-    let mut task = pin!(both());
+    let mut task = pin!(run());
     while task.as_mut().poll(&mut cx).is_pending() {}
     println!("done");
 }
