@@ -72,6 +72,8 @@ struct Sink {
     last_stats: Option<Stats>,
     /// The root span (ticks) of `last_stats`.
     last_span: (u64, u64),
+    /// Whether `last_stats` was a periodic line (written while the program runs).
+    last_periodic: bool,
     first_child: Vec<u32>,
     next_sibling: Vec<u32>,
     walk: Vec<(u32, u32, u64)>,
@@ -128,6 +130,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     seq: 0,
     last_stats: None,
     last_span: (0, 0),
+    last_periodic: false,
     first_child: Vec::new(),
     next_sibling: Vec::new(),
     walk: Vec::new(),
@@ -279,7 +282,7 @@ fn drain_then(stats_line: bool, held: bool) {
         }
         if stats_line {
             sink.write_aggregate(rt);
-            sink.write_stats(rt);
+            sink.write_stats(rt, false);
         }
     }
     let _ = DRAINING.try_with(|d| d.set(false));
@@ -295,7 +298,8 @@ fn current_scale(rt: &Runtime) -> Scale {
 /// Trees dropped because the hourly byte budget was spent (`CALLTIME_MAX_BYTES_PER_HOUR`); also in `dropped`.
 pub(crate) static DROPPED_CAP: AtomicU64 = AtomicU64::new(0);
 
-/// The writer thread writes the whole-run aggregate every `CALLTIME_AGGREGATE_MS`.
+/// The writer thread writes the whole-run aggregate every `CALLTIME_AGGREGATE_MS`, with a periodic `stats` line so
+/// that a running process's trace has counters.
 fn write_aggregate_when_due(last: &mut std::time::Instant) {
     let Some(rt) = RUNTIME.get() else { return };
     if last.elapsed() < Duration::from_millis(rt.config.aggregate_ms) {
@@ -304,6 +308,7 @@ fn write_aggregate_when_due(last: &mut std::time::Instant) {
     *last = std::time::Instant::now();
     let mut sink = lock(&SINK);
     sink.write_aggregate(rt);
+    sink.write_stats(rt, true);
 }
 
 /// The writer thread applies `cargo calltime ctl` commands (see `control`).
@@ -444,14 +449,16 @@ impl Sink {
     }
 
     /// Appends a `stats` line unless the last one says the same (a program that catches many panics would
-    /// otherwise add one per panic).
-    fn write_stats(&mut self, rt: &Runtime) {
+    /// otherwise add one per panic). `periodic`: written while the program runs, marked so (a final 1) that a reader
+    /// tells it from the line written at exit.
+    fn write_stats(&mut self, rt: &Runtime, periodic: bool) {
         let span = root_span_ticks();
         let now = crate::stats();
         // The span in ns moves with each calibration of the clock even when no root started: compared in ticks.
         let same_span =
             |last: &Stats| Stats { first_root_ns: last.first_root_ns, last_root_ns: last.last_root_ns, ..now };
-        if self.last_stats.is_some_and(|last| same_span(&last) == last && self.last_span == span) {
+        let unchanged = |last: Stats| same_span(&last) == last && self.last_span == span;
+        if self.last_periodic == periodic && self.last_stats.is_some_and(unchanged) {
             return;
         }
         let mut line = String::new();
@@ -463,9 +470,14 @@ impl Sink {
         line.pop();
         let chosen = [now.left_out_fast, now.left_out_unselected, now.first_root_ns, now.last_root_ns, now.dropped_cap];
         push_fields(&mut line, b"", &chosen);
+        if periodic {
+            line.pop();
+            push_fields(&mut line, b"", &[1]);
+        }
         if self.open(rt) && self.output.write_always(line.as_bytes()) {
             self.last_stats = Some(now);
             self.last_span = span;
+            self.last_periodic = periodic;
         }
     }
 

@@ -184,6 +184,7 @@ fn slower_than_switched_while_running(dir: &Path) {
         control::send(&process, ControlCommand::SlowerThan(5_000_000), Duration::from_secs(2)).unwrap();
     let applied = unix_ns(SystemTime::now());
     assert!(status.slower_than_ns == 5_000_000 && took <= Duration::from_millis(100), "slower-than took {took:?}");
+    still_running_report(dir, &status.trace);
     let served = served(child);
     let trace = last_trace(dir);
     let slow = func(&trace, "::slow_path");
@@ -197,4 +198,15 @@ fn slower_than_switched_while_running(dir: &Path) {
     assert!(trace.stats.left_out_fast > 0, "{:?}", trace.stats);
     let aggregate = trace.aggregate.as_ref().unwrap();
     assert_eq!((aggregate.roots[0].calls, trace.stats.seen), (served, served), "every request counted");
+}
+
+/// `report` on the trace of a process still running, once a periodic `stats` line is in (every second): its
+/// counters, said to be of a running process rather than of one that "did not exit normally".
+fn still_running_report(dir: &Path, trace: &Path) {
+    std::thread::sleep(Duration::from_millis(1_200));
+    let mut cmd = util::calltime();
+    cmd.arg("report").arg(trace).current_dir(dir);
+    let report = String::from_utf8(util::run(&mut cmd, true).stdout).unwrap();
+    assert!(report.contains(" seen, ") && report.contains("is still running: counters as of"), "{report}");
+    assert!(!report.contains("did not exit normally"), "{report}");
 }

@@ -144,6 +144,7 @@ fn add_process(into: &mut Trace, mut process: Trace, rank: u64) {
     ] {
         *sum += add;
     }
+    a.periodic |= b.periodic;
     into.stats_records += process.stats_records;
     match (&mut into.aggregate, process.aggregate) {
         (Some(a), Some(b)) => a.merge(&b),

@@ -79,6 +79,15 @@ fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 
+impl Trace {
+    /// Whether the process that wrote the trace is still running (Linux: `/proc/<pid>` exists; elsewhere unknown,
+    /// so false). A recycled pid can make a long-gone process look alive: callers ask only when the trace has no
+    /// counters from its exit.
+    pub fn process_is_running(&self) -> bool {
+        cfg!(target_os = "linux") && self.pid != 0 && Path::new("/proc").join(self.pid.to_string()).exists()
+    }
+}
+
 /// Counters the runtime keeps per process (the last `stats` line of the file).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Stats {
@@ -114,6 +123,10 @@ pub struct Stats {
     /// Of `dropped`: trees the hourly byte cap (`CALLTIME_MAX_BYTES_PER_HOUR`) left unwritten.
     #[serde(skip_serializing_if = "is_zero")]
     pub dropped_cap: u64,
+    /// The last `stats` line was a periodic one, written while the program ran (not at its exit): the process is
+    /// still running, or did not exit normally.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub periodic: bool,
     /// Records cut off at the end of the file (a crash while writing); counted by the reader.
     pub incomplete: u64,
 }

@@ -345,7 +345,7 @@ pub(super) fn write_end(out: &mut String, seq: u64) {
 /// <first_root_ns> <last_root_ns>`, then `<dropped_cap>`, each optional (a runtime may write only the first five); `incomplete` is the
 /// reader's own count, kept.
 pub(super) fn read_stats(rest: &str, incomplete: u64) -> Result<Stats> {
-    let mut f = Fields::new(rest, 14);
+    let mut f = Fields::new(rest, 15);
     let mut stats = Stats {
         seen: f.num()?,
         kept: f.num()?,
@@ -371,6 +371,7 @@ pub(super) fn read_stats(rest: &str, incomplete: u64) -> Result<Stats> {
             None => break,
         }
     }
+    stats.periodic = f.optional_num()? == Some(1);
     Ok(stats)
 }
 
@@ -381,11 +382,16 @@ pub(super) fn write_stats(out: &mut String, stats: &Stats, version: u32) {
         let Stats { dropped_limit, dropped_queue_full, dropped_no_buffer, retired_functions, .. } = stats;
         let _ = write!(out, " {dropped_limit} {dropped_queue_full} {dropped_no_buffer} {retired_functions}");
         let Stats { left_out_fast, left_out_unselected, first_root_ns, last_root_ns, dropped_cap, .. } = stats;
-        if (left_out_fast, left_out_unselected, first_root_ns, last_root_ns, dropped_cap) != (&0, &0, &0, &0, &0) {
+        let periodic = stats.periodic;
+        let chosen = (left_out_fast, left_out_unselected, first_root_ns, last_root_ns, dropped_cap);
+        if periodic || chosen != (&0, &0, &0, &0, &0) {
             let _ = write!(out, " {left_out_fast} {left_out_unselected} {first_root_ns} {last_root_ns}");
         }
-        if *dropped_cap != 0 {
+        if periodic || *dropped_cap != 0 {
             let _ = write!(out, " {dropped_cap}");
+        }
+        if periodic {
+            out.push_str(" 1");
         }
     }
     out.push('\n');

@@ -451,13 +451,23 @@ impl TextView<'_> {
         let stats = &self.trace.stats;
         let loaded = self.trace.invocations.len() as u64;
         let no_counters = stats.seen == 0 && stats.kept == 0 && loaded > 0;
-        let line = if no_counters {
+        // Counters missing or only periodic: the program is still running, or it did not exit normally.
+        let running = (no_counters || stats.periodic) && self.trace.process_is_running();
+        let line = if no_counters && running {
+            format!("invocations: {loaded} recorded (process {} is still running: no counters yet)", self.trace.pid)
+        } else if no_counters {
             format!("invocations: {loaded} recorded (the trace has no counters: the program did not exit normally)")
         } else {
-            format!(
+            let mut line = format!(
                 "invocations: {} seen, {} kept, {} sampled out, {} dropped, {} truncated, {} incomplete",
                 stats.seen, stats.kept, stats.sampled_out, stats.dropped, stats.truncated, stats.incomplete
-            )
+            );
+            if running {
+                line.push_str(&format!(" (process {} is still running: counters as of its last periodic record)", self.trace.pid));
+            } else if stats.periodic {
+                line.push_str(" (counters as of the last periodic record: the program did not exit normally)");
+            }
+            line
         };
         let _ = writeln!(out, "{}", self.paint.s(bold(), &line));
         let truncated = if no_counters {
