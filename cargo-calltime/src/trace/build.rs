@@ -257,6 +257,20 @@ mod tests {
         assert!(bad.warnings[0].contains("too few fields"), "{:?}", bad.warnings);
     }
 
+    /// A periodic `stats` line (a final 1) marks the counters as written while the program ran; the last line wins,
+    /// so the one written at exit clears it; a periodic line writes back with every field.
+    #[test]
+    fn periodic_stats_lines_read_back_and_write_back() {
+        let head = "calltime-trace 3\nprocess 1 0 /app\nplan p \nsettings sample=1\n";
+        let periodic = "stats 5 5 0 0 0 0 0 0 0 0 0 0 0 0 1\n";
+        let trace = parse(&format!("{head}{periodic}")).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        assert!(trace.stats.periodic && trace.stats.seen == 5);
+        assert_eq!(TraceBuilder::write(&trace), format!("{head}{periodic}"));
+        let exited = parse(&format!("{head}{periodic}stats 6 6 0 0 0 0 0 0 0 0 0 0 0 0\n")).unwrap();
+        assert!(!exited.stats.periodic && exited.stats.seen == 6);
+    }
+
     /// The whole-run aggregate (`aggregate`, `g` and `gr` lines): the last complete record wins, and the builder
     /// writes it back before the last `stats` line, as the runtime does at exit.
     #[test]
