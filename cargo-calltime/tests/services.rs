@@ -110,7 +110,7 @@ fn unix_ns(at: SystemTime) -> u64 {
 
 /// Starts `cargo calltime --root handle_request ... -- <program>` and waits until it can be controlled.
 fn spawn_controllable(dir: &Path, flags: &[&str], env: &[(&str, &str)], program: &[&str]) -> (Child, ProcessStatus) {
-    let child = util::calltime()
+    let mut child = util::calltime()
         .args(["--root", "handle_request", "-o", "-"])
         .args(flags)
         .arg("--")
@@ -123,13 +123,18 @@ fn spawn_controllable(dir: &Path, flags: &[&str], env: &[(&str, &str)], program:
         .unwrap();
     let dirs = [control::control_dir(&dir.join("target/calltime"))];
     let started = Instant::now();
-    loop {
+    let process = loop {
         if let Ok(process) = control::pick(&dirs, None) {
-            return (child, process);
+            break process;
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "the server never became controllable");
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server never became controllable");
+        }
         std::thread::sleep(Duration::from_millis(10));
-    }
+    };
+    (child, process)
 }
 
 /// Waits for the server and returns how many requests it served.

@@ -463,7 +463,10 @@ impl TextView<'_> {
                 stats.seen, stats.kept, stats.sampled_out, stats.dropped, stats.truncated, stats.incomplete
             );
             if running {
-                line.push_str(&format!(" (process {} is still running: counters as of its last periodic record)", self.trace.pid));
+                line.push_str(&format!(
+                    " (process {} is still running: counters as of its last periodic record)",
+                    self.trace.pid
+                ));
             } else if stats.periodic {
                 line.push_str(" (counters as of the last periodic record: the program did not exit normally)");
             }
