@@ -159,6 +159,9 @@ pub(crate) struct Config {
     pub(crate) min_ns: u64,
     pub(crate) sample: u64,
     pub(crate) max_invocations: u64,
+    /// `max_invocations` is the default for a run without a keep policy (`CALLTIME_MAX_INVOCATIONS` unset): lifted
+    /// while `ctl slower-than` chooses the trees, as it is for a run started with `--slower-than`.
+    pub(crate) max_invocations_default: bool,
     pub(crate) queue: usize,
     pub(crate) fold_after: usize,
     pub(crate) time_sample: u64,
@@ -213,6 +216,7 @@ impl Config {
             min_ns: number("CALLTIME_MIN_NS", 0, 0),
             sample: number("CALLTIME_SAMPLE", 1, 1),
             max_invocations: number("CALLTIME_MAX_INVOCATIONS", default_max, 0),
+            max_invocations_default: std::env::var_os("CALLTIME_MAX_INVOCATIONS").is_none(),
             queue: number("CALLTIME_QUEUE", 1024, 1).min(1 << 20) as usize,
             fold_after: number("CALLTIME_FOLD_AFTER", 4096, 0).min(u64::from(PARENT_MASK - 1)) as usize,
             time_sample: number("CALLTIME_TIME_SAMPLE", 64, 1).min(1 << 30),
@@ -292,11 +296,17 @@ fn admit(rt: &Runtime) -> Admission {
         SAMPLED_OUT.fetch_add(1, Relaxed);
         return not_kept();
     }
-    if ADMITTED.fetch_add(1, Relaxed) >= rt.config.max_invocations {
+    if ADMITTED.fetch_add(1, Relaxed) >= rt.config.max_invocations && !limit_lifted(rt) {
         DROPPED_LIMIT.fetch_add(1, Relaxed);
         return not_kept();
     }
     Admission::Record
+}
+
+/// Whether the default `max_invocations` is lifted now: `ctl slower-than` set a threshold on a run started without
+/// a keep policy (read only once the limit is reached).
+fn limit_lifted(rt: &Runtime) -> bool {
+    rt.config.max_invocations_default && keep::slower_than_ns() > 0
 }
 
 /// Takes a thread's next batch of tickets under `CALLTIME_MAX_INVOCATIONS`: up to 64 at a time, fewer as the limit
@@ -324,7 +334,8 @@ fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime) -> Admi
         return not_kept();
     }
     if slot.tickets == 0 {
-        slot.tickets = take_tickets(rt.config.max_invocations);
+        let max = if limit_lifted(rt) { u64::MAX } else { rt.config.max_invocations };
+        slot.tickets = take_tickets(max);
         if slot.tickets == 0 {
             outbox.count(Counter::DroppedLimit);
             return not_kept();

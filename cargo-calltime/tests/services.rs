@@ -180,9 +180,8 @@ fn calls(node: &Node, func: u32) -> bool {
 /// `ctl slower-than 5ms` on a server under load whose injected slow requests take 20 ms: applied within 100 ms,
 /// and from then on the kept trees are the slow ones while the aggregate still counts every request exactly.
 fn slower_than_switched_while_running(dir: &Path) {
-    // No limit on the trees kept before the threshold is set (a run without a keep policy keeps the first 100,000).
-    let flags = ["--max-invocations", "100000000"];
-    let (child, process) = spawn_controllable(dir, &flags, &[("E2E_SLOW_MS", "20")], &["serve-for", "3000", "2"]);
+    // The first 100,000 trees at most before the threshold is set (a run without a keep policy); none after it.
+    let (child, process) = spawn_controllable(dir, &[], &[("E2E_SLOW_MS", "20")], &["serve-for", "3000", "2"]);
     std::thread::sleep(Duration::from_millis(300));
     let sent = unix_ns(SystemTime::now());
     let (status, took) =
@@ -201,6 +200,9 @@ fn slower_than_switched_while_running(dir: &Path) {
         assert!(invocation.duration_ns > 5_000_000 && calls(&invocation.root, slow), "{invocation:?}");
     }
     assert!(trace.stats.left_out_fast > 0, "{:?}", trace.stats);
+    // Over 100,000 requests are served (128,000 here): the default limit on trees no longer applies once the
+    // threshold chooses them.
+    assert_eq!(trace.stats.dropped_limit, 0, "{served} served, {:?}", trace.stats);
     let aggregate = trace.aggregate.as_ref().unwrap();
     assert_eq!((aggregate.roots[0].calls, trace.stats.seen), (served, served), "every request counted");
 }
