@@ -72,7 +72,7 @@ fn a_service_is_summarised_whole_bounded_merged_and_controlled() {
     assert!(whole.contains("whole run: 20,000 invocations folded in by the runtime"), "{whole}");
     assert!(whole.contains("300 kept as trees"), "{whole}");
 
-    // Rotation and the hourly cap: 180 KB at once (half of 360 KB an hour), then 0.05 KB a second.
+    // Rotation and the hourly cap: 180 KB at once (half of 360 KB an hour), then 50 bytes a second.
     let env = [("CALLTIME_ROTATE_BYTES", "60000"), ("CALLTIME_MAX_BYTES_PER_HOUR", "360000")];
     run_server(&dir, &[], &env, &["serve", "20000", "2"]);
     let files = newest_run_files(&dir);
@@ -83,6 +83,7 @@ fn a_service_is_summarised_whole_bounded_merged_and_controlled() {
     let aggregate = trace.aggregate.as_ref().unwrap();
     assert_eq!(aggregate.roots[0].calls, 20_000, "the aggregate counts what the cap dropped");
     assert!(aggregate.dropped_cap > 0 && trace.stats.dropped >= aggregate.dropped_cap, "{aggregate:?}");
+    assert!(trace.stats.dropped_cap >= aggregate.dropped_cap, "the stats line names the cause: {:?}", trace.stats);
     assert_eq!(trace.stats.kept + trace.stats.dropped, 20_000);
     assert_eq!(trace.invocations.len() as u64, trace.stats.kept, "the merged segments hold every kept tree");
 

@@ -175,8 +175,8 @@ mod tests {
         assert_eq!(trace.invocations[0].root.children[0].timed_ns, 1_089_000);
     }
 
-    /// `Err` returns: flag bit 2 on an `n` line, and on an `a` line with the count appended (a path flagged without
-    /// a count had at least one); concurrent children's self time is the duration less their union.
+    /// `Err` returns: flag bit 2 on an `n` line, and on an `a` line with the count appended after the allocation
+    /// fields (a path flagged without a count had at least one); concurrent children's self time is the duration less their union.
     #[test]
     fn err_counts_and_concurrent_children_read_back() {
         let text = "calltime-trace 3\nprocess 1 0 /app\nplan p /t.json\nsettings fold_after=4096\n\
@@ -187,14 +187,14 @@ mod tests {
             end 0\n\
             inv 1 thread 1 2000 500 3 0 0 main\n\
             a 0 0 1 1 2000 500 500 500 0 1 500\n\
-            a 1 3 10 10 2010 300 20 40 4 10 300 7\n\
+            a 1 3 10 10 2010 300 20 40 4 10 300 0 0 7\n\
             a 1 4 2 2 2400 90 40 50 4 2 90\n\
             end 1\n\
             stats 2 2 0 0 0 0 0 0 0\n";
         let trace = parse(text).unwrap();
         assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
         // The flagged path without a count is written back with its count: 1.
-        assert_eq!(TraceBuilder::write(&trace), text.replace(" 4 2 90\n", " 4 2 90 1\n"));
+        assert_eq!(TraceBuilder::write(&trace), text.replace(" 4 2 90\n", " 4 2 90 0 0 1\n"));
         let root = &trace.invocations[0].root;
         assert_eq!((root.errs, root.children[0].errs, root.children[1].errs), (1, 0, 1));
         assert!(root.children[1].cancelled);
