@@ -56,6 +56,22 @@ pub struct StoredRun {
     pub record: RunRecord,
 }
 
+/// Runs `op` again, for up to [`BUSY_TIMEOUT`], while another connection holds the lock it needs.
+fn retry_while_busy<T>(mut op: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    loop {
+        match op() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                    && start.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            result => return result,
+        }
+    }
+}
+
 pub struct Store {
     conn: Connection,
     path: PathBuf,
@@ -70,7 +86,8 @@ impl Store {
         let conn = Connection::open(path).with_context(|| format!("cannot open the run store {}", path.display()))?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL: readers never block the writer and a killed writer leaves only an uncommitted tail, ignored on open.
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        // SQLite does not call the busy handler for this switch: two tools opening a new store at once retry here.
+        let mode: String = retry_while_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)))?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::debug!("run store journal mode is {mode}, not wal");
         }
