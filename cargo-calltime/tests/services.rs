@@ -94,7 +94,10 @@ fn a_service_is_summarised_whole_bounded_merged_and_controlled() {
     let trace = last_trace(&dir);
     let aggregate = trace.aggregate.as_ref().unwrap();
     assert_eq!((aggregate.processes, aggregate.roots[0].calls), (3, 6000));
-    assert_eq!((trace.invocations.len(), trace.stats.seen), (6000, 6000));
+    // Every tree is there, or counted under a cause (a writer may fall behind on a loaded machine: the queue's).
+    let s = &trace.stats;
+    assert_eq!((trace.invocations.len() as u64, s.seen, s.kept + s.dropped), (s.kept, 6000, 6000), "{s:?}");
+    assert_eq!(s.dropped, s.dropped_queue_full + s.dropped_no_buffer, "no tree lost without its cause: {s:?}");
 
     controlled_while_running(&dir);
     slower_than_switched_while_running(&dir);
