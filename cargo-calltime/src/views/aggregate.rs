@@ -321,17 +321,7 @@ mod tests {
     }
 
     fn inv(root: Node) -> Invocation {
-        Invocation {
-            seq: 0,
-            thread: ThreadRef { kind: ThreadKind::Thread, id: 1, name: String::new() },
-            start_ns: root.start_ns,
-            duration_ns: root.duration_ns,
-            truncated_calls: 0,
-            filtered_nodes: 0,
-            folded: false,
-            root,
-            retired: Vec::new(),
-        }
+        Invocation::new(0, ThreadRef { kind: ThreadKind::Thread, id: 1, name: String::new() }, root)
     }
 
     #[test]
