@@ -291,7 +291,7 @@ mod tests {
         let mut retiring = trace.clone();
         retiring.settings.insert("retire".into(), 1);
         retiring.retirements.push(crate::trace::Retirement { func: 3, at_ns: 5, calls: 2_000, mean_ns: 4 });
-        retiring.invocations[0].retired.push(crate::trace::RetiredCalls { func: 3, calls: 90_000 });
+        retiring.invocations[0].retired.push(crate::trace::RetiredCalls::counted(3, 90_000));
         let note = exclude_note(&retiring).unwrap();
         assert!(
             note.starts_with("1 probe retired during the run, too fast to be worth timing: rare (90,010 calls, 4ns)"),
