@@ -170,7 +170,7 @@ fn quiet_retired_calls_are_estimated_marked_and_compensated() {
     let mut trace = read(builder.text());
     cargo_calltime::trace::quiet::estimate_quiet_calls(&mut trace);
     // (2 + 95,012) calls over 2 calls of tokenize: 47,507 per call.
-    let estimated = RetiredCalls { func: 3, calls: 47_507, estimated: true };
+    let estimated = RetiredCalls::estimated(3, 47_507, 0);
     assert_eq!(trace.invocations[2].retired, [estimated]);
     check(&data("truth/expected/quiet.txt"), &text_view(&trace, &ViewOptions::default()));
     let json = ViewOptions { format: cargo_calltime::views::ViewFormat::Json, ..ViewOptions::default() };

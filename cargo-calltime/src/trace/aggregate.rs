@@ -124,6 +124,7 @@ impl RunAggregate {
             match self.retired.iter_mut().find(|s| s.func == r.func) {
                 Some(same) => {
                     same.calls += r.calls;
+                    same.counted += r.counted;
                     same.estimated |= r.estimated;
                 }
                 None => self.retired.push(*r),

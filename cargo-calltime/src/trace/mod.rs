@@ -194,12 +194,20 @@ pub struct RetiredCalls {
     pub calls: u64,
     /// The count is an estimate: the function had gone quiet (a `quiet` record), so its calls were not all counted.
     pub estimated: bool,
+    /// Of `calls`, those the runtime counted (its `r` line; `calls` unless estimated).
+    #[serde(skip)]
+    pub counted: u64,
 }
 
 impl RetiredCalls {
     /// Calls counted exactly (an `r` line).
     pub fn counted(func: u32, calls: u64) -> RetiredCalls {
-        RetiredCalls { func, calls, estimated: false }
+        RetiredCalls { func, calls, estimated: false, counted: calls }
+    }
+
+    /// An estimate of `calls` calls, `counted` of which the runtime counted.
+    pub fn estimated(func: u32, calls: u64, counted: u64) -> RetiredCalls {
+        RetiredCalls { func, calls: calls.max(counted), estimated: true, counted }
     }
 }
 

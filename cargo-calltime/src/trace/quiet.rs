@@ -46,11 +46,8 @@ fn ended_before(inv: &Invocation, quiet: &Quiet) -> bool {
 /// Makes `func`'s entry in `retired` the estimate, or the count it has when that is higher, marked estimated.
 fn set_estimate(retired: &mut Vec<RetiredCalls>, func: u32, estimate: u64) {
     match retired.iter_mut().find(|r| r.func == func) {
-        Some(entry) => {
-            entry.calls = entry.calls.max(estimate);
-            entry.estimated = true;
-        }
-        None if estimate > 0 => retired.push(RetiredCalls { func, calls: estimate, estimated: true }),
+        Some(entry) => *entry = RetiredCalls::estimated(func, estimate, entry.counted),
+        None if estimate > 0 => retired.push(RetiredCalls::estimated(func, estimate, 0)),
         None => {}
     }
 }
@@ -161,7 +158,7 @@ mod tests {
         a 2 2 5 5 1200 50 10 10 0 5 50\n\
         r 2 7\n\
         end 0\n\
-        inv 1 thread 1 7000 2000 2 0 0 main\n\
+        inv 1 thread 1 7000 2000 3 0 0 main\n\
         n 0 0 7000 2000 0\n\
         n 1 1 7100 900 0\n\
         n 1 1 8000 900 0\n\
@@ -190,8 +187,8 @@ mod tests {
         let retired: Vec<&[RetiredCalls]> = trace.invocations.iter().map(|inv| inv.retired.as_slice()).collect();
         assert_eq!(retired[0], [RetiredCalls::counted(2, 7)]);
         assert_eq!(retired[1], [RetiredCalls::counted(2, 12)]);
-        assert_eq!(retired[2], [RetiredCalls { func: 2, calls: 18, estimated: true }]);
-        assert_eq!(retired[3], [RetiredCalls { func: 2, calls: 40, estimated: true }]);
+        assert_eq!(retired[2], [RetiredCalls::estimated(2, 18, 0)]);
+        assert_eq!(retired[3], [RetiredCalls::estimated(2, 6, 40)]);
         // Idempotent; written back as read (estimates are not `r` lines).
         let again = trace.clone();
         estimate_quiet_calls(&mut trace);
@@ -207,9 +204,9 @@ mod tests {
         let mut trace = parse(&text).unwrap();
         assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
         estimate_quiet_calls(&mut trace);
-        assert_eq!(trace.invocations[2].retired, [RetiredCalls { func: 2, calls: 10, estimated: true }]);
+        assert_eq!(trace.invocations[2].retired, [RetiredCalls::estimated(2, 10, 0)]);
         // 19 / 2 per invocation x 4 invocations = 38, over the 20 counted before it went quiet.
         let aggregate = trace.aggregate.unwrap();
-        assert_eq!(aggregate.retired, [RetiredCalls { func: 2, calls: 38, estimated: true }]);
+        assert_eq!(aggregate.retired, [RetiredCalls::estimated(2, 38, 20)]);
     }
 }

@@ -180,12 +180,11 @@ pub(super) fn read_retired_calls(rest: &str) -> Result<RetiredCalls> {
     Ok(RetiredCalls::counted(f.index()?, f.num()?))
 }
 
-/// Estimated calls (of a quiet function) are the reader's, not the runtime's: they are not written.
+/// Estimated calls (of a quiet function) are the reader's, not the runtime's: only what it counted is written.
 pub(super) fn write_retired_calls(out: &mut String, r: &RetiredCalls) {
-    if r.estimated {
-        return;
+    if r.counted > 0 || !r.estimated {
+        let _ = writeln!(out, "r {} {}", r.func, r.counted);
     }
-    let _ = writeln!(out, "r {} {}", r.func, r.calls);
 }
 
 // ---- invocation records ----

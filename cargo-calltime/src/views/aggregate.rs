@@ -280,6 +280,7 @@ pub fn add_retired(sum: &mut Vec<RetiredCalls>, calls: &[RetiredCalls]) {
         match sum.iter_mut().find(|s| s.func == r.func) {
             Some(s) => {
                 s.calls = s.calls.saturating_add(r.calls);
+                s.counted = s.counted.saturating_add(r.counted);
                 s.estimated |= r.estimated;
             }
             None => sum.push(*r),

@@ -519,10 +519,14 @@ impl TextView<'_> {
         let retired = stats.retired_functions.max(self.trace.retirements.len() as u64);
         if retired > 0 {
             let note = format!(
-                "  {retired} probe{} retired during the run: later calls of {} were counted, not timed \
+                "  {retired} probe{} retired during the run: later calls of {} were counted, not timed{} \
                  (--exact keeps every call)",
                 plural_s(retired),
-                if retired == 1 { "that function" } else { "those functions" }
+                if retired == 1 { "that function" } else { "those functions" },
+                match self.trace.quiet.len() {
+                    0 => String::new(),
+                    n => format!(", then estimated once {n} went quiet (~)"),
+                }
             );
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
