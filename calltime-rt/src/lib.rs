@@ -195,6 +195,13 @@ pub mod __private {
         crate::retire::retire(index, 0, 0);
     }
 
+    /// Retires function `index` now and stops counting its calls, as it does after `CALLTIME_QUIET_AFTER` counted
+    /// invocations (benchmarks).
+    pub fn quiet_now(index: u32) {
+        crate::retire::retire(index, 0, 0);
+        crate::retire::go_quiet(index);
+    }
+
     /// Holds (true) or releases the writer thread, so tests can show that the panic hook and the exit handler write
     /// what is still queued. Explicit flushes, the panic hook and the exit handler ignore it.
     pub fn hold_writer(hold: bool) {

@@ -237,7 +237,7 @@ fn note_counted(slot: usize) {
 /// the per-thread counters and are settled as before; the slot is not reused.
 #[cold]
 #[inline(never)]
-fn go_quiet(index: u32) {
+pub(crate) fn go_quiet(index: u32) {
     let Some(state) = STATE.get(index as usize) else { return };
     let mut records = lock(&RECORDS);
     let slot = state.load(Relaxed);
