@@ -67,8 +67,15 @@ fn calibration_line_has_sane_values() {
         let trace = run_ok("calibration_line_has_sane_values", &[("CALLTIME_CLOCK", clock)]);
         assert_eq!(trace.header[4].split(' ').next(), Some("calibration"), "right after settings: {:?}", trace.header);
         let c = calibration(&trace);
-        let keys =
-            ["folded_outer", "quiet_outer", "recorded_inner", "recorded_outer", "retired_outer", "timed_inner", "timed_outer"];
+        let keys = [
+            "folded_outer",
+            "quiet_outer",
+            "recorded_inner",
+            "recorded_outer",
+            "retired_outer",
+            "timed_inner",
+            "timed_outer",
+        ];
         assert_eq!(c.keys().map(String::as_str).collect::<Vec<_>>(), keys);
         let ps = |k: &str| c[k];
         // Between 0 and 1 us per call, whatever the build profile (this test runs unoptimised).

@@ -7,8 +7,8 @@ mod util;
 
 use cargo_calltime::trace::compensate::compensated;
 use cargo_calltime::trace::{
-    parse, Calibration, FunctionInfo, FunctionTable, Invocation, Node, Quiet, RetiredCalls, Retirement, Stats, ThreadKind,
-    ThreadRef, Times, Trace, TraceBuilder,
+    parse, Calibration, FunctionInfo, FunctionTable, Invocation, Node, Quiet, RetiredCalls, Retirement, Stats,
+    ThreadKind, ThreadRef, Times, Trace, TraceBuilder,
 };
 use cargo_calltime::views::{render, ViewOptions};
 use util::{check, data};

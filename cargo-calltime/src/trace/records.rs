@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use super::{
-    AggregatePath, Calibration, Invocation, Node, Quiet, RetiredCalls, Retirement, RunAggregate, Stats, ThreadKind, ThreadRef,
-    Trace,
+    AggregatePath, Calibration, Invocation, Node, Quiet, RetiredCalls, Retirement, RunAggregate, Stats, ThreadKind,
+    ThreadRef, Trace,
 };
 
 pub(super) const MAGIC: &str = "calltime-trace";

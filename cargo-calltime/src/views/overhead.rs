@@ -88,7 +88,7 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
         return None;
     }
     if trace.settings.get("retire").is_some_and(|&on| on != 0) {
-        return retired_note(&fast);
+        return retired_note(&fast, !trace.quiet.is_empty());
     }
     let calls: u64 = fast.iter().map(|f| f.calls).sum();
     let listed = listed(&fast.iter().collect::<Vec<_>>());
@@ -107,18 +107,19 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
 }
 
 /// With retirement on: the functions whose probes retired, and how to keep them out of later plans.
-fn retired_note(fast: &[FastFunction]) -> Option<String> {
+fn retired_note(fast: &[FastFunction], some_quiet: bool) -> Option<String> {
     let retired: Vec<&FastFunction> = fast.iter().filter(|f| f.retired).collect();
     if retired.is_empty() {
         return None;
     }
     let listed = listed(&retired);
     Some(format!(
-        "{} probe{} retired during the run, too fast to be worth timing: {listed}. Their later calls were counted, \
+        "{} probe{} retired during the run, too fast to be worth timing: {listed}. Their later calls were counted{}, \
          not timed, and their time is in their callers'. `--exclude-fast` leaves them out of later plans; `--exact` \
          times every call.",
         retired.len(),
         crate::units::plural_s(retired.len() as u64),
+        if some_quiet { " (then estimated, once they went quiet)" } else { "" },
     ))
 }
 
