@@ -490,6 +490,7 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         let outbox = slot.outbox.filter(|_| slot.rec == rec)?;
         // SAFETY: the slot owns the recorder, whose invocation just ended on this thread.
         let r = unsafe { &*rec };
+        crate::retire::note_invocation(r);
         crate::aggregate::fold(r);
         let root = r.nodes().first()?;
         outbox.note_root_start(root.start);
@@ -579,6 +580,7 @@ pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recor
 /// A root task's invocation ended: hand its tree to the writer.
 pub(crate) fn finish_task(owned: OwnedRecorder) {
     let rec = owned.into_box();
+    crate::retire::note_invocation(&rec);
     crate::aggregate::fold(&rec);
     let Some(rt) = RUNTIME.get() else { return drop(rec) };
     let root = rec.nodes().first().copied();

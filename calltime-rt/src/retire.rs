@@ -6,8 +6,7 @@
 //! function (it never retires: its wrapper does not check the byte), or `QUIET` (the high bit) once it went quiet.
 //! The probe reads the byte (a relaxed load) first, before any thread-local access. A retired function first counts
 //! its calls exactly: that load, a branch and a per-thread counter (`RETIRED_CALLS`), settled into the current
-//! recorder whenever `CURRENT` changes. Once its calls have been settled into `quiet_after` recording contexts
-//! (invocations, or polls of a root task), it goes quiet: its probe is then the load and one branch on the sign bit, nothing else, and the tool
+//! recorder whenever `CURRENT` changes. Once `quiet_after` invocations have counted its calls, it goes quiet: its probe is then the load and one branch on the sign bit, nothing else, and the tool
 //! estimates its later calls from the counted ones (a `quiet` record; docs/trace-format.md).
 //! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the
 //! timed exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for
@@ -39,8 +38,8 @@ pub(crate) const CHECK_EVERY: u64 = 32;
 static STATE: [AtomicU8; RETIRE_INDICES] = [const { AtomicU8::new(0) }; RETIRE_INDICES];
 /// Per retirement slot (1..=126): the function index it belongs to.
 static SLOT_INDEX: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) }; RETIRE_SLOTS + 2];
-/// Per retirement slot: recording contexts its function's counted calls were settled into (a relaxed load and store,
-/// not a read-modify-write: two threads settling at once may count one; it then goes quiet one context later).
+/// Per retirement slot: invocations that counted calls of its function (a relaxed load and store, not a
+/// read-modify-write: two threads ending invocations at once may count one; it then goes quiet one later).
 static COUNTED_IN: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) }; RETIRE_SLOTS + 2];
 /// Slots handed out so far (the highest slot in use); readers scan counters `1..=SLOTS_USED`.
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
@@ -70,7 +69,7 @@ pub(crate) struct Settings {
     pub(crate) enabled: bool,
     pub(crate) factor: u64,
     pub(crate) min_calls: u64,
-    /// Recording contexts with counted calls of a retired function before it goes quiet; 0: never.
+    /// Invocations with counted calls of a retired function before it goes quiet; 0: never.
     pub(crate) quiet_after: u64,
 }
 
@@ -142,7 +141,6 @@ pub(crate) fn settle_retired_calls(left: *mut Recorder) {
             if calls != 0 && left as usize > SKIP as usize {
                 // SAFETY: the context being left is still live (its owner makes it current and withdraws it).
                 unsafe { (*left).retired_calls[slot] += calls };
-                note_counted(slot);
             }
         }
     });
@@ -221,8 +219,19 @@ pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
     PENDING.store(true, Relaxed);
 }
 
-/// Counted calls of retirement slot `slot`'s function were settled into a recording context: after `quiet_after`
-/// of them the function goes quiet (its probe stops counting; a `quiet` record says from when).
+/// An invocation ended (a thread's root returned, or a root task finished): each retired function it counted calls
+/// of is a step nearer going quiet. A loop over the slots in use, as when settling.
+pub(crate) fn note_invocation(rec: &Recorder) {
+    let used = slots_used().min(RETIRED_COUNTERS - 1);
+    for (slot, &calls) in rec.retired_calls().iter().enumerate().take(used + 1).skip(1) {
+        if calls != 0 {
+            note_counted(slot);
+        }
+    }
+}
+
+/// An invocation counted calls of retirement slot `slot`'s function: after `quiet_after` of them the function goes
+/// quiet (its probe stops counting; a `quiet` record says from when).
 fn note_counted(slot: usize) {
     let Some(counted) = COUNTED_IN.get(slot) else { return };
     let quiet_after = SETTINGS.get().map_or(0, |s| s.quiet_after);

@@ -27,6 +27,15 @@ pub fn estimate_quiet_calls(trace: &mut Trace) {
         let no_callers = BTreeSet::new();
         let callers = callers.get(&quiet.func).unwrap_or(&no_callers);
         let rate = Rate::measure(trace.invocations.iter().filter(|inv| ended_before(inv, &quiet)), &quiet, callers);
+        let warning = format!(
+            "calls of function #{} after it went quiet are not estimated: no invocation in the trace counted them all \
+             (keep more invocations, or set CALLTIME_QUIET_AFTER=0 to count them)",
+            quiet.func
+        );
+        let unestimated = rate.per == 0 && trace.invocations.iter().any(|inv| !ended_before(inv, &quiet));
+        if unestimated && !trace.warnings.contains(&warning) {
+            trace.warnings.push(warning);
+        }
         for inv in trace.invocations.iter_mut().filter(|inv| !ended_before(inv, &quiet)) {
             let (_, by) = invocation_calls(inv, quiet.func, callers);
             let estimate = rate.estimate(if rate.by_callers { by } else { 1 });
@@ -54,17 +63,9 @@ fn set_estimate(retired: &mut Vec<RetiredCalls>, func: u32, estimate: u64) {
 
 /// The aggregate's `gr` count of a quiet function: its calls over the run by `rate`, less those on call paths.
 fn estimate_in_aggregate(aggregate: &mut RunAggregate, func: u32, rate: &Rate, callers: &BTreeSet<u32>) {
-    fn path_calls(path: &AggregatePath, func: u32, of: &BTreeSet<u32>) -> (u64, u64) {
-        let own = if path.func == func { path.calls } else { 0 };
-        let by = if of.contains(&path.func) { path.calls } else { 0 };
-        path.children.iter().fold((own, by), |(a, b), child| {
-            let (x, y) = path_calls(child, func, of);
-            (a + x, b + y)
-        })
-    }
     let (mut on_paths, mut by) = (0, 0);
     for root in &aggregate.roots {
-        let (own, b) = path_calls(root, func, callers);
+        let (own, b) = calls_in(root, func, callers);
         (on_paths, by) = (on_paths + own, by + b);
     }
     by += aggregate.retired.iter().filter(|r| callers.contains(&r.func)).map(|r| r.calls).sum::<u64>();
@@ -98,11 +99,42 @@ fn invocation_calls(inv: &Invocation, func: u32, of: &BTreeSet<u32>) -> (u64, u6
     (own, by)
 }
 
-/// Calls of `func` (nodes) and calls of the functions in `of` in a tree.
-fn calls_in(node: &Node, func: u32, of: &BTreeSet<u32>) -> (u64, u64) {
-    let own = if node.func == func { node.calls } else { 0 };
-    let by = if of.contains(&node.func) { node.calls } else { 0 };
-    node.children.iter().fold((own, by), |(a, b), child| {
+/// A tree of calls by function: an invocation's nodes, or the aggregate's call paths.
+trait CallTree: Sized {
+    fn func(&self) -> u32;
+    fn calls(&self) -> u64;
+    fn children(&self) -> &[Self];
+}
+
+impl CallTree for Node {
+    fn func(&self) -> u32 {
+        self.func
+    }
+    fn calls(&self) -> u64 {
+        self.calls
+    }
+    fn children(&self) -> &[Node] {
+        &self.children
+    }
+}
+
+impl CallTree for AggregatePath {
+    fn func(&self) -> u32 {
+        self.func
+    }
+    fn calls(&self) -> u64 {
+        self.calls
+    }
+    fn children(&self) -> &[AggregatePath] {
+        &self.children
+    }
+}
+
+/// Calls of `func` and calls of the functions in `of` in a tree.
+fn calls_in<T: CallTree>(node: &T, func: u32, of: &BTreeSet<u32>) -> (u64, u64) {
+    let own = if node.func() == func { node.calls() } else { 0 };
+    let by = if of.contains(&node.func()) { node.calls() } else { 0 };
+    node.children().iter().fold((own, by), |(a, b), child| {
         let (x, y) = calls_in(child, func, of);
         (a + x, b + y)
     })
