@@ -496,7 +496,7 @@ mod tests {
         let copy = tmp.path().join("copy");
         let rt = tmp.path().join("rt");
 
-        let first = prepare(&ws, &copy, None, &rt).unwrap();
+        let first = prepare(&ws, &copy, None, Some(&rt)).unwrap();
         assert_eq!((first.files, first.written, first.removed), (5, 5, 0));
         assert!(!copy.join(".git").exists() && !copy.join("target").exists());
         assert_eq!(first.left_out, [PathBuf::from("logs/a.txt"), PathBuf::from("run.out")]);
@@ -507,19 +507,19 @@ mod tests {
         let lib_mtime = mtime("src/lib.rs");
         assert_eq!(lib_mtime, std::fs::metadata(ws_dir.join("src/lib.rs")).unwrap().modified().unwrap());
 
-        let again = prepare(&ws, &copy, None, &rt).unwrap();
+        let again = prepare(&ws, &copy, None, Some(&rt)).unwrap();
         assert_eq!((again.written, again.removed), (0, 0));
         assert_eq!(mtime("src/lib.rs"), lib_mtime);
 
         write("src/extra.rs", "pub fn g() {}\n");
         write("src/new.rs", "\n");
-        let changed = prepare(&ws, &copy, None, &rt).unwrap();
+        let changed = prepare(&ws, &copy, None, Some(&rt)).unwrap();
         assert_eq!((changed.written, changed.removed), (2, 0));
         assert_eq!(std::fs::read_to_string(copy.join("src/extra.rs")).unwrap(), "pub fn g() {}\n");
         assert_eq!(mtime("src/lib.rs"), lib_mtime);
 
         std::fs::remove_file(ws_dir.join("src/new.rs")).unwrap();
-        let removed = prepare(&ws, &copy, None, &rt).unwrap();
+        let removed = prepare(&ws, &copy, None, Some(&rt)).unwrap();
         assert_eq!((removed.written, removed.removed), (0, 1));
         assert!(!copy.join("src/new.rs").exists());
     }
