@@ -437,6 +437,13 @@ pub fn rustc_wrapper_from_env() -> Option<i32> {
             let mut extern_arg = std::ffi::OsString::from("calltime_rt=");
             extern_arg.push(rlib);
             cmd.arg("--extern").arg(extern_arg);
+            // A crate that uses the runtime only through another (a bin through its lib) finds it by search path:
+            // rustc looks dependencies of dependencies up there, not in `--extern`.
+            if let Some(dir) = Path::new(rlib).parent() {
+                let mut search = std::ffi::OsString::from("dependency=");
+                search.push(dir);
+                cmd.arg("-L").arg(search);
+            }
         }
     }
     cmd.env_remove(REMAP_VAR).env_remove(RUNTIME_RLIB_VAR);
