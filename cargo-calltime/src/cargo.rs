@@ -673,7 +673,7 @@ fn write_once(path: &Path, bytes: &[u8]) -> Result<()> {
 /// compiled from its sources.
 pub fn failed_on_prebuilt_runtime(failed: &BuildOutput) -> bool {
     const REFUSALS: &[&str] =
-        &["E0460", "E0461", "E0462", "E0463", "E0514", "E0519", "incompatible", "panic strategy", "mismatch"];
+        &["E0460", "E0461", "E0462", "E0463", "E0514", "E0519", "panic strategy", "mixing", "target modifier"];
     failed.stderr.lines().any(|line| line.contains("calltime_rt") && REFUSALS.iter().any(|r| line.contains(r)))
 }
 
