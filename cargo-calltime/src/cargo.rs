@@ -927,6 +927,57 @@ mod tests {
     }
 
     #[test]
+    fn only_rustcs_refusals_of_the_prebuilt_runtime_retry_the_build() {
+        let failed = |stderr: &str| BuildOutput { stderr: stderr.to_owned(), ..Default::default() };
+        assert!(failed_on_prebuilt_runtime(&failed(
+            "error[E0514]: found crate `calltime_rt` compiled by an incompatible version of rustc"
+        )));
+        assert!(failed_on_prebuilt_runtime(&failed(
+            "error[E0461]: couldn't find crate `calltime_rt` with expected target triple"
+        )));
+        assert!(failed_on_prebuilt_runtime(&failed(
+            "error: mixing `-Zregparm` will cause an ABI mismatch in crate `calltime_rt`"
+        )));
+        // The user's own errors, or a probe's: the build is not retried.
+        assert!(!failed_on_prebuilt_runtime(&failed("error[E0308]: mismatched types\n --> src/lib.rs:3:5")));
+        assert!(!failed_on_prebuilt_runtime(&failed("3 |     let _g = ::calltime_rt::__private::enter(1); x + \"\"")));
+    }
+
+    #[test]
+    fn the_users_runtime_profile_is_found_in_any_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("Cargo.toml");
+        std::fs::write(&manifest, "[package]\nname = \"a\"\n[profile.release]\nlto = true\n").unwrap();
+        assert!(!sets_runtime_profile(&manifest));
+        std::fs::write(&manifest, "[profile.bench.package.calltime-rt]\nopt-level = 1\n").unwrap();
+        assert!(sets_runtime_profile(&manifest));
+    }
+
+    #[test]
+    fn old_runtime_cache_entries_are_removed_after_a_day_unused() {
+        let base = tempfile::tempdir().unwrap();
+        let day_ago = std::time::SystemTime::now() - STALE_AFTER - std::time::Duration::from_secs(60);
+        let entry = |name: &str, used: Option<std::time::SystemTime>| {
+            let dir = base.path().join(name);
+            std::fs::create_dir_all(dir.join("target")).unwrap();
+            mark_used(&dir);
+            if let Some(used) = used {
+                std::fs::File::options().write(true).open(dir.join(USED_MARKER)).unwrap().set_modified(used).unwrap();
+            }
+            dir
+        };
+        let current = entry("runtime-0.2.0-b", Some(day_ago));
+        let old = entry("runtime-0.1.0-a", Some(day_ago));
+        let recent = entry("runtime-0.1.0-c", None);
+        let other = entry("not-a-runtime", Some(day_ago));
+        prune_runtime_cache(base.path(), &current);
+        assert!(current.exists(), "the current entry stays, however old");
+        assert!(!old.exists(), "an entry unused for a day goes");
+        assert!(recent.exists(), "an entry another tool used lately stays");
+        assert!(other.exists(), "only runtime-* entries are touched");
+    }
+
+    #[test]
     fn diagnostic_paths_are_made_relative_to_the_workspace() {
         let shadow = Path::new("/w/target/calltime/shadow");
         let user = Path::new("/w");
