@@ -24,7 +24,7 @@ mkdir -p "$bench"
 # t COMMAND...: runs it quietly and prints "WALL CPU" in seconds (on failure, its last lines, and exits).
 t() {
   /usr/bin/time -f '%e %U %S' -o "$times" "$@" > /dev/null 2>&1 || { echo "FAILED: $*" >&2; "$@" 2>&1 | tail -5 >&2; exit 1; }
-  awk '{ printf "%.1f %.1f\n", $1, $2 + $3 }' "$times"
+  awk '{ printf "%.2f %.2f\n", $1, $2 + $3 }' "$times"
 }
 fresh() { rm -rf "$w"; cp -r "$src" "$w"; rm -rf "$w/target"; }
 # ratio "WALL CPU" "WALL CPU": "wall-ratio/cpu-ratio"
