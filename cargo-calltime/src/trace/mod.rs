@@ -80,12 +80,27 @@ fn is_zero(value: &u64) -> bool {
 }
 
 impl Trace {
-    /// Whether the process that wrote the trace is still running (Linux: `/proc/<pid>` exists; elsewhere unknown,
-    /// so false). A recycled pid can make a long-gone process look alive: callers ask only when the trace has no
-    /// counters from its exit.
+    /// Whether the process that wrote the trace is still running (unix: `kill(pid, 0)`, Linux and macOS alike;
+    /// elsewhere unknown, so false). A recycled pid can make a long-gone process look alive: callers ask only when
+    /// the trace has no counters from its exit.
     pub fn process_is_running(&self) -> bool {
-        cfg!(target_os = "linux") && self.pid != 0 && Path::new("/proc").join(self.pid.to_string()).exists()
+        self.pid != 0 && process_exists(self.pid)
     }
+}
+
+/// Whether a process with this id exists: signal 0 checks without sending anything; EPERM means it exists but
+/// belongs to another user.
+#[cfg(unix)]
+pub(crate) fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: `kill` with signal 0 sends nothing; it only reads the process table.
+    let status = unsafe { libc::kill(pid, 0) };
+    status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(not(unix))]
+pub(crate) fn process_exists(_pid: u32) -> bool {
+    false
 }
 
 /// Counters the runtime keeps per process (the last `stats` line of the file).
@@ -563,4 +578,23 @@ fn not_a_trace(message: impl Into<String>) -> anyhow::Error {
              instrumented binary (CALLTIME_OUT)",
         )
         .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_running_process_is_told_from_a_finished_one() {
+        assert!(process_exists(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().expect("`true` runs");
+        let pid = child.id();
+        child.wait().expect("`true` exits");
+        // Reaped: the pid names no process until it is recycled, which the kernel does not do at once.
+        assert!(!process_exists(pid));
+        let trace = Trace { pid: std::process::id(), ..Trace::default() };
+        assert!(trace.process_is_running());
+        assert!(!Trace::default().process_is_running(), "pid 0 is no process");
+    }
 }
