@@ -72,14 +72,16 @@ fn a_service_is_summarised_whole_bounded_merged_and_controlled() {
     assert!(whole.contains("whole run: 20,000 invocations folded in by the runtime"), "{whole}");
     assert!(whole.contains("300 kept as trees"), "{whole}");
 
-    // Rotation and the hourly cap: 180 KB at once (half of 360 KB an hour), then 50 bytes a second.
-    let env = [("CALLTIME_ROTATE_BYTES", "60000"), ("CALLTIME_MAX_BYTES_PER_HOUR", "360000")];
-    run_server(&dir, &[], &env, &["serve", "20000", "2"]);
+    // Rotation and the hourly cap, set by flags: 180 KB at once (half of 360 KB an hour), then 50 bytes a second.
+    let caps = ["--rotate-size", "60kB", "--max-size-per-hour", "360000"];
+    run_server(&dir, &caps, &[], &["serve", "20000", "2"]);
     let files = newest_run_files(&dir);
     let bytes: u64 = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();
     assert!(files.len() >= 2, "rotated by size: {files:?}");
     assert!(bytes <= 200_000, "{bytes} bytes in {files:?}");
     let trace = last_trace(&dir);
+    let (rotate, cap) = (trace.settings.get("rotate_bytes"), trace.settings.get("max_bytes_per_hour"));
+    assert_eq!((rotate, cap), (Some(&60_000), Some(&360_000)), "the flags reach the settings line");
     let aggregate = trace.aggregate.as_ref().unwrap();
     assert_eq!(aggregate.roots[0].calls, 20_000, "the aggregate counts what the cap dropped");
     assert!(aggregate.dropped_cap > 0 && trace.stats.dropped >= aggregate.dropped_cap, "{aggregate:?}");
