@@ -11,7 +11,8 @@
 //!   `updated_unix_ms`, `slower_than_ns`). `ctl` waits for `applied` to reach its `seq`. Both files are removed at exit.
 //!
 //! Off costs the root probe one more load and branch than a probe outside any invocation: nothing is recorded,
-//! counted or aggregated.
+//! counted or aggregated. Each change a command makes is written to the trace as a `control` record (by the writer,
+//! with its time), so the report says what was switched while the program ran.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -72,21 +73,29 @@ fn file(extension: &str) -> PathBuf {
     dir().join(format!("{}.{extension}", std::process::id()))
 }
 
+/// A setting a command changed, as the trace's `control` record names it: `recording` (1 on, 0 off), `sample` or
+/// `slower_than_ns` (the `settings` line's keys), and its new value.
+pub(crate) type Change = (&'static str, u64);
+
 /// Called by the writer thread every period: applies a new command, and rewrites the status file when something
-/// changed or a second passed. `trace` names the current trace file for the status.
-pub(crate) fn poll(trace: &std::path::Path) {
+/// changed or a second passed. `trace` names the current trace file for the status. Returns the setting the command
+/// changed, for the trace (a command that changes nothing, such as `status` or a second `off`, returns `None`).
+pub(crate) fn poll(trace: &std::path::Path) -> Option<Change> {
     let mut poller = lock(&POLLER);
     if poller.dir.is_none() {
         if std::fs::create_dir_all(dir()).is_err() {
-            return;
+            return None;
         }
         poller.dir = Some(dir().clone());
     }
     let mut changed = false;
+    let mut change = None;
     if let Ok(text) = std::fs::read_to_string(file("cmd")) {
+        let before = settings_now();
         if let Some(seq) = apply(&text, poller.applied) {
             poller.applied = seq;
             changed = true;
+            change = difference(before, settings_now());
         }
     }
     let trace = trace.display().to_string();
@@ -99,6 +108,17 @@ pub(crate) fn poll(trace: &std::path::Path) {
         poller.last_status = Some(Instant::now());
         write_status(&poller);
     }
+    change
+}
+
+/// What a command can change: (recording, sample, slower_than_ns).
+fn settings_now() -> [Change; 3] {
+    [("recording", u64::from(!is_off())), ("sample", sample()), ("slower_than_ns", crate::keep::slower_than_ns())]
+}
+
+/// The one setting that differs (a command changes at most one).
+fn difference(before: [Change; 3], after: [Change; 3]) -> Option<Change> {
+    before.iter().zip(after).find(|(b, a)| b.1 != a.1).map(|(_, a)| a)
 }
 
 /// Applies `<seq> <command> [<argument>]` when `seq` is newer than `applied`; the new seq.
@@ -174,5 +194,13 @@ mod tests {
         assert_eq!(crate::keep::slower_than_ns(), 0);
         assert_eq!(apply("garbage", 0), None);
         SAMPLE.store(1, Relaxed);
+    }
+
+    #[test]
+    fn a_change_names_the_setting_it_moved() {
+        let before = [("recording", 1), ("sample", 1), ("slower_than_ns", 0)];
+        assert_eq!(difference(before, [("recording", 0), ("sample", 1), ("slower_than_ns", 0)]), Some(("recording", 0)));
+        assert_eq!(difference(before, [("recording", 1), ("sample", 10), ("slower_than_ns", 0)]), Some(("sample", 10)));
+        assert_eq!(difference(before, before), None, "`status`, or `on` while on, changes nothing");
     }
 }

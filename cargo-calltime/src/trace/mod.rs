@@ -8,6 +8,7 @@
 //! - `read`: assembles lines into [`Trace`] (record boundaries, trees from depths, what a crash leaves).
 //! - `build`: writes a [`Trace`] (or invocations one at a time) back as text.
 //! - `table`: the function table ([`FunctionTable`]).
+//! - `service`: the records of long-running services: settings switched by `ctl`, held trees displaced later.
 
 mod aggregate;
 mod build;
@@ -15,6 +16,7 @@ pub mod compensate;
 mod files;
 mod read;
 mod records;
+mod service;
 mod table;
 
 use std::collections::BTreeMap;
@@ -27,6 +29,7 @@ pub use aggregate::{bucket_low, bucket_middle, AggregatePath, RunAggregate};
 pub use build::TraceBuilder;
 pub use files::run_files;
 pub use read::parse;
+pub use service::ControlChange;
 pub use table::{FunctionInfo, FunctionTable};
 
 use crate::error::UserError;
@@ -64,6 +67,12 @@ pub struct Trace {
     /// The runtime's whole-run aggregate: the last complete `aggregate` record (summed over processes when a run's
     /// files are merged); `None` for runtimes that do not write one.
     pub aggregate: Option<RunAggregate>,
+    /// Settings `cargo calltime ctl` switched while the program ran (`control` records), in file order (a merged
+    /// run: process by process).
+    pub controls: Vec<ControlChange>,
+    /// Sequence numbers of trees written while held (`--keep-slowest`, `--keep-sample`) and displaced later
+    /// (`unheld` records); the reader leaves those invocations out.
+    pub unheld: Vec<u64>,
     /// Processes and files a merged run was read from (1 and 1 for a single file).
     pub processes: usize,
     pub files: usize,
