@@ -2,7 +2,8 @@
 //! its own bounded load (a fixed request count, or a time limit of a few seconds): the runtime's whole-run aggregate
 //! counts every request exactly, whatever was kept; the trace stays under its hourly cap and rotates; a program
 //! that spawns copies of itself gives one merged report; `ctl off` stops recording within 100 ms and `ctl on`
-//! resumes it; after `ctl slower-than 5ms` the kept trees are the slow ones; `report --follow` redraws the aggregate.
+//! resumes it, and the report says when; after `ctl slower-than 5ms` the kept trees are the slow ones; the slowest
+//! trees held by `--keep-slowest` survive a SIGTERM; `report --follow` redraws the aggregate.
 
 mod util;
 
@@ -103,6 +104,7 @@ fn a_service_is_summarised_whole_bounded_merged_and_controlled() {
 
     controlled_while_running(&dir);
     slower_than_switched_while_running(&dir);
+    held_trees_survive_a_kill(&dir);
 
     let mut cmd = util::calltime();
     cmd.args(["report", "--follow", "--follow-frames", "2"]).current_dir(&dir);
@@ -177,6 +179,16 @@ fn controlled_while_running(dir: &Path) {
     assert_eq!(while_off, 0, "no request recorded while off");
     let counted = trace.aggregate.as_ref().unwrap().roots[0].calls;
     assert!(counted < served && counted == trace.stats.seen, "{counted} of {served}, {:?}", trace.stats);
+    // The trace says what was switched, and when: between sending each command and seeing it applied.
+    let switched: Vec<(u64, &str, u64)> =
+        trace.controls.iter().map(|c| (trace.epoch_unix_ns + c.at_ns, c.setting.as_str(), c.value)).collect();
+    let [(off_at, "recording", 0), (on_at, "recording", 1)] = switched[..] else { panic!("{switched:?}") };
+    assert!(off_sent <= off_at && off_at <= off_applied, "off applied at {off_at}");
+    assert!(on_sent <= on_at && on_at <= on_applied, "on applied at {on_at}");
+    let mut cmd = util::calltime();
+    cmd.args(["report", "--format", "aggregate"]).current_dir(dir);
+    let whole = String::from_utf8(util::run(&mut cmd, true).stdout).unwrap();
+    assert!(whole.contains("switched while running (cargo calltime ctl): recording off at +"), "{whole}");
 }
 
 fn calls(node: &Node, func: u32) -> bool {
@@ -211,6 +223,30 @@ fn slower_than_switched_while_running(dir: &Path) {
     assert_eq!(trace.stats.dropped_limit, 0, "{served} served, {:?}", trace.stats);
     let aggregate = trace.aggregate.as_ref().unwrap();
     assert_eq!((aggregate.roots[0].calls, trace.stats.seen), (served, served), "every request counted");
+    let switched: Vec<(&str, u64)> = trace.controls.iter().map(|c| (c.setting.as_str(), c.value)).collect();
+    assert_eq!(switched, [("slower_than_ns", 5_000_000)]);
+}
+
+/// `--keep-slowest 5` on a server killed by SIGTERM after 2.5 s of load (its injected slow requests take 20 ms):
+/// the runtime wrote its held trees every second, so the report has the 5 slow ones although the process never
+/// reached its exit handler.
+fn held_trees_survive_a_kill(dir: &Path) {
+    let flags = ["--keep-slowest", "5"];
+    let (child, _) = spawn_controllable(dir, &flags, &[("E2E_SLOW_MS", "20")], &["serve-for", "20000", "2"]);
+    std::thread::sleep(Duration::from_millis(2_500));
+    // The tool passes SIGTERM on to the program, waits for it, and reports what was recorded.
+    let killed = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("killed by signal 15 (SIGTERM"), "{stderr}");
+    let trace = last_trace(dir);
+    let slow = func(&trace, "::slow_path");
+    assert_eq!(trace.invocations.len(), 5, "the held set as of the last periodic write: {:?}", trace.stats);
+    for invocation in &trace.invocations {
+        assert!(invocation.duration_ns > 15_000_000 && calls(&invocation.root, slow), "{invocation:?}");
+    }
+    assert!(trace.stats.periodic && trace.stats.kept == 5, "counters of the last periodic write: {:?}", trace.stats);
 }
 
 /// `report` on the trace of a process still running, once a periodic `stats` line is in (every second): its
