@@ -26,17 +26,54 @@ use crate::invocation::lock;
 const UNSET: u8 = 0;
 const ON: u8 = 1;
 const OFF: u8 = 2;
+/// In a child forked without exec: off for good (see `forked`).
+const FORKED: u8 = 3;
 static STATE: AtomicU8 = AtomicU8::new(UNSET);
 /// Record 1 in N roots (`CALLTIME_SAMPLE`, then `ctl sample N`).
 static SAMPLE: AtomicU64 = AtomicU64::new(1);
 /// How often the status file is rewritten without a command.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 
-/// The root probe's check: recording was switched off.
+/// The root probe's check: recording was switched off (or this is a forked child).
 #[inline(always)]
 pub(crate) fn is_off() -> bool {
-    STATE.load(Relaxed) == OFF
+    STATE.load(Relaxed) >= OFF
 }
+
+/// This process is a child forked (without exec) from one that had started the runtime. It has no writer thread,
+/// its copy of the runtime's locks may be held by threads that do not exist in it, and its trace file descriptor is
+/// the parent's: so it records nothing (its root probes return at once, a root open at the fork ends unrecorded),
+/// writes nothing (no drain at exit, in the panic hook or in `flush`) and touches no control file. Its roots are
+/// not counted anywhere; the parent's trace is unaffected.
+#[inline]
+pub(crate) fn forked() -> bool {
+    STATE.load(Relaxed) == FORKED
+}
+
+/// Registers the fork handler once (at the runtime's start): a child forked without exec is switched to `FORKED`.
+/// Only an atomic store runs in the child, which is async-signal-safe as a child of a threaded process requires.
+#[cfg(unix)]
+fn watch_forks() {
+    extern "C" {
+        fn pthread_atfork(
+            prepare: Option<extern "C" fn()>,
+            parent: Option<extern "C" fn()>,
+            child: Option<extern "C" fn()>,
+        ) -> std::os::raw::c_int;
+    }
+    extern "C" fn in_child() {
+        STATE.store(FORKED, Relaxed);
+    }
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    // SAFETY: pthread_atfork is the C library's (libc on Linux, libSystem on macOS); the handler is a plain extern
+    // "C" fn with no captured state that only stores an atomic.
+    REGISTERED.call_once(|| unsafe {
+        pthread_atfork(None, None, Some(in_child));
+    });
+}
+
+#[cfg(not(unix))]
+fn watch_forks() {}
 
 /// The roots' sampling rate now (at least 1).
 #[inline(always)]
@@ -48,6 +85,7 @@ pub(crate) fn sample() -> u64 {
 pub(crate) fn start(sample: u64, start_off: bool) {
     SAMPLE.store(sample.max(1), Relaxed);
     let _ = STATE.compare_exchange(UNSET, if start_off { OFF } else { ON }, Relaxed, Relaxed);
+    watch_forks();
 }
 
 /// What the writer thread keeps between polls.
@@ -129,6 +167,8 @@ fn apply(text: &str, applied: u64) -> Option<u64> {
         return None;
     }
     match (words.next(), words.next().and_then(|n| n.parse::<u64>().ok())) {
+        // A forked child never polls; checked anyway, so nothing switches it back on.
+        _ if forked() => {}
         (Some("on"), _) => STATE.store(ON, Relaxed),
         (Some("off"), _) => STATE.store(OFF, Relaxed),
         (Some("sample"), Some(n)) => SAMPLE.store(n.max(1), Relaxed),
@@ -166,6 +206,10 @@ fn write_status(poller: &Poller) {
 
 /// At exit: the process is no longer controllable.
 pub(crate) fn remove_files() {
+    // A forked child's lock may be held by the parent's writer, and the files are the parent's.
+    if forked() {
+        return;
+    }
     if lock(&POLLER).dir.is_some() {
         let _ = std::fs::remove_file(file("status"));
         let _ = std::fs::remove_file(file("cmd"));

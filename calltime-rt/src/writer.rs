@@ -270,6 +270,10 @@ fn drain_at_exit() {
 
 fn drain_then(stats_line: bool, held: bool) {
     let Some(rt) = RUNTIME.get() else { return };
+    // A child forked without exec writes nothing: the file and the sink are the parent's (see `control::forked`).
+    if crate::control::forked() {
+        return;
+    }
     if DRAINING.try_with(Cell::get).unwrap_or(true) {
         return;
     }
