@@ -1,6 +1,6 @@
 //! The counting global allocator the shadow copy installs: each allocation made while an invocation is recording
 //! on this thread (or in this task's poll) is added to the innermost open call. Outside invocations it costs one
-//! thread-local load and a branch before the wrapped allocator runs (docs/performance.md, "Allocations").
+//! thread-local load and a branch before the wrapped allocator runs.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ops::Deref;
@@ -24,56 +24,13 @@ impl<A> Deref for CountingAlloc<A> {
     }
 }
 
-/// The recorder an allocation on this thread is counted on, if any: one thread-local load and a compare. Outside
-/// every invocation (and in a skipped one) that is all an allocation pays: the counting paths are out of line and
-/// take their arguments in registers, so the fast path saves no registers and ends in a jump to the wrapped
-/// allocator.
 #[inline(always)]
-fn recording() -> Option<*mut Recorder> {
+fn count(bytes: usize) {
     let rec = current();
-    (rec as usize > SKIP as usize).then_some(rec)
-}
-
-/// Counts one allocation of `bytes` on `rec`'s innermost open call.
-///
-/// # Safety
-/// `rec` is this thread's current recorder (from `recording`).
-#[inline(always)]
-unsafe fn count(rec: *mut Recorder, bytes: usize) {
-    // SAFETY: a real CURRENT is the live recorder of this thread's invocation (or of the task being polled); the
-    // runtime's own allocations while it holds a reference to it are made with counting paused.
-    unsafe { Recorder::count_alloc(rec, bytes as u64) }
-}
-
-impl<A: GlobalAlloc> CountingAlloc<A> {
-    /// `alloc`, counted. Safety: `rec` from `recording`; the `GlobalAlloc::alloc` contract.
-    #[inline(never)]
-    unsafe fn alloc_counted(&self, layout: Layout, rec: *mut Recorder) -> *mut u8 {
-        // SAFETY: the caller's contract.
-        unsafe {
-            count(rec, layout.size());
-            self.0.alloc(layout)
-        }
-    }
-
-    /// `alloc_zeroed`, counted. Safety: as `alloc_counted`.
-    #[inline(never)]
-    unsafe fn alloc_zeroed_counted(&self, layout: Layout, rec: *mut Recorder) -> *mut u8 {
-        // SAFETY: the caller's contract.
-        unsafe {
-            count(rec, layout.size());
-            self.0.alloc_zeroed(layout)
-        }
-    }
-
-    /// `realloc`, counted as one allocation of the new size. Safety: as `alloc_counted`, with `realloc`'s contract.
-    #[inline(never)]
-    unsafe fn realloc_counted(&self, ptr: *mut u8, layout: Layout, new_size: usize, rec: *mut Recorder) -> *mut u8 {
-        // SAFETY: the caller's contract.
-        unsafe {
-            count(rec, new_size);
-            self.0.realloc(ptr, layout, new_size)
-        }
+    if rec as usize > SKIP as usize {
+        // SAFETY: a real CURRENT is the live recorder of this thread's invocation (or of the task being polled);
+        // the runtime's own allocations while it holds a reference to it are made with counting paused.
+        unsafe { Recorder::count_alloc(rec, bytes as u64) }
     }
 }
 
@@ -82,20 +39,16 @@ impl<A: GlobalAlloc> CountingAlloc<A> {
 unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAlloc<A> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY (both arms): `rec` comes from `recording`; the caller's contract, passed on.
-        match recording() {
-            Some(rec) => unsafe { self.alloc_counted(layout, rec) },
-            None => unsafe { self.0.alloc(layout) },
-        }
+        count(layout.size());
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.alloc(layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY (both arms): `rec` comes from `recording`; the caller's contract, passed on.
-        match recording() {
-            Some(rec) => unsafe { self.alloc_zeroed_counted(layout, rec) },
-            None => unsafe { self.0.alloc_zeroed(layout) },
-        }
+        count(layout.size());
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.alloc_zeroed(layout) }
     }
 
     #[inline]
@@ -106,11 +59,9 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAlloc<A> {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY (both arms): `rec` comes from `recording`; the caller's contract, passed on.
-        match recording() {
-            Some(rec) => unsafe { self.realloc_counted(ptr, layout, new_size, rec) },
-            None => unsafe { self.0.realloc(ptr, layout, new_size) },
-        }
+        count(new_size);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.realloc(ptr, layout, new_size) }
     }
 }
 
