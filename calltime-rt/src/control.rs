@@ -243,7 +243,10 @@ mod tests {
     #[test]
     fn a_change_names_the_setting_it_moved() {
         let before = [("recording", 1), ("sample", 1), ("slower_than_ns", 0)];
-        assert_eq!(difference(before, [("recording", 0), ("sample", 1), ("slower_than_ns", 0)]), Some(("recording", 0)));
+        assert_eq!(
+            difference(before, [("recording", 0), ("sample", 1), ("slower_than_ns", 0)]),
+            Some(("recording", 0))
+        );
         assert_eq!(difference(before, [("recording", 1), ("sample", 10), ("slower_than_ns", 0)]), Some(("sample", 10)));
         assert_eq!(difference(before, before), None, "`status`, or `on` while on, changes nothing");
     }

@@ -286,7 +286,10 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
                 retired: retired_calls(trace, &inv.retired, None),
             })
             .collect(),
-        aggregate: aggregate(selected.iter().map(|(_, inv)| *inv)).iter().map(|agg| json_aggregate(trace, agg)).collect(),
+        aggregate: aggregate(selected.iter().map(|(_, inv)| *inv))
+            .iter()
+            .map(|agg| json_aggregate(trace, agg))
+            .collect(),
         whole_run: whole_run(trace),
         functions: super::table::rows(trace, opts)?,
         slower_than: slower,
