@@ -556,6 +556,7 @@ impl Sink {
             if displaced.written {
                 // In the trace already: the checkpoint's `unheld` record takes it back out.
                 KEPT.fetch_sub(1, Relaxed);
+                TRUNCATED.fetch_sub(u64::from(displaced.truncated), Relaxed);
             }
         }
     }
