@@ -115,10 +115,13 @@ fn file(extension: &str) -> PathBuf {
 /// `slower_than_ns` (the `settings` line's keys), and its new value.
 pub(crate) type Change = (&'static str, u64);
 
+/// A change and when it was applied (before the status file says so, so `ctl` never sees it earlier).
+pub(crate) type Applied = (&'static str, u64, Instant);
+
 /// Called by the writer thread every period: applies a new command, and rewrites the status file when something
 /// changed or a second passed. `trace` names the current trace file for the status. Returns the setting the command
 /// changed, for the trace (a command that changes nothing, such as `status` or a second `off`, returns `None`).
-pub(crate) fn poll(trace: &std::path::Path) -> Option<Change> {
+pub(crate) fn poll(trace: &std::path::Path) -> Option<Applied> {
     let mut poller = lock(&POLLER);
     if poller.dir.is_none() {
         if std::fs::create_dir_all(dir()).is_err() {
@@ -133,7 +136,7 @@ pub(crate) fn poll(trace: &std::path::Path) -> Option<Change> {
         if let Some(seq) = apply(&text, poller.applied) {
             poller.applied = seq;
             changed = true;
-            change = difference(before, settings_now());
+            change = difference(before, settings_now()).map(|(setting, value)| (setting, value, Instant::now()));
         }
     }
     let trace = trace.display().to_string();

@@ -323,9 +323,10 @@ fn poll_control() {
     let change = crate::control::poll(current.as_deref().unwrap_or(&rt.config.out));
     // A threshold set by `ctl slower-than` reaches the threads in ticks within this period.
     current_scale(rt);
-    if let Some((setting, value)) = change {
+    if let Some((setting, value, applied)) = change {
         // `control <at_ns> <setting>=<value>` (rare, on the writer thread): the report says what was switched, when.
-        let line = format!("control {} {setting}={value}\n", rt.clock.elapsed_ns());
+        let at_ns = rt.clock.elapsed_ns().saturating_sub(applied.elapsed().as_nanos() as u64);
+        let line = format!("control {at_ns} {setting}={value}\n");
         let mut sink = lock(&SINK);
         if sink.open(rt) {
             sink.output.write_always(line.as_bytes());

@@ -179,12 +179,13 @@ fn controlled_while_running(dir: &Path) {
     assert_eq!(while_off, 0, "no request recorded while off");
     let counted = trace.aggregate.as_ref().unwrap().roots[0].calls;
     assert!(counted < served && counted == trace.stats.seen, "{counted} of {served}, {:?}", trace.stats);
-    // The trace says what was switched, and when: between sending each command and seeing it applied.
+    // The trace says what was switched, and when: the time between the two changes (one clock, so the trace
+    // epoch's precision does not matter) lies between the shortest and the longest the commands allow.
     let switched: Vec<(u64, &str, u64)> =
-        trace.controls.iter().map(|c| (trace.epoch_unix_ns + c.at_ns, c.setting.as_str(), c.value)).collect();
+        trace.controls.iter().map(|c| (c.at_ns, c.setting.as_str(), c.value)).collect();
     let [(off_at, "recording", 0), (on_at, "recording", 1)] = switched[..] else { panic!("{switched:?}") };
-    assert!(off_sent <= off_at && off_at <= off_applied, "off applied at {off_at}");
-    assert!(on_sent <= on_at && on_at <= on_applied, "on applied at {on_at}");
+    let (shortest, longest) = (on_sent - off_applied, on_applied - off_sent);
+    assert!((shortest..=longest).contains(&(on_at - off_at)), "{} ns between off and on", on_at - off_at);
     let mut cmd = util::calltime();
     cmd.args(["report", "--format", "aggregate"]).current_dir(dir);
     let whole = String::from_utf8(util::run(&mut cmd, true).stdout).unwrap();
@@ -215,8 +216,12 @@ fn slower_than_switched_while_running(dir: &Path) {
     let after: Vec<&Invocation> = trace.invocations.iter().filter(|i| start(i) > applied).collect();
     assert!(!after.is_empty(), "slow ones kept after");
     for invocation in &after {
-        assert!(invocation.duration_ns > 5_000_000 && calls(&invocation.root, slow), "{invocation:?}");
+        assert!(invocation.duration_ns > 5_000_000, "{invocation:?}");
     }
+    // The injected slow requests; on a loaded machine an ordinary request may also take over 5 ms (descheduled),
+    // and the threshold rightly keeps it: a few, not most.
+    let injected = after.iter().filter(|i| calls(&i.root, slow)).count();
+    assert!(injected * 10 >= after.len() * 9, "{injected} of {} kept trees are the injected slow ones", after.len());
     assert!(trace.stats.left_out_fast > 0, "{:?}", trace.stats);
     // Over 100,000 requests are served (128,000 here): the default limit on trees no longer applies once the
     // threshold chooses them.
