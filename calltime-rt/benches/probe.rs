@@ -1,10 +1,10 @@
 //! Cost of one probed call, against the floor (two clock reads) and other instrumentation, in one run:
 //! `cargo bench -p calltime-rt --bench probe`. Results and method: docs/performance.md, "Runtime probe cost".
 
-use calltime_rt::__private::{enter, enter_root, hold_writer, init_clock, now, retire_now, PlanInfo};
+use calltime_rt::__private::{enter, enter_root, hold_writer, init_clock, now, quiet_now, retire_now, PlanInfo};
 use divan::{black_box, Bencher};
 
-static PLAN: PlanInfo = PlanInfo { id: "bench", table: "", functions: 4 };
+static PLAN: PlanInfo = PlanInfo { id: "bench", table: "", functions: 5 };
 
 /// Probes per root invocation in the recording benchmark: below the default fold (4096 calls), so every probe is
 /// stored as its own node (96 KB of nodes); the root is then restarted, which adds well under 0.1 ns per probe.
@@ -44,6 +44,13 @@ fn probed_fn() {
 #[inline(never)]
 fn retired_fn() {
     let __calltime_guard = enter(2);
+    black_box(());
+}
+
+/// A function whose probe `quiet_probe_pair` retires and quiets.
+#[inline(never)]
+fn quiet_fn() {
+    let __calltime_guard = enter(3);
     black_box(());
 }
 
@@ -122,6 +129,16 @@ fn retired_probe_pair(bencher: Bencher) {
     retire_now(2);
     let root = enter_root(0, &PLAN);
     bencher.bench_local(retired_fn);
+    drop(root);
+}
+
+/// A probed call of a retired function that went quiet (no longer counted) inside a root invocation: a byte load and
+/// a branch (subtract `bare_call`).
+#[divan::bench]
+fn quiet_probe_pair(bencher: Bencher) {
+    quiet_now(3);
+    let root = enter_root(0, &PLAN);
+    bencher.bench_local(quiet_fn);
     drop(root);
 }
 

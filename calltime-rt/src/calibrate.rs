@@ -29,6 +29,8 @@ pub(crate) struct Calibration {
     pub(crate) timed_inner_ps: u64,
     pub(crate) timed_outer_ps: u64,
     pub(crate) retired_outer_ps: u64,
+    /// A retired function's call once it went quiet (no longer counted).
+    pub(crate) quiet_outer_ps: u64,
     /// Nanoseconds per clock tick (1 with `Instant`).
     pub(crate) ns_per_tick: f64,
     /// The figures the runtime's own retirement rule uses, in ticks.
@@ -83,6 +85,7 @@ enum Kind {
     FoldedUntimed,
     Timed,
     Retired,
+    Quiet,
 }
 
 /// (inner, outer) per call of one probe kind, in ticks (inner is 0 for kinds that record no duration).
@@ -96,7 +99,12 @@ unsafe fn measure_kind(rec: *mut Recorder, kind: Kind) -> (f64, f64) {
     // held across a probed call.
     // SAFETY: the caller's contract.
     unsafe { (*rec).set_time_sample(if kind == Kind::Timed { 1 } else { 1 << 30 }) };
-    crate::retire::set_state_for_calibration(INDEX, if kind == Kind::Retired { 1 } else { 0 });
+    let state = match kind {
+        Kind::Retired => 1,
+        Kind::Quiet => crate::retire::QUIET,
+        _ => 0,
+    };
+    crate::retire::set_state_for_calibration(INDEX, state);
     let previous = set_current(rec);
     for round in 0..=BATCHES {
         if round == 0 || !folded {
@@ -126,9 +134,11 @@ unsafe fn measure_kind(rec: *mut Recorder, kind: Kind) -> (f64, f64) {
         let (timed, ticks) = (after.0 - before.0, after.1.wrapping_sub(before.1));
         inner[i] = if timed == 0 { 0.0 } else { ticks as f64 / timed as f64 };
     }
+    // Discarded before the calibration recorder is left, so that they are never settled (nor count towards a
+    // function going quiet).
+    crate::retire::discard_retired_calls();
     set_current(previous);
     crate::retire::set_state_for_calibration(INDEX, 0);
-    crate::retire::discard_retired_calls();
     (low(&mut inner), (low(&mut probed) - low(&mut bare)).max(0.0))
 }
 
@@ -145,6 +155,8 @@ fn measure() -> Calibration {
     let (timed_inner, timed_outer) = unsafe { measure_kind(rec, Kind::Timed) };
     // SAFETY: as above.
     let (_, retired_outer) = unsafe { measure_kind(rec, Kind::Retired) };
+    // SAFETY: as above.
+    let (_, quiet_outer) = unsafe { measure_kind(rec, Kind::Quiet) };
     // SAFETY: from Box::into_raw above; no longer current anywhere.
     drop(unsafe { Box::from_raw(rec) });
     let ns_per_tick = if base.is_tsc() {
@@ -161,6 +173,7 @@ fn measure() -> Calibration {
         timed_inner_ps: ps(timed_inner),
         timed_outer_ps: ps(timed_outer),
         retired_outer_ps: ps(retired_outer),
+        quiet_outer_ps: ps(quiet_outer),
         ns_per_tick,
         recorded_inner_ticks: recorded_inner,
         recorded_outer_ticks: recorded_outer,

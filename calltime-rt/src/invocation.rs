@@ -495,6 +495,7 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         let outbox = slot.outbox.filter(|_| slot.rec == rec)?;
         // SAFETY: the slot owns the recorder, whose invocation just ended on this thread.
         let r = unsafe { &*rec };
+        crate::retire::note_invocation(r);
         crate::aggregate::fold(r);
         let root = r.nodes().first()?;
         outbox.note_root_start(root.start);
@@ -588,6 +589,7 @@ pub(crate) fn finish_task(owned: OwnedRecorder) {
     if crate::control::forked() {
         return std::mem::forget(rec);
     }
+    crate::retire::note_invocation(&rec);
     crate::aggregate::fold(&rec);
     let Some(rt) = RUNTIME.get() else { return drop(rec) };
     let root = rec.nodes().first().copied();

@@ -66,7 +66,7 @@
 //! # Costs and bounds
 //! Per call: one thread-local access, one clock read on entry and one on exit, a write into a preallocated
 //! per-thread buffer; in a folded invocation, a lookup in the parent path's child cache, a counter and a frame, and
-//! the clock reads only for the sampled calls; for a retired function, a byte load and a counter. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
+//! the clock reads only for the sampled calls; for a retired function, a byte load and a counter, and once it went quiet the load and one branch. No allocation, lock, atomic read-modify-write, hashing or formatting per call; ticks are
 //! converted to nanoseconds and trees are formatted on the writer thread. Each thread allocates one node buffer
 //! (40 bytes a node; 256 nodes, doubled on a cold path up to the fold or `CALLTIME_NODE_CAP` when an invocation needs more, and
 //! kept at that size when recycled) and one outbox (`8 x CALLTIME_QUEUE` slots of 40 bytes, at most 640 KB) at its
@@ -193,6 +193,13 @@ pub mod __private {
     /// Retires function `index` now, whatever the settings, as if its probe had shown it too fast (benchmarks).
     pub fn retire_now(index: u32) {
         crate::retire::retire(index, 0, 0);
+    }
+
+    /// Retires function `index` now and stops counting its calls, as it does after `CALLTIME_QUIET_AFTER` counted
+    /// invocations (benchmarks).
+    pub fn quiet_now(index: u32) {
+        crate::retire::retire(index, 0, 0);
+        crate::retire::go_quiet(index);
     }
 
     /// Holds (true) or releases the writer thread, so tests can show that the panic hook and the exit handler write

@@ -7,7 +7,7 @@ use crate::__private::PlanInfo;
 use crate::clock::now;
 use crate::invocation::{complete_thread_invocation, current, end_skipped_invocation, start_thread_invocation, SKIP};
 use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, NO_SLOT};
-use crate::retire::{count_retired_call, retired_slot};
+use crate::retire::{count_retired_call, retired_state};
 
 /// The guard returned by a sync function's probe: records the function's exit when dropped. Inert (and free to
 /// drop) outside any invocation. Not `Send`: it refers to the current thread's recording context.
@@ -24,14 +24,18 @@ impl Guard {
     pub(crate) const SKIPPED: Guard = Guard { rec: SKIP, slot: NO_SLOT };
 }
 
-/// The entry probe of a non-root function. A retired function is settled by the global state byte alone (no
-/// thread-local access but the counter's increment); everything that records is one out-of-line call, so the probed
-/// function saves no registers for it and a tiny probed function stays small enough to be inlined.
+/// The entry probe of a non-root function. A retired function is settled by the global state byte alone: a quiet
+/// one by its sign bit (one load, one branch, no thread-local access), a counted one with the counter's increment;
+/// everything that records is one out-of-line call, so the probed function saves no registers for it and a tiny
+/// probed function stays small enough to be inlined.
 #[inline(always)]
 pub(crate) fn enter(index: u32) -> Guard {
-    let retired = retired_slot(index);
-    if retired != 0 {
-        count_retired_call(retired);
+    let state = retired_state(index);
+    if (state as i8) < 0 {
+        return Guard::INERT;
+    }
+    if state != 0 {
+        count_retired_call(state);
         return Guard::INERT;
     }
     let rec = current();

@@ -2,10 +2,12 @@
 //! probe stops being recorded for the rest of the process; its later calls inside invocations are only counted.
 //!
 //! The state is one byte per function index in a static array (zero, in .bss): 0 while the function is probed, else
-//! its retirement slot (1..=254), which indexes the per-recorder counters of retired calls, or `PINNED` for an async
-//! function (it never retires: its wrapper does not check the byte). The probe reads the byte (a relaxed load)
-//! first, before any thread-local access: a retired probe is that load, a branch and a per-thread counter
-//! (`RETIRED_CALLS`), settled into the current recorder whenever `CURRENT` changes, so the counts stay exact.
+//! its retirement slot (1..=126), which indexes the per-recorder counters of retired calls, `PINNED` for an async
+//! function (it never retires: its wrapper does not check the byte), or `QUIET` (the high bit) once it went quiet.
+//! The probe reads the byte (a relaxed load) first, before any thread-local access. A retired function first counts
+//! its calls exactly: that load, a branch and a per-thread counter (`RETIRED_CALLS`), settled into the current
+//! recorder whenever `CURRENT` changes. Once `quiet_after` invocations have counted its calls, it goes quiet: its probe is then the load and one branch on the sign bit, nothing else, and the tool
+//! estimates its later calls from the counted ones (a `quiet` record; docs/trace-format.md).
 //! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the
 //! timed exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for
 //! per-call invocations (`Watch`).
@@ -22,17 +24,23 @@ use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK, RETIRED_COUNTERS};
 
 /// Function indices that can retire; higher ones stay probed.
 pub(crate) const RETIRE_INDICES: usize = 1 << 16;
-/// Retirement slots per process (the state byte's values 1..=254); once they are used up no function retires.
-pub(crate) const RETIRE_SLOTS: usize = 254;
+/// Retirement slots per process (the state byte's values 1..=126); once they are used up no function retires.
+pub(crate) const RETIRE_SLOTS: usize = 126;
 /// The state of a function that never retires (an async function).
-const PINNED: u8 = 255;
+const PINNED: u8 = 127;
+/// The state of a retired function whose calls are no longer counted: the sign bit, so that the probe's quiet path
+/// is one test of it.
+pub(crate) const QUIET: u8 = 0x80;
 /// A folded path is checked after every this many random samples.
 pub(crate) const CHECK_EVERY: u64 = 32;
 
 /// Per function index: 0 while probed, else its retirement slot.
 static STATE: [AtomicU8; RETIRE_INDICES] = [const { AtomicU8::new(0) }; RETIRE_INDICES];
-/// Per retirement slot (1..=255): the function index it belongs to.
+/// Per retirement slot (1..=126): the function index it belongs to.
 static SLOT_INDEX: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) }; RETIRE_SLOTS + 2];
+/// Per retirement slot: invocations that counted calls of its function (a relaxed load and store, not a
+/// read-modify-write: two threads ending invocations at once may count one; it then goes quiet one later).
+static COUNTED_IN: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) }; RETIRE_SLOTS + 2];
 /// Slots handed out so far (the highest slot in use); readers scan counters `1..=SLOTS_USED`.
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
 /// Retirements not yet written by the writer, and the count ever made (under one lock: retirements are rare).
@@ -44,21 +52,25 @@ struct Records {
     total: u64,
 }
 
-/// One `retire` record of the trace.
+/// One `retire` record of the trace, or (`quiet`) a `quiet` record (`calls` and `mean_ns` are then 0).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Retirement {
     pub(crate) index: u32,
     pub(crate) at_ns: u64,
     pub(crate) calls: u64,
     pub(crate) mean_ns: u64,
+    pub(crate) quiet: bool,
 }
 
-/// The retirement settings (`CALLTIME_EXACT`, `CALLTIME_RETIRE_FACTOR`, `CALLTIME_RETIRE_MIN_CALLS`).
+/// The retirement settings (`CALLTIME_EXACT`, `CALLTIME_RETIRE_FACTOR`, `CALLTIME_RETIRE_MIN_CALLS`,
+/// `CALLTIME_QUIET_AFTER`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Settings {
     pub(crate) enabled: bool,
     pub(crate) factor: u64,
     pub(crate) min_calls: u64,
+    /// Invocations with counted calls of a retired function before it goes quiet; 0: never.
+    pub(crate) quiet_after: u64,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -74,19 +86,21 @@ pub(crate) fn settings() -> Settings {
             }),
         };
         let exact = std::env::var("CALLTIME_EXACT").is_ok_and(|v| !matches!(v.trim(), "" | "0"));
-        lock(&RECORDS).pending.reserve(RETIRE_SLOTS);
+        lock(&RECORDS).pending.reserve(2 * RETIRE_SLOTS);
         Settings {
             enabled: !exact,
             factor: number("CALLTIME_RETIRE_FACTOR", 20),
             min_calls: number("CALLTIME_RETIRE_MIN_CALLS", 1000).max(1),
+            quiet_after: number("CALLTIME_QUIET_AFTER", 3),
         }
     })
 }
 
-/// The retirement slot of function `index`, if it retired. Inlined into every probe: one relaxed byte load (the
-/// bound check folds away, the index being a constant of the probed function).
+/// The state byte of function `index`: 0 while probed, its retirement slot while its calls are counted, `QUIET`
+/// and up once they are not. Inlined into every probe: one relaxed byte load (the bound check folds away, the index
+/// being a constant of the probed function).
 #[inline(always)]
-pub(crate) fn retired_slot(index: u32) -> u8 {
+pub(crate) fn retired_state(index: u32) -> u8 {
     match STATE.get(index as usize) {
         Some(state) => state.load(Relaxed),
         None => 0,
@@ -200,8 +214,49 @@ pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
         return;
     }
     let at_ns = crate::clock::clock().elapsed_ns();
-    records.pending.push(Retirement { index, at_ns, calls, mean_ns });
+    records.pending.push(Retirement { index, at_ns, calls, mean_ns, quiet: false });
     records.total += 1;
+    PENDING.store(true, Relaxed);
+}
+
+/// An invocation ended (a thread's root returned, or a root task finished): each retired function it counted calls
+/// of is a step nearer going quiet. A loop over the slots in use, as when settling.
+pub(crate) fn note_invocation(rec: &Recorder) {
+    let used = slots_used().min(RETIRED_COUNTERS - 1);
+    for (slot, &calls) in rec.retired_calls().iter().enumerate().take(used + 1).skip(1) {
+        if calls != 0 {
+            note_counted(slot);
+        }
+    }
+}
+
+/// An invocation counted calls of retirement slot `slot`'s function: after `quiet_after` of them the function goes
+/// quiet (its probe stops counting; a `quiet` record says from when).
+fn note_counted(slot: usize) {
+    let Some(counted) = COUNTED_IN.get(slot) else { return };
+    let quiet_after = SETTINGS.get().map_or(0, |s| s.quiet_after);
+    let seen = counted.load(Relaxed) + 1;
+    counted.store(seen, Relaxed);
+    if quiet_after != 0 && u64::from(seen) == quiet_after {
+        go_quiet(slot_index(slot));
+    }
+}
+
+/// Stops counting the calls of retired function `index` (cold; once per function). Calls already counted stay in
+/// the per-thread counters and are settled as before; the slot is not reused.
+#[cold]
+#[inline(never)]
+pub(crate) fn go_quiet(index: u32) {
+    let Some(state) = STATE.get(index as usize) else { return };
+    let mut records = lock(&RECORDS);
+    let slot = state.load(Relaxed);
+    if slot == 0 || slot >= PINNED {
+        return;
+    }
+    // Read before the store: an invocation that ended before `at_ns` counted every call it made.
+    let at_ns = crate::clock::clock().elapsed_ns();
+    state.store(QUIET, Relaxed);
+    records.pending.push(Retirement { index, at_ns, calls: 0, mean_ns: 0, quiet: true });
     PENDING.store(true, Relaxed);
 }
 
@@ -211,7 +266,7 @@ fn should_retire(index: u32, calls: u64, mean_ticks: f64, root: u32) -> Option<&
     let cal = crate::calibrate::get()?;
     let eligible = settings.enabled && index != root && (index as usize) < RETIRE_INDICES;
     let fast = mean_ticks < settings.factor as f64 * cal.recorded_outer_ticks;
-    (eligible && calls >= settings.min_calls && fast && retired_slot(index) == 0).then_some(cal)
+    (eligible && calls >= settings.min_calls && fast && retired_state(index) == 0).then_some(cal)
 }
 
 /// Retires `index` if the rule holds for `calls` calls of compensated mean `mean_ticks`.

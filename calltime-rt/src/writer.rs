@@ -435,7 +435,11 @@ impl Sink {
         retire::take_pending(&mut taken);
         for r in &taken {
             self.body.clear();
-            self.push_line(b"retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
+            if r.quiet {
+                self.push_line(b"quiet", &[u64::from(r.index), r.at_ns]);
+            } else {
+                self.push_line(b"retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
+            }
             self.pending.push_str(&self.body);
         }
         self.retirements = taken;
@@ -860,7 +864,7 @@ fn header(rt: &Runtime) -> String {
         "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
          fold_after={} time_sample={} min_ns={} sample={} max_invocations={} max_depth={} \
          retire={} retire_factor={} retire_min_calls={} aggregate={} aggregate_ms={} rotate_bytes={} \
-         max_bytes_per_hour={} start_off={} slower_than_ns={} keep_slowest={} keep_sample={} allocs={}\n{}",
+         max_bytes_per_hour={} start_off={} slower_than_ns={} keep_slowest={} keep_sample={} allocs={} quiet_after={}\n{}",
         std::process::id(),
         rt.clock.epoch_unix_ns(),
         exe.replace(['\n', '\r'], " "),
@@ -885,6 +889,7 @@ fn header(rt: &Runtime) -> String {
         c.keep.counts().0,
         c.keep.counts().1,
         u8::from(cfg!(feature = "count-allocs")),
+        r.quiet_after,
         calibration_line(),
     )
 }
@@ -894,13 +899,14 @@ fn calibration_line() -> String {
     let Some(c) = crate::calibrate::get() else { return String::new() };
     format!(
         "calibration recorded_inner={} recorded_outer={} folded_outer={} timed_inner={} timed_outer={} \
-         retired_outer={}\n",
+         retired_outer={} quiet_outer={}\n",
         c.recorded_inner_ps,
         c.recorded_outer_ps,
         c.folded_outer_ps,
         c.timed_inner_ps,
         c.timed_outer_ps,
-        c.retired_outer_ps
+        c.retired_outer_ps,
+        c.quiet_outer_ps
     )
 }
 

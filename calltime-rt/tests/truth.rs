@@ -4,7 +4,7 @@
 mod common;
 
 use calltime_rt::__private::{enter, enter_root, PlanInfo};
-use common::{is_child, run_ok, Trace};
+use common::{is_child, run_ok, Inv, Trace};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -67,7 +67,15 @@ fn calibration_line_has_sane_values() {
         let trace = run_ok("calibration_line_has_sane_values", &[("CALLTIME_CLOCK", clock)]);
         assert_eq!(trace.header[4].split(' ').next(), Some("calibration"), "right after settings: {:?}", trace.header);
         let c = calibration(&trace);
-        let keys = ["folded_outer", "recorded_inner", "recorded_outer", "retired_outer", "timed_inner", "timed_outer"];
+        let keys = [
+            "folded_outer",
+            "quiet_outer",
+            "recorded_inner",
+            "recorded_outer",
+            "retired_outer",
+            "timed_inner",
+            "timed_outer",
+        ];
         assert_eq!(c.keys().map(String::as_str).collect::<Vec<_>>(), keys);
         let ps = |k: &str| c[k];
         // Between 0 and 1 us per call, whatever the build profile (this test runs unoptimised).
@@ -78,6 +86,8 @@ fn calibration_line_has_sane_values() {
         // A counter costs less than two clock reads and a node; a retired probe costs less than a recorded one.
         assert!(ps("folded_outer") < 2 * ps("timed_outer"), "{clock}: {c:?}");
         assert!(ps("retired_outer") < ps("recorded_outer"), "{clock}: {c:?}");
+        // A quiet probe (a byte load and a branch) costs no more than a counting one, give or take the noise.
+        assert!(ps("quiet_outer") <= ps("retired_outer") + 1_000, "{clock}: {c:?}");
         // What a node records of its own probe is part of what its caller sees of it.
         assert!(ps("recorded_inner") < 2 * ps("recorded_outer"), "{clock}: {c:?}");
     }
@@ -125,7 +135,8 @@ fn busy_tiny_function_retires_and_its_calls_stay_exact() {
     let total_tiny = TINY_ROUNDS * TINY_PER_ROUND + TINY_BIG;
     let total_slow = TINY_ROUNDS + TINY_BIG / 100;
     for (min_calls, per_call_invocations) in [("1000", true), ("100000", false)] {
-        let env = [("CALLTIME_RETIRE_MIN_CALLS", min_calls)];
+        // Counted in every invocation (never quiet): the counts are exact.
+        let env = [("CALLTIME_RETIRE_MIN_CALLS", min_calls), ("CALLTIME_QUIET_AFTER", "0")];
         let trace = run_ok("busy_tiny_function_retires_and_its_calls_stay_exact", &env);
         assert_eq!(setting(&trace, "retire"), "1");
         assert_eq!(setting(&trace, "retire_min_calls"), min_calls);
@@ -150,6 +161,28 @@ fn busy_tiny_function_retires_and_its_calls_stay_exact() {
         assert_eq!(big.shape(), format!("0[{}]", vec!["2"; (TINY_BIG / 100) as usize].join(" ")));
         assert_eq!(big.retired, [(1, TINY_BIG)]);
     }
+}
+
+/// By default a retired function goes quiet once its calls were counted in 3 invocations: a `quiet` record after
+/// its `retire` record, exact `r` lines in the invocations that ended before it, none in those that started after.
+#[test]
+fn retired_function_goes_quiet_after_three_counted_invocations() {
+    if is_child("retired_function_goes_quiet_after_three_counted_invocations") {
+        tiny_and_slow_calls();
+        return;
+    }
+    let trace = run_ok("retired_function_goes_quiet_after_three_counted_invocations", &[]);
+    assert_eq!(setting(&trace, "quiet_after"), "3");
+    assert!(calibration(&trace).contains_key("quiet_outer"), "{:?}", trace.header);
+    let [r] = trace.retirements[..] else { panic!("one retirement: {:?}", trace.retirements) };
+    let [(index, quiet_at)] = trace.quiet[..] else { panic!("one quiet record: {:?}", trace.quiet) };
+    assert_eq!(index, 1);
+    let ended_before = |inv: &&Inv| inv.start + inv.duration < quiet_at;
+    let counted: Vec<&Inv> = trace.invocations.iter().filter(|inv| inv.start > r.at_ns && ended_before(inv)).collect();
+    assert!(counted.len() >= 2, "counted in whole invocations before going quiet: {:?}", trace.invocations);
+    assert!(counted.iter().all(|inv| inv.retired == [(1, TINY_PER_ROUND)]), "{counted:?}");
+    let after: Vec<&Inv> = trace.invocations.iter().filter(|inv| inv.start > quiet_at).collect();
+    assert!(!after.is_empty() && after.iter().all(|inv| inv.retired.is_empty()), "{after:?}");
 }
 
 /// One big invocation first: the tiny function retires when it folds.

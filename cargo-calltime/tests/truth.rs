@@ -7,8 +7,8 @@ mod util;
 
 use cargo_calltime::trace::compensate::compensated;
 use cargo_calltime::trace::{
-    parse, Calibration, FunctionInfo, FunctionTable, Invocation, Node, RetiredCalls, Retirement, Stats, ThreadKind,
-    ThreadRef, Times, Trace, TraceBuilder,
+    parse, Calibration, FunctionInfo, FunctionTable, Invocation, Node, Quiet, RetiredCalls, Retirement, Stats,
+    ThreadKind, ThreadRef, Times, Trace, TraceBuilder,
 };
 use cargo_calltime::views::{render, ViewOptions};
 use util::{check, data};
@@ -20,6 +20,7 @@ const CALIBRATION: Calibration = Calibration {
     timed_inner: 9_000,
     timed_outer: 15_000,
     retired_outer: 1_500,
+    quiet_outer: None,
 };
 
 fn header(calibration: Option<Calibration>) -> Trace {
@@ -115,7 +116,7 @@ fn tokenizer_trace(calibration: Option<Calibration>) -> String {
     let busy = path(4, (1, 1, 200_000), (1, 200_000), vec![]);
     let root = Node { start_ns: 100_000, ..path(0, (1, 1, 2_800_000), (1, 2_800_000), vec![tokenize, busy]) };
     let mut inv = Invocation { folded: true, ..Invocation::new(1, main_thread(), root) };
-    inv.retired.push(RetiredCalls { func: 3, calls: 95_012 });
+    inv.retired.push(RetiredCalls::counted(3, 95_012));
     builder.invocation(&inv);
     builder.stats(&Stats { seen: 2, kept: 2, retired_functions: 1, ..Stats::default() });
     builder.into_text()
@@ -148,6 +149,40 @@ fn tokenizer_views_match_expected_files() {
     assert!(shown.contains("retired: helper 95,012 calls (not timed; retired after 4,096 calls at 3ns/call)"));
 }
 
+/// A run where `helper` retires in the first invocation, is counted in the second and then goes quiet: the third's
+/// calls of it are estimated (the calls per `tokenize` call of the first two, times its one call), marked in the
+/// views, and compensated at `quiet_outer` (0.3ns) each, from `tokenize` (its caller) and the root.
+#[test]
+fn quiet_retired_calls_are_estimated_marked_and_compensated() {
+    let calibration = Calibration { quiet_outer: Some(300), ..CALIBRATION };
+    let mut builder = TraceBuilder::new(&header(Some(calibration)));
+    let helpers = vec![call(3, 1_300, 120, vec![]), call(3, 1_600, 110, vec![])];
+    builder.invocation(&Invocation::new(0, main_thread(), call(0, 1_000, 5_000, vec![call(1, 1_200, 3_000, helpers)])));
+    builder.retire(&Retirement { func: 3, at_ns: 7_000, calls: 2, mean_ns: 3 });
+    let one_tokenize = |seq: u64, at: u64| {
+        Invocation::new(seq, main_thread(), call(0, at, 500_000, vec![call(1, at + 100, 400_000, vec![])]))
+    };
+    let mut counted = one_tokenize(1, 10_000);
+    counted.retired.push(RetiredCalls::counted(3, 95_012));
+    builder.invocation(&counted);
+    builder.quiet(&Quiet { func: 3, at_ns: 600_000 });
+    builder.invocation(&one_tokenize(2, 1_000_000));
+    let mut trace = read(builder.text());
+    cargo_calltime::trace::quiet::estimate_quiet_calls(&mut trace);
+    // (2 + 95,012) calls over 2 calls of tokenize: 47,507 per call.
+    let estimated = RetiredCalls::estimated(3, 47_507, 0);
+    assert_eq!(trace.invocations[2].retired, [estimated]);
+    check(&data("truth/expected/quiet.txt"), &text_view(&trace, &ViewOptions::default()));
+    let json = ViewOptions { format: cargo_calltime::views::ViewFormat::Json, ..ViewOptions::default() };
+    let json = text_view(&trace, &json);
+    assert!(json.contains("\"estimated\": true") && json.contains("\"quiet_at_ns\": 600000"), "{json}");
+    let shown = compensated(trace);
+    let root = &shown.invocations[2].root;
+    // 47,507 quiet calls at 0.3ns: 14,252ns, from tokenize and from the root.
+    assert_eq!(root.children[0].duration_ns, 400_000 - 5 - 14_252);
+    assert_eq!(root.duration_ns, 500_000 - 5 - 12 - 14_252);
+}
+
 /// Per-call tree, by hand: ri = 5ns, ro = 12ns. A node loses ri and ro per descendant node; the root also loses
 /// 1.5ns per retired call.
 #[test]
@@ -155,7 +190,7 @@ fn per_call_compensation_has_exact_numbers() {
     let a = call(1, 10, 1_000, vec![call(2, 20, 100, vec![]), call(2, 200, 200, vec![])]);
     let root = call(0, 0, 10_000, vec![a, call(3, 2_000, 500, vec![])]);
     let mut inv = Invocation::new(0, main_thread(), root);
-    inv.retired.push(RetiredCalls { func: 4, calls: 100 });
+    inv.retired.push(RetiredCalls::counted(4, 100));
     let mut builder = TraceBuilder::new(&header(Some(CALIBRATION)));
     builder.invocation(&inv);
     let raw = read(builder.text());
@@ -306,6 +341,7 @@ fn generated_adversarial_trees_never_have_children_over_their_parent() {
             timed_inner: rng.extreme(),
             timed_outer: rng.extreme(),
             retired_outer: rng.extreme(),
+            quiet_outer: (rng.below(2) == 0).then(|| rng.extreme()),
         };
         let mut builder = TraceBuilder::new(&header(Some(calibration)));
         for seq in 0..3 {
@@ -313,7 +349,7 @@ fn generated_adversarial_trees_never_have_children_over_their_parent() {
             let root = if folded { random_path(&mut rng, 0) } else { random_calls(&mut rng, 0, 0) };
             let mut inv = Invocation { folded, ..Invocation::new(seq, main_thread(), root) };
             if rng.below(2) == 0 {
-                inv.retired.push(RetiredCalls { func: 3, calls: rng.extreme() });
+                inv.retired.push(RetiredCalls::counted(3, rng.extreme()));
             }
             builder.invocation(&inv);
         }
@@ -369,7 +405,7 @@ fn retiring_run(dir: &std::path::Path, name: &str, per_invocation: u64, retire_a
         let root = call(0, start, 50_000 + seq % 3 * 100, vec![call(2, start + 10, 20_000, helpers)]);
         let mut inv = Invocation::new(seq, main_thread(), root);
         if retired {
-            inv.retired.push(RetiredCalls { func: 3, calls: per_invocation });
+            inv.retired.push(RetiredCalls::counted(3, per_invocation));
         }
         if seq == retire_after {
             builder.invocation(&inv).retire(&Retirement { func: 3, at_ns: start + 60_000, calls: 1_000, mean_ns: 2 });

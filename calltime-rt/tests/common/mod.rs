@@ -125,6 +125,8 @@ pub struct Trace {
     /// Every field of the last `stats` line.
     pub stats_fields: Vec<u64>,
     pub retirements: Vec<Retire>,
+    /// `quiet` records: (function index, at_ns).
+    pub quiet: Vec<(u32, u64)>,
     pub stats_lines: usize,
     pub incomplete: usize,
     pub last_line: String,
@@ -151,6 +153,7 @@ pub fn parse(text: &str) -> Trace {
         inv.retired = extras.retired.get(&inv.seq).cloned().unwrap_or_default();
     }
     trace.retirements = extras.retirements;
+    trace.quiet = extras.quiet;
     trace.stats_fields = extras.stats_fields;
     trace
 }
@@ -160,6 +163,7 @@ pub fn parse(text: &str) -> Trace {
 struct Extras {
     calibration: bool,
     retirements: Vec<Retire>,
+    quiet: Vec<(u32, u64)>,
     /// By invocation seq: `(exact_calls, exact_ns)` of its `a` lines in file order, and its `r` lines.
     exact: std::collections::HashMap<u64, Vec<(u64, u64)>>,
     retired: std::collections::HashMap<u64, Vec<(u32, u64)>>,
@@ -191,6 +195,14 @@ fn split_version_3(text: &str) -> (String, Extras) {
                 assert!(open.is_none(), "retire between invocations: {line}");
                 let [index, at_ns, calls, mean_ns] = [1, 2, 3, 4].map(|i| number(words[i]));
                 extras.retirements.push(Retire { index: index as u32, at_ns, calls, mean_ns });
+                continue;
+            }
+            // Written where the writer is when a function goes quiet, not where the builder would put it.
+            "quiet" if whole => {
+                assert!(open.is_none(), "quiet between invocations: {line}");
+                let index = number(words[1]) as u32;
+                assert!(extras.retirements.iter().any(|r| r.index == index), "quiet after its retire: {line}");
+                extras.quiet.push((index, number(words[2])));
                 continue;
             }
             "r" if whole => {

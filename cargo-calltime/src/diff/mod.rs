@@ -146,6 +146,8 @@ pub struct Side {
     /// Functions (paths) whose probes retired in a kept run: their calls per call path depend on when they
     /// retired, so only their total calls compare.
     retired: HashSet<String>,
+    /// Of those, the ones whose later calls were estimated (they went quiet: docs/trace-format.md).
+    estimated: HashSet<String>,
     /// Every call of each function over the analysed invocations: in the trees, plus retired calls (`r` lines).
     function_calls: HashMap<String, u64>,
     /// Every kept run counted allocations: only then do they compare.
@@ -217,6 +219,7 @@ impl Side {
             filtered_invocations: 0,
             paths: HashMap::new(),
             retired: HashSet::new(),
+            estimated: HashSet::new(),
             function_calls: HashMap::new(),
             counts_allocs: true,
             warnings,
@@ -267,6 +270,9 @@ impl Side {
             for retired in &invocation.retired {
                 let path = trace.table.path(retired.func);
                 *self.function_calls.entry(path.clone()).or_default() += retired.calls;
+                if retired.estimated {
+                    self.estimated.insert(path.clone());
+                }
                 self.retired.insert(path);
             }
             for (indices, stat) in invocation.path_stats() {
@@ -384,6 +390,10 @@ pub struct Calls {
     /// The function retired in a run of either side: how its calls split between call paths depends on when it
     /// retired, so `base` and `head` are all its calls per invocation (every path, plus its retired calls).
     pub retired: bool,
+    /// Some of those calls were estimated (the function went quiet on either side): `changed` then means a
+    /// difference of more than 1%, not any difference.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 /// Self allocations of a call path per invocation, on both sides (when both counted them). Exact, like calls: any
@@ -706,12 +716,18 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
     } else {
         (in_base.map_or(0, |p| p.calls), in_head.map_or(0, |p| p.calls))
     };
+    let estimated = retired && (base.estimated.contains(function) || head.estimated.contains(function));
+    let (scaled_base, scaled_head) =
+        (u128::from(calls_base) * u128::from(head.invocations), u128::from(calls_head) * u128::from(base.invocations));
     let calls = Calls {
         base: calls_base as f64 / base.invocations as f64,
         head: calls_head as f64 / head.invocations as f64,
-        changed: u128::from(calls_base) * u128::from(head.invocations)
-            != u128::from(calls_head) * u128::from(base.invocations),
+        changed: match estimated {
+            false => scaled_base != scaled_head,
+            true => scaled_base.abs_diff(scaled_head) * 100 > scaled_base.max(scaled_head),
+        },
         retired,
+        estimated,
     };
     let allocs = (base.counts_allocs && head.counts_allocs).then(|| {
         let (n_base, n_head) = (u128::from(base.invocations), u128::from(head.invocations));
@@ -918,7 +934,11 @@ pub fn calls_text(p: &PathDiff) -> String {
     } else {
         format_calls(p.calls.head)
     };
-    let calls = if p.calls.retired { format!("{calls} (all, retired)") } else { calls };
+    let calls = match (p.calls.retired, p.calls.estimated) {
+        (true, true) => format!("~{calls} (all, retired, estimated)"),
+        (true, false) => format!("{calls} (all, retired)"),
+        (false, _) => calls,
+    };
     let outcomes: Vec<String> = [p.errs.text("err"), p.cancelled.text("cancelled")].into_iter().flatten().collect();
     if outcomes.is_empty() {
         calls

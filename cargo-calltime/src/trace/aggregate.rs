@@ -122,7 +122,11 @@ impl RunAggregate {
         merge_paths(&mut self.roots, &other.roots);
         for r in &other.retired {
             match self.retired.iter_mut().find(|s| s.func == r.func) {
-                Some(same) => same.calls += r.calls,
+                Some(same) => {
+                    same.calls += r.calls;
+                    same.counted += r.counted;
+                    same.estimated |= r.estimated;
+                }
                 None => self.retired.push(*r),
             }
         }

@@ -3,7 +3,7 @@
 //! lines by hand.
 
 use super::records;
-use super::{AggregatePath, Invocation, Node, Retirement, RunAggregate, Stats, Trace};
+use super::{AggregatePath, Invocation, Node, Quiet, Retirement, RunAggregate, Stats, Trace};
 
 /// Writes a trace: the header from a [`Trace`]'s header fields, then invocation records and `stats` lines in the
 /// order they are added.
@@ -75,6 +75,12 @@ impl TraceBuilder {
         self
     }
 
+    /// Appends a `quiet` record (between invocations): the function's calls are no longer counted from here on.
+    pub fn quiet(&mut self, quiet: &Quiet) -> &mut TraceBuilder {
+        records::write_quiet(&mut self.text, quiet);
+        self
+    }
+
     /// Appends an `aggregate` record: its first line, then one `g` line per call path in preorder.
     pub fn aggregate(&mut self, aggregate: &RunAggregate) -> &mut TraceBuilder {
         fn count(path: &AggregatePath) -> usize {
@@ -118,6 +124,7 @@ impl TraceBuilder {
     pub fn write(trace: &Trace) -> String {
         let mut builder = TraceBuilder::new(trace);
         let mut retirements = trace.retirements.iter().peekable();
+        let mut quiet = trace.quiet.iter().peekable();
         for inv in &trace.invocations {
             let ends_ns = inv.start_ns.saturating_add(inv.duration_ns);
             while let Some(r) =
@@ -125,10 +132,16 @@ impl TraceBuilder {
             {
                 builder.retire(r);
             }
+            while let Some(q) = quiet.next_if(|q| q.at_ns < ends_ns) {
+                builder.quiet(q);
+            }
             builder.invocation(inv);
         }
         for r in retirements {
             builder.retire(r);
+        }
+        for q in quiet {
+            builder.quiet(q);
         }
         // Where they stood among the trees does not matter: each has its time.
         for change in &trace.controls {
@@ -243,7 +256,7 @@ mod tests {
         assert_eq!((c.recorded_inner, c.recorded_outer, c.retired_outer), (7000, 12500, 1500));
         assert_eq!(trace.settings["retire_factor"], 20);
         assert_eq!(trace.retirements, [Retirement { func: 3, at_ns: 501_000, calls: 10_000, mean_ns: 4 }]);
-        assert_eq!(trace.invocations[1].retired, [crate::trace::RetiredCalls { func: 3, calls: 2500 }]);
+        assert_eq!(trace.invocations[1].retired, [crate::trace::RetiredCalls::counted(3, 2500)]);
         let busy = &trace.invocations[0].root.children[0];
         assert_eq!((busy.exact_calls, busy.exact_ns), (4096, 80_000));
         // 80_000 exact + 5904 later calls at the mean of 104 samples (10_000 ns): 80_000 + 567_692.
@@ -298,7 +311,7 @@ mod tests {
         let root = &aggregate.roots[0];
         assert_eq!((root.calls, root.histogram.clone()), (3, vec![(93, 2), (95, 1)]));
         assert_eq!((root.children[0].func, root.children[0].timed), (4, 2));
-        assert_eq!(aggregate.retired, [crate::trace::RetiredCalls { func: 6, calls: 40 }]);
+        assert_eq!(aggregate.retired, [crate::trace::RetiredCalls::counted(6, 40)]);
         assert_eq!(TraceBuilder::write(&trace), format!("{head}{last}stats 3 3 0 0 0 0 0 0 1\n"));
         // A record cut off by a crash leaves the previous one.
         let cut = parse(&format!("{head}{first}aggregate 900 3 3 0 0 0\ng 0 0 3 3 3000 900 1200\n")).unwrap();

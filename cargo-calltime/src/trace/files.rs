@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Node, Stats, Trace};
+use super::{Node, Quiet, Stats, Trace};
 
 /// Where a file sits in its run: the process (0 for the one that wrote `CALLTIME_OUT` itself, else its pid) and
 /// the segment (0 for the first file).
@@ -89,6 +89,7 @@ fn merge_segments(segments: Vec<Trace>, name_files: bool) -> Trace {
     label_warnings(&mut first, name_files);
     for mut later in segments {
         label_warnings(&mut later, name_files);
+        first.quiet.append(&mut later.quiet);
         first.invocations.append(&mut later.invocations);
         first.warnings.append(&mut later.warnings);
         first.controls.append(&mut later.controls);
@@ -111,6 +112,7 @@ fn merge_segments(segments: Vec<Trace>, name_files: bool) -> Trace {
     }
     // A tree held in one segment may be displaced in a later one.
     super::service::drop_unheld(&mut first);
+    super::quiet::estimate_quiet_calls(&mut first);
     first
 }
 
@@ -131,6 +133,7 @@ fn add_process(into: &mut Trace, mut process: Trace, rank: u64) {
         inv.thread.id += rank * 1_000_000;
         shift_starts(&mut inv.root, shift);
     }
+    into.quiet.extend(process.quiet.iter().map(|q| Quiet { at_ns: q.at_ns.saturating_add(shift), ..*q }));
     into.invocations.append(&mut process.invocations);
     into.warnings.append(&mut process.warnings);
     for change in &mut process.controls {

@@ -8,12 +8,14 @@
 //! - `read`: assembles lines into [`Trace`] (record boundaries, trees from depths, what a crash leaves).
 //! - `build`: writes a [`Trace`] (or invocations one at a time) back as text.
 //! - `table`: the function table ([`FunctionTable`]).
+//! - `quiet`: the estimated calls of retired functions that went quiet (`quiet` records), filled in on loading.
 //! - `service`: the records of long-running services: settings switched by `ctl`, held trees displaced later.
 
 mod aggregate;
 mod build;
 pub mod compensate;
 mod files;
+pub mod quiet;
 mod read;
 mod records;
 mod service;
@@ -62,6 +64,9 @@ pub struct Trace {
     pub times: Times,
     /// Functions whose probes retired during the run (version 3 `retire` records), in file order.
     pub retirements: Vec<Retirement>,
+    /// Retired functions whose later calls were no longer counted (`quiet` records), in file order: their calls in
+    /// the invocations that ended after it went quiet are estimated ([`quiet::estimate_quiet_calls`]).
+    pub quiet: Vec<Quiet>,
     /// Complete invocations, in the order they were written (completion order).
     pub invocations: Vec<Invocation>,
     /// The runtime's whole-run aggregate: the last complete `aggregate` record (summed over processes when a run's
@@ -176,6 +181,9 @@ pub struct Calibration {
     /// A call of a retired function (counted in an `r` line).
     #[serde(rename = "retired_outer_ps")]
     pub retired_outer: u64,
+    /// A call of a retired function once it went quiet (not counted); `retired_outer` when the trace does not say.
+    #[serde(rename = "quiet_outer_ps", skip_serializing_if = "Option::is_none")]
+    pub quiet_outer: Option<u64>,
 }
 
 /// Whether a trace's times are as recorded or compensated for the probes' own cost.
@@ -208,6 +216,32 @@ pub struct Retirement {
 pub struct RetiredCalls {
     pub func: u32,
     pub calls: u64,
+    /// The count is an estimate: the function had gone quiet (a `quiet` record), so its calls were not all counted.
+    pub estimated: bool,
+    /// Of `calls`, those the runtime counted (its `r` line; `calls` unless estimated).
+    #[serde(skip)]
+    pub counted: u64,
+}
+
+impl RetiredCalls {
+    /// Calls counted exactly (an `r` line).
+    pub fn counted(func: u32, calls: u64) -> RetiredCalls {
+        RetiredCalls { func, calls, estimated: false, counted: calls }
+    }
+
+    /// An estimate of `calls` calls, `counted` of which the runtime counted.
+    pub fn estimated(func: u32, calls: u64, counted: u64) -> RetiredCalls {
+        RetiredCalls { func, calls: calls.max(counted), estimated: true, counted }
+    }
+}
+
+/// A retired function that went quiet (a `quiet` record): from then on its calls were not counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Quiet {
+    pub func: u32,
+    /// When it went quiet (ns since the trace epoch, read before its probes stopped counting): an invocation that
+    /// ended before counted every call it made.
+    pub at_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -511,6 +545,7 @@ impl Trace {
         let text = String::from_utf8_lossy(&text);
         let mut trace = parse(&text).with_context(|| format!("{} is not a calltime trace", path.display()))?;
         trace.path = path.to_owned();
+        quiet::estimate_quiet_calls(&mut trace);
         let table_path = match functions {
             Some(p) => Some(p.to_owned()),
             None => trace.table_path_hint(path),

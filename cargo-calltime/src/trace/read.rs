@@ -97,6 +97,10 @@ impl Reader {
                 trace.retirements.push(records::read_retire(rest)?);
                 Ok(())
             }
+            "quiet" => {
+                trace.quiet.push(records::read_quiet(rest)?);
+                Ok(())
+            }
             "r" => {
                 let retired = records::read_retired_calls(rest)?;
                 let Some(open) = self.open.as_mut() else { bail!("an `r` line outside any invocation") };

@@ -9,15 +9,15 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use super::{
-    AggregatePath, Calibration, Invocation, Node, RetiredCalls, Retirement, RunAggregate, Stats, ThreadKind, ThreadRef,
-    Trace,
+    AggregatePath, Calibration, Invocation, Node, Quiet, RetiredCalls, Retirement, RunAggregate, Stats, ThreadKind,
+    ThreadRef, Trace,
 };
 
 pub(super) const MAGIC: &str = "calltime-trace";
 
 /// Settings the runtime writes, in its order: a value of these that is not a number is an error, and the builder
 /// writes them first, in this order, as the runtime does.
-pub(super) const KNOWN_SETTINGS: [&str; 19] = [
+pub(super) const KNOWN_SETTINGS: [&str; 20] = [
     "node_cap",
     "fold_after",
     "time_sample",
@@ -37,6 +37,7 @@ pub(super) const KNOWN_SETTINGS: [&str; 19] = [
     "keep_slowest",
     "keep_sample",
     "allocs",
+    "quiet_after",
 ];
 
 // ---- header ----
@@ -108,13 +109,19 @@ pub(super) fn write_settings(out: &mut String, trace: &Trace) {
 }
 
 /// `calibration recorded_inner=<ps> recorded_outer=<ps> folded_outer=<ps> timed_inner=<ps> timed_outer=<ps>
-/// retired_outer=<ps>` (version 3): unknown keys are ignored, a missing key counts as 0.
+/// retired_outer=<ps> quiet_outer=<ps>` (version 3): unknown keys are ignored, a missing key counts as 0 (a missing
+/// `quiet_outer`, from older runtimes, stays `None`).
 pub(super) fn read_calibration(rest: &str, trace: &mut Trace) -> Result<()> {
     let mut calibration = Calibration::default();
     for pair in rest.split_whitespace() {
         let Some((key, value)) = pair.split_once('=') else {
             bail!("calibration `{pair}` is not `key=value`");
         };
+        if key == "quiet_outer" {
+            let ps = value.parse().with_context(|| format!("calibration {key}=`{value}` is not a number"))?;
+            calibration.quiet_outer = Some(ps);
+            continue;
+        }
         let Some(field) = calibration_field(&mut calibration, key) else { continue };
         *field = value.parse().with_context(|| format!("calibration {key}=`{value}` is not a number"))?;
     }
@@ -141,6 +148,10 @@ pub(super) fn write_calibration(out: &mut String, c: &Calibration) {
          retired_outer={}",
         c.recorded_inner, c.recorded_outer, c.folded_outer, c.timed_inner, c.timed_outer, c.retired_outer
     );
+    if let Some(ps) = c.quiet_outer {
+        out.pop();
+        let _ = writeln!(out, " quiet_outer={ps}");
+    }
 }
 
 /// `retire <index> <at_ns> <calls> <mean_ns>` (version 3, between invocations).
@@ -153,14 +164,27 @@ pub(super) fn write_retire(out: &mut String, r: &Retirement) {
     let _ = writeln!(out, "retire {} {} {} {}", r.func, r.at_ns, r.calls, r.mean_ns);
 }
 
+/// `quiet <index> <at_ns>` (version 3, between invocations).
+pub(super) fn read_quiet(rest: &str) -> Result<Quiet> {
+    let mut f = Fields::new(rest, 2);
+    Ok(Quiet { func: f.index()?, at_ns: f.num()? })
+}
+
+pub(super) fn write_quiet(out: &mut String, q: &Quiet) {
+    let _ = writeln!(out, "quiet {} {}", q.func, q.at_ns);
+}
+
 /// `r <index> <calls>` (version 3, inside an invocation after its nodes).
 pub(super) fn read_retired_calls(rest: &str) -> Result<RetiredCalls> {
     let mut f = Fields::new(rest, 2);
-    Ok(RetiredCalls { func: f.index()?, calls: f.num()? })
+    Ok(RetiredCalls::counted(f.index()?, f.num()?))
 }
 
+/// Estimated calls (of a quiet function) are the reader's, not the runtime's: only what it counted is written.
 pub(super) fn write_retired_calls(out: &mut String, r: &RetiredCalls) {
-    let _ = writeln!(out, "r {} {}", r.func, r.calls);
+    if r.counted > 0 || !r.estimated {
+        let _ = writeln!(out, "r {} {}", r.func, r.counted);
+    }
 }
 
 // ---- invocation records ----

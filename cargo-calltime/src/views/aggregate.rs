@@ -278,7 +278,11 @@ fn merged_path(path: &AggregatePath, invocations: u64) -> Merged {
 pub fn add_retired(sum: &mut Vec<RetiredCalls>, calls: &[RetiredCalls]) {
     for r in calls {
         match sum.iter_mut().find(|s| s.func == r.func) {
-            Some(s) => s.calls = s.calls.saturating_add(r.calls),
+            Some(s) => {
+                s.calls = s.calls.saturating_add(r.calls);
+                s.counted = s.counted.saturating_add(r.counted);
+                s.estimated |= r.estimated;
+            }
             None => sum.push(*r),
         }
     }

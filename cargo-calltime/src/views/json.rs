@@ -73,6 +73,9 @@ struct JsonRetirement {
     display: String,
     /// When it retired (ns since the trace epoch).
     at_ns: u64,
+    /// When it went quiet (its later calls estimated, not counted); absent while they were counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quiet_at_ns: Option<u64>,
     /// Calls observed before it retired, and their compensated mean.
     calls: u64,
     mean_ns: u64,
@@ -83,6 +86,10 @@ struct JsonRetiredCalls {
     index: u32,
     path: String,
     calls: u64,
+    /// The count is an estimate (the function had gone quiet: its calls were no longer counted); absent when
+    /// counted exactly.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    estimated: bool,
     /// In an aggregate: calls per invocation of its root.
     #[serde(skip_serializing_if = "Option::is_none")]
     calls_per_invocation: Option<f64>,
@@ -268,7 +275,9 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
             .iter()
             .map(|r| {
                 let JsonFunction { path, display, .. } = describe(trace, r.func);
-                JsonRetirement { index: r.func, path, display, at_ns: r.at_ns, calls: r.calls, mean_ns: r.mean_ns }
+                let quiet_at_ns = trace.quiet.iter().find(|q| q.func == r.func).map(|q| q.at_ns);
+                let (at_ns, calls, mean_ns) = (r.at_ns, r.calls, r.mean_ns);
+                JsonRetirement { index: r.func, path, display, at_ns, quiet_at_ns, calls, mean_ns }
             })
             .collect(),
         invocations: selected
@@ -329,6 +338,7 @@ fn retired_calls(trace: &Trace, retired: &[RetiredCalls], invocations: Option<u6
             index: r.func,
             path: describe(trace, r.func).path,
             calls: r.calls,
+            estimated: r.estimated,
             calls_per_invocation: invocations.map(|n| r.calls as f64 / n.max(1) as f64),
         })
         .collect()

@@ -88,7 +88,7 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
         return None;
     }
     if trace.settings.get("retire").is_some_and(|&on| on != 0) {
-        return retired_note(&fast);
+        return retired_note(&fast, !trace.quiet.is_empty());
     }
     let calls: u64 = fast.iter().map(|f| f.calls).sum();
     let listed = listed(&fast.iter().collect::<Vec<_>>());
@@ -107,18 +107,19 @@ pub fn exclude_note(trace: &Trace) -> Option<String> {
 }
 
 /// With retirement on: the functions whose probes retired, and how to keep them out of later plans.
-fn retired_note(fast: &[FastFunction]) -> Option<String> {
+fn retired_note(fast: &[FastFunction], some_quiet: bool) -> Option<String> {
     let retired: Vec<&FastFunction> = fast.iter().filter(|f| f.retired).collect();
     if retired.is_empty() {
         return None;
     }
     let listed = listed(&retired);
     Some(format!(
-        "{} probe{} retired during the run, too fast to be worth timing: {listed}. Their later calls were counted, \
+        "{} probe{} retired during the run, too fast to be worth timing: {listed}. Their later calls were counted{}, \
          not timed, and their time is in their callers'. `--exclude-fast` leaves them out of later plans; `--exact` \
          times every call.",
         retired.len(),
         crate::units::plural_s(retired.len() as u64),
+        if some_quiet { " (then estimated, once they went quiet)" } else { "" },
     ))
 }
 
@@ -291,7 +292,7 @@ mod tests {
         let mut retiring = trace.clone();
         retiring.settings.insert("retire".into(), 1);
         retiring.retirements.push(crate::trace::Retirement { func: 3, at_ns: 5, calls: 2_000, mean_ns: 4 });
-        retiring.invocations[0].retired.push(crate::trace::RetiredCalls { func: 3, calls: 90_000 });
+        retiring.invocations[0].retired.push(crate::trace::RetiredCalls::counted(3, 90_000));
         let note = exclude_note(&retiring).unwrap();
         assert!(
             note.starts_with("1 probe retired during the run, too fast to be worth timing: rare (90,010 calls, 4ns)"),

@@ -159,11 +159,12 @@ impl TextView<'_> {
     /// `retired: tok::helper 95,012 calls (not timed; ...)` lines after a tree, one per retired function.
     fn retired_lines(&self, out: &mut String, retired: &[RetiredCalls], per_invocation: Option<u64>) {
         for r in retired {
+            let mark = if r.estimated { "~" } else { "" };
             let calls = match per_invocation {
-                None => format!("{} call{}", thousands(r.calls), plural_s(r.calls)),
-                Some(n) => format!("{} calls/inv", format_calls(r.calls as f64 / n.max(1) as f64)),
+                None => format!("{mark}{} call{}", thousands(r.calls), plural_s(r.calls)),
+                Some(n) => format!("{mark}{} calls/inv", format_calls(r.calls as f64 / n.max(1) as f64)),
             };
-            let text = retired_text(&self.names.get(r.func), &calls, retirement(self.trace, r.func));
+            let text = retired_text(&self.names.get(r.func), &calls, retirement(self.trace, r.func), r.estimated);
             let _ = writeln!(out, "{}", self.paint.s(dim(), &format!("retired: {text}")));
         }
     }
@@ -521,10 +522,14 @@ impl TextView<'_> {
         let retired = stats.retired_functions.max(self.trace.retirements.len() as u64);
         if retired > 0 {
             let note = format!(
-                "  {retired} probe{} retired during the run: later calls of {} were counted, not timed \
+                "  {retired} probe{} retired during the run: later calls of {} were counted, not timed{} \
                  (--exact keeps every call)",
                 plural_s(retired),
-                if retired == 1 { "that function" } else { "those functions" }
+                if retired == 1 { "that function" } else { "those functions" },
+                match self.trace.quiet.len() {
+                    0 => String::new(),
+                    n => format!(", then estimated once {n} went quiet (~)"),
+                }
             );
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }

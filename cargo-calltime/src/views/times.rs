@@ -61,7 +61,11 @@ pub fn settings_note(trace: &Trace) -> Option<String> {
     } else {
         let factor = settings.get("retire_factor").map(|f| format!("under {f}x probe cost"));
         let min_calls = settings.get("retire_min_calls").map(|n| format!("after {n} calls"));
-        let when: Vec<String> = factor.into_iter().chain(min_calls).collect();
+        let quiet = settings.get("quiet_after").map(|n| match n {
+            0 => "calls after it counted".to_owned(),
+            n => format!("calls after it counted in {n} invocations, then estimated"),
+        });
+        let when: Vec<String> = factor.into_iter().chain(min_calls).chain(quiet).collect();
         if when.is_empty() {
             "retire on".to_owned()
         } else {
@@ -72,15 +76,17 @@ pub fn settings_note(trace: &Trace) -> Option<String> {
 }
 
 /// `tok::helper 95,012 calls (not timed; retired after 4,096 calls at 3ns/call)`: calls of a retired function
-/// made after it retired, with what it showed before.
-pub fn retired_text(name: &str, calls: &str, retirement: Option<&Retirement>) -> String {
+/// made after it retired, with what it showed before; `estimated` (a quiet function's, marked `~` in `calls`) says
+/// the count is an estimate.
+pub fn retired_text(name: &str, calls: &str, retirement: Option<&Retirement>, estimated: bool) -> String {
+    let counted = if estimated { "; calls estimated: no longer counted" } else { "" };
     match retirement {
         Some(r) => format!(
-            "{name} {calls} (not timed; retired after {} calls at {}/call)",
+            "{name} {calls} (not timed; retired after {} calls at {}/call{counted})",
             thousands(r.calls),
             format_ns(r.mean_ns)
         ),
-        None => format!("{name} {calls} (not timed: retired)"),
+        None => format!("{name} {calls} (not timed: retired{counted})"),
     }
 }
 

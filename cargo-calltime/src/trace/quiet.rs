@@ -1,0 +1,244 @@
+//! Calls of retired functions that went quiet (docs/trace-format.md, `quiet` records): once the runtime has counted
+//! a retired function's calls in a few invocations, its probe stops counting them (a load and a branch per call is
+//! all it then costs), and the reader estimates them instead, marked as estimates in every view.
+//!
+//! The estimate for an invocation that ended after the function went quiet (the record's `at_ns`): the function's
+//! calls per call of its callers (the functions seen calling it before it retired), measured over the invocations
+//! that ended before (their counts are exact: its calls as nodes plus its `r` lines), times its callers' calls in
+//! that invocation. With no caller in the trace, calls per invocation instead. An invocation that
+//! was running when the function went quiet has some calls counted: the estimate is never below them. The
+//! whole-run aggregate's `gr` count stops growing when the function goes quiet: it becomes the same rate times its
+//! callers' calls over the run, less its calls on call paths (made before it retired), never below the count.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{AggregatePath, Invocation, Node, Quiet, RetiredCalls, RunAggregate, Trace};
+
+/// Fills in the estimated calls of quiet functions in the invocations written after their `quiet` record (marked
+/// `estimated`). Idempotent: the exact invocations, hence the rates, do not change.
+pub fn estimate_quiet_calls(trace: &mut Trace) {
+    if trace.quiet.is_empty() {
+        return;
+    }
+    let callers = callers_of(&trace.invocations, trace.quiet.iter().map(|q| q.func).collect());
+    // Callers retire after their callees, so they go quiet later: estimated first, their estimates then scale
+    // their callees'.
+    for quiet in trace.quiet.clone().into_iter().rev() {
+        let no_callers = BTreeSet::new();
+        let callers = callers.get(&quiet.func).unwrap_or(&no_callers);
+        let rate = Rate::measure(trace.invocations.iter().filter(|inv| ended_before(inv, &quiet)), &quiet, callers);
+        let warning = format!(
+            "calls of function #{} after it went quiet are not estimated: no invocation in the trace counted them all \
+             (keep more invocations, or set CALLTIME_QUIET_AFTER=0 to count them)",
+            quiet.func
+        );
+        let unestimated = rate.per == 0 && trace.invocations.iter().any(|inv| !ended_before(inv, &quiet));
+        if unestimated && !trace.warnings.contains(&warning) {
+            trace.warnings.push(warning);
+        }
+        for inv in trace.invocations.iter_mut().filter(|inv| !ended_before(inv, &quiet)) {
+            let (_, by) = invocation_calls(inv, quiet.func, callers);
+            let estimate = rate.estimate(if rate.by_callers { by } else { 1 });
+            set_estimate(&mut inv.retired, quiet.func, estimate);
+        }
+        if let Some(aggregate) = trace.aggregate.as_mut() {
+            estimate_in_aggregate(aggregate, quiet.func, &rate, callers);
+        }
+    }
+}
+
+/// Whether `inv` ended before its function went quiet: then every call of it was counted.
+fn ended_before(inv: &Invocation, quiet: &Quiet) -> bool {
+    inv.start_ns.saturating_add(inv.duration_ns) < quiet.at_ns
+}
+
+/// Makes `func`'s entry in `retired` the estimate, or the count it has when that is higher, marked estimated.
+fn set_estimate(retired: &mut Vec<RetiredCalls>, func: u32, estimate: u64) {
+    match retired.iter_mut().find(|r| r.func == func) {
+        Some(entry) => *entry = RetiredCalls::estimated(func, estimate, entry.counted),
+        None if estimate > 0 => retired.push(RetiredCalls::estimated(func, estimate, 0)),
+        None => {}
+    }
+}
+
+/// The aggregate's `gr` count of a quiet function: its calls over the run by `rate`, less those on call paths.
+fn estimate_in_aggregate(aggregate: &mut RunAggregate, func: u32, rate: &Rate, callers: &BTreeSet<u32>) {
+    let (mut on_paths, mut by) = (0, 0);
+    for root in &aggregate.roots {
+        let (own, b) = calls_in(root, func, callers);
+        (on_paths, by) = (on_paths + own, by + b);
+    }
+    by += aggregate.retired.iter().filter(|r| callers.contains(&r.func)).map(|r| r.calls).sum::<u64>();
+    let over_run = rate.estimate(if rate.by_callers { by } else { aggregate.invocations });
+    set_estimate(&mut aggregate.retired, func, over_run.saturating_sub(on_paths));
+}
+
+/// Per quiet function, the functions seen calling it (parents of its nodes), over every invocation.
+fn callers_of(invocations: &[Invocation], funcs: BTreeSet<u32>) -> BTreeMap<u32, BTreeSet<u32>> {
+    fn walk(node: &Node, funcs: &BTreeSet<u32>, out: &mut BTreeMap<u32, BTreeSet<u32>>) {
+        for child in &node.children {
+            if funcs.contains(&child.func) {
+                out.entry(child.func).or_default().insert(node.func);
+            }
+            walk(child, funcs, out);
+        }
+    }
+    let mut out = BTreeMap::new();
+    invocations.iter().for_each(|inv| walk(&inv.root, &funcs, &mut out));
+    out
+}
+
+/// Calls of `func` and calls of the functions in `of` in an invocation: nodes, and retired calls of those that
+/// retired.
+fn invocation_calls(inv: &Invocation, func: u32, of: &BTreeSet<u32>) -> (u64, u64) {
+    let (mut own, mut by) = calls_in(&inv.root, func, of);
+    for r in &inv.retired {
+        own += if r.func == func { r.calls } else { 0 };
+        by += if of.contains(&r.func) { r.calls } else { 0 };
+    }
+    (own, by)
+}
+
+/// A tree of calls by function: an invocation's nodes, or the aggregate's call paths.
+trait CallTree: Sized {
+    fn func(&self) -> u32;
+    fn calls(&self) -> u64;
+    fn children(&self) -> &[Self];
+}
+
+impl CallTree for Node {
+    fn func(&self) -> u32 {
+        self.func
+    }
+    fn calls(&self) -> u64 {
+        self.calls
+    }
+    fn children(&self) -> &[Node] {
+        &self.children
+    }
+}
+
+impl CallTree for AggregatePath {
+    fn func(&self) -> u32 {
+        self.func
+    }
+    fn calls(&self) -> u64 {
+        self.calls
+    }
+    fn children(&self) -> &[AggregatePath] {
+        &self.children
+    }
+}
+
+/// Calls of `func` and calls of the functions in `of` in a tree.
+fn calls_in<T: CallTree>(node: &T, func: u32, of: &BTreeSet<u32>) -> (u64, u64) {
+    let own = if node.func() == func { node.calls() } else { 0 };
+    let by = if of.contains(&node.func()) { node.calls() } else { 0 };
+    node.children().iter().fold((own, by), |(a, b), child| {
+        let (x, y) = calls_in(child, func, of);
+        (a + x, b + y)
+    })
+}
+
+/// A quiet function's calls per caller call (or per invocation), from the invocations counted exactly.
+struct Rate {
+    calls: u64,
+    per: u64,
+    by_callers: bool,
+}
+
+impl Rate {
+    fn measure<'a>(exact: impl Iterator<Item = &'a Invocation>, quiet: &Quiet, callers: &BTreeSet<u32>) -> Rate {
+        let (mut calls, mut caller_calls, mut invocations) = (0u64, 0u64, 0u64);
+        for inv in exact {
+            invocations += 1;
+            let (own, by) = invocation_calls(inv, quiet.func, callers);
+            calls += own;
+            caller_calls += by;
+        }
+        match caller_calls {
+            0 => Rate { calls, per: invocations, by_callers: false },
+            per => Rate { calls, per, by_callers: true },
+        }
+    }
+
+    /// The calls for `scale` caller calls (or invocations), rounded.
+    fn estimate(&self, scale: u64) -> u64 {
+        if self.per == 0 {
+            return 0;
+        }
+        let calls = u128::from(self.calls) * u128::from(scale);
+        u64::try_from((calls + u128::from(self.per) / 2) / u128::from(self.per)).unwrap_or(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{parse, TraceBuilder};
+
+    /// Function 2 (called by 1) retires in invocation 0 and goes quiet after invocation 1: 6 calls per call of 1
+    /// (5 + 7 r calls over 2 calls of 1 in invocation 0, 12 over 2 in invocation 1). Invocation 2 (3 calls of 1)
+    /// gets 18 estimated; invocation 3, running when 2 went quiet, counted 40: it keeps 40, marked estimated.
+    const TEXT: &str = "calltime-trace 3\nprocess 1 0 /app\nplan p /t.json\nsettings fold_after=4096 quiet_after=2\n\
+        calibration recorded_inner=7000 recorded_outer=12500 folded_outer=2000 timed_inner=9000 timed_outer=15000 \
+        retired_outer=1500 quiet_outer=300\n\
+        retire 2 1300 5 10\n\
+        inv 0 thread 1 1000 5000 3 0 0 main\n\
+        a 0 0 1 1 1000 5000 5000 5000 0 1 5000\n\
+        a 1 1 2 2 1100 4000 1900 2100 0 2 4000\n\
+        a 2 2 5 5 1200 50 10 10 0 5 50\n\
+        r 2 7\n\
+        end 0\n\
+        inv 1 thread 1 7000 2000 3 0 0 main\n\
+        n 0 0 7000 2000 0\n\
+        n 1 1 7100 900 0\n\
+        n 1 1 8000 900 0\n\
+        r 2 12\n\
+        end 1\n\
+        quiet 2 9500\n\
+        inv 2 thread 1 10000 3000 4 0 0 main\n\
+        n 0 0 10000 3000 0\n\
+        n 1 1 10100 900 0\n\
+        n 1 1 11000 900 0\n\
+        n 1 1 12000 900 0\n\
+        end 2\n\
+        inv 3 thread 1 9000 3000 2 0 0 main\n\
+        n 0 0 9000 3000 0\n\
+        n 1 1 9100 900 0\n\
+        r 2 40\n\
+        end 3\n";
+
+    #[test]
+    fn quiet_calls_are_estimated_from_the_counted_rate_and_never_below_a_count() {
+        let mut trace = parse(TEXT).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        assert_eq!(trace.quiet, [Quiet { func: 2, at_ns: 9500 }]);
+        assert_eq!(trace.calibration.unwrap().quiet_outer, Some(300));
+        estimate_quiet_calls(&mut trace);
+        let retired: Vec<&[RetiredCalls]> = trace.invocations.iter().map(|inv| inv.retired.as_slice()).collect();
+        assert_eq!(retired[0], [RetiredCalls::counted(2, 7)]);
+        assert_eq!(retired[1], [RetiredCalls::counted(2, 12)]);
+        assert_eq!(retired[2], [RetiredCalls::estimated(2, 18, 0)]);
+        assert_eq!(retired[3], [RetiredCalls::estimated(2, 6, 40)]);
+        // Idempotent; written back as read (estimates are not `r` lines).
+        let again = trace.clone();
+        estimate_quiet_calls(&mut trace);
+        assert_eq!(trace.invocations, again.invocations);
+        assert_eq!(TraceBuilder::write(&trace), TEXT);
+    }
+
+    #[test]
+    fn without_callers_the_rate_is_per_invocation_and_the_aggregate_is_estimated_too() {
+        // Function 2 is only ever a retired count (no node names its caller): 19 calls over 2 invocations.
+        let text = TEXT.replace("a 2 2 5 5 1200 50 10 10 0 5 50\n", "").replace(" 1000 5000 3 ", " 1000 5000 2 ")
+            + "aggregate 20000 4 2 0 0 1\ng 0 0 4 4 14000 1000 5000\ng 1 1 8 8 7000 800 2100\ngr 2 20\n";
+        let mut trace = parse(&text).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        estimate_quiet_calls(&mut trace);
+        assert_eq!(trace.invocations[2].retired, [RetiredCalls::estimated(2, 10, 0)]);
+        // 19 / 2 per invocation x 4 invocations = 38, over the 20 counted before it went quiet.
+        let aggregate = trace.aggregate.unwrap();
+        assert_eq!(aggregate.retired, [RetiredCalls::estimated(2, 38, 20)]);
+    }
+}
