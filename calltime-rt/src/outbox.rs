@@ -32,20 +32,35 @@ struct Owner {
     name: Option<Arc<str>>,
 }
 
+/// Aligned so that no two threads' outboxes share a cache line (the owner writes its counters and head on every
+/// invocation).
+#[repr(align(128))]
 pub(crate) struct Outbox {
     /// A power-of-two ring of records: a header (see `header`) followed by the invocation's nodes.
     slots: Box<[UnsafeCell<Node>]>,
     mask: usize,
     /// Slots published by the owner (only the owner stores it).
     head: AtomicUsize,
-    /// Slots consumed by the sink's holder (only it stores it, under the sink's lock).
-    tail: AtomicUsize,
+    /// Slots consumed by the sink's holder (only it stores it, under the sink's lock): on a line of its own, so the
+    /// writer's stores do not take the owner's counters and head away from it.
+    tail: Padded<AtomicUsize>,
     in_use: AtomicBool,
     owner: UnsafeCell<Owner>,
     counters: [AtomicU64; COUNTERS],
     /// The earliest and latest root start (ticks) of the invocations of this outbox's threads.
     first_start: AtomicU64,
     last_start: AtomicU64,
+}
+
+/// A value alone on its cache lines (128 bytes: adjacent-line prefetching pairs lines).
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 // SAFETY: the ring's slots between tail and head are written only before their release by the owner's head store
@@ -86,7 +101,7 @@ impl Outbox {
             slots: (0..capacity).map(|_| UnsafeCell::new(empty)).collect(),
             mask: capacity - 1,
             head: AtomicUsize::new(0),
-            tail: AtomicUsize::new(0),
+            tail: Padded(AtomicUsize::new(0)),
             in_use: AtomicBool::new(true),
             owner: UnsafeCell::new(Owner { thread: 0, name: None }),
             counters: Default::default(),

@@ -1,6 +1,9 @@
-//! The writer: a thread that takes completed invocations out of the threads' outboxes and the root tasks' queue,
-//! formats them (ticks to nanoseconds, preorder) and appends them to the trace file; the panic hook, the exit
-//! handler and `flush` drain them too.
+//! The writer: a thread that takes completed invocations out of the threads' outboxes and the root tasks' queue and
+//! appends them to the trace file; the panic hook, the exit handler and `flush` drain them too. Per-call
+//! invocations are copied as binary records (`block`: the tool's reader converts them); folded invocations and
+//! those held until exit are formatted as text lines (ticks to nanoseconds, preorder).
+
+mod block;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -23,8 +26,8 @@ use crate::recorder::{
 use crate::retire::{self, Retirement, Watch};
 use crate::Stats;
 
-/// The trace format version this runtime writes (`calltime-trace 3`).
-const TRACE_VERSION: u32 = 3;
+/// The trace format version this runtime writes (`calltime-trace 4`: version 3 plus binary blocks).
+const TRACE_VERSION: u32 = 4;
 /// Records gathered before the writer writes them out, even in the middle of a drain.
 const FLUSH_BYTES: usize = 1 << 18;
 /// How often the writer thread looks at the queue by itself.
@@ -78,9 +81,14 @@ struct Sink {
     next_sibling: Vec<u32>,
     walk: Vec<(u32, u32, u64)>,
     children: Vec<u32>,
-    body: String,
-    /// Complete records not yet written (see `flush_pending`).
-    pending: String,
+    /// The node lines of the text record being written.
+    body: Vec<u8>,
+    /// Complete records not yet written (see `flush_pending`): text lines and binary blocks.
+    pending: Vec<u8>,
+    /// The binary block open at the end of `pending`: where it starts, its scale, its records so far.
+    block: Option<(usize, (u64, u128), u64)>,
+    /// The aggregate's text, reused.
+    aggregate_text: String,
     pending_records: u64,
     pending_truncated: u64,
     /// A folded invocation's call paths with the times of its pre-fold calls added.
@@ -113,6 +121,23 @@ enum Retired<'a> {
     Entries(&'a [Node]),
 }
 
+impl<'a> Retired<'a> {
+    /// `(function index, calls)` of each retired function called (retirement slots in use only).
+    fn pairs(&self) -> impl Iterator<Item = (u32, u64)> + 'a {
+        let (by_slot, entries): (&[u64], &[Node]) = match *self {
+            Retired::BySlot(counts) => (counts, &[]),
+            Retired::Entries(entries) => (&[], entries),
+        };
+        let slots_used = retire::slots_used();
+        let by_slot = by_slot.iter().enumerate().map(|(slot, &calls)| (slot, calls));
+        let entries = entries.iter().map(|e| (e.index as usize, e.start));
+        by_slot
+            .chain(entries)
+            .filter(move |&(slot, calls)| calls > 0 && (1..=slots_used).contains(&slot))
+            .map(|(slot, calls)| (retire::slot_index(slot), calls))
+    }
+}
+
 impl<'a> Owner<'a> {
     /// `thread_name`: a thread's recorder does not carry its thread's name (an atomic reference count per
     /// invocation); its outbox does.
@@ -135,8 +160,10 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     next_sibling: Vec::new(),
     walk: Vec::new(),
     children: Vec::new(),
-    body: String::new(),
-    pending: String::new(),
+    body: Vec::new(),
+    pending: Vec::new(),
+    block: None,
+    aggregate_text: String::new(),
     pending_records: 0,
     pending_truncated: 0,
     paths: Vec::new(),
@@ -215,9 +242,7 @@ unsafe fn write_decimal(dst: *mut u8, value: u64) -> *mut u8 {
 
 /// Appends `value` in decimal (the tests' view of `write_decimal`).
 #[cfg(test)]
-fn push_decimal(out: &mut String, value: u64) {
-    // SAFETY: only ASCII digits are appended, so the string stays UTF-8.
-    let out = unsafe { out.as_mut_vec() };
+fn push_decimal(out: &mut Vec<u8>, value: u64) {
     out.reserve(20);
     // SAFETY: 20 bytes are reserved past the length; `write_decimal` writes the digits there and returns their end.
     unsafe {
@@ -231,10 +256,7 @@ fn push_decimal(out: &mut String, value: u64) {
 /// fields in decimal, with one capacity check (the writer spends most of its time here: `writeln!` through
 /// core::fmt took about half of it on large trees).
 #[inline(always)]
-fn push_fields<const K: usize>(out: &mut String, kind: &[u8; K], fields: &[u64]) {
-    debug_assert!(kind.is_ascii());
-    // SAFETY: `kind` is ASCII, like everything else appended.
-    let out = unsafe { out.as_mut_vec() };
+fn push_fields<const K: usize>(out: &mut Vec<u8>, kind: &[u8; K], fields: &[u64]) {
     out.reserve(K + fields.len() * 21 + 1);
     // SAFETY: the bytes written (kind, then per field a space and at most 20 digits, then a newline) fit in what
     // was just reserved past the length, and all of them are written before `set_len`.
@@ -251,10 +273,11 @@ fn push_fields<const K: usize>(out: &mut String, kind: &[u8; K], fields: &[u64])
     }
 }
 
-/// `push_fields` for a kind known only at run time (the aggregate's lines).
+/// `push_fields` for a kind known only at run time, into text (the aggregate's lines).
 fn push_named_fields(out: &mut String, kind: &str, fields: &[u64]) {
     out.push_str(kind);
-    push_fields(out, b"", fields);
+    // SAFETY: only ASCII (spaces, digits, a newline) is appended, so the string stays UTF-8.
+    push_fields(unsafe { out.as_mut_vec() }, b"", fields);
 }
 
 /// Writes every queued invocation (and a `stats` line if asked). Safe from any thread; never waits for itself.
@@ -341,7 +364,7 @@ impl Sink {
             return;
         }
         let scale = Scale::current(rt.clock);
-        let mut text = mem::take(&mut self.body);
+        let mut text = mem::take(&mut self.aggregate_text);
         text.clear();
         let at_ns = rt.clock.elapsed_ns();
         crate::aggregate::write_snapshot(&mut text, scale, at_ns, DROPPED_CAP.load(Relaxed), push_named_fields);
@@ -349,7 +372,7 @@ impl Sink {
             self.output.write_always(text.as_bytes());
         }
         text.clear();
-        self.body = text;
+        self.aggregate_text = text;
     }
 }
 
@@ -419,10 +442,9 @@ impl Sink {
         let mut taken = mem::take(&mut self.retirements);
         taken.clear();
         retire::take_pending(&mut taken);
+        self.close_block();
         for r in &taken {
-            self.body.clear();
-            self.push_line(b"retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
-            self.pending.push_str(&self.body);
+            push_fields(&mut self.pending, b"retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
         }
         self.retirements = taken;
     }
@@ -434,8 +456,9 @@ impl Sink {
         if self.pending_records == 0 && self.pending.is_empty() {
             return;
         }
+        self.close_block();
         let pending = mem::take(&mut self.pending);
-        let written_ok = self.open(rt) && self.write_trees(pending.as_bytes());
+        let written_ok = self.open(rt) && self.write_trees(&pending);
         self.pending = pending;
         self.pending.clear();
         if written_ok {
@@ -461,7 +484,7 @@ impl Sink {
         if self.last_periodic == periodic && self.last_stats.is_some_and(unchanged) {
             return;
         }
-        let mut line = String::new();
+        let mut line = Vec::new();
         let fields = [now.seen, now.kept, now.sampled_out, now.dropped, now.truncated, now.dropped_limit];
         push_fields(&mut line, b"stats", &fields);
         line.pop();
@@ -474,7 +497,7 @@ impl Sink {
             line.pop();
             push_fields(&mut line, b"", &[1]);
         }
-        if self.open(rt) && self.output.write_always(line.as_bytes()) {
+        if self.open(rt) && self.output.write_always(&line) {
             self.last_stats = Some(now);
             self.last_span = span;
             self.last_periodic = periodic;
@@ -500,6 +523,11 @@ impl Sink {
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
         self.watch.observe_nodes(nodes);
         let Some(score) = self.choose(rt, root, root_end - root_start, owner) else { return };
+        // Held records are kept as text (they are moved out of `pending` by themselves).
+        if score.is_none() && nodes.len() * block::NODE_BYTES < block::MAX_PAYLOAD / 2 {
+            self.push_binary(rt, nodes, owner, scale);
+            return;
+        }
         let mark = self.pending.len();
         self.body.clear();
         let (written, filtered) = match self.walk_in_entry_order(rt, nodes, scale, root_end) {
@@ -535,6 +563,8 @@ impl Sink {
     fn hold(&mut self, score: Option<u64>, mark: usize, truncated: bool) {
         let Some(score) = score else { return };
         let text = self.pending.split_off(mark);
+        // Text records only (never binary), so always UTF-8.
+        let text = String::from_utf8(text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         self.pending_records -= 1;
         self.pending_truncated -= u64::from(truncated);
         let held = Held { score, seq: self.seq - 1, text, truncated };
@@ -545,8 +575,9 @@ impl Sink {
 
     /// Writes the held records, in the order they completed (at exit).
     fn write_held(&mut self, rt: &Runtime) {
+        self.close_block();
         for held in self.holder.take_in_order() {
-            self.pending.push_str(&held.text);
+            self.pending.extend_from_slice(held.text.as_bytes());
             self.pending_records += 1;
             self.pending_truncated += u64::from(held.truncated);
             if self.pending.len() >= FLUSH_BYTES {
@@ -751,6 +782,7 @@ impl Sink {
 
     /// Wraps the node lines in `body` into an `inv` ... `end` record.
     fn finish_record(&mut self, owner: &Owner, start: u64, duration: u64, written: u64, filtered: u64) {
+        self.close_block();
         let seq = self.seq;
         let out = &mut self.pending;
         let fields = [owner.id, start, duration, written, owner.truncated, filtered];
@@ -761,27 +793,48 @@ impl Sink {
             OwnerKind::Task => push_fields(out, b" task", &fields),
         }
         out.pop();
-        out.push(' ');
-        out.push_str(owner.name.unwrap_or(""));
-        out.push('\n');
-        out.push_str(&self.body);
-        let slots_used = retire::slots_used();
-        let mut push_retired = |slot: usize, calls: u64| {
-            if calls > 0 && (1..=slots_used).contains(&slot) {
-                push_fields(out, b"r", &[u64::from(retire::slot_index(slot)), calls]);
-            }
-        };
-        match owner.retired {
-            Retired::BySlot(counts) => {
-                counts.iter().enumerate().take(slots_used + 1).for_each(|(slot, &calls)| push_retired(slot, calls))
-            }
-            Retired::Entries(entries) => entries.iter().for_each(|e| push_retired(e.index as usize, e.start)),
+        out.push(b' ');
+        out.extend_from_slice(owner.name.unwrap_or("").as_bytes());
+        out.push(b'\n');
+        out.extend_from_slice(&self.body);
+        for (index, calls) in owner.retired.pairs() {
+            push_fields(out, b"r", &[u64::from(index), calls]);
         }
         push_fields(out, b"end", &[seq]);
         self.seq += 1;
         self.pending_records += 1;
         if owner.truncated > 0 {
             self.pending_truncated += 1;
+        }
+    }
+
+    /// Appends a per-call invocation as a binary record (see `block`), in the block open at the end of `pending`
+    /// or a new one.
+    fn push_binary(&mut self, rt: &Runtime, nodes: &[Node], owner: &Owner, scale: Scale) {
+        match self.block {
+            Some((_, parts, _)) if parts == scale.parts() => {}
+            _ => {
+                self.close_block();
+                let at = block::open(&mut self.pending, scale, rt.config.min_ns);
+                self.block = Some((at, scale.parts(), 0));
+            }
+        }
+        let task = matches!(owner.kind, OwnerKind::Task);
+        let name = owner.name.unwrap_or("");
+        let head = block::RecordHead { seq: self.seq, task, id: owner.id, truncated: owner.truncated, name };
+        block::push_record(&mut self.pending, &head, nodes, owner.retired.pairs());
+        if let Some((_, _, records)) = self.block.as_mut() {
+            *records += 1;
+        }
+        self.seq += 1;
+        self.pending_records += 1;
+        self.pending_truncated += u64::from(owner.truncated > 0);
+    }
+
+    /// Ends the binary block open at the end of `pending`, if any (before text is appended, and before a write).
+    fn close_block(&mut self) {
+        if let Some((at, _, records)) = self.block.take() {
+            block::close(&mut self.pending, at, records);
         }
     }
 
@@ -909,17 +962,17 @@ mod tests {
             values.extend([p - 1, p, p + 1]);
         }
         for value in values {
-            let mut out = String::from("x");
+            let mut out = b"x".to_vec();
             super::push_decimal(&mut out, value);
-            assert_eq!(out, format!("x{value}"));
+            assert_eq!(out, format!("x{value}").into_bytes());
         }
     }
 
     #[test]
     fn push_fields_writes_a_line() {
-        let mut out = String::from("head\n");
+        let mut out = b"head\n".to_vec();
         super::push_fields(&mut out, b"n", &[0, 12, u64::MAX, 10_000, 9]);
         super::push_fields(&mut out, b"end", &[3]);
-        assert_eq!(out, format!("head\nn 0 12 {} 10000 9\nend 3\n", u64::MAX));
+        assert_eq!(out, format!("head\nn 0 12 {} 10000 9\nend 3\n", u64::MAX).into_bytes());
     }
 }
