@@ -89,6 +89,8 @@ struct Sink {
     block: Option<(usize, (u64, u128), u64)>,
     /// The aggregate's text, reused.
     aggregate_text: String,
+    /// The `(function index, calls)` of the binary record being written.
+    retired_pairs: Vec<(u32, u64)>,
     pending_records: u64,
     pending_truncated: u64,
     /// A folded invocation's call paths with the times of its pre-fold calls added.
@@ -164,6 +166,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     pending: Vec::new(),
     block: None,
     aggregate_text: String::new(),
+    retired_pairs: Vec::new(),
     pending_records: 0,
     pending_truncated: 0,
     paths: Vec::new(),
@@ -822,7 +825,11 @@ impl Sink {
         let task = matches!(owner.kind, OwnerKind::Task);
         let name = owner.name.unwrap_or("");
         let head = block::RecordHead { seq: self.seq, task, id: owner.id, truncated: owner.truncated, name };
-        block::push_record(&mut self.pending, &head, nodes, owner.retired.pairs());
+        let mut retired = mem::take(&mut self.retired_pairs);
+        retired.clear();
+        retired.extend(owner.retired.pairs());
+        block::push_record(&mut self.pending, &head, nodes, &retired);
+        self.retired_pairs = retired;
         if let Some((_, _, records)) = self.block.as_mut() {
             *records += 1;
         }

@@ -55,42 +55,57 @@ fn write_padded(digits: &mut [u8], mut value: u64) {
 
 /// Appends one invocation: its head, its nodes as recorded (slot order; the root first), then its calls of retired
 /// functions as `(function index, calls)`. The one encoder of a record, for every caller that hands over nodes.
-pub(crate) fn push_record(
-    out: &mut Vec<u8>,
-    head: &RecordHead,
-    nodes: &[Node],
-    retired: impl Iterator<Item = (u32, u64)>,
-) {
-    let name = head.name.as_bytes();
-    let name_len = name.len().min(u16::MAX as usize);
-    let padded = (name_len + 7) & !7;
-    out.reserve(40 + padded + nodes.len() * NODE_BYTES + 64);
-    for word in [head.seq, head.id, head.truncated] {
-        out.extend_from_slice(&word.to_le_bytes());
+pub(crate) fn push_record(out: &mut Vec<u8>, head: &RecordHead, nodes: &[Node], retired: &[(u32, u64)]) {
+    let name = &head.name.as_bytes()[..head.name.len().min(u16::MAX as usize)];
+    let padded = (name.len() + 7) & !7;
+    let size = 40 + padded + nodes.len() * NODE_BYTES + retired.len() * 16;
+    out.reserve(size);
+    // Written field by field into the reserved bytes, then published with one length update: `extend_from_slice`
+    // per field (a capacity check and a length store each), or a bounds check per field, cost several times the
+    // stores themselves.
+    // SAFETY: `size` bytes are reserved past the length, and the writes below cover exactly them (head 40, name
+    // padded, nodes, retired entries: the sum `size` is made of) before the length is set.
+    unsafe {
+        let mut at = out.as_mut_ptr().add(out.len());
+        put(&mut at, head.seq.to_le_bytes());
+        put(&mut at, head.id.to_le_bytes());
+        put(&mut at, head.truncated.to_le_bytes());
+        put(&mut at, (nodes.len() as u32).to_le_bytes());
+        put(&mut at, (retired.len() as u32).to_le_bytes());
+        put(&mut at, (name.len() as u32).to_le_bytes());
+        put(&mut at, u32::from(head.task).to_le_bytes());
+        std::ptr::copy_nonoverlapping(name.as_ptr(), at, name.len());
+        std::ptr::write_bytes(at.add(name.len()), 0, padded - name.len());
+        at = at.add(padded);
+        for node in nodes {
+            put(&mut at, node.start.to_le_bytes());
+            put(&mut at, node.end.to_le_bytes());
+            put(&mut at, node.index.to_le_bytes());
+            put(&mut at, node.link.to_le_bytes());
+            put(&mut at, node.allocs.to_le_bytes());
+            put(&mut at, node.alloc_bytes.to_le_bytes());
+        }
+        for &(index, calls) in retired {
+            put(&mut at, u64::from(index).to_le_bytes());
+            put(&mut at, calls.to_le_bytes());
+        }
+        let len = out.len();
+        debug_assert_eq!(at.offset_from(out.as_ptr()) as usize, len + size);
+        out.set_len(len + size);
     }
-    let counts_at = out.len();
-    for half in [nodes.len() as u32, 0, name_len as u32, u32::from(head.task)] {
-        out.extend_from_slice(&half.to_le_bytes());
+}
+
+/// Writes `bytes` at `at` and moves it past them.
+///
+/// # Safety
+/// `at` is valid for `N` bytes of writes.
+#[inline(always)]
+unsafe fn put<const N: usize>(at: &mut *mut u8, bytes: [u8; N]) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), *at, N);
+        *at = at.add(N);
     }
-    out.extend_from_slice(&name[..name_len]);
-    out.resize(out.len() + padded - name_len, 0);
-    for node in nodes {
-        let mut bytes = [0u8; NODE_BYTES];
-        bytes[0..8].copy_from_slice(&node.start.to_le_bytes());
-        bytes[8..16].copy_from_slice(&node.end.to_le_bytes());
-        bytes[16..20].copy_from_slice(&node.index.to_le_bytes());
-        bytes[20..24].copy_from_slice(&node.link.to_le_bytes());
-        bytes[24..32].copy_from_slice(&node.allocs.to_le_bytes());
-        bytes[32..40].copy_from_slice(&node.alloc_bytes.to_le_bytes());
-        out.extend_from_slice(&bytes);
-    }
-    let mut count = 0u32;
-    for (index, calls) in retired {
-        out.extend_from_slice(&u64::from(index).to_le_bytes());
-        out.extend_from_slice(&calls.to_le_bytes());
-        count += 1;
-    }
-    out[counts_at + 4..counts_at + 8].copy_from_slice(&count.to_le_bytes());
 }
 
 #[cfg(test)]
@@ -103,7 +118,7 @@ mod tests {
         let at = open(&mut out, Scale::identity(), 7);
         let node = Node { start: 5, end: 9, index: 3, link: 0, allocs: 1, alloc_bytes: 2 };
         let head = RecordHead { seq: 4, task: false, id: 1, truncated: 0, name: "main" };
-        push_record(&mut out, &head, &[node], [(2, 11)].into_iter());
+        push_record(&mut out, &head, &[node], &[(2, 11)]);
         close(&mut out, at, 1);
         let payload = 32 + 40 + 8 + NODE_BYTES + 16;
         assert_eq!(&out[..at + 24], format!("text\nb {payload:010} 0000000001\n").as_bytes());
