@@ -33,9 +33,13 @@ pub fn run_child(name: &str, env: &[(&str, &str)]) -> (Output, String) {
         cmd.env(k, v);
     }
     let output = cmd.output().unwrap();
-    // Version 4's binary blocks become the text lines they stand for (the tool's reader does the same).
-    let text = std::fs::read(&out).map(|bytes| reader::text_of(&bytes)).unwrap_or_default();
+    let text = read_trace(&out);
     (output, text)
+}
+
+/// A trace file's text, version 4's binary blocks written out as the lines they stand for ("" when unreadable).
+pub fn read_trace(path: impl AsRef<std::path::Path>) -> String {
+    std::fs::read(path).map(|bytes| reader::text_of(&bytes)).unwrap_or_default()
 }
 
 /// Like [`run_child`], and the child must succeed.
