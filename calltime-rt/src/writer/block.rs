@@ -12,8 +12,12 @@ use crate::recorder::Node;
 
 /// `b 0000000000 0000000000\n`: the marker line a block starts with.
 const MARKER: &[u8; 24] = b"b 0000000000 0000000000\n";
-/// Bytes of one encoded node: start, end, index, link, allocs, alloc bytes.
+/// Bytes of one encoded node: start, end, index, link, then allocs and alloc bytes when the record has them.
 pub(crate) const NODE_BYTES: usize = 40;
+const NODE_BYTES_NO_ALLOCS: usize = 24;
+/// Bits of a record's kind word: a root task's (else a thread's); its nodes carry allocation counts.
+const KIND_TASK: u32 = 1;
+const KIND_ALLOCS: u32 = 2;
 /// A block's payload stays under what its marker's 10 digits can say; bigger records are written as text.
 pub(crate) const MAX_PAYLOAD: usize = 4_000_000_000;
 
@@ -58,7 +62,11 @@ fn write_padded(digits: &mut [u8], mut value: u64) {
 pub(crate) fn push_record(out: &mut Vec<u8>, head: &RecordHead, nodes: &[Node], retired: &[(u32, u64)]) {
     let name = &head.name.as_bytes()[..head.name.len().min(u16::MAX as usize)];
     let padded = (name.len() + 7) & !7;
-    let size = 40 + padded + nodes.len() * NODE_BYTES + retired.len() * 16;
+    // Nodes without allocations (most, and all without the counting allocator) leave the two counts out.
+    let allocs = nodes.iter().any(|n| n.allocs | n.alloc_bytes != 0);
+    let node_bytes = if allocs { NODE_BYTES } else { NODE_BYTES_NO_ALLOCS };
+    let kind = if head.task { KIND_TASK } else { 0 } | if allocs { KIND_ALLOCS } else { 0 };
+    let size = 40 + padded + nodes.len() * node_bytes + retired.len() * 16;
     out.reserve(size);
     // Written field by field into the reserved bytes, then published with one length update: `extend_from_slice`
     // per field (a capacity check and a length store each), or a bounds check per field, cost several times the
@@ -73,7 +81,7 @@ pub(crate) fn push_record(out: &mut Vec<u8>, head: &RecordHead, nodes: &[Node], 
         put(&mut at, (nodes.len() as u32).to_le_bytes());
         put(&mut at, (retired.len() as u32).to_le_bytes());
         put(&mut at, (name.len() as u32).to_le_bytes());
-        put(&mut at, u32::from(head.task).to_le_bytes());
+        put(&mut at, kind.to_le_bytes());
         std::ptr::copy_nonoverlapping(name.as_ptr(), at, name.len());
         std::ptr::write_bytes(at.add(name.len()), 0, padded - name.len());
         at = at.add(padded);
@@ -82,8 +90,10 @@ pub(crate) fn push_record(out: &mut Vec<u8>, head: &RecordHead, nodes: &[Node], 
             put(&mut at, node.end.to_le_bytes());
             put(&mut at, node.index.to_le_bytes());
             put(&mut at, node.link.to_le_bytes());
-            put(&mut at, node.allocs.to_le_bytes());
-            put(&mut at, node.alloc_bytes.to_le_bytes());
+            if allocs {
+                put(&mut at, node.allocs.to_le_bytes());
+                put(&mut at, node.alloc_bytes.to_le_bytes());
+            }
         }
         for &(index, calls) in retired {
             put(&mut at, u64::from(index).to_le_bytes());
@@ -121,9 +131,14 @@ mod tests {
         push_record(&mut out, &head, &[node], &[(2, 11)]);
         close(&mut out, at, 1);
         let payload = 32 + 40 + 8 + NODE_BYTES + 16;
+        // Allocation counts, so the node has them: 40 bytes; the kind word says so.
         assert_eq!(&out[..at + 24], format!("text\nb {payload:010} 0000000001\n").as_bytes());
         assert_eq!(out.len(), at + 24 + payload);
-        // The retired-call count, patched after the entries.
-        assert_eq!(out[at + 24 + 32 + 28], 1);
+        assert_eq!((out[at + 24 + 32 + 28], out[at + 24 + 32 + 36]), (1, KIND_ALLOCS as u8));
+        // Without allocations a node takes 24 bytes.
+        let bare = Node { allocs: 0, alloc_bytes: 0, ..node };
+        let before = out.len();
+        push_record(&mut out, &head, &[bare, bare], &[]);
+        assert_eq!((out.len() - before, out[before + 36]), (40 + 8 + 2 * NODE_BYTES_NO_ALLOCS, 0));
     }
 }

@@ -8,8 +8,13 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
 
-/// Bytes of one node: start and end ticks, index, link, allocation count and bytes.
+/// Bytes of one node: start and end ticks, index, link, then, when the record's kind word has `KIND_ALLOCS`, the
+/// allocation count and bytes.
 const NODE_BYTES: usize = 40;
+const NODE_BYTES_NO_ALLOCS: usize = 24;
+/// Bits of a record's kind word.
+const KIND_TASK: u32 = 1;
+const KIND_ALLOCS: u32 = 2;
 /// Bytes of a block's header: the clock's origin (ticks), its factor (32.32 fixed point, 128 bits), the minimum
 /// duration in ns.
 const BLOCK_HEADER: usize = 32;
@@ -160,19 +165,22 @@ fn write_record(out: &mut String, b: &mut Bytes, scale: Scale, min_ns: u64, tree
     if node_count == 0 {
         bail!("an invocation without nodes");
     }
-    if node_count.saturating_mul(NODE_BYTES) > b.data.len() - b.at {
+    let allocs = kind & KIND_ALLOCS != 0;
+    let node_bytes = if allocs { NODE_BYTES } else { NODE_BYTES_NO_ALLOCS };
+    if node_count.saturating_mul(node_bytes) > b.data.len() - b.at {
         bail!("{node_count} nodes announced, more than the block holds");
     }
     tree.nodes.clear();
     for _ in 0..node_count {
         let (start, end, index, link) = (b.u64()?, b.u64()?, b.u32()?, b.u32()?);
-        tree.nodes.push(Raw { start, end, index, link, allocs: b.u64()?, alloc_bytes: b.u64()? });
+        let (allocs, alloc_bytes) = if allocs { (b.u64()?, b.u64()?) } else { (0, 0) };
+        tree.nodes.push(Raw { start, end, index, link, allocs, alloc_bytes });
     }
     let root = tree.nodes[0];
     let root_start = scale.ns(root.start);
     let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
     let (written, filtered) = tree.write_nodes(scale, min_ns, root_end);
-    let kind = if kind == 1 { "task" } else { "thread" };
+    let kind = if kind & KIND_TASK != 0 { "task" } else { "thread" };
     let duration = root_end - root_start;
     let mut retired_lines = String::new();
     for _ in 0..retired {
@@ -260,7 +268,7 @@ mod tests {
     fn block(min_ns: u64) -> Vec<u8> {
         let mut payload = le(&[100, 2 << 32, 0, min_ns]);
         payload.extend(le(&[7, 1, 0]));
-        for half in [4u32, 1, 4, 0] {
+        for half in [4u32, 1, 4, KIND_ALLOCS] {
             payload.extend(half.to_le_bytes());
         }
         payload.extend(b"main\0\0\0\0");
@@ -287,6 +295,28 @@ mod tests {
         // Nodes under the minimum duration are left out with their subtrees, and counted.
         let expanded = expand(&block(3));
         assert!(expanded.text.contains("inv 7 thread 1 0 400 3 0 1 main\n"), "{}", expanded.text);
+    }
+
+    #[test]
+    fn nodes_without_allocation_counts_take_24_bytes() {
+        let mut payload = le(&[0, 1 << 32, 0, 0]);
+        payload.extend(le(&[0, 2, 0]));
+        for half in [2u32, 0, 0, KIND_TASK] {
+            payload.extend(half.to_le_bytes());
+        }
+        for (start, end, index, parent) in [(10u64, 20u64, 0u32, PARENT_MASK), (11, 12, 1, 0)] {
+            payload.extend(le(&[start, end]));
+            payload.extend(index.to_le_bytes());
+            payload.extend(parent.to_le_bytes());
+        }
+        let mut bytes = format!("calltime-trace 4\nb {:010} 0000000001\n", payload.len()).into_bytes();
+        bytes.extend(payload);
+        let expanded = expand(&bytes);
+        assert!(expanded.warnings.is_empty(), "{:?}", expanded.warnings);
+        assert_eq!(
+            expanded.text,
+            "calltime-trace 4\ninv 0 task 2 10 10 2 0 0 \nn 0 0 10 10 0 0 0\nn 1 1 11 1 0 0 0\nend 0\n"
+        );
     }
 
     #[test]
