@@ -32,6 +32,10 @@ const TRACE_VERSION: u32 = 4;
 const FLUSH_BYTES: usize = 1 << 18;
 /// How often the writer thread looks at the queue by itself.
 const WRITER_PERIOD: Duration = Duration::from_millis(20);
+/// How often while its last look found records: a thread's outbox fills in about a millisecond in a program of
+/// short invocations, faster than a wake at half full gets the writer scheduled on a busy machine, and a record
+/// that finds the outbox full is dropped.
+const BUSY_PERIOD: Duration = Duration::from_millis(1);
 /// Set by tests (`__private::hold_writer`) to keep the writer thread from draining.
 static HOLD_WRITER: AtomicBool = AtomicBool::new(false);
 
@@ -53,10 +57,12 @@ pub(crate) fn start_writer(receiver: Receiver<Box<Recorder>>) -> Option<std::thr
         .name("calltime-writer".into())
         .spawn(|| {
             let mut last_aggregate = std::time::Instant::now();
+            let mut period = WRITER_PERIOD;
             loop {
-                std::thread::park_timeout(WRITER_PERIOD);
+                std::thread::park_timeout(period);
                 if !HOLD_WRITER.load(Relaxed) {
-                    drain(false);
+                    let written = drain_then(false, false);
+                    period = if written > 0 { BUSY_PERIOD } else { WRITER_PERIOD };
                     write_aggregate_when_due(&mut last_aggregate);
                 }
                 poll_control();
@@ -294,15 +300,17 @@ fn drain_at_exit() {
     drain_then(true, true);
 }
 
-fn drain_then(stats_line: bool, held: bool) {
-    let Some(rt) = RUNTIME.get() else { return };
+/// Records taken from the queue and the outboxes (written or left out).
+fn drain_then(stats_line: bool, held: bool) -> u64 {
+    let Some(rt) = RUNTIME.get() else { return 0 };
     if DRAINING.try_with(Cell::get).unwrap_or(true) {
-        return;
+        return 0;
     }
     let _ = DRAINING.try_with(|d| d.set(true));
+    let taken;
     {
         let mut sink = lock(&SINK);
-        sink.write_queued(rt);
+        taken = sink.write_queued(rt);
         if held {
             sink.write_held(rt);
         }
@@ -312,6 +320,7 @@ fn drain_then(stats_line: bool, held: bool) {
         }
     }
     let _ = DRAINING.try_with(|d| d.set(false));
+    taken
 }
 
 /// The clock's conversion as of now; `--slower-than` is published in ticks with it for the threads' hand-off.
@@ -390,11 +399,14 @@ impl Sink {
         self.output.is_open()
     }
 
-    fn write_queued(&mut self, rt: &Runtime) {
+    /// Writes what the queue and the outboxes hold; how many records they held.
+    fn write_queued(&mut self, rt: &Runtime) -> u64 {
         self.holder.set_keep(rt.config.keep);
         let mut scale = None;
+        let mut taken = 0;
         while let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) {
             dequeued();
+            taken += 1;
             self.push_retirements();
             let scale = *scale.get_or_insert_with(|| current_scale(rt));
             self.write_invocation(rt, &rec, None, scale);
@@ -403,18 +415,21 @@ impl Sink {
                 self.flush_pending(rt);
             }
         }
-        self.write_outboxes(rt, &mut scale);
+        taken += self.write_outboxes(rt, &mut scale);
         self.push_retirements();
         self.flush_pending(rt);
+        taken
     }
 
-    /// Writes the small invocations waiting in the threads' outboxes.
-    fn write_outboxes(&mut self, rt: &Runtime, scale: &mut Option<Scale>) {
+    /// Writes the small invocations waiting in the threads' outboxes; how many there were.
+    fn write_outboxes(&mut self, rt: &Runtime, scale: &mut Option<Scale>) -> u64 {
         let mut scratch = mem::take(&mut self.scratch);
+        let mut taken = 0;
         let mut at = 0;
         while let Some(outbox) = outbox::nth(at) {
             at += 1;
             outbox.drain(&mut scratch, |thread, name, entry| {
+                taken += 1;
                 let scale = *scale.get_or_insert_with(|| current_scale(rt));
                 self.push_retirements();
                 match entry {
@@ -434,6 +449,7 @@ impl Sink {
             });
         }
         self.scratch = scratch;
+        taken
     }
 
     /// Appends the `retire` records not yet written (between invocations: a retirement always precedes the records

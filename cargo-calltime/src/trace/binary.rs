@@ -61,7 +61,8 @@ pub(super) fn expand(bytes: &[u8]) -> Expanded {
                 break;
             };
             if let Err(e) = write_block(&mut out.text, block, records) {
-                out.warnings.push(format!("a binary block at byte {at} is unreadable: {e:#}; its records are left out"));
+                out.warnings
+                    .push(format!("a binary block at byte {at} is unreadable: {e:#}; its records are left out"));
             }
             at = start + payload;
             continue;

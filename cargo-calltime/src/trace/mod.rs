@@ -486,8 +486,7 @@ impl Trace {
     /// Loads one trace file; `functions` overrides the function table the trace names.
     pub fn load_file(path: &Path, functions: Option<&Path>) -> Result<Trace> {
         let bytes = std::fs::read(path).with_context(|| format!("cannot read trace {}", path.display()))?;
-        let mut trace =
-            parse_bytes(&bytes).with_context(|| format!("{} is not a calltime trace", path.display()))?;
+        let mut trace = parse_bytes(&bytes).with_context(|| format!("{} is not a calltime trace", path.display()))?;
         trace.path = path.to_owned();
         let table_path = match functions {
             Some(p) => Some(p.to_owned()),
