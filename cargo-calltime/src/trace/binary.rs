@@ -162,7 +162,7 @@ fn write_record(out: &mut String, b: &mut Bytes, scale: Scale, min_ns: u64, tree
     let (node_count, retired, name_len, kind) = (b.u32()? as usize, b.u32()?, b.u32()? as usize, b.u32()?);
     debug_assert_eq!(b.at - head_at, RECORD_HEAD);
     let name = String::from_utf8_lossy(b.take(name_len)?).replace(['\n', '\r'], " ");
-    b.take((name_len + 7) / 8 * 8 - name_len)?;
+    b.take(name_len.next_multiple_of(8) - name_len)?;
     if node_count == 0 {
         bail!("an invocation without nodes");
     }
