@@ -125,6 +125,18 @@ impl Scale {
         Scale { ticks0: base.ticks0, ns_per_tick_q32: (ns << 32) / ticks as u128 }
     }
 
+    /// The tick the epoch was taken at and the factor (32.32 fixed point), for a reader that converts (version 4's
+    /// binary records).
+    pub(crate) fn parts(&self) -> (u64, u128) {
+        (self.ticks0, self.ns_per_tick_q32)
+    }
+
+    /// One tick a nanosecond, from tick 0 (tests).
+    #[cfg(test)]
+    pub(crate) fn identity() -> Scale {
+        Scale { ticks0: 0, ns_per_tick_q32: 1 << 32 }
+    }
+
     pub(crate) fn ns(&self, ticks: u64) -> u64 {
         self.span(ticks.saturating_sub(self.ticks0))
     }

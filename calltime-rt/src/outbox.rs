@@ -32,20 +32,35 @@ struct Owner {
     name: Option<Arc<str>>,
 }
 
+/// Aligned so that no two threads' outboxes share a cache line (the owner writes its counters and head on every
+/// invocation).
+#[repr(align(128))]
 pub(crate) struct Outbox {
     /// A power-of-two ring of records: a header (see `header`) followed by the invocation's nodes.
     slots: Box<[UnsafeCell<Node>]>,
     mask: usize,
     /// Slots published by the owner (only the owner stores it).
     head: AtomicUsize,
-    /// Slots consumed by the sink's holder (only it stores it, under the sink's lock).
-    tail: AtomicUsize,
+    /// Slots consumed by the sink's holder (only it stores it, under the sink's lock): on a line of its own, so the
+    /// writer's stores do not take the owner's counters and head away from it.
+    tail: Padded<AtomicUsize>,
     in_use: AtomicBool,
     owner: UnsafeCell<Owner>,
     counters: [AtomicU64; COUNTERS],
     /// The earliest and latest root start (ticks) of the invocations of this outbox's threads.
     first_start: AtomicU64,
     last_start: AtomicU64,
+}
+
+/// A value alone on its cache lines (128 bytes: adjacent-line prefetching pairs lines).
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 // SAFETY: the ring's slots between tail and head are written only before their release by the owner's head store
@@ -86,7 +101,7 @@ impl Outbox {
             slots: (0..capacity).map(|_| UnsafeCell::new(empty)).collect(),
             mask: capacity - 1,
             head: AtomicUsize::new(0),
-            tail: AtomicUsize::new(0),
+            tail: Padded(AtomicUsize::new(0)),
             in_use: AtomicBool::new(true),
             owner: UnsafeCell::new(Owner { thread: 0, name: None }),
             counters: Default::default(),
@@ -149,14 +164,15 @@ impl Outbox {
         if used + 1 + nodes.len() + retired_calls.len() > self.slots.len() {
             return None;
         }
-        let mut at = head.wrapping_add(1);
+        // SAFETY: the slots from head + 1 on are within the bound checked above, past the published head: nobody
+        // reads them until the store below publishes them.
+        unsafe { self.copy_in(head.wrapping_add(1), nodes) };
+        let mut at = head.wrapping_add(1 + nodes.len());
         let mut put = |node: Node| {
-            // SAFETY: slots head..at stay within the bound checked above, past the published head: nobody reads
-            // them until the store below publishes them.
+            // SAFETY: as for the nodes.
             unsafe { *self.slots[at & self.mask].get() = node };
             at = at.wrapping_add(1);
         };
-        nodes.iter().for_each(|&node| put(node));
         let mut retired = 0;
         for (slot, &calls) in retired_calls.iter().enumerate() {
             if calls > 0 {
@@ -168,6 +184,23 @@ impl Outbox {
         unsafe { *self.slots[head & self.mask].get() = header(nodes.len(), retired, truncated, rec) };
         self.head.store(at, Release);
         Some((used, used + at.wrapping_sub(head)))
+    }
+
+    /// Copies `nodes` into the ring from position `at`, in at most two pieces (where the ring wraps).
+    ///
+    /// # Safety
+    /// The owner's only: the slots `at..at + nodes.len()` are unpublished and fit in the ring.
+    unsafe fn copy_in(&self, at: usize, nodes: &[Node]) {
+        let start = at & self.mask;
+        let first = nodes.len().min(self.slots.len() - start);
+        // `UnsafeCell<Node>` has the layout of `Node`, and writing through it is what it is for.
+        let base = self.slots.as_ptr().cast::<Node>().cast_mut();
+        // SAFETY: `start + first` and `nodes.len() - first` are within the ring (the caller's contract); the
+        // source is the recorder's buffer, never the ring.
+        unsafe {
+            std::ptr::copy_nonoverlapping(nodes.as_ptr(), base.add(start), first);
+            std::ptr::copy_nonoverlapping(nodes.as_ptr().add(first), base, nodes.len() - first);
+        }
     }
 
     pub(crate) fn capacity(&self) -> usize {

@@ -1,6 +1,9 @@
-//! The writer: a thread that takes completed invocations out of the threads' outboxes and the root tasks' queue,
-//! formats them (ticks to nanoseconds, preorder) and appends them to the trace file; the panic hook, the exit
-//! handler and `flush` drain them too.
+//! The writer: a thread that takes completed invocations out of the threads' outboxes and the root tasks' queue and
+//! appends them to the trace file; the panic hook, the exit handler and `flush` drain them too. Per-call
+//! invocations are copied as binary records (`block`: the tool's reader converts them); folded invocations and
+//! those held until exit are formatted as text lines (ticks to nanoseconds, preorder).
+
+mod block;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -23,12 +26,16 @@ use crate::recorder::{
 use crate::retire::{self, Retirement, Watch};
 use crate::Stats;
 
-/// The trace format version this runtime writes (`calltime-trace 3`).
-const TRACE_VERSION: u32 = 3;
+/// The trace format version this runtime writes (`calltime-trace 4`: version 3 plus binary blocks).
+const TRACE_VERSION: u32 = 4;
 /// Records gathered before the writer writes them out, even in the middle of a drain.
 const FLUSH_BYTES: usize = 1 << 18;
 /// How often the writer thread looks at the queue by itself.
 const WRITER_PERIOD: Duration = Duration::from_millis(20);
+/// How often while its last look found records: a thread's outbox fills in about a millisecond in a program of
+/// short invocations, faster than a wake at half full gets the writer scheduled on a busy machine, and a record
+/// that finds the outbox full is dropped.
+const BUSY_PERIOD: Duration = Duration::from_millis(1);
 /// Set by tests (`__private::hold_writer`) to keep the writer thread from draining.
 static HOLD_WRITER: AtomicBool = AtomicBool::new(false);
 
@@ -50,10 +57,12 @@ pub(crate) fn start_writer(receiver: Receiver<Box<Recorder>>) -> Option<std::thr
         .name("calltime-writer".into())
         .spawn(|| {
             let mut last_aggregate = std::time::Instant::now();
+            let mut period = WRITER_PERIOD;
             loop {
-                std::thread::park_timeout(WRITER_PERIOD);
+                std::thread::park_timeout(period);
                 if !HOLD_WRITER.load(Relaxed) {
-                    drain(false);
+                    let written = drain_then(false, false);
+                    period = if written > 0 { BUSY_PERIOD } else { WRITER_PERIOD };
                     write_aggregate_when_due(&mut last_aggregate);
                 }
                 poll_control();
@@ -78,9 +87,16 @@ struct Sink {
     next_sibling: Vec<u32>,
     walk: Vec<(u32, u32, u64)>,
     children: Vec<u32>,
-    body: String,
-    /// Complete records not yet written (see `flush_pending`).
-    pending: String,
+    /// The node lines of the text record being written.
+    body: Vec<u8>,
+    /// Complete records not yet written (see `flush_pending`): text lines and binary blocks.
+    pending: Vec<u8>,
+    /// The binary block open at the end of `pending`: where it starts, its scale, its records so far.
+    block: Option<(usize, (u64, u128), u64)>,
+    /// The aggregate's text, reused.
+    aggregate_text: String,
+    /// The `(function index, calls)` of the binary record being written.
+    retired_pairs: Vec<(u32, u64)>,
     pending_records: u64,
     pending_truncated: u64,
     /// A folded invocation's call paths with the times of its pre-fold calls added.
@@ -113,6 +129,23 @@ enum Retired<'a> {
     Entries(&'a [Node]),
 }
 
+impl<'a> Retired<'a> {
+    /// `(function index, calls)` of each retired function called (retirement slots in use only).
+    fn pairs(&self) -> impl Iterator<Item = (u32, u64)> + 'a {
+        let (by_slot, entries): (&[u64], &[Node]) = match *self {
+            Retired::BySlot(counts) => (counts, &[]),
+            Retired::Entries(entries) => (&[], entries),
+        };
+        let slots_used = retire::slots_used();
+        let by_slot = by_slot.iter().enumerate().map(|(slot, &calls)| (slot, calls));
+        let entries = entries.iter().map(|e| (e.index as usize, e.start));
+        by_slot
+            .chain(entries)
+            .filter(move |&(slot, calls)| calls > 0 && (1..=slots_used).contains(&slot))
+            .map(|(slot, calls)| (retire::slot_index(slot), calls))
+    }
+}
+
 impl<'a> Owner<'a> {
     /// `thread_name`: a thread's recorder does not carry its thread's name (an atomic reference count per
     /// invocation); its outbox does.
@@ -135,8 +168,11 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     next_sibling: Vec::new(),
     walk: Vec::new(),
     children: Vec::new(),
-    body: String::new(),
-    pending: String::new(),
+    body: Vec::new(),
+    pending: Vec::new(),
+    block: None,
+    aggregate_text: String::new(),
+    retired_pairs: Vec::new(),
     pending_records: 0,
     pending_truncated: 0,
     paths: Vec::new(),
@@ -215,9 +251,7 @@ unsafe fn write_decimal(dst: *mut u8, value: u64) -> *mut u8 {
 
 /// Appends `value` in decimal (the tests' view of `write_decimal`).
 #[cfg(test)]
-fn push_decimal(out: &mut String, value: u64) {
-    // SAFETY: only ASCII digits are appended, so the string stays UTF-8.
-    let out = unsafe { out.as_mut_vec() };
+fn push_decimal(out: &mut Vec<u8>, value: u64) {
     out.reserve(20);
     // SAFETY: 20 bytes are reserved past the length; `write_decimal` writes the digits there and returns their end.
     unsafe {
@@ -231,10 +265,7 @@ fn push_decimal(out: &mut String, value: u64) {
 /// fields in decimal, with one capacity check (the writer spends most of its time here: `writeln!` through
 /// core::fmt took about half of it on large trees).
 #[inline(always)]
-fn push_fields<const K: usize>(out: &mut String, kind: &[u8; K], fields: &[u64]) {
-    debug_assert!(kind.is_ascii());
-    // SAFETY: `kind` is ASCII, like everything else appended.
-    let out = unsafe { out.as_mut_vec() };
+fn push_fields<const K: usize>(out: &mut Vec<u8>, kind: &[u8; K], fields: &[u64]) {
     out.reserve(K + fields.len() * 21 + 1);
     // SAFETY: the bytes written (kind, then per field a space and at most 20 digits, then a newline) fit in what
     // was just reserved past the length, and all of them are written before `set_len`.
@@ -251,10 +282,11 @@ fn push_fields<const K: usize>(out: &mut String, kind: &[u8; K], fields: &[u64])
     }
 }
 
-/// `push_fields` for a kind known only at run time (the aggregate's lines).
+/// `push_fields` for a kind known only at run time, into text (the aggregate's lines).
 fn push_named_fields(out: &mut String, kind: &str, fields: &[u64]) {
     out.push_str(kind);
-    push_fields(out, b"", fields);
+    // SAFETY: only ASCII (spaces, digits, a newline) is appended, so the string stays UTF-8.
+    push_fields(unsafe { out.as_mut_vec() }, b"", fields);
 }
 
 /// Writes every queued invocation (and a `stats` line if asked). Safe from any thread; never waits for itself.
@@ -268,19 +300,21 @@ fn drain_at_exit() {
     drain_then(true, true);
 }
 
-fn drain_then(stats_line: bool, held: bool) {
-    let Some(rt) = RUNTIME.get() else { return };
+/// Records taken from the queue and the outboxes (written or left out).
+fn drain_then(stats_line: bool, held: bool) -> u64 {
+    let Some(rt) = RUNTIME.get() else { return 0 };
     // A child forked without exec writes nothing: the file and the sink are the parent's (see `control::forked`).
     if crate::control::forked() {
-        return;
+        return 0;
     }
     if DRAINING.try_with(Cell::get).unwrap_or(true) {
-        return;
+        return 0;
     }
     let _ = DRAINING.try_with(|d| d.set(true));
+    let taken;
     {
         let mut sink = lock(&SINK);
-        sink.write_queued(rt);
+        taken = sink.write_queued(rt);
         if held {
             sink.write_held(rt, true);
         }
@@ -290,6 +324,7 @@ fn drain_then(stats_line: bool, held: bool) {
         }
     }
     let _ = DRAINING.try_with(|d| d.set(false));
+    taken
 }
 
 /// The clock's conversion as of now; `--slower-than` is published in ticks with it for the threads' hand-off.
@@ -355,7 +390,7 @@ impl Sink {
             return;
         }
         let scale = Scale::current(rt.clock);
-        let mut text = mem::take(&mut self.body);
+        let mut text = mem::take(&mut self.aggregate_text);
         text.clear();
         let at_ns = rt.clock.elapsed_ns();
         crate::aggregate::write_snapshot(&mut text, scale, at_ns, DROPPED_CAP.load(Relaxed), push_named_fields);
@@ -363,7 +398,7 @@ impl Sink {
             self.output.write_always(text.as_bytes());
         }
         text.clear();
-        self.body = text;
+        self.aggregate_text = text;
     }
 }
 
@@ -378,11 +413,14 @@ impl Sink {
         self.output.is_open()
     }
 
-    fn write_queued(&mut self, rt: &Runtime) {
+    /// Writes what the queue and the outboxes hold; how many records they held.
+    fn write_queued(&mut self, rt: &Runtime) -> u64 {
         self.holder.set_keep(rt.config.keep);
         let mut scale = None;
+        let mut taken = 0;
         while let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) {
             dequeued();
+            taken += 1;
             self.push_retirements();
             let scale = *scale.get_or_insert_with(|| current_scale(rt));
             self.write_invocation(rt, &rec, None, scale);
@@ -391,18 +429,21 @@ impl Sink {
                 self.flush_pending(rt);
             }
         }
-        self.write_outboxes(rt, &mut scale);
+        taken += self.write_outboxes(rt, &mut scale);
         self.push_retirements();
         self.flush_pending(rt);
+        taken
     }
 
-    /// Writes the small invocations waiting in the threads' outboxes.
-    fn write_outboxes(&mut self, rt: &Runtime, scale: &mut Option<Scale>) {
+    /// Writes the small invocations waiting in the threads' outboxes; how many there were.
+    fn write_outboxes(&mut self, rt: &Runtime, scale: &mut Option<Scale>) -> u64 {
         let mut scratch = mem::take(&mut self.scratch);
+        let mut taken = 0;
         let mut at = 0;
         while let Some(outbox) = outbox::nth(at) {
             at += 1;
             outbox.drain(&mut scratch, |thread, name, entry| {
+                taken += 1;
                 let scale = *scale.get_or_insert_with(|| current_scale(rt));
                 self.push_retirements();
                 match entry {
@@ -422,6 +463,7 @@ impl Sink {
             });
         }
         self.scratch = scratch;
+        taken
     }
 
     /// Appends the `retire` records not yet written (between invocations: a retirement always precedes the records
@@ -433,14 +475,13 @@ impl Sink {
         let mut taken = mem::take(&mut self.retirements);
         taken.clear();
         retire::take_pending(&mut taken);
+        self.close_block();
         for r in &taken {
-            self.body.clear();
             if r.quiet {
-                self.push_line(b"quiet", &[u64::from(r.index), r.at_ns]);
+                push_fields(&mut self.pending, b"quiet", &[u64::from(r.index), r.at_ns]);
             } else {
-                self.push_line(b"retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
+                push_fields(&mut self.pending, b"retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
             }
-            self.pending.push_str(&self.body);
         }
         self.retirements = taken;
     }
@@ -452,8 +493,9 @@ impl Sink {
         if self.pending_records == 0 && self.pending.is_empty() {
             return;
         }
+        self.close_block();
         let pending = mem::take(&mut self.pending);
-        let written_ok = self.open(rt) && self.write_trees(pending.as_bytes());
+        let written_ok = self.open(rt) && self.write_trees(&pending);
         self.pending = pending;
         self.pending.clear();
         if written_ok {
@@ -479,7 +521,7 @@ impl Sink {
         if self.last_periodic == periodic && self.last_stats.is_some_and(unchanged) {
             return;
         }
-        let mut line = String::new();
+        let mut line = Vec::new();
         let fields = [now.seen, now.kept, now.sampled_out, now.dropped, now.truncated, now.dropped_limit];
         push_fields(&mut line, b"stats", &fields);
         line.pop();
@@ -492,7 +534,7 @@ impl Sink {
             line.pop();
             push_fields(&mut line, b"", &[1]);
         }
-        if self.open(rt) && self.output.write_always(line.as_bytes()) {
+        if self.open(rt) && self.output.write_always(&line) {
             self.last_stats = Some(now);
             self.last_span = span;
             self.last_periodic = periodic;
@@ -518,6 +560,11 @@ impl Sink {
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
         self.watch.observe_nodes(nodes);
         let Some(score) = self.choose(rt, root, root_end - root_start, owner) else { return };
+        // Held records are kept as text (they are moved out of `pending` by themselves).
+        if score.is_none() && nodes.len() * block::NODE_BYTES < block::MAX_PAYLOAD / 2 {
+            self.push_binary(rt, nodes, owner, scale);
+            return;
+        }
         let mark = self.pending.len();
         self.body.clear();
         let (written, filtered) = match self.walk_in_entry_order(rt, nodes, scale, root_end) {
@@ -553,6 +600,8 @@ impl Sink {
     fn hold(&mut self, score: Option<u64>, mark: usize, truncated: bool) {
         let Some(score) = score else { return };
         let text = self.pending.split_off(mark);
+        // Text records only (never binary), so always UTF-8.
+        let text = String::from_utf8(text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         self.pending_records -= 1;
         self.pending_truncated -= u64::from(truncated);
         let held = Held { score, seq: self.seq - 1, text, truncated, written: false };
@@ -792,6 +841,7 @@ impl Sink {
 
     /// Wraps the node lines in `body` into an `inv` ... `end` record.
     fn finish_record(&mut self, owner: &Owner, start: u64, duration: u64, written: u64, filtered: u64) {
+        self.close_block();
         let seq = self.seq;
         let out = &mut self.pending;
         let fields = [owner.id, start, duration, written, owner.truncated, filtered];
@@ -802,27 +852,52 @@ impl Sink {
             OwnerKind::Task => push_fields(out, b" task", &fields),
         }
         out.pop();
-        out.push(' ');
-        out.push_str(owner.name.unwrap_or(""));
-        out.push('\n');
-        out.push_str(&self.body);
-        let slots_used = retire::slots_used();
-        let mut push_retired = |slot: usize, calls: u64| {
-            if calls > 0 && (1..=slots_used).contains(&slot) {
-                push_fields(out, b"r", &[u64::from(retire::slot_index(slot)), calls]);
-            }
-        };
-        match owner.retired {
-            Retired::BySlot(counts) => {
-                counts.iter().enumerate().take(slots_used + 1).for_each(|(slot, &calls)| push_retired(slot, calls))
-            }
-            Retired::Entries(entries) => entries.iter().for_each(|e| push_retired(e.index as usize, e.start)),
+        out.push(b' ');
+        out.extend_from_slice(owner.name.unwrap_or("").as_bytes());
+        out.push(b'\n');
+        out.extend_from_slice(&self.body);
+        for (index, calls) in owner.retired.pairs() {
+            push_fields(out, b"r", &[u64::from(index), calls]);
         }
         push_fields(out, b"end", &[seq]);
         self.seq += 1;
         self.pending_records += 1;
         if owner.truncated > 0 {
             self.pending_truncated += 1;
+        }
+    }
+
+    /// Appends a per-call invocation as a binary record (see `block`), in the block open at the end of `pending`
+    /// or a new one.
+    fn push_binary(&mut self, rt: &Runtime, nodes: &[Node], owner: &Owner, scale: Scale) {
+        match self.block {
+            Some((_, parts, _)) if parts == scale.parts() => {}
+            _ => {
+                self.close_block();
+                let at = block::open(&mut self.pending, scale, rt.config.min_ns);
+                self.block = Some((at, scale.parts(), 0));
+            }
+        }
+        let task = matches!(owner.kind, OwnerKind::Task);
+        let name = owner.name.unwrap_or("");
+        let head = block::RecordHead { seq: self.seq, task, id: owner.id, truncated: owner.truncated, name };
+        let mut retired = mem::take(&mut self.retired_pairs);
+        retired.clear();
+        retired.extend(owner.retired.pairs());
+        block::push_record(&mut self.pending, &head, nodes, &retired);
+        self.retired_pairs = retired;
+        if let Some((_, _, records)) = self.block.as_mut() {
+            *records += 1;
+        }
+        self.seq += 1;
+        self.pending_records += 1;
+        self.pending_truncated += u64::from(owner.truncated > 0);
+    }
+
+    /// Ends the binary block open at the end of `pending`, if any (before text is appended, and before a write).
+    fn close_block(&mut self) {
+        if let Some((at, _, records)) = self.block.take() {
+            block::close(&mut self.pending, at, records);
         }
     }
 
@@ -952,17 +1027,17 @@ mod tests {
             values.extend([p - 1, p, p + 1]);
         }
         for value in values {
-            let mut out = String::from("x");
+            let mut out = b"x".to_vec();
             super::push_decimal(&mut out, value);
-            assert_eq!(out, format!("x{value}"));
+            assert_eq!(out, format!("x{value}").into_bytes());
         }
     }
 
     #[test]
     fn push_fields_writes_a_line() {
-        let mut out = String::from("head\n");
+        let mut out = b"head\n".to_vec();
         super::push_fields(&mut out, b"n", &[0, 12, u64::MAX, 10_000, 9]);
         super::push_fields(&mut out, b"end", &[3]);
-        assert_eq!(out, format!("head\nn 0 12 {} 10000 9\nend 3\n", u64::MAX));
+        assert_eq!(out, format!("head\nn 0 12 {} 10000 9\nend 3\n", u64::MAX).into_bytes());
     }
 }

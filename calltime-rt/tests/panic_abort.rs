@@ -78,7 +78,7 @@ fn panic_abort_keeps_completed_trees() {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(output.status.signal(), Some(6), "SIGABRT: {}", String::from_utf8_lossy(&output.stderr));
     }
-    let trace = common::parse(&std::fs::read_to_string(&trace_path).unwrap());
+    let trace = common::parse(&common::read_trace(&trace_path));
     // The two completed invocations; the third never completed (no unwinding under panic = abort).
     assert_eq!(trace.shapes(), ["0[1]", "0[1]"]);
     assert_eq!(trace.stats, Some([3, 2, 0, 0, 0]));

@@ -4,7 +4,7 @@
 mod common;
 
 use calltime_rt::__private::{enter, enter_root, hold_writer, PlanInfo};
-use common::{is_child, parse, run_child, run_ok, Inv};
+use common::{is_child, parse, read_trace, run_child, run_ok, Inv};
 use std::hint::black_box;
 
 static PLAN: PlanInfo = PlanInfo { id: "plan-sync", table: "/tmp/sync.functions.json", functions: 16 };
@@ -40,7 +40,7 @@ fn nested() {
         return;
     }
     let trace = run_ok("nested", &[]);
-    assert_eq!(trace.header[0], "calltime-trace 3");
+    assert_eq!(trace.header[0], "calltime-trace 4");
     assert!(trace.header[1].starts_with("process "), "{:?}", trace.header);
     assert_eq!(trace.header[2], "plan plan-sync /tmp/sync.functions.json");
     assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]", "0[1[2] 1[2] 2]"]);
@@ -372,7 +372,7 @@ fn flush_writes_without_waiting_for_exit() {
         root();
         calltime_rt::flush();
         let path = calltime_rt::trace_path().unwrap();
-        let text = std::fs::read_to_string(path).unwrap();
+        let text = read_trace(path);
         let trace = parse(&text);
         assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]"]);
         assert_eq!(trace.stats, Some([1, 1, 0, 0, 0]));
@@ -427,7 +427,7 @@ fn default_path_is_per_process_in_current_dir() {
         calltime_rt::flush();
         let expected = dir.join(format!("calltime-{}.trace", std::process::id()));
         assert_eq!(calltime_rt::trace_path().unwrap(), expected);
-        let trace = parse(&std::fs::read_to_string(&expected).unwrap());
+        let trace = parse(&read_trace(&expected));
         assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]"]);
         std::fs::remove_dir_all(&dir).unwrap();
         return;
@@ -442,7 +442,7 @@ fn writer_appends_each_tree_as_it_completes() {
         let path = std::env::var("CALLTIME_OUT").unwrap();
         // No flush, no exit handler: the writer thread alone must put the tree on disk, promptly.
         let waited = std::time::Instant::now();
-        while !std::fs::read_to_string(&path).unwrap_or_default().contains("end 0\n") {
+        while !read_trace(&path).contains("end 0\n") {
             assert!(waited.elapsed() < std::time::Duration::from_secs(5), "the writer did not write the tree");
             std::thread::sleep(std::time::Duration::from_millis(1));
         }

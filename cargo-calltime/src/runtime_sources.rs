@@ -28,6 +28,7 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("recorder/outcome.rs", include_str!("../../calltime-rt/src/recorder/outcome.rs")),
     ("retire.rs", include_str!("../../calltime-rt/src/retire.rs")),
     ("writer.rs", include_str!("../../calltime-rt/src/writer.rs")),
+    ("writer/block.rs", include_str!("../../calltime-rt/src/writer/block.rs")),
 ];
 
 #[cfg(test)]

@@ -159,7 +159,7 @@ fn demo_trees_output_exit_code_and_untouched_workspace() {
     let manual = tmp.path().join("manual.trace");
     let run = util::run(Command::new(&exe).env("CALLTIME_OUT", &manual).current_dir(&dir), true);
     assert_eq!(run.stdout, plain.stdout);
-    let trace = std::fs::read_to_string(&manual).unwrap();
+    let trace = cargo_calltime::trace::text_of(&std::fs::read(&manual).unwrap());
     assert_eq!(trace.lines().filter(|l| l.starts_with("inv ")).count(), 12, "{trace}");
 
     // The root is never reached (no request on stdin): an error naming the plan size, not an empty report.

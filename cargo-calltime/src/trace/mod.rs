@@ -12,6 +12,7 @@
 //! - `service`: the records of long-running services: settings switched by `ctl`, held trees displaced later.
 
 mod aggregate;
+mod binary;
 mod build;
 pub mod compensate;
 mod files;
@@ -30,14 +31,15 @@ use serde::Serialize;
 pub use aggregate::{bucket_low, bucket_middle, AggregatePath, RunAggregate};
 pub use build::TraceBuilder;
 pub use files::run_files;
-pub use read::parse;
+pub use read::{parse, parse_bytes, text_of};
 pub use service::ControlChange;
 pub use table::{FunctionInfo, FunctionTable};
 
 use crate::error::UserError;
 
-/// The newest trace format version this reader understands; it also reads every older one (1, 2).
-pub const TRACE_VERSION: u32 = 3;
+/// The newest trace format version this reader understands (4: version 3 plus binary blocks); it also reads every
+/// older one (1, 2, 3).
+pub const TRACE_VERSION: u32 = 4;
 /// Versions [`parse`] accepts.
 pub const TRACE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=TRACE_VERSION;
 
@@ -541,9 +543,8 @@ impl Trace {
 
     /// Loads one trace file; `functions` overrides the function table the trace names.
     pub fn load_file(path: &Path, functions: Option<&Path>) -> Result<Trace> {
-        let text = std::fs::read(path).with_context(|| format!("cannot read trace {}", path.display()))?;
-        let text = String::from_utf8_lossy(&text);
-        let mut trace = parse(&text).with_context(|| format!("{} is not a calltime trace", path.display()))?;
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read trace {}", path.display()))?;
+        let mut trace = parse_bytes(&bytes).with_context(|| format!("{} is not a calltime trace", path.display()))?;
         trace.path = path.to_owned();
         quiet::estimate_quiet_calls(&mut trace);
         let table_path = match functions {

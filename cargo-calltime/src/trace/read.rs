@@ -4,18 +4,52 @@
 
 use anyhow::{bail, Context, Result};
 
-use super::records;
 use super::service;
+use super::{binary, records};
 use super::{not_a_trace, AggregatePath, Invocation, Node, RunAggregate, Trace, TRACE_VERSION, TRACE_VERSIONS};
 
 /// Parses trace text. Records cut off at the end (no `end` line) are counted in `stats.incomplete`.
 pub fn parse(text: &str) -> Result<Trace> {
+    parse_text(text, 0)
+}
+
+/// Parses a trace file's bytes: text, or from version 4 on text with binary blocks (`binary`). Records cut off
+/// at the end (a record without `end`, a block shorter than it says) are counted in `stats.incomplete`.
+pub fn parse_bytes(bytes: &[u8]) -> Result<Trace> {
+    if !has_blocks(bytes) {
+        return parse(&String::from_utf8_lossy(bytes));
+    }
+    let expanded = binary::expand(bytes);
+    let mut trace = parse_text(&expanded.text, expanded.cut_off)?;
+    trace.warnings.extend(expanded.warnings);
+    Ok(trace)
+}
+
+/// A trace file's bytes as text lines only (version 4's binary blocks written out as the lines they stand for),
+/// for tests and tools that read traces line by line.
+pub fn text_of(bytes: &[u8]) -> String {
+    if has_blocks(bytes) {
+        binary::expand(bytes).text
+    } else {
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+}
+
+/// Whether the file's version may hold binary blocks (4 and later).
+fn has_blocks(bytes: &[u8]) -> bool {
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    std::str::from_utf8(first).ok().and_then(|line| records::read_magic(line.trim_end())).is_some_and(|v| v >= 4)
+}
+
+/// `cut_off`: records already known to be cut off (binary blocks at the end of the file).
+fn parse_text(text: &str, cut_off: u64) -> Result<Trace> {
     if text.is_empty() {
         return Err(not_a_trace("the file is empty"));
     }
     let (first, body) = text.split_once('\n').unwrap_or((text, ""));
     let version = read_version(first.trim_end_matches('\r'))?;
-    let trace = Trace { version, processes: 1, files: 1, ..Trace::default() };
+    let mut trace = Trace { version, processes: 1, files: 1, ..Trace::default() };
+    trace.stats.incomplete = cut_off;
     let mut reader = Reader { trace, open: None, aggregate: None };
     for (index, line) in body.split_inclusive('\n').enumerate() {
         let lineno = index + 2;
@@ -296,7 +330,7 @@ n 0 0 300 10 0
     fn rejects_other_files() {
         assert!(parse("hello").is_err());
         let err = format!("{:#}", parse("calltime-trace 9").unwrap_err());
-        assert!(err.contains("version 9 is not supported") && err.contains("reads versions 1 to 3"), "{err}");
+        assert!(err.contains("version 9 is not supported") && err.contains("reads versions 1 to 4"), "{err}");
     }
 
     const FOLDED: &str = "calltime-trace 2
