@@ -568,7 +568,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
             }
         }
         let (pat, ty) = match &local.pat {
-            Pat::Type(pt) => (&*pt.pat, Some((ty_ref(&pt.ty, self.generics), false))),
+            Pat::Type(pt) => (&*pt.pat, Some((value_ty_ref(&pt.ty, self.generics), false))),
             other => (other, None),
         };
         if let Pat::Ident(pi) = pat {
@@ -617,7 +617,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
         for input in &c.inputs {
             if let Pat::Type(pt) = input {
                 if let Pat::Ident(pi) = &*pt.pat {
-                    self.env.insert(pi.ident.to_string(), ty_ref(&pt.ty, self.generics));
+                    self.env.insert(pi.ident.to_string(), value_ty_ref(&pt.ty, self.generics));
                 }
             }
             self.visit_pat(input);

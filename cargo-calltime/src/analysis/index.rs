@@ -415,6 +415,7 @@ impl Index {
             polls_params: f.polls_params,
             straight_line_stmts: f.straight_line_stmts,
             value_params: f.value_params.clone(),
+            returns: f.returns.clone(),
         };
         if test_only && item.skip.is_none() {
             item.skip = Some(SkipReason::TestOnly);

@@ -240,7 +240,7 @@ impl Extractor {
                     .fields
                     .named
                     .iter()
-                    .filter_map(|f| f.ident.as_ref().map(|i| (i.to_string(), ty_ref(&f.ty, &generics))))
+                    .filter_map(|f| f.ident.as_ref().map(|i| (i.to_string(), value_ty_ref(&f.ty, &generics))))
                     .collect();
                 out.types.push(data_type(&u.ident, &u.attrs, fields));
             }
@@ -427,6 +427,9 @@ impl Extractor {
             generics: scope.generics.clone(),
             ..FnItem::default()
         };
+        if let ReturnType::Type(_, ty) = &sig.output {
+            item.returns = Some(value_ty_ref(ty, &scope.generics));
+        }
         for input in &sig.inputs {
             match input {
                 FnArg::Receiver(r) => {
@@ -485,7 +488,7 @@ impl Extractor {
         };
         for input in &sig.inputs {
             if let FnArg::Typed(pt) = input {
-                let ty = ty_ref(&pt.ty, body.generics);
+                let ty = value_ty_ref(&pt.ty, body.generics);
                 if let Pat::Ident(pi) = &*pt.pat {
                     body.env.insert(pi.ident.to_string(), ty);
                     body.params.insert(pi.ident.to_string());
@@ -606,7 +609,7 @@ fn numbered_fields(fields: &syn::Fields, prefix: &str, generics: &[(String, Vec<
         .enumerate()
         .map(|(i, f)| {
             let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_else(|| i.to_string());
-            (format!("{prefix}{name}"), ty_ref(&f.ty, generics))
+            (format!("{prefix}{name}"), value_ty_ref(&f.ty, generics))
         })
         .collect()
 }

@@ -7,7 +7,7 @@ use syn::Pat;
 use super::bodies::{is_type_like, BodyVisitor};
 use super::std_model::{
     binary_op_trait, literal_type, returns_std_value, std_macro_type, std_result_type, OPERATOR_PRIMITIVES,
-    RANGE_RECEIVER, STD_VALUE_MACROS,
+    RANGE_RECEIVER, SMART_POINTERS, STD_VALUE_MACROS,
 };
 use super::syntax::*;
 
@@ -71,6 +71,14 @@ impl BodyVisitor<'_> {
                 }
             }
             Pat::Reference(r) => self.bind_pattern_types(&r.pat),
+            // `match (&self.source, preview) { (Source::Files(paths), true) => .. }`
+            Pat::Tuple(t) => t.elems.iter().for_each(|e| self.bind_pattern_types(e)),
+            Pat::Slice(s) => s.elems.iter().for_each(|e| self.bind_pattern_types(e)),
+            Pat::Ident(pi) => {
+                if let Some((_, sub)) = &pi.subpat {
+                    self.bind_pattern_types(sub);
+                }
+            }
             Pat::Paren(p) => self.bind_pattern_types(&p.pat),
             Pat::Or(o) => o.cases.iter().for_each(|c| self.bind_pattern_types(c)),
             _ => {}
@@ -124,9 +132,23 @@ impl BodyVisitor<'_> {
             }
             Expr::Call(c) => {
                 if let Expr::Path(p) = &*c.func {
+                    // `Arc::clone(&shared)`, `Rc::clone(&shared)`: the argument's type (pointers are looked through).
+                    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                    if let ([.., ptr, clone], [arg]) = (segs.as_slice(), c.args.iter().collect::<Vec<_>>().as_slice()) {
+                        if SMART_POINTERS.contains(&ptr.as_str()) && clone == "clone" {
+                            return self.receiver(arg);
+                        }
+                    }
                     if let Some(ident) = p.path.get_ident().filter(|i| is_type_like(&i.to_string())) {
                         // A tuple-struct constructor: `Wrapper(x).poke()`.
                         return (Receiver::Type(self.path_type(&p.path)), format!("{ident}(..)"));
+                    }
+                    let last_is_fn = p.path.segments.last().is_some_and(|s| !is_type_like(&s.ident.to_string()));
+                    let ty_seg_like = p.path.segments.len() >= 2
+                        && is_type_like(&p.path.segments[p.path.segments.len() - 2].ident.to_string());
+                    if p.qself.is_none() && last_is_fn && !ty_seg_like {
+                        // `make()`, `store::open(..)`: the function's declared return type.
+                        return (Receiver::Type(TyRef::CallResult(PathRef::from_syn(&p.path))), "_".to_owned());
                     }
                     if p.qself.is_none() && p.path.segments.len() >= 2 {
                         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
@@ -167,11 +189,33 @@ impl BodyVisitor<'_> {
                 let method = mc.method.to_string();
                 (Receiver::Std(std_result_type(&method)), format!("_.{method}(..)"))
             }
+            // `self.inner.lock().unwrap().go()`, `make().go()`, `open(p)?.go()`: typed once calls are resolved
+            // (`analysis::resolve::returns`); the text stays `_`, as for any receiver the syntax does not name.
+            Expr::MethodCall(mc) => {
+                let method = mc.method.to_string();
+                self.derived(&mc.receiver, |receiver| TyRef::MethodResult { receiver, method })
+            }
+            Expr::Try(t) => self.derived(&t.expr, TyRef::Tried),
+            // `(*guard).go()`: smart pointers and guards are looked through anyway.
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.receiver(&u.expr),
             Expr::Struct(s) if s.qself.is_none() => {
                 (Receiver::Type(self.path_type(&s.path)), format!("{} {{..}}", PathRef::from_syn(&s.path).text()))
             }
             _ => (Receiver::Unknown, "_".to_owned()),
         }
+    }
+
+    /// A receiver typed by what is done to `inner`'s value (`wrap` builds that type), guessed when `inner`'s type
+    /// is; unknown when `inner`'s type is.
+    fn derived(&self, inner: &Expr, wrap: impl FnOnce(Box<TyRef>) -> TyRef) -> (Receiver, String) {
+        let (ty, guessed) = match self.receiver(inner).0 {
+            Receiver::Type(t) => (t, false),
+            Receiver::Guessed(t) => (t, true),
+            Receiver::SelfField(field) => (TyRef::Field { owner: Box::new(TyRef::SelfType), field }, false),
+            Receiver::Std(_) | Receiver::Unknown => return (Receiver::Unknown, "_".to_owned()),
+        };
+        let ty = wrap(Box::new(ty));
+        (if guessed { Receiver::Guessed(ty) } else { Receiver::Type(ty) }, "_".to_owned())
     }
 
     pub(super) fn path_type(&self, path: &syn::Path) -> TyRef {
@@ -201,6 +245,12 @@ impl BodyVisitor<'_> {
                 _ => None,
             },
             Expr::Paren(p) => self.init_type(&p.expr),
+            // `let g = self.inner.lock().unwrap();`, `let s = make();`, `let f = open(p)?;`
+            Expr::MethodCall(_) | Expr::Try(_) => match self.receiver(expr).0 {
+                Receiver::Type(t) => Some((t, false)),
+                Receiver::Guessed(t) => Some((t, true)),
+                _ => None,
+            },
             Expr::Path(p) => p.path.get_ident().and_then(|i| {
                 let name = i.to_string();
                 self.env.get(&name).map(|t| (t.clone(), self.guessed.contains(&name)))

@@ -5,7 +5,7 @@
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
 use super::index::{CrateId, FnId, ImplDef, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
-use super::std_model::{DERIVED_METHODS, INTEGERS, STD_TYPES};
+use super::std_model::{DERIVED_METHODS, GUARDS, INTEGERS, STD_TYPES};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
 /// Most candidates a call resolved by name and arity may fan out to; beyond it the call is reported, not followed.
@@ -33,7 +33,10 @@ enum Outcome {
     MissingOnType(TypeId),
 }
 
+mod returns;
+
 /// What a function body's paths resolve against.
+#[derive(Clone, Copy)]
 struct Ctx<'a> {
     /// The caller's crate: guesses by name stay within what it can name.
     krate: CrateId,
@@ -200,7 +203,9 @@ impl Index {
             // Nothing found on a workspace type or trait: a derived or foreign trait's function.
             Some(TypeRes::Type(t)) => ext(self.assoc_fns(t, last, false)),
             Some(TypeRes::Trait(tr)) => ext(self.trait_dispatch(tr, last)),
-            Some(TypeRes::External) => non_empty(self.foreign_assoc(&prefix[prefix.len() - 1], last)),
+            // `dependency::f(..)` or `ForeignType::f(..)`: outside the workspace unless a workspace impl adds it; never
+            // a workspace function of the same name (`fn unescape(..) { unescape::unescape(..) }` is no recursion).
+            Some(TypeRes::External) => ext(self.foreign_assoc(&prefix[prefix.len() - 1], last)),
             None => {
                 let ty_name = &prefix[prefix.len() - 1];
                 if ty_name.starts_with(|c: char| c.is_ascii_uppercase()) || STD_TYPES.contains(&ty_name.as_str()) {
@@ -448,14 +453,18 @@ impl Index {
         out: &mut Vec<FnId>,
     ) -> Option<String> {
         let typed = match receiver {
-            Receiver::Type(ty) | Receiver::Guessed(ty) => Some((ty.clone(), ctx.scope)),
-            Receiver::SelfField(field) => self.self_field_type(ctx, field),
+            // A call's result: typed by what the call resolves to, else as unknown as before it was looked at.
+            Receiver::Type(ty) | Receiver::Guessed(ty) if ty.is_derived() => {
+                self.reduce(*ctx, ty, ctx.scope, 0).map(|t| (t.ty, t.scope, t.ctx))
+            }
+            Receiver::Type(ty) | Receiver::Guessed(ty) => Some((ty.clone(), ctx.scope, *ctx)),
+            Receiver::SelfField(field) => self.self_field_type(ctx, field).map(|(ty, scope)| (ty, scope, *ctx)),
             Receiver::Std(ty_name) => return self.std_value_call(ctx, name, ty_name, out),
             Receiver::Unknown => None,
         };
         let mut missing_on = None;
-        if let Some((ty, scope)) = typed {
-            match self.method_on(ctx, &ty, scope, name) {
+        if let Some((ty, scope, type_ctx)) = typed {
+            match self.method_on(&type_ctx, &ty, scope, name) {
                 Outcome::Fns(fns) | Outcome::ByTypeName(fns) => {
                     out.extend(fns);
                     return None;
@@ -539,6 +548,11 @@ impl Index {
                 let (field_ty, module) = self.field_type(ctx, ty, scope)?;
                 self.local_type(ctx, &field_ty, module)
             }
+            ty if ty.is_derived() => {
+                let typed = self.reduce(*ctx, ty, scope, 0)?;
+                self.local_type(&typed.ctx, &typed.ty, typed.scope)
+            }
+            // A guard's or container's own impls are std's (`Drop` of a `MutexGuard` unlocks).
             _ => None,
         }
     }
@@ -549,8 +563,13 @@ impl Index {
         let t = self.local_type(ctx, owner, scope)?;
         let def = &self.types[t];
         let field_ty = def.fields.get(field)?;
-        // A field of generic type (`T`) says nothing here: its bounds are the owner's, not the caller's.
-        if matches!(field_ty, TyRef::Field { .. } | TyRef::Bounds(_)) {
+        // A field of generic type (`T`, `Option<T>`) says nothing here: its bounds are the owner's, not the
+        // caller's.
+        let mut contents = field_ty;
+        while let TyRef::Wrapped { inner, .. } = contents {
+            contents = inner;
+        }
+        if matches!(contents, TyRef::Field { .. } | TyRef::Bounds(_)) {
             return None;
         }
         Some((field_ty.clone(), def.module))
@@ -664,6 +683,22 @@ impl Index {
                 Some((field_ty, module)) => self.method_on(ctx, &field_ty, module, name),
                 None => Outcome::Missing(None),
             },
+            // `m.lock().unwrap().go()`: a guard derefs to its contents.
+            TyRef::Wrapped { wrapper, inner } if GUARDS.contains(&wrapper.as_str()) => {
+                self.method_on(ctx, inner, scope, name)
+            }
+            TyRef::Wrapped { wrapper, .. } => match self.resolve_type_path(scope, std::slice::from_ref(wrapper), false)
+            {
+                // A workspace type of that name (`struct Mutex`) wins, as in the type's own resolution.
+                Some(TypeRes::Type(t)) if self.foreign_alias(t).is_none() => on_type(t, self.assoc_fns(t, name, true)),
+                _ => ext(self.foreign_assoc(wrapper, name)),
+            },
+            TyRef::MethodResult { .. } | TyRef::CallResult(_) | TyRef::Tried(_) => {
+                match self.reduce(*ctx, ty, scope, 0) {
+                    Some(typed) => self.method_on(&typed.ctx, &typed.ty, typed.scope, name),
+                    None => Outcome::Missing(None),
+                }
+            }
             TyRef::Unknown => Outcome::Missing(None),
         }
     }

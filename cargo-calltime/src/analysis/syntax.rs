@@ -9,7 +9,7 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::{Type, TypeParamBound};
 
 use super::cfg::Cfg;
-use super::std_model::SMART_POINTERS;
+use super::std_model::{SMART_POINTERS, STD_WRAPPERS};
 use crate::plan::{ProbeKind, SkipReason};
 
 /// A path as written, without generic arguments: `a::b::c`, `::x`, `crate::m::f`.
@@ -53,7 +53,31 @@ pub enum TyRef {
         owner: Box<TyRef>,
         field: String,
     },
+    /// A std container or guard whose contents a known method reaches: `Mutex<T>` (`lock()`), `RwLock<T>`,
+    /// `RefCell<T>` (`borrow()`), `Option<T>` and `Result<T, _>` (`unwrap()`, `?`); a guard (`MutexGuard`, `Ref`)
+    /// derefs to `inner`. Only the types of fields, parameters, annotated `let`s and return types keep these.
+    Wrapped {
+        wrapper: String,
+        inner: Box<TyRef>,
+    },
+    /// What `receiver.method(..)` returns: the workspace method's declared return type, or std's rule for a
+    /// wrapper (`lock`, `unwrap`, `as_ref`, `clone`, ...). Reduced by `analysis::returns`.
+    MethodResult {
+        receiver: Box<TyRef>,
+        method: String,
+    },
+    /// What calling the function at this path returns (`make()`, `store::open(..)`): its declared return type.
+    CallResult(PathRef),
+    /// `expr?`: the `Ok` or `Some` value of `expr`'s type.
+    Tried(Box<TyRef>),
     Unknown,
+}
+
+impl TyRef {
+    /// A type known only once calls are resolved: a result, or `?` applied to one.
+    pub(super) fn is_derived(&self) -> bool {
+        matches!(self, TyRef::MethodResult { .. } | TyRef::CallResult(_) | TyRef::Tried(_))
+    }
 }
 
 /// What the extraction knows about a method call's receiver.
@@ -143,6 +167,8 @@ pub struct FnItem {
     /// Parameters taken by value whose drop may run code: the type's last path segment (`Self` for `self`), or
     /// `?` when the type is not a plain path. References and primitive types are left out.
     pub value_params: Vec<String>,
+    /// The declared return type (wrappers kept), for the receivers of its results: `make().go()`.
+    pub returns: Option<TyRef>,
 }
 
 #[derive(Debug, Clone)]
@@ -243,6 +269,17 @@ pub(super) fn bounds_of<'a>(bounds: impl Iterator<Item = &'a TypeParamBound>) ->
 }
 
 pub(super) fn ty_ref(ty: &Type, generics: &[(String, Vec<PathRef>)]) -> TyRef {
+    ty_ref_of(ty, generics, false)
+}
+
+/// The type of a value (a field, a parameter, an annotated `let`, a return type): [`ty_ref`], with std wrappers
+/// kept as [`TyRef::Wrapped`] so `lock()`, `borrow()`, `unwrap()` and `?` can reach their contents.
+pub(super) fn value_ty_ref(ty: &Type, generics: &[(String, Vec<PathRef>)]) -> TyRef {
+    ty_ref_of(ty, generics, true)
+}
+
+fn ty_ref_of(ty: &Type, generics: &[(String, Vec<PathRef>)], keep_wrappers: bool) -> TyRef {
+    let ty_ref = |ty: &Type, generics: &[(String, Vec<PathRef>)]| ty_ref_of(ty, generics, keep_wrappers);
     match ty {
         Type::Reference(r) => ty_ref(&r.elem, generics),
         Type::Paren(p) => ty_ref(&p.elem, generics),
@@ -258,11 +295,20 @@ pub(super) fn ty_ref(ty: &Type, generics: &[(String, Vec<PathRef>)]) -> TyRef {
                 }
             }
             if let Some(last) = path.segments.last() {
-                if SMART_POINTERS.iter().any(|s| last.ident == s) {
-                    if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
-                        if let Some(syn::GenericArgument::Type(inner)) = args.args.first() {
-                            return ty_ref(inner, generics);
-                        }
+                let first_arg = match &last.arguments {
+                    syn::PathArguments::AngleBracketed(args) => args.args.iter().find_map(|a| match a {
+                        syn::GenericArgument::Type(inner) => Some(inner),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                if let Some(inner) = first_arg {
+                    if SMART_POINTERS.iter().any(|s| last.ident == s) {
+                        return ty_ref(inner, generics);
+                    }
+                    if keep_wrappers && STD_WRAPPERS.iter().any(|s| last.ident == s) {
+                        let inner = Box::new(ty_ref(inner, generics));
+                        return TyRef::Wrapped { wrapper: last.ident.to_string(), inner };
                     }
                 }
             }
