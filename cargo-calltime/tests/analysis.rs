@@ -47,6 +47,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // Issue 16: a method call on a field or local of a std type (`store.entries.get(k)` on a HashMap) is std's,
     // not every workspace method of that name; a workspace trait implemented for the std type is still reached.
     ("receivers", "analysis-receivers", &["--root", "entry", "--depth", "3", "--probe-trivial"]),
+    // A member reached through `[patch.crates-io]` is the workspace's, as in cargo's resolve (toml_edit's
+    // toml_parser, vendored): `graph` reads no resolve, and showed it as external.
+    ("patch", "analysis-patch", &["--root", "app::main", "--depth", "3", "--probe-trivial"]),
     // Issue 16's leftover: receivers reached through `lock().unwrap()`, `read()`, `borrow()`, `as_ref()`,
     // `Arc::clone`, a function's or method's result and `?` are typed from declared types; a closure's result is
     // still matched by name; `std::mem::take` inside a workspace `take` is std's, not a recursion.
