@@ -54,6 +54,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // `Arc::clone`, a function's or method's result and `?` are typed from declared types; a closure's result is
     // still matched by name; `std::mem::take` inside a workspace `take` is std's, not a recursion.
     ("receivers-chains", "analysis-receivers", &["--root", "chains::start", "--depth", "3", "--probe-trivial"]),
+    // Std values bound to locals, slice parameters, `size_of`, `Self::Variant(x)` patterns and `if let` shadowing
+    // (seen in sd and toml_edit).
+    ("receivers-std", "analysis-receivers", &["--root", "chains::more", "--depth", "4", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

@@ -121,7 +121,7 @@ fn format_placeholders(fmt: &str) -> Vec<(FormatArg, Option<bool>)> {
 }
 
 /// The names a pattern binds.
-fn pat_idents(pat: &Pat, out: &mut Vec<String>) {
+pub(super) fn pat_idents(pat: &Pat, out: &mut Vec<String>) {
     struct Idents<'o>(&'o mut Vec<String>);
     impl<'ast> Visit<'ast> for Idents<'_> {
         fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
@@ -482,6 +482,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
                 });
             }
         }
+        self.unbind(&f.pat);
         syn::visit::visit_expr_for_loop(self, f);
     }
 
@@ -573,7 +574,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
         };
         if let Pat::Ident(pi) = pat {
             let ty = ty.or_else(|| local.init.as_ref().and_then(|i| self.init_type(&i.expr)));
-            if let Some((t, _)) = &ty {
+            if let Some((t, _)) = ty.as_ref().filter(|(t, _)| !matches!(t, TyRef::Std(_))) {
                 // The value is dropped at the end of the scope: a workspace `Drop` impl runs here.
                 self.calls.push(CallSite {
                     line: line_of(pi.ident.span()),
@@ -615,6 +616,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
 
     fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
         for input in &c.inputs {
+            self.unbind(input);
             if let Pat::Type(pt) = input {
                 if let Pat::Ident(pi) = &*pt.pat {
                     self.env.insert(pi.ident.to_string(), value_ty_ref(&pt.ty, self.generics));
@@ -637,11 +639,13 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     }
 
     fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        self.unbind(&arm.pat);
         self.bind_pattern_types(&arm.pat);
         syn::visit::visit_arm(self, arm);
     }
 
     fn visit_expr_let(&mut self, l: &'ast syn::ExprLet) {
+        self.unbind(&l.pat);
         self.bind_pattern_types(&l.pat);
         // `if let Some(cb) = callback`: `cb` is the parameter.
         if self.is_param(&l.expr) {

@@ -4,7 +4,7 @@
 use syn::Expr;
 use syn::Pat;
 
-use super::bodies::{is_type_like, BodyVisitor};
+use super::bodies::{is_type_like, pat_idents, BodyVisitor};
 use super::std_model::{
     binary_op_trait, literal_type, returns_std_value, std_macro_type, std_result_type, OPERATOR_PRIMITIVES,
     RANGE_RECEIVER, SMART_POINTERS, STD_VALUE_MACROS,
@@ -12,24 +12,43 @@ use super::std_model::{
 use super::syntax::*;
 
 impl BodyVisitor<'_> {
+    /// Forgets what was known of the names a pattern binds anew (`if let Some(s) = ..` shadows an earlier `s`).
+    pub(super) fn unbind(&mut self, pat: &Pat) {
+        let mut bound = Vec::new();
+        pat_idents(pat, &mut bound);
+        for name in bound {
+            self.env.remove(&name);
+            self.guessed.remove(&name);
+        }
+    }
+
     /// Types the bindings of a struct or enum-variant pattern by the fields they bind: `Tag::Heading { level, .. }`,
     /// `TagEnd::Heading(level)`, `Point { x, .. }`. Other bindings are left as they are.
     pub(super) fn bind_pattern_types(&mut self, pat: &Pat) {
-        // (owner type, field prefix) for `Enum::Variant` (two type-like last segments) or a struct path.
-        let owner_of = |path: &syn::Path| -> Option<(PathRef, String)> {
+        // (owner type, field prefix) for `Enum::Variant` (two type-like last segments, `Self::Variant` too) or a
+        // struct path (`Self { .. }` too).
+        let owner_of = |path: &syn::Path| -> Option<(TyRef, String)> {
             let p = PathRef::from_syn(path);
             let n = p.segs.len();
             let last = p.segs.last()?;
-            if !is_type_like(last) || last == "Self" {
+            if !is_type_like(last) {
                 return None;
             }
+            if last == "Self" {
+                return (n == 1).then(|| (TyRef::SelfType, String::new()));
+            }
             if n >= 2 && is_type_like(&p.segs[n - 2]) {
-                if p.segs[n - 2] == "Self" {
-                    return None;
-                }
-                Some((PathRef { segs: p.segs[..n - 1].to_vec(), leading_colon: p.leading_colon }, format!("{last}::")))
+                let owner = if p.segs[n - 2] == "Self" {
+                    if n > 2 {
+                        return None;
+                    }
+                    TyRef::SelfType
+                } else {
+                    TyRef::Path(PathRef { segs: p.segs[..n - 1].to_vec(), leading_colon: p.leading_colon })
+                };
+                Some((owner, format!("{last}::")))
             } else {
-                Some((p, String::new()))
+                Some((TyRef::Path(p), String::new()))
             }
         };
         match pat {
@@ -42,10 +61,8 @@ impl BodyVisitor<'_> {
                     };
                     if let Pat::Ident(pi) = &*fp.pat {
                         if pi.subpat.is_none() {
-                            let ty = TyRef::Field {
-                                owner: Box::new(TyRef::Path(owner.clone())),
-                                field: format!("{prefix}{member}"),
-                            };
+                            let ty =
+                                TyRef::Field { owner: Box::new(owner.clone()), field: format!("{prefix}{member}") };
                             self.env.insert(pi.ident.to_string(), ty);
                             self.guessed.remove(&pi.ident.to_string());
                         }
@@ -60,10 +77,7 @@ impl BodyVisitor<'_> {
                     }
                     if let Pat::Ident(pi) = elem {
                         if pi.subpat.is_none() {
-                            let ty = TyRef::Field {
-                                owner: Box::new(TyRef::Path(owner.clone())),
-                                field: format!("{prefix}{i}"),
-                            };
+                            let ty = TyRef::Field { owner: Box::new(owner.clone()), field: format!("{prefix}{i}") };
                             self.env.insert(pi.ident.to_string(), ty);
                             self.guessed.remove(&pi.ident.to_string());
                         }
@@ -101,6 +115,7 @@ impl BodyVisitor<'_> {
                         return (Receiver::Type(self.path_type(&p.path)), name);
                     }
                     let receiver = match self.env.get(&name) {
+                        Some(TyRef::Std(std_name)) => Receiver::Std(std_name),
                         Some(ty) if self.guessed.contains(&name) => Receiver::Guessed(ty.clone()),
                         Some(ty) => Receiver::Type(ty.clone()),
                         None => Receiver::Unknown,
@@ -245,10 +260,11 @@ impl BodyVisitor<'_> {
                 _ => None,
             },
             Expr::Paren(p) => self.init_type(&p.expr),
-            // `let g = self.inner.lock().unwrap();`, `let s = make();`, `let f = open(p)?;`
-            Expr::MethodCall(_) | Expr::Try(_) => match self.receiver(expr).0 {
+            // `let g = self.inner.lock().unwrap();`, `let f = open(p)?;`, `let s = x.to_string();`, `let n = 5;`
+            Expr::MethodCall(_) | Expr::Try(_) | Expr::Lit(_) | Expr::Macro(_) => match self.receiver(expr).0 {
                 Receiver::Type(t) => Some((t, false)),
                 Receiver::Guessed(t) => Some((t, true)),
+                Receiver::Std(std_name) => Some((TyRef::Std(std_name), false)),
                 _ => None,
             },
             Expr::Path(p) => p.path.get_ident().and_then(|i| {

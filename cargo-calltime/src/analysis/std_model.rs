@@ -174,6 +174,12 @@ pub(super) const OPERATOR_PRIMITIVES: &[&str] = &[
 /// Smart pointers looked through for method resolution: `Box<T>` has `T`'s methods.
 pub(super) const SMART_POINTERS: &[&str] = &["Box", "Rc", "Arc"];
 
+/// The std type name of slices and arrays (`[u8]`, `[T; 4]`): workspace impls on any of them are candidates.
+pub(super) const SLICE: &str = "[_]";
+
+/// Free functions of the std prelude: a call to one that the workspace does not define leaves it.
+pub(super) const PRELUDE_FNS: &[&str] = &["drop", "size_of", "size_of_val", "align_of", "align_of_val"];
+
 /// Std containers whose contents a known method reaches (see [`wrapper_method`]): value types keep them as
 /// `TyRef::Wrapped`.
 pub(super) const STD_WRAPPERS: &[&str] = &["Mutex", "RwLock", "RefCell", "Option", "Result", "OnceCell", "OnceLock"];

@@ -9,7 +9,7 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::{Type, TypeParamBound};
 
 use super::cfg::Cfg;
-use super::std_model::{SMART_POINTERS, STD_WRAPPERS};
+use super::std_model::{SLICE, SMART_POINTERS, STD_WRAPPERS};
 use crate::plan::{ProbeKind, SkipReason};
 
 /// A path as written, without generic arguments: `a::b::c`, `::x`, `crate::m::f`.
@@ -70,6 +70,9 @@ pub enum TyRef {
     CallResult(PathRef),
     /// `expr?`: the `Ok` or `Some` value of `expr`'s type.
     Tried(Box<TyRef>),
+    /// Evidently a std value, as [`Receiver::Std`] (a local bound to `x.to_string()`, `s.chars()`, a literal), or a
+    /// slice or array ([`SLICE`]).
+    Std(&'static str),
     Unknown,
 }
 
@@ -284,6 +287,8 @@ fn ty_ref_of(ty: &Type, generics: &[(String, Vec<PathRef>)], keep_wrappers: bool
         Type::Reference(r) => ty_ref(&r.elem, generics),
         Type::Paren(p) => ty_ref(&p.elem, generics),
         Type::Group(g) => ty_ref(&g.elem, generics),
+        // `haystack: &[u8]`: std's slice methods, or a workspace impl on a slice or array.
+        Type::Slice(_) | Type::Array(_) if keep_wrappers => TyRef::Std(SLICE),
         Type::Path(tp) if tp.qself.is_none() => {
             let path = &tp.path;
             if let Some(ident) = path.get_ident() {

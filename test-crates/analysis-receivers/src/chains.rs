@@ -118,3 +118,48 @@ pub fn start() -> u32 {
         + through_results().unwrap_or(0)
         + still_by_name(|| Counter { hits: 1 })
 }
+
+/// Same names as std methods, so name matching would reach them from std values.
+pub struct Lengthy;
+
+impl Lengthy {
+    pub fn len(&self) -> usize {
+        7
+    }
+
+    pub fn next(&mut self) -> Option<u32> {
+        None
+    }
+}
+
+pub enum Shape {
+    Round(Counter),
+    Square { side: Counter },
+}
+
+impl Shape {
+    /// `Self::Variant(x)` and `Self::Variant { x }` patterns type their bindings (toml_edit's `Value::decor_mut`).
+    pub fn peek(&self) -> u32 {
+        match self {
+            Self::Round(c) => c.peek(),
+            Self::Square { side } => side.peek(),
+        }
+    }
+}
+
+/// Locals bound to std values (`x.to_string()`, `s.chars()`, a literal), slice parameters and the prelude's
+/// `size_of` are std's: none reaches `Lengthy`; a name rebound by `if let` forgets its earlier type.
+pub fn std_values(words: &[u8], shape: &Shape) -> usize {
+    let text = shape.peek().to_string();
+    let mut chars = text.chars();
+    chars.next();
+    let count = 3;
+    if let Some(count) = Some(Lengthy) {
+        return count.len();
+    }
+    text.len() + words.len() + count + size_of::<u64>()
+}
+
+pub fn more() -> usize {
+    std_values(b"ab", &Shape::Round(Counter { hits: 1 }))
+}
