@@ -12,7 +12,7 @@ use syn::{Attribute, Expr, Item, Pat, Stmt, Type};
 
 use super::items::{Extractor, Scope};
 use super::receivers::operand_may_be_workspace_type;
-use super::std_model::{binary_op_trait, CHEAP_MACROS, FORMAT_MACROS};
+use super::std_model::{binary_op_trait, CHEAP_MACROS, FORMAT_MACROS, LOCAL_KEY_METHODS};
 use super::syntax::*;
 
 /// Whether a body runs straight through (no loop, closure, async block, `.await`, or macro other than
@@ -132,6 +132,12 @@ pub(super) fn pat_idents(pat: &Pat, out: &mut Vec<String>) {
         fn visit_type(&mut self, _: &'ast Type) {}
     }
     Idents(out).visit_pat(pat);
+}
+
+/// `THREAD_ID`, `CACHE`: a static's or constant's name.
+fn is_screaming(name: &str) -> bool {
+    name.chars().any(|c| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 pub(super) fn is_type_like(seg: &str) -> bool {
@@ -503,8 +509,13 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     }
 
     fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
-        let (receiver, recv_text) = self.receiver(&call.receiver);
+        let (mut receiver, recv_text) = self.receiver(&call.receiver);
         let name = call.method.to_string();
+        // `THREAD_ID.with(|id| ..)`: a `thread_local!` key, which the macro hides from the index: std's `LocalKey`
+        // (a type's name is not SCREAMING_CASE, a static's is).
+        if LOCAL_KEY_METHODS.contains(&name.as_str()) && is_screaming(&recv_text) {
+            receiver = Receiver::Std("LocalKey");
+        }
         if name == "poll" {
             self.polls_params = true;
         }

@@ -492,6 +492,8 @@ impl Extractor {
                 if let Pat::Ident(pi) = &*pt.pat {
                     body.env.insert(pi.ident.to_string(), ty);
                     body.params.insert(pi.ident.to_string());
+                } else if let Some((name, inner)) = newtype_binding(&pt.pat, &pt.ty, body.generics) {
+                    body.env.insert(name, inner);
                 }
                 body.visit_pat(&pt.pat);
             }

@@ -177,6 +177,9 @@ pub(super) const SMART_POINTERS: &[&str] = &["Box", "Rc", "Arc"];
 /// The std type name of slices and arrays (`[u8]`, `[T; 4]`): workspace impls on any of them are candidates.
 pub(super) const SLICE: &str = "[_]";
 
+/// `LocalKey`'s methods that take a closure: on a `SCREAMING_CASE` name they are a `thread_local!`'s.
+pub(super) const LOCAL_KEY_METHODS: &[&str] = &["with", "with_borrow", "with_borrow_mut"];
+
 /// Free functions of the std prelude: a call to one that the workspace does not define leaves it.
 pub(super) const PRELUDE_FNS: &[&str] = &["drop", "size_of", "size_of_val", "align_of", "align_of_val"];
 

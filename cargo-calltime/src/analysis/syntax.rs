@@ -325,6 +325,25 @@ fn ty_ref_of(ty: &Type, generics: &[(String, Vec<PathRef>)], keep_wrappers: bool
     }
 }
 
+/// `State(state): State<AppState>`, `Json(body): Json<Request>`: a one-field wrapper destructured where it is
+/// declared binds its type argument, by the extractors' convention (axum, actix-web). The binding's name and type.
+pub(super) fn newtype_binding(
+    pat: &syn::Pat,
+    ty: &Type,
+    generics: &[(String, Vec<PathRef>)],
+) -> Option<(String, TyRef)> {
+    let syn::Pat::TupleStruct(ts) = pat else { return None };
+    let [syn::Pat::Ident(binding)] = ts.elems.iter().collect::<Vec<_>>().as_slice() else { return None };
+    let Type::Path(tp) = ty else { return None };
+    let (pat_last, ty_last) = (ts.path.segments.last()?, tp.path.segments.last()?);
+    if pat_last.ident != ty_last.ident || binding.subpat.is_some() {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &ty_last.arguments else { return None };
+    let [syn::GenericArgument::Type(inner)] = args.args.iter().collect::<Vec<_>>().as_slice() else { return None };
+    Some((binding.ident.to_string(), value_ty_ref(inner, generics)))
+}
+
 /// Compact text of a type as written: tokens joined without the spaces quote adds.
 pub(super) fn type_text(ty: &Type) -> String {
     tokens_text(&quote::ToTokens::to_token_stream(ty))

@@ -160,6 +160,27 @@ pub fn std_values(words: &[u8], shape: &Shape) -> usize {
     text.len() + words.len() + count + size_of::<u64>()
 }
 
+/// A one-field wrapper destructured in the parameter list, as axum's extractors are: `counter` is a `Counter`.
+pub struct State<S>(pub S);
+
+pub fn extractor(State(counter): State<Counter>) -> u32 {
+    counter.peek()
+}
+
+/// Has a `with`, as regex-syntax's `Repetition` does: `DEPTH.with(..)` on a `thread_local!` is not it.
+pub struct Builder;
+
+impl Builder {
+    pub fn with(&self, n: u32) -> u32 {
+        n
+    }
+}
+
+thread_local! {
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 pub fn more() -> usize {
-    std_values(b"ab", &Shape::Round(Counter { hits: 1 }))
+    let depth = DEPTH.with(|d| d.get());
+    std_values(b"ab", &Shape::Round(Counter { hits: 1 })) + extractor(State(Counter { hits: 2 })) as usize + depth as usize
 }
