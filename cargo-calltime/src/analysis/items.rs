@@ -295,6 +295,12 @@ impl Extractor {
             self_ty: ty_ref(&imp.self_ty, &impl_generics),
             self_ty_text: type_text(&imp.self_ty),
             trait_path: imp.trait_.as_ref().map(|(p, _)| PathRef::from_syn(p)),
+            trait_args: imp
+                .trait_
+                .as_ref()
+                .and_then(|(p, _)| p.segments.last())
+                .map(|s| tokens_text(&quote::ToTokens::to_token_stream(&s.arguments)))
+                .unwrap_or_default(),
             fns: Vec::new(),
             cfg: cfg::of_attrs(&imp.attrs),
         };

@@ -215,6 +215,9 @@ pub struct ImplItemInfo {
     /// The self type as written, generic arguments included (`Vec<u8>`), for names of impls on foreign types.
     pub self_ty_text: String,
     pub trait_path: Option<PathRef>,
+    /// The trait's generic arguments as written (`<i64>` in `impl From<i64> for Value`), empty without: they tell
+    /// apart the names of one type's impls of a generic trait.
+    pub trait_args: String,
     pub fns: Vec<FnItem>,
     pub cfg: Option<Cfg>,
 }
