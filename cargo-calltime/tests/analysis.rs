@@ -50,6 +50,13 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // A member reached through `[patch.crates-io]` is the workspace's, as in cargo's resolve (toml_edit's
     // toml_parser, vendored): `graph` reads no resolve, and showed it as external.
     ("patch", "analysis-patch", &["--root", "app::main", "--depth", "3", "--probe-trivial"]),
+    // `--root krate::Type::method` read as a Rust path (through `pub use`) wins over other defining paths that end
+    // the same way (regex: `regex::Regex::new` against `regex_automata::dfa::regex::Regex::new`).
+    (
+        "root-as-written",
+        "analysis-patch",
+        &["--root", "calltime_vendored::Source::new", "--depth", "2", "--probe-trivial"],
+    ),
     // Issue 16's leftover: receivers reached through `lock().unwrap()`, `read()`, `borrow()`, `as_ref()`,
     // `Arc::clone`, a function's or method's result and `?` are typed from declared types; a closure's result is
     // still matched by name; `std::mem::take` inside a workspace `take` is std's, not a recursion.
