@@ -115,6 +115,8 @@ pub struct ImplDef {
     pub trait_path: Option<PathRef>,
     /// `<i64>` of `impl From<i64> for T`: part of the methods' rustc-style paths, which must be unique.
     pub trait_args: String,
+    /// `type Target = X;` of the impl, for auto-deref.
+    pub deref_target: Option<TyRef>,
     pub self_res: SelfRes,
     pub trait_res: Option<TypeRes>,
     pub methods: HashMap<String, Vec<FnId>>,
@@ -355,6 +357,7 @@ impl Index {
                 self_ty_text: imp.self_ty_text.clone(),
                 trait_path: imp.trait_path.clone(),
                 trait_args: imp.trait_args.clone(),
+                deref_target: imp.deref_target.clone(),
                 self_res: SelfRes::Foreign(String::new()),
                 trait_res: None,
                 methods: HashMap::new(),

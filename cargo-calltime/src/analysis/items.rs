@@ -301,11 +301,15 @@ impl Extractor {
                 .and_then(|(p, _)| p.segments.last())
                 .map(|s| tokens_text(&quote::ToTokens::to_token_stream(&s.arguments)))
                 .unwrap_or_default(),
+            deref_target: None,
             fns: Vec::new(),
             cfg: cfg::of_attrs(&imp.attrs),
         };
         for ii in &imp.items {
             match ii {
+                ImplItem::Type(t) if t.ident == "Target" => {
+                    info.deref_target = Some(value_ty_ref(&t.ty, &impl_generics))
+                }
                 ImplItem::Fn(m) => {
                     let test_only = test_only || is_cfg_test(&m.attrs) || m.attrs.iter().any(is_test_attr);
                     let generics = [impl_generics.clone(), generics_of(&m.sig.generics)].concat();

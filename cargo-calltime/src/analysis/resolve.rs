@@ -497,6 +497,13 @@ impl Index {
                 Outcome::MissingOnType(t) => {
                     // Auto-deref: the method is the Deref target's, reached through the type's `deref`.
                     let deref = self.trait_impl_methods(t, "Deref", &["deref"]);
+                    if let Some(fns) = self.deref_target_methods(t, name).filter(|_| !deref.is_empty()) {
+                        // `type Target = Counter;`: the target's method, not every method of that name.
+                        out.extend(deref);
+                        out.extend(self.trait_impl_methods(t, "DerefMut", &["deref_mut"]));
+                        out.extend(fns);
+                        return None;
+                    }
                     if deref.is_empty() {
                         missing_on = Some(t);
                     } else {
@@ -540,6 +547,22 @@ impl Index {
             });
         }
         self.fan_out(candidates, out)
+    }
+
+    /// Methods named `name` of the type `t`'s `Deref` impl's `Target`, when that impl names it and it has them.
+    fn deref_target_methods(&self, t: TypeId, name: &str) -> Option<Vec<FnId>> {
+        let t = self.follow_alias(t);
+        self.types[t].impls.iter().find_map(|&i| {
+            let imp = &self.impls[i];
+            let is_deref = imp.trait_path.as_ref().and_then(|p| p.segs.last()).is_some_and(|n| n == "Deref");
+            let target = imp.deref_target.as_ref().filter(|_| is_deref)?;
+            let krate = self.modules[imp.module].krate;
+            let ctx = Ctx { krate, scope: imp.module, owner: Owner::Impl(i), generics: &[] };
+            match self.method_on(&ctx, target, imp.module, name) {
+                Outcome::Fns(fns) => Some(fns),
+                _ => None,
+            }
+        })
     }
 
     /// The workspace type a receiver type names, if any.

@@ -218,6 +218,8 @@ pub struct ImplItemInfo {
     /// The trait's generic arguments as written (`<i64>` in `impl From<i64> for Value`), empty without: they tell
     /// apart the names of one type's impls of a generic trait.
     pub trait_args: String,
+    /// `type Target = X;` (a `Deref` impl's target): the type auto-deref reaches.
+    pub deref_target: Option<TyRef>,
     pub fns: Vec<FnItem>,
     pub cfg: Option<Cfg>,
 }

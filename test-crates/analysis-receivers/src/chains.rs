@@ -180,7 +180,24 @@ thread_local! {
     static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+/// Auto-deref to `Target` (toml_edit's `DocumentMut` to `Document`): `handle.peek()` is `Counter::peek`.
+pub struct Handle {
+    counter: Counter,
+}
+
+impl std::ops::Deref for Handle {
+    type Target = Counter;
+
+    fn deref(&self) -> &Counter {
+        &self.counter
+    }
+}
+
+pub fn through_deref(handle: &Handle) -> u32 {
+    handle.peek()
+}
+
 pub fn more() -> usize {
-    let depth = DEPTH.with(|d| d.get());
+    let depth = DEPTH.with(|d| d.get()) + through_deref(&Handle { counter: Counter { hits: 3 } });
     std_values(b"ab", &Shape::Round(Counter { hits: 1 })) + extractor(State(Counter { hits: 2 })) as usize + depth as usize
 }
