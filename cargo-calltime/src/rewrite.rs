@@ -155,7 +155,9 @@ pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> 
                 ProbeKind::Async => i == 1,
                 ProbeKind::AsyncBlock => i == 0,
             };
-            let offset = match column_safe_offset(source, offset, may_move_back) {
+            // A closing text's previous line is inside the body, which starts in code: lexed from there.
+            let code_from = (may_move_back && probe.site.kind != ProbeKind::AsyncBlock).then_some(probe.site.open);
+            let offset = match column_safe_offset(source, offset, may_move_back, code_from) {
                 Some(safe) => safe,
                 None => {
                     moves_a_column = true;
@@ -212,9 +214,10 @@ pub fn insert(source: &str, mut edits: Vec<Insertion>) -> Result<String> {
 
 /// Where an insertion planned at `offset` moves no user token's column: `offset` itself when nothing but
 /// whitespace or a line comment follows on its line; with `may_move_back`, the end of the previous line when only
-/// whitespace precedes `offset` on its line and the previous line is plain code (no `/`, `"`, `'`: it could end
-/// inside a comment or a literal). None when the insertion must shift what follows it.
-fn column_safe_offset(source: &str, offset: usize, may_move_back: bool) -> Option<usize> {
+/// whitespace precedes `offset` on its line and the previous line ends in code: lexed from `code_from` (a body's
+/// start) when given (its end can be inside a `//` comment, never a literal: that would reach `offset`'s line),
+/// else plain (no `/`, `"`, `'`). None when the insertion must shift what follows it.
+fn column_safe_offset(source: &str, offset: usize, may_move_back: bool, code_from: Option<usize>) -> Option<usize> {
     let line_end = source[offset..].find('\n').map_or(source.len(), |i| offset + i);
     let rest = source[offset..line_end].trim();
     if rest.is_empty() || rest.starts_with("//") {
@@ -229,11 +232,94 @@ fn column_safe_offset(source: &str, offset: usize, may_move_back: bool) -> Optio
     }
     let previous_start = source[..line_start].rfind('\n').map_or(0, |i| i + 1);
     let previous = &source[previous_start..line_start];
-    if previous.contains(['/', '"', '\'']) {
+    let ends_in_code = match code_from {
+        Some(from) if from <= line_start => ends_in_code(&source[from..line_start]),
+        _ => !previous.contains(['/', '"', '\'']),
+    };
+    if !ends_in_code {
         return None;
     }
     // Before a `\r` of a CRLF line end.
     Some(if previous.ends_with('\r') { line_start - 1 } else { line_start })
+}
+
+/// Whether Rust code that starts in code (not in a literal or comment) ends in code: a small lexer of comments
+/// (nested block comments), strings, raw strings (`r#".."#`, `br".."`), char literals and lifetimes. Anything it
+/// is unsure of (an unterminated literal) counts as not code.
+fn ends_in_code(code: &str) -> bool {
+    let b = code.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => match b[i..].iter().position(|&c| c == b'\n') {
+                Some(at) => i += at + 1,
+                None => return false,
+            },
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let mut depth = 1;
+                i += 2;
+                while depth > 0 {
+                    match (b.get(i), b.get(i + 1)) {
+                        (None, _) => return false,
+                        (Some(b'/'), Some(b'*')) => (depth, i) = (depth + 1, i + 2),
+                        (Some(b'*'), Some(b'/')) => (depth, i) = (depth - 1, i + 2),
+                        _ => i += 1,
+                    }
+                }
+            }
+            b'"' => match skip_string(b, i + 1) {
+                Some(end) => i = end,
+                None => return false,
+            },
+            // `r"..."`, `r#"..."#`, `br".."`: no escapes, closed by `"` and as many `#`.
+            b'r' if (i == 0 || !is_ident_byte(b[i - 1]) || b[i - 1] == b'b')
+                && matches!(b.get(i + 1), Some(b'"' | b'#')) =>
+            {
+                let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
+                if b.get(i + 1 + hashes) != Some(&b'"') {
+                    i += 1 + hashes; // `r#ident`
+                    continue;
+                }
+                let closing: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat_n(b'#', hashes)).collect();
+                match b[i + 2 + hashes..].windows(closing.len()).position(|w| w == closing.as_slice()) {
+                    Some(at) => i = i + 2 + hashes + at + closing.len(),
+                    None => return false,
+                }
+            }
+            // A char literal (`'x'`, `'\n'`, `'\u{1F600}'`), else a lifetime or a label.
+            b'\'' => {
+                let len = code[i + 1..].chars().next().map_or(0, char::len_utf8);
+                if b.get(i + 1) == Some(&b'\\') {
+                    match b[i + 2..].iter().position(|&c| c == b'\'') {
+                        Some(at) => i = i + 3 + at,
+                        None => return false,
+                    }
+                } else if len > 0 && b.get(i + 1 + len) == Some(&b'\'') {
+                    i += 2 + len;
+                } else {
+                    i += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    true
+}
+
+/// The index just past the `"` that closes a string whose text starts at `from`.
+fn skip_string(b: &[u8], mut from: usize) -> Option<usize> {
+    while from < b.len() {
+        match b[from] {
+            b'\\' => from += 2,
+            b'"' => return Some(from + 1),
+            _ => from += 1,
+        }
+    }
+    None
+}
+
+fn is_ident_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
 }
 
 /// The 1-based line holding byte `offset` of `source`.
@@ -327,8 +413,30 @@ mod tests {
     }
 
     #[test]
-    fn a_previous_line_with_a_comment_or_literal_is_not_extended() {
-        for last in ["    x // done", "    \"}\"", "    '}'"] {
+    fn a_previous_line_ending_in_code_is_extended_even_with_literals() {
+        // axum handlers end in `format!("..\n", ..)`: their closing text kept shifting the last `}`.
+        let lasts = [
+            "    format!(\"item {}\\n // no comment\", x)",
+            "    \"}\"",
+            "    '}'",
+            "    r#\"a \" // b\"#",
+            "    x /* c */",
+            "    f::<'a>('\\'')",
+        ];
+        for last in lasts {
+            let src = format!("async fn f() -> u8 {{\n{last}\n}}\n");
+            let open = src.find('{').unwrap() + 1;
+            let close = src.rfind('}').unwrap();
+            let s = site(ProbeKind::Async, 0, open, close, Some("u8"));
+            let (out, shifted) = apply_keeping_columns(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+            assert!(shifted.is_empty(), "{out}");
+            assert!(out.ends_with(&format!("{last} }}).await \n}}\n")), "{out}");
+        }
+    }
+
+    #[test]
+    fn a_previous_line_ending_in_a_comment_is_not_extended() {
+        for last in ["    x // done", "    \"//\" // done", "    x /* open", "    '/' // c"] {
             let src = format!("async fn f() -> u8 {{\n{last}\n}}\n");
             let open = src.find('{').unwrap() + 1;
             let close = src.rfind('}').unwrap();

@@ -625,3 +625,28 @@ fn one_more_allocation_is_reported_exactly() {
     assert!(text.contains("1 allocation change"), "{text}");
     assert!(text.contains("4 -> 5 (64 B -> 80 B)"), "{text}");
 }
+
+/// Runs recorded with another --filter (or --depth, or --root) probe other paths: the paths only one side probed
+/// would read as new or gone, so the diff says the plans differ. The same plan on both sides says nothing.
+#[test]
+fn different_plans_are_named_in_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (base, head) = (tmp.path().join("base"), tmp.path().join("head"));
+    let functions = app_functions();
+    let mut filtered = app_functions();
+    filtered.filter = Some("^app::db".to_owned());
+    write_side(&base, &functions, &app_tree(50_000, 1), 3, 100, &[]);
+    write_side(&head, &filtered, &app_tree(50_000, 1), 3, 200, &[]);
+    let mixed = Case { _tmp: tmp, base, head };
+    let stderr = String::from_utf8_lossy(&diff(&mixed, &[], true).stderr).into_owned();
+    assert!(
+        stderr.contains(
+            "warning: base and head were recorded with different plans (base: app::server::handle (depth 5); head: \
+             app::server::handle (depth 5, filter ^app::db))"
+        ),
+        "{stderr}"
+    );
+    let same = case(app_tree(50_000, 1), &[]);
+    let stderr = String::from_utf8_lossy(&diff(&same, &[], true).stderr).into_owned();
+    assert!(!stderr.contains("different plans"), "{stderr}");
+}

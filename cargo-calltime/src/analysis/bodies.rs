@@ -12,7 +12,7 @@ use syn::{Attribute, Expr, Item, Pat, Stmt, Type};
 
 use super::items::{Extractor, Scope};
 use super::receivers::operand_may_be_workspace_type;
-use super::std_model::{binary_op_trait, CHEAP_MACROS, FORMAT_MACROS};
+use super::std_model::{binary_op_trait, CHEAP_MACROS, FORMAT_MACROS, LOCAL_KEY_METHODS};
 use super::syntax::*;
 
 /// Whether a body runs straight through (no loop, closure, async block, `.await`, or macro other than
@@ -121,7 +121,7 @@ fn format_placeholders(fmt: &str) -> Vec<(FormatArg, Option<bool>)> {
 }
 
 /// The names a pattern binds.
-fn pat_idents(pat: &Pat, out: &mut Vec<String>) {
+pub(super) fn pat_idents(pat: &Pat, out: &mut Vec<String>) {
     struct Idents<'o>(&'o mut Vec<String>);
     impl<'ast> Visit<'ast> for Idents<'_> {
         fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
@@ -132,6 +132,12 @@ fn pat_idents(pat: &Pat, out: &mut Vec<String>) {
         fn visit_type(&mut self, _: &'ast Type) {}
     }
     Idents(out).visit_pat(pat);
+}
+
+/// `THREAD_ID`, `CACHE`: a static's or constant's name.
+fn is_screaming(name: &str) -> bool {
+    name.chars().any(|c| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 pub(super) fn is_type_like(seg: &str) -> bool {
@@ -482,6 +488,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
                 });
             }
         }
+        self.unbind(&f.pat);
         syn::visit::visit_expr_for_loop(self, f);
     }
 
@@ -502,8 +509,13 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     }
 
     fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
-        let (receiver, recv_text) = self.receiver(&call.receiver);
+        let (mut receiver, recv_text) = self.receiver(&call.receiver);
         let name = call.method.to_string();
+        // `THREAD_ID.with(|id| ..)`: a `thread_local!` key, which the macro hides from the index: std's `LocalKey`
+        // (a type's name is not SCREAMING_CASE, a static's is).
+        if LOCAL_KEY_METHODS.contains(&name.as_str()) && is_screaming(&recv_text) {
+            receiver = Receiver::Std("LocalKey");
+        }
         if name == "poll" {
             self.polls_params = true;
         }
@@ -568,12 +580,12 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
             }
         }
         let (pat, ty) = match &local.pat {
-            Pat::Type(pt) => (&*pt.pat, Some((ty_ref(&pt.ty, self.generics), false))),
+            Pat::Type(pt) => (&*pt.pat, Some((value_ty_ref(&pt.ty, self.generics), false))),
             other => (other, None),
         };
         if let Pat::Ident(pi) = pat {
             let ty = ty.or_else(|| local.init.as_ref().and_then(|i| self.init_type(&i.expr)));
-            if let Some((t, _)) = &ty {
+            if let Some((t, _)) = ty.as_ref().filter(|(t, _)| !matches!(t, TyRef::Std(_))) {
                 // The value is dropped at the end of the scope: a workspace `Drop` impl runs here.
                 self.calls.push(CallSite {
                     line: line_of(pi.ident.span()),
@@ -615,9 +627,10 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
 
     fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
         for input in &c.inputs {
+            self.unbind(input);
             if let Pat::Type(pt) = input {
                 if let Pat::Ident(pi) = &*pt.pat {
-                    self.env.insert(pi.ident.to_string(), ty_ref(&pt.ty, self.generics));
+                    self.env.insert(pi.ident.to_string(), value_ty_ref(&pt.ty, self.generics));
                 }
             }
             self.visit_pat(input);
@@ -637,11 +650,13 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     }
 
     fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        self.unbind(&arm.pat);
         self.bind_pattern_types(&arm.pat);
         syn::visit::visit_arm(self, arm);
     }
 
     fn visit_expr_let(&mut self, l: &'ast syn::ExprLet) {
+        self.unbind(&l.pat);
         self.bind_pattern_types(&l.pat);
         // `if let Some(cb) = callback`: `cb` is the parameter.
         if self.is_param(&l.expr) {

@@ -113,6 +113,10 @@ pub struct ImplDef {
     pub self_ty: TyRef,
     pub self_ty_text: String,
     pub trait_path: Option<PathRef>,
+    /// `<i64>` of `impl From<i64> for T`: part of the methods' rustc-style paths, which must be unique.
+    pub trait_args: String,
+    /// `type Target = X;` of the impl, for auto-deref.
+    pub deref_target: Option<TyRef>,
     pub self_res: SelfRes,
     pub trait_res: Option<TypeRes>,
     pub methods: HashMap<String, Vec<FnId>>,
@@ -352,6 +356,8 @@ impl Index {
                 self_ty: imp.self_ty.clone(),
                 self_ty_text: imp.self_ty_text.clone(),
                 trait_path: imp.trait_path.clone(),
+                trait_args: imp.trait_args.clone(),
+                deref_target: imp.deref_target.clone(),
                 self_res: SelfRes::Foreign(String::new()),
                 trait_res: None,
                 methods: HashMap::new(),
@@ -415,6 +421,7 @@ impl Index {
             polls_params: f.polls_params,
             straight_line_stmts: f.straight_line_stmts,
             value_params: f.value_params.clone(),
+            returns: f.returns.clone(),
         };
         if test_only && item.skip.is_none() {
             item.skip = Some(SkipReason::TestOnly);
@@ -780,9 +787,10 @@ impl Index {
                 let match_path = format!("{self_match}::{name}");
                 let path = match (&imp.trait_res, &imp.trait_path) {
                     (Some(TypeRes::Trait(t)), _) => {
-                        format!("<{self_text} as {}>::{name}", self.trait_path(*t, cache, depth + 1))
+                        let trait_path = self.trait_path(*t, cache, depth + 1);
+                        format!("<{self_text} as {trait_path}{}>::{name}", imp.trait_args)
                     }
-                    (_, Some(tp)) => format!("<{self_text} as {}>::{name}", tp.text()),
+                    (_, Some(tp)) => format!("<{self_text} as {}{}>::{name}", tp.text(), imp.trait_args),
                     _ => match_path.clone(),
                 };
                 (path, match_path)

@@ -240,7 +240,7 @@ impl Extractor {
                     .fields
                     .named
                     .iter()
-                    .filter_map(|f| f.ident.as_ref().map(|i| (i.to_string(), ty_ref(&f.ty, &generics))))
+                    .filter_map(|f| f.ident.as_ref().map(|i| (i.to_string(), value_ty_ref(&f.ty, &generics))))
                     .collect();
                 out.types.push(data_type(&u.ident, &u.attrs, fields));
             }
@@ -295,11 +295,21 @@ impl Extractor {
             self_ty: ty_ref(&imp.self_ty, &impl_generics),
             self_ty_text: type_text(&imp.self_ty),
             trait_path: imp.trait_.as_ref().map(|(p, _)| PathRef::from_syn(p)),
+            trait_args: imp
+                .trait_
+                .as_ref()
+                .and_then(|(p, _)| p.segments.last())
+                .map(|s| tokens_text(&quote::ToTokens::to_token_stream(&s.arguments)))
+                .unwrap_or_default(),
+            deref_target: None,
             fns: Vec::new(),
             cfg: cfg::of_attrs(&imp.attrs),
         };
         for ii in &imp.items {
             match ii {
+                ImplItem::Type(t) if t.ident == "Target" => {
+                    info.deref_target = Some(value_ty_ref(&t.ty, &impl_generics))
+                }
                 ImplItem::Fn(m) => {
                     let test_only = test_only || is_cfg_test(&m.attrs) || m.attrs.iter().any(is_test_attr);
                     let generics = [impl_generics.clone(), generics_of(&m.sig.generics)].concat();
@@ -427,6 +437,9 @@ impl Extractor {
             generics: scope.generics.clone(),
             ..FnItem::default()
         };
+        if let ReturnType::Type(_, ty) = &sig.output {
+            item.returns = Some(value_ty_ref(ty, &scope.generics));
+        }
         for input in &sig.inputs {
             match input {
                 FnArg::Receiver(r) => {
@@ -485,10 +498,12 @@ impl Extractor {
         };
         for input in &sig.inputs {
             if let FnArg::Typed(pt) = input {
-                let ty = ty_ref(&pt.ty, body.generics);
+                let ty = value_ty_ref(&pt.ty, body.generics);
                 if let Pat::Ident(pi) = &*pt.pat {
                     body.env.insert(pi.ident.to_string(), ty);
                     body.params.insert(pi.ident.to_string());
+                } else if let Some((name, inner)) = newtype_binding(&pt.pat, &pt.ty, body.generics) {
+                    body.env.insert(name, inner);
                 }
                 body.visit_pat(&pt.pat);
             }
@@ -606,7 +621,7 @@ fn numbered_fields(fields: &syn::Fields, prefix: &str, generics: &[(String, Vec<
         .enumerate()
         .map(|(i, f)| {
             let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_else(|| i.to_string());
-            (format!("{prefix}{name}"), ty_ref(&f.ty, generics))
+            (format!("{prefix}{name}"), value_ty_ref(&f.ty, generics))
         })
         .collect()
 }

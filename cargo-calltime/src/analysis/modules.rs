@@ -51,6 +51,41 @@ pub struct CrateSpec {
     pub cfg: Arc<CfgEnv>,
 }
 
+/// The local paths the workspace root's `[patch.<source>]` tables give packages, by package name: `toml_parser = {
+/// path = "toml_parser" }` under `[patch.crates-io]` makes every dependency on the registry's `toml_parser` the
+/// member in `toml_parser/`. A manifest that cannot be read has no patches here (cargo reports it elsewhere).
+fn patched_paths(root: &Path) -> HashMap<String, PathBuf> {
+    let mut out = HashMap::new();
+    let Ok(text) = std::fs::read_to_string(root.join("Cargo.toml")) else { return out };
+    let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else { return out };
+    let Some(patch) = doc.get("patch").and_then(|p| p.as_table_like()) else { return out };
+    for (_, source) in patch.iter() {
+        let Some(source) = source.as_table_like() else { continue };
+        for (key, entry) in source.iter() {
+            let Some(entry) = entry.as_table_like() else { continue };
+            let Some(path) = entry.get("path").and_then(|p| p.as_str()) else { continue };
+            let package = entry.get("package").and_then(|p| p.as_str()).unwrap_or(key);
+            out.insert(package.to_owned(), normalize(&root.join(path)));
+        }
+    }
+    out
+}
+
+/// `a/./b/../c` as `a/c`, without touching the file system (cargo metadata's paths are normalised the same way).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 fn crate_name(target: &str) -> String {
     target.replace('-', "_")
 }
@@ -67,6 +102,8 @@ pub fn crate_specs(ws: &Workspace, with_aux: bool) -> Vec<CrateSpec> {
             t.kind.iter().any(|k| matches!(k.to_string().as_str(), "lib" | "rlib" | "dylib" | "cdylib" | "staticlib"))
         })
     };
+    let patched =
+        if meta.resolve.is_none() { patched_paths(meta.workspace_root.as_std_path()) } else { HashMap::new() };
     let mut specs = Vec::new();
     let mut member_list: Vec<usize> = members.iter().copied().collect();
     member_list.sort_unstable();
@@ -96,12 +133,18 @@ pub fn crate_specs(ws: &Workspace, with_aux: bool) -> Vec<CrateSpec> {
             None => {
                 for dep in &pkg.dependencies {
                     let name = crate_name(dep.rename.as_deref().unwrap_or(&dep.name));
-                    let target = dep
+                    // A registry dependency that the root manifest's `[patch]` points at a member is that member, as
+                    // in cargo's resolve (which `--no-deps` does not give).
+                    let path = dep
                         .path
                         .as_ref()
+                        .map(|p| p.as_std_path())
+                        .or_else(|| patched.get(&dep.name).filter(|_| dep.source.is_some()).map(PathBuf::as_path));
+                    let target = path
                         .and_then(|p| {
                             members.iter().copied().find(|&i| {
-                                meta.packages[i].manifest_path.parent().is_some_and(|d| d == p) && lib_of(i).is_some()
+                                meta.packages[i].manifest_path.parent().is_some_and(|d| d.as_std_path() == p)
+                                    && lib_of(i).is_some()
                             })
                         })
                         .map(DepTarget::Workspace)

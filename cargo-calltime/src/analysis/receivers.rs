@@ -4,32 +4,51 @@
 use syn::Expr;
 use syn::Pat;
 
-use super::bodies::{is_type_like, BodyVisitor};
+use super::bodies::{is_type_like, pat_idents, BodyVisitor};
 use super::std_model::{
     binary_op_trait, literal_type, returns_std_value, std_macro_type, std_result_type, OPERATOR_PRIMITIVES,
-    RANGE_RECEIVER, STD_VALUE_MACROS,
+    RANGE_RECEIVER, SMART_POINTERS, STD_VALUE_MACROS,
 };
 use super::syntax::*;
 
 impl BodyVisitor<'_> {
+    /// Forgets what was known of the names a pattern binds anew (`if let Some(s) = ..` shadows an earlier `s`).
+    pub(super) fn unbind(&mut self, pat: &Pat) {
+        let mut bound = Vec::new();
+        pat_idents(pat, &mut bound);
+        for name in bound {
+            self.env.remove(&name);
+            self.guessed.remove(&name);
+        }
+    }
+
     /// Types the bindings of a struct or enum-variant pattern by the fields they bind: `Tag::Heading { level, .. }`,
     /// `TagEnd::Heading(level)`, `Point { x, .. }`. Other bindings are left as they are.
     pub(super) fn bind_pattern_types(&mut self, pat: &Pat) {
-        // (owner type, field prefix) for `Enum::Variant` (two type-like last segments) or a struct path.
-        let owner_of = |path: &syn::Path| -> Option<(PathRef, String)> {
+        // (owner type, field prefix) for `Enum::Variant` (two type-like last segments, `Self::Variant` too) or a
+        // struct path (`Self { .. }` too).
+        let owner_of = |path: &syn::Path| -> Option<(TyRef, String)> {
             let p = PathRef::from_syn(path);
             let n = p.segs.len();
             let last = p.segs.last()?;
-            if !is_type_like(last) || last == "Self" {
+            if !is_type_like(last) {
                 return None;
             }
+            if last == "Self" {
+                return (n == 1).then(|| (TyRef::SelfType, String::new()));
+            }
             if n >= 2 && is_type_like(&p.segs[n - 2]) {
-                if p.segs[n - 2] == "Self" {
-                    return None;
-                }
-                Some((PathRef { segs: p.segs[..n - 1].to_vec(), leading_colon: p.leading_colon }, format!("{last}::")))
+                let owner = if p.segs[n - 2] == "Self" {
+                    if n > 2 {
+                        return None;
+                    }
+                    TyRef::SelfType
+                } else {
+                    TyRef::Path(PathRef { segs: p.segs[..n - 1].to_vec(), leading_colon: p.leading_colon })
+                };
+                Some((owner, format!("{last}::")))
             } else {
-                Some((p, String::new()))
+                Some((TyRef::Path(p), String::new()))
             }
         };
         match pat {
@@ -42,10 +61,8 @@ impl BodyVisitor<'_> {
                     };
                     if let Pat::Ident(pi) = &*fp.pat {
                         if pi.subpat.is_none() {
-                            let ty = TyRef::Field {
-                                owner: Box::new(TyRef::Path(owner.clone())),
-                                field: format!("{prefix}{member}"),
-                            };
+                            let ty =
+                                TyRef::Field { owner: Box::new(owner.clone()), field: format!("{prefix}{member}") };
                             self.env.insert(pi.ident.to_string(), ty);
                             self.guessed.remove(&pi.ident.to_string());
                         }
@@ -60,10 +77,7 @@ impl BodyVisitor<'_> {
                     }
                     if let Pat::Ident(pi) = elem {
                         if pi.subpat.is_none() {
-                            let ty = TyRef::Field {
-                                owner: Box::new(TyRef::Path(owner.clone())),
-                                field: format!("{prefix}{i}"),
-                            };
+                            let ty = TyRef::Field { owner: Box::new(owner.clone()), field: format!("{prefix}{i}") };
                             self.env.insert(pi.ident.to_string(), ty);
                             self.guessed.remove(&pi.ident.to_string());
                         }
@@ -71,6 +85,14 @@ impl BodyVisitor<'_> {
                 }
             }
             Pat::Reference(r) => self.bind_pattern_types(&r.pat),
+            // `match (&self.source, preview) { (Source::Files(paths), true) => .. }`
+            Pat::Tuple(t) => t.elems.iter().for_each(|e| self.bind_pattern_types(e)),
+            Pat::Slice(s) => s.elems.iter().for_each(|e| self.bind_pattern_types(e)),
+            Pat::Ident(pi) => {
+                if let Some((_, sub)) = &pi.subpat {
+                    self.bind_pattern_types(sub);
+                }
+            }
             Pat::Paren(p) => self.bind_pattern_types(&p.pat),
             Pat::Or(o) => o.cases.iter().for_each(|c| self.bind_pattern_types(c)),
             _ => {}
@@ -93,6 +115,7 @@ impl BodyVisitor<'_> {
                         return (Receiver::Type(self.path_type(&p.path)), name);
                     }
                     let receiver = match self.env.get(&name) {
+                        Some(TyRef::Std(std_name)) => Receiver::Std(std_name),
                         Some(ty) if self.guessed.contains(&name) => Receiver::Guessed(ty.clone()),
                         Some(ty) => Receiver::Type(ty.clone()),
                         None => Receiver::Unknown,
@@ -124,9 +147,23 @@ impl BodyVisitor<'_> {
             }
             Expr::Call(c) => {
                 if let Expr::Path(p) = &*c.func {
+                    // `Arc::clone(&shared)`, `Rc::clone(&shared)`: the argument's type (pointers are looked through).
+                    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                    if let ([.., ptr, clone], [arg]) = (segs.as_slice(), c.args.iter().collect::<Vec<_>>().as_slice()) {
+                        if SMART_POINTERS.contains(&ptr.as_str()) && clone == "clone" {
+                            return self.receiver(arg);
+                        }
+                    }
                     if let Some(ident) = p.path.get_ident().filter(|i| is_type_like(&i.to_string())) {
                         // A tuple-struct constructor: `Wrapper(x).poke()`.
                         return (Receiver::Type(self.path_type(&p.path)), format!("{ident}(..)"));
+                    }
+                    let last_is_fn = p.path.segments.last().is_some_and(|s| !is_type_like(&s.ident.to_string()));
+                    let ty_seg_like = p.path.segments.len() >= 2
+                        && is_type_like(&p.path.segments[p.path.segments.len() - 2].ident.to_string());
+                    if p.qself.is_none() && last_is_fn && !ty_seg_like {
+                        // `make()`, `store::open(..)`: the function's declared return type.
+                        return (Receiver::Type(TyRef::CallResult(PathRef::from_syn(&p.path))), "_".to_owned());
                     }
                     if p.qself.is_none() && p.path.segments.len() >= 2 {
                         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
@@ -167,11 +204,33 @@ impl BodyVisitor<'_> {
                 let method = mc.method.to_string();
                 (Receiver::Std(std_result_type(&method)), format!("_.{method}(..)"))
             }
+            // `self.inner.lock().unwrap().go()`, `make().go()`, `open(p)?.go()`: typed once calls are resolved
+            // (`analysis::resolve::returns`); the text stays `_`, as for any receiver the syntax does not name.
+            Expr::MethodCall(mc) => {
+                let method = mc.method.to_string();
+                self.derived(&mc.receiver, |receiver| TyRef::MethodResult { receiver, method })
+            }
+            Expr::Try(t) => self.derived(&t.expr, TyRef::Tried),
+            // `(*guard).go()`: smart pointers and guards are looked through anyway.
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.receiver(&u.expr),
             Expr::Struct(s) if s.qself.is_none() => {
                 (Receiver::Type(self.path_type(&s.path)), format!("{} {{..}}", PathRef::from_syn(&s.path).text()))
             }
             _ => (Receiver::Unknown, "_".to_owned()),
         }
+    }
+
+    /// A receiver typed by what is done to `inner`'s value (`wrap` builds that type), guessed when `inner`'s type
+    /// is; unknown when `inner`'s type is.
+    fn derived(&self, inner: &Expr, wrap: impl FnOnce(Box<TyRef>) -> TyRef) -> (Receiver, String) {
+        let (ty, guessed) = match self.receiver(inner).0 {
+            Receiver::Type(t) => (t, false),
+            Receiver::Guessed(t) => (t, true),
+            Receiver::SelfField(field) => (TyRef::Field { owner: Box::new(TyRef::SelfType), field }, false),
+            Receiver::Std(_) | Receiver::Unknown => return (Receiver::Unknown, "_".to_owned()),
+        };
+        let ty = wrap(Box::new(ty));
+        (if guessed { Receiver::Guessed(ty) } else { Receiver::Type(ty) }, "_".to_owned())
     }
 
     pub(super) fn path_type(&self, path: &syn::Path) -> TyRef {
@@ -201,6 +260,13 @@ impl BodyVisitor<'_> {
                 _ => None,
             },
             Expr::Paren(p) => self.init_type(&p.expr),
+            // `let g = self.inner.lock().unwrap();`, `let f = open(p)?;`, `let s = x.to_string();`, `let n = 5;`
+            Expr::MethodCall(_) | Expr::Try(_) | Expr::Lit(_) | Expr::Macro(_) => match self.receiver(expr).0 {
+                Receiver::Type(t) => Some((t, false)),
+                Receiver::Guessed(t) => Some((t, true)),
+                Receiver::Std(std_name) => Some((TyRef::Std(std_name), false)),
+                _ => None,
+            },
             Expr::Path(p) => p.path.get_ident().and_then(|i| {
                 let name = i.to_string();
                 self.env.get(&name).map(|t| (t.clone(), self.guessed.contains(&name)))

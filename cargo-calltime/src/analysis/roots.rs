@@ -44,9 +44,20 @@ fn split_path(path: &str) -> Vec<&str> {
 }
 
 /// The functions `arg` names: by `::`-suffix of the defining path (or the rustc-style path exactly). Several
-/// definitions of one path (`#[cfg]` variants) are all roots; different paths are ambiguous.
+/// definitions of one path (`#[cfg]` variants) are all roots; different paths are ambiguous, unless `arg` read as a
+/// Rust path from a workspace crate (re-exports followed) names one of them.
 pub(super) fn find_root(index: &Index, arg: &str, ws_root: &Path) -> Result<Vec<FnId>, UserError> {
     let wanted = arg.trim().trim_start_matches("::");
+    // `regex::Regex::new` is, as Rust reads it, the `Regex` the `regex` crate exports (defined in
+    // `regex::regex::string`): that wins over defining paths that merely end the same way
+    // (`regex_automata::dfa::regex::Regex::new`).
+    let as_written = through_reexports(index, wanted);
+    let mut written_paths: Vec<&str> = as_written.iter().map(|&f| index.fns[f].match_path.as_str()).collect();
+    written_paths.sort_unstable();
+    written_paths.dedup();
+    if written_paths.len() == 1 {
+        return Ok(as_written);
+    }
     let suffix = format!("::{wanted}");
     let matches: Vec<FnId> = (0..index.fns.len())
         .filter(|&f| {
@@ -54,7 +65,7 @@ pub(super) fn find_root(index: &Index, arg: &str, ws_root: &Path) -> Result<Vec<
             def.match_path == wanted || def.match_path.ends_with(&suffix) || def.path == wanted
         })
         .collect();
-    let matches = if matches.is_empty() { through_reexports(index, wanted) } else { matches };
+    let matches = if matches.is_empty() { as_written } else { matches };
     if matches.is_empty() {
         let error = UserError::new(format!("no function matches --root `{arg}`"));
         let near = nearest_names(index, wanted);

@@ -174,6 +174,59 @@ pub(super) const OPERATOR_PRIMITIVES: &[&str] = &[
 /// Smart pointers looked through for method resolution: `Box<T>` has `T`'s methods.
 pub(super) const SMART_POINTERS: &[&str] = &["Box", "Rc", "Arc"];
 
+/// The std type name of slices and arrays (`[u8]`, `[T; 4]`): workspace impls on any of them are candidates.
+pub(super) const SLICE: &str = "[_]";
+
+/// `LocalKey`'s methods that take a closure: on a `SCREAMING_CASE` name they are a `thread_local!`'s.
+pub(super) const LOCAL_KEY_METHODS: &[&str] = &["with", "with_borrow", "with_borrow_mut"];
+
+/// Free functions of the std prelude: a call to one that the workspace does not define leaves it.
+pub(super) const PRELUDE_FNS: &[&str] = &["drop", "size_of", "size_of_val", "align_of", "align_of_val"];
+
+/// Std containers whose contents a known method reaches (see [`wrapper_method`]): value types keep them as
+/// `TyRef::Wrapped`.
+pub(super) const STD_WRAPPERS: &[&str] = &["Mutex", "RwLock", "RefCell", "Option", "Result", "OnceCell", "OnceLock"];
+
+/// Guards: they deref to their contents, and have no methods of their own worth resolving.
+pub(super) const GUARDS: &[&str] = &["MutexGuard", "RwLockReadGuard", "RwLockWriteGuard", "Ref", "RefMut"];
+
+/// Std methods that hand back a value of the receiver's own type (or a reference to it) on any type without a
+/// workspace method of that name.
+pub(super) const SAME_VALUE_METHODS: &[&str] =
+    &["clone", "to_owned", "as_ref", "as_mut", "borrow", "borrow_mut", "deref", "deref_mut"];
+
+/// What `method` on the std wrapper `wrapper` returns: the wrappers around the contents, outermost first (empty:
+/// the contents themselves). `Mutex::lock` gives `LockResult<MutexGuard<T>>`: `["Result", "MutexGuard"]`.
+pub(super) fn wrapper_method(wrapper: &str, method: &str) -> Option<&'static [&'static str]> {
+    let wrappers: &'static [&'static str] = match (wrapper, method) {
+        ("Mutex", "lock" | "try_lock") => &["Result", "MutexGuard"],
+        ("Mutex" | "RwLock", "get_mut" | "into_inner") => &["Result"],
+        ("RwLock", "read" | "try_read") => &["Result", "RwLockReadGuard"],
+        ("RwLock", "write" | "try_write") => &["Result", "RwLockWriteGuard"],
+        ("RefCell", "borrow") => &["Ref"],
+        ("RefCell", "borrow_mut") => &["RefMut"],
+        ("RefCell", "try_borrow") => &["Result", "Ref"],
+        ("RefCell", "try_borrow_mut") => &["Result", "RefMut"],
+        ("RefCell", "get_mut" | "into_inner" | "take") => &[],
+        ("Option" | "Result", "unwrap" | "expect" | "unwrap_unchecked" | "unwrap_or_default") => &[],
+        ("Option" | "Result", "unwrap_or" | "unwrap_or_else") => &[],
+        ("Option", "as_ref" | "as_mut" | "as_deref" | "as_deref_mut" | "take" | "cloned" | "copied") => &["Option"],
+        ("Option", "filter" | "or" | "or_else" | "xor" | "replace") => &["Option"],
+        ("Option", "insert" | "get_or_insert" | "get_or_insert_with") => &[],
+        ("Option", "ok_or" | "ok_or_else") => &["Result"],
+        ("Result", "ok") => &["Option"],
+        ("Result", "as_ref" | "as_mut" | "or" | "or_else" | "map_err" | "cloned" | "copied") => &["Result"],
+        ("OnceCell" | "OnceLock", "get" | "get_mut" | "take" | "into_inner") => &["Option"],
+        ("OnceCell" | "OnceLock", "get_or_init") => &[],
+        (_, "clone") => SAME_WRAPPER,
+        _ => return None,
+    };
+    Some(wrappers)
+}
+
+/// In [`wrapper_method`]'s answer: the receiver's own wrapper (`clone`).
+pub(super) const SAME_WRAPPER: &[&str] = &["*"];
+
 /// Return types that are futures by name (`BoxFuture<'a, T>` of the futures crate).
 pub(super) const BOXED_FUTURES: &[&str] = &["BoxFuture", "LocalBoxFuture"];
 

@@ -9,7 +9,7 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::{Type, TypeParamBound};
 
 use super::cfg::Cfg;
-use super::std_model::SMART_POINTERS;
+use super::std_model::{SLICE, SMART_POINTERS, STD_WRAPPERS};
 use crate::plan::{ProbeKind, SkipReason};
 
 /// A path as written, without generic arguments: `a::b::c`, `::x`, `crate::m::f`.
@@ -53,7 +53,34 @@ pub enum TyRef {
         owner: Box<TyRef>,
         field: String,
     },
+    /// A std container or guard whose contents a known method reaches: `Mutex<T>` (`lock()`), `RwLock<T>`,
+    /// `RefCell<T>` (`borrow()`), `Option<T>` and `Result<T, _>` (`unwrap()`, `?`); a guard (`MutexGuard`, `Ref`)
+    /// derefs to `inner`. Only the types of fields, parameters, annotated `let`s and return types keep these.
+    Wrapped {
+        wrapper: String,
+        inner: Box<TyRef>,
+    },
+    /// What `receiver.method(..)` returns: the workspace method's declared return type, or std's rule for a
+    /// wrapper (`lock`, `unwrap`, `as_ref`, `clone`, ...). Reduced by `analysis::returns`.
+    MethodResult {
+        receiver: Box<TyRef>,
+        method: String,
+    },
+    /// What calling the function at this path returns (`make()`, `store::open(..)`): its declared return type.
+    CallResult(PathRef),
+    /// `expr?`: the `Ok` or `Some` value of `expr`'s type.
+    Tried(Box<TyRef>),
+    /// Evidently a std value, as [`Receiver::Std`] (a local bound to `x.to_string()`, `s.chars()`, a literal), or a
+    /// slice or array ([`SLICE`]).
+    Std(&'static str),
     Unknown,
+}
+
+impl TyRef {
+    /// A type known only once calls are resolved: a result, or `?` applied to one.
+    pub(super) fn is_derived(&self) -> bool {
+        matches!(self, TyRef::MethodResult { .. } | TyRef::CallResult(_) | TyRef::Tried(_))
+    }
 }
 
 /// What the extraction knows about a method call's receiver.
@@ -143,6 +170,8 @@ pub struct FnItem {
     /// Parameters taken by value whose drop may run code: the type's last path segment (`Self` for `self`), or
     /// `?` when the type is not a plain path. References and primitive types are left out.
     pub value_params: Vec<String>,
+    /// The declared return type (wrappers kept), for the receivers of its results: `make().go()`.
+    pub returns: Option<TyRef>,
 }
 
 #[derive(Debug, Clone)]
@@ -186,6 +215,11 @@ pub struct ImplItemInfo {
     /// The self type as written, generic arguments included (`Vec<u8>`), for names of impls on foreign types.
     pub self_ty_text: String,
     pub trait_path: Option<PathRef>,
+    /// The trait's generic arguments as written (`<i64>` in `impl From<i64> for Value`), empty without: they tell
+    /// apart the names of one type's impls of a generic trait.
+    pub trait_args: String,
+    /// `type Target = X;` (a `Deref` impl's target): the type auto-deref reaches.
+    pub deref_target: Option<TyRef>,
     pub fns: Vec<FnItem>,
     pub cfg: Option<Cfg>,
 }
@@ -243,10 +277,23 @@ pub(super) fn bounds_of<'a>(bounds: impl Iterator<Item = &'a TypeParamBound>) ->
 }
 
 pub(super) fn ty_ref(ty: &Type, generics: &[(String, Vec<PathRef>)]) -> TyRef {
+    ty_ref_of(ty, generics, false)
+}
+
+/// The type of a value (a field, a parameter, an annotated `let`, a return type): [`ty_ref`], with std wrappers
+/// kept as [`TyRef::Wrapped`] so `lock()`, `borrow()`, `unwrap()` and `?` can reach their contents.
+pub(super) fn value_ty_ref(ty: &Type, generics: &[(String, Vec<PathRef>)]) -> TyRef {
+    ty_ref_of(ty, generics, true)
+}
+
+fn ty_ref_of(ty: &Type, generics: &[(String, Vec<PathRef>)], keep_wrappers: bool) -> TyRef {
+    let ty_ref = |ty: &Type, generics: &[(String, Vec<PathRef>)]| ty_ref_of(ty, generics, keep_wrappers);
     match ty {
         Type::Reference(r) => ty_ref(&r.elem, generics),
         Type::Paren(p) => ty_ref(&p.elem, generics),
         Type::Group(g) => ty_ref(&g.elem, generics),
+        // `haystack: &[u8]`: std's slice methods, or a workspace impl on a slice or array.
+        Type::Slice(_) | Type::Array(_) if keep_wrappers => TyRef::Std(SLICE),
         Type::Path(tp) if tp.qself.is_none() => {
             let path = &tp.path;
             if let Some(ident) = path.get_ident() {
@@ -258,11 +305,20 @@ pub(super) fn ty_ref(ty: &Type, generics: &[(String, Vec<PathRef>)]) -> TyRef {
                 }
             }
             if let Some(last) = path.segments.last() {
-                if SMART_POINTERS.iter().any(|s| last.ident == s) {
-                    if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
-                        if let Some(syn::GenericArgument::Type(inner)) = args.args.first() {
-                            return ty_ref(inner, generics);
-                        }
+                let first_arg = match &last.arguments {
+                    syn::PathArguments::AngleBracketed(args) => args.args.iter().find_map(|a| match a {
+                        syn::GenericArgument::Type(inner) => Some(inner),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                if let Some(inner) = first_arg {
+                    if SMART_POINTERS.iter().any(|s| last.ident == s) {
+                        return ty_ref(inner, generics);
+                    }
+                    if keep_wrappers && STD_WRAPPERS.iter().any(|s| last.ident == s) {
+                        let inner = Box::new(ty_ref(inner, generics));
+                        return TyRef::Wrapped { wrapper: last.ident.to_string(), inner };
                     }
                 }
             }
@@ -272,6 +328,25 @@ pub(super) fn ty_ref(ty: &Type, generics: &[(String, Vec<PathRef>)]) -> TyRef {
         Type::ImplTrait(t) => TyRef::Bounds(bounds_of(t.bounds.iter())),
         _ => TyRef::Unknown,
     }
+}
+
+/// `State(state): State<AppState>`, `Json(body): Json<Request>`: a one-field wrapper destructured where it is
+/// declared binds its type argument, by the extractors' convention (axum, actix-web). The binding's name and type.
+pub(super) fn newtype_binding(
+    pat: &syn::Pat,
+    ty: &Type,
+    generics: &[(String, Vec<PathRef>)],
+) -> Option<(String, TyRef)> {
+    let syn::Pat::TupleStruct(ts) = pat else { return None };
+    let [syn::Pat::Ident(binding)] = ts.elems.iter().collect::<Vec<_>>().as_slice() else { return None };
+    let Type::Path(tp) = ty else { return None };
+    let (pat_last, ty_last) = (ts.path.segments.last()?, tp.path.segments.last()?);
+    if pat_last.ident != ty_last.ident || binding.subpat.is_some() {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &ty_last.arguments else { return None };
+    let [syn::GenericArgument::Type(inner)] = args.args.iter().collect::<Vec<_>>().as_slice() else { return None };
+    Some((binding.ident.to_string(), value_ty_ref(inner, generics)))
 }
 
 /// Compact text of a type as written: tokens joined without the spaces quote adds.

@@ -80,7 +80,12 @@ impl Trivial {
             }
             // The call may also leave the workspace when its receiver's type is not known.
             let receiver_known = match &site.kind {
-                CallKind::Method { receiver, .. } => matches!(receiver, Receiver::Type(_) | Receiver::SelfField(_)),
+                // A call's result (`make().go()`) may still have been matched by name.
+                CallKind::Method { receiver, .. } => match receiver {
+                    Receiver::Type(ty) => !ty.is_derived(),
+                    Receiver::SelfField(_) => true,
+                    _ => false,
+                },
                 _ => true,
             };
             if !receiver_known && !cheap_external {

@@ -21,6 +21,14 @@ pub fn diff(global: &GlobalArgs, args: &DiffArgs) -> Result<i32> {
     for warning in base.warnings.iter().chain(&head.warnings) {
         ui::warn(warning);
     }
+    if !base.plans.iter().all(|p| head.plans.contains(p)) || !head.plans.iter().all(|p| base.plans.contains(p)) {
+        ui::warn(&format!(
+            "base and head were recorded with different plans (base: {}; head: {}): call paths that only one plan \
+             probes show as new or gone; record both with the same --root, --depth and --filter to compare them",
+            base.plans.join(", "),
+            head.plans.join(", ")
+        ));
+    }
     let report = diff::compare(&base, &head, &settings);
     let file = super::destination(args.output.as_deref(), args.open, || super::temp_output("diff", "svg"));
     let color = file.is_none() && ui::color_stdout();

@@ -153,6 +153,9 @@ pub struct Side {
     /// Every kept run counted allocations: only then do they compare.
     counts_allocs: bool,
     pub warnings: Vec<String>,
+    /// What each kept run recorded (`root (depth 5, filter ^x::)`), once each: a diff of different plans compares
+    /// paths one side never probed.
+    pub plans: Vec<String>,
 }
 
 impl Side {
@@ -223,11 +226,16 @@ impl Side {
             function_calls: HashMap::new(),
             counts_allocs: true,
             warnings,
+            plans: Vec::new(),
         };
         let kept: Vec<bool> = side.runs.iter().map(|r| r.dropped.is_none()).collect();
         for (run, ((_, trace), keep)) in traces.iter().zip(kept).enumerate() {
             if keep {
                 side.add_trace(trace, run);
+                let plan = crate::views::plan_summary(trace);
+                if !side.plans.contains(&plan) {
+                    side.plans.push(plan);
+                }
             }
         }
         if side.invocations == 0 {

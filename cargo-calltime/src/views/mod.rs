@@ -262,7 +262,7 @@ fn root_paths(trace: &Trace) -> Vec<String> {
 
 /// `demo::server::handle (depth 5, filter ^demo::)`: what was recorded, for titles. Names the roots that were
 /// actually called (a plan with several roots may record only some), else the plan's roots.
-fn plan_summary(trace: &Trace) -> String {
+pub(crate) fn plan_summary(trace: &Trace) -> String {
     let mut called: Vec<String> = Vec::new();
     for inv in &trace.invocations {
         let path = trace.table.path(inv.root.func);

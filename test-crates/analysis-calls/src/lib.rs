@@ -146,7 +146,7 @@ pub fn entry() -> f64 {
     generic(&Square(3.0));
     <Square as Shape>::area(&Square(1.0));
     Shape::describe(&Square(1.0));
-    // Unknown receiver type: two workspace methods named `step` with one argument.
+    // A function's result has its declared type (`Walker`): not both workspace methods named `step`.
     pick().step(1);
     let run = |x: u32| macros() + x;
     Wrapper(Counter::new()).poke();

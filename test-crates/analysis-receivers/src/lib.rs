@@ -122,3 +122,4 @@ pub fn entry(key: &str) -> u32 {
     ];
     found.iter().flatten().sum::<u32>() + store.lookup(key)
 }
+mod chains;
