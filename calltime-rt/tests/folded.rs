@@ -178,3 +178,43 @@ fn path_cap_counts_the_rest_as_truncated() {
     assert_eq!(inv.truncated, 5 * 6 + 1);
     assert_eq!(trace.stats.unwrap()[4], 1, "counted as a truncated invocation");
 }
+
+// Function indices 10 and 11: a fast caller and its tiny callee.
+fn fast_caller(i: u32) -> u32 {
+    let __calltime_guard = enter(10);
+    tiny_callee(i) ^ 1
+}
+
+fn tiny_callee(i: u32) -> u32 {
+    let __calltime_guard = enter(11);
+    black_box(i).wrapping_mul(3)
+}
+
+const CALLER_CALLS: u32 = 300_000;
+
+#[test]
+fn a_fast_caller_retires_once_its_callees_did() {
+    if is_child("a_fast_caller_retires_once_its_callees_did") {
+        let __calltime_guard = enter_root(0, &PLAN);
+        for i in 0..CALLER_CALLS {
+            black_box(fast_caller(i));
+        }
+        return;
+    }
+    let trace = run_ok("a_fast_caller_retires_once_its_callees_did", &[]);
+    // The callee retires at the fold (a leaf); the caller, whose path has the callee's as a child, retires on a
+    // later sampled exit, once every child path is of a retired function.
+    let retired: Vec<u32> = trace.retirements.iter().map(|r| r.index).collect();
+    assert_eq!(retired, [11, 10]);
+    let inv = &trace.invocations[0];
+    let in_tree = |index: u32| -> u64 {
+        inv.nodes.iter().filter(|n| n.index == index).map(|n| n.folded.map_or(1, |f| f.calls)).sum()
+    };
+    let after = |index: u32| inv.retired.iter().filter(|r| r.0 == index).map(|r| r.1).sum::<u64>();
+    // Counts stay exact, and no callee hangs under the root: the callee's path stays under the caller's.
+    for index in [10, 11] {
+        assert_eq!(in_tree(index) + after(index), u64::from(CALLER_CALLS), "function {index}");
+    }
+    assert!(after(10) > u64::from(CALLER_CALLS) / 2, "the caller retired early: {} calls after", after(10));
+    assert_eq!(inv.shape(), format!("0*1[10*{}[11*{}]]", in_tree(10), in_tree(11)));
+}

@@ -8,7 +8,7 @@ use std::mem;
 
 use super::{DepthArray, Recorder, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, NO_PATH, PARENT_MASK, TIMED_KEY, UNTIMED};
 use crate::clock::now;
-use crate::retire::{consider_path, CHECK_EVERY};
+use crate::retire::{consider_path, retired_slot, CHECK_EVERY, RETIRE_SLOTS};
 
 impl Recorder {
     /// Merges the per-call nodes into call paths. Cold: once per big invocation.
@@ -244,9 +244,11 @@ impl Recorder {
                     p.add_time(end.saturating_sub(start));
                 }
                 let samples = p.timed - p.exact_calls;
-                if path != 0 && samples % CHECK_EVERY == 0 && p.first_child == NO_PATH {
+                if path != 0 && samples % CHECK_EVERY == 0 {
                     let (index, calls, sample_ticks) = (p.index, p.calls, p.ticks - p.exact_ticks);
-                    consider_path(index, self.paths[0].index, calls, samples, sample_ticks);
+                    if self.calls_only_retired(path) {
+                        consider_path(index, self.paths[0].index, calls, samples, sample_ticks);
+                    }
                 }
             }
         }
@@ -254,6 +256,20 @@ impl Recorder {
             if let Some(p) = self.paths.get_mut(path as usize) {
                 p.flags |= flags;
             }
+        }
+        true
+    }
+
+    /// True when every child path of `path` is of a function that retired (or it has none): its later calls
+    /// record no callee, so it may retire as a leaf does (retire.rs: only leaves retire, a caller once its callees
+    /// did). Checked on a timed exit every `CHECK_EVERY` samples, over the path's few children.
+    fn calls_only_retired(&self, path: u32) -> bool {
+        let mut child = self.paths.get(path as usize).map_or(NO_PATH, |p| p.first_child);
+        while let Some(c) = self.paths.get(child as usize) {
+            if !(1..=RETIRE_SLOTS).contains(&usize::from(retired_slot(c.index))) {
+                return false;
+            }
+            child = c.next_sibling;
         }
         true
     }
