@@ -10,6 +10,10 @@ use super::{DepthArray, Recorder, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, NO_PATH
 use crate::clock::now;
 use crate::retire::{consider_path, retired_slot, CHECK_EVERY, RETIRE_SLOTS};
 
+/// Call paths a folded invocation may have for `calls_only_retired` to scan them (a few thousand instructions, once
+/// per `CHECK_EVERY` samples of a path).
+const SCANNED_PATHS: usize = 1024;
+
 impl Recorder {
     /// Merges the per-call nodes into call paths. Cold: once per big invocation.
     #[cold]
@@ -246,7 +250,7 @@ impl Recorder {
                 let samples = p.timed - p.exact_calls;
                 if path != 0 && samples % CHECK_EVERY == 0 {
                     let (index, calls, sample_ticks) = (p.index, p.calls, p.ticks - p.exact_ticks);
-                    if self.calls_only_retired(path) {
+                    if self.calls_only_retired(index) {
                         consider_path(index, self.paths[0].index, calls, samples, sample_ticks);
                     }
                 }
@@ -260,18 +264,27 @@ impl Recorder {
         true
     }
 
-    /// True when every child path of `path` is of a function that retired (or it has none): its later calls
-    /// record no callee, so it may retire as a leaf does (retire.rs: only leaves retire, a caller once its callees
-    /// did). Checked on a timed exit every `CHECK_EVERY` samples, over the path's few children.
-    fn calls_only_retired(&self, path: u32) -> bool {
-        let mut child = self.paths.get(path as usize).map_or(NO_PATH, |p| p.first_child);
-        while let Some(c) = self.paths.get(child as usize) {
-            if !(1..=RETIRE_SLOTS).contains(&usize::from(retired_slot(c.index))) {
-                return false;
-            }
-            child = c.next_sibling;
+    /// True when, on every call path of function `index`, every child path is of a function that retired (or
+    /// there is none): its later calls record no callee, so it may retire as a leaf does (retire.rs: only leaves
+    /// retire, a caller once its callees did). Every path, not only the one being checked: retirement is per
+    /// function, and a function that calls a probed one on another path would leave that callee's calls under its
+    /// own caller, a tree that never happened. Checked on a timed exit every `CHECK_EVERY` samples; an invocation
+    /// with more than `SCANNED_PATHS` paths keeps its callers probed rather than scan them all that often.
+    fn calls_only_retired(&self, index: u32) -> bool {
+        if self.paths.len() > SCANNED_PATHS {
+            return false;
         }
-        true
+        let retired = |i: u32| (1..=RETIRE_SLOTS).contains(&usize::from(retired_slot(i)));
+        self.paths.iter().filter(|p| p.index == index).all(|p| {
+            let mut child = p.first_child;
+            while let Some(c) = self.paths.get(child as usize) {
+                if !retired(c.index) {
+                    return false;
+                }
+                child = c.next_sibling;
+            }
+            true
+        })
     }
 
     /// True once the invocation has folded or has reached the call count where it folds.
