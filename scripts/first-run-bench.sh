@@ -1,7 +1,10 @@
 #!/bin/bash
 # docs/performance.md's "First run": the first `cargo calltime build` of a workspace (dev profile) against a cold
 # plain `cargo build`:
-#   first-ever   after the user's build, with an empty runtime cache (the first run on a machine);
+#   first-ever   after the user's build, with an empty runtime cache (the first run on a machine): the runtime
+#                compiled with the tool is linked when the user's rustc is the one that built the tool;
+#   first-compiled  the same with CALLTIME_PREBUILT_RUNTIME=0: the runtime compiled on the first run (another
+#                toolchain than the tool's, or the tool before prebuilt runtimes);
 #   after-plain  after the user's build, the runtime cache filled by another workspace (every later new workspace);
 #   cold         nothing built at all, runtime cache filled;
 #   rebuild      a second run with nothing changed.
@@ -21,7 +24,7 @@ mkdir -p "$bench"
 # t COMMAND...: runs it quietly and prints "WALL CPU" in seconds (on failure, its last lines, and exits).
 t() {
   /usr/bin/time -f '%e %U %S' -o "$times" "$@" > /dev/null 2>&1 || { echo "FAILED: $*" >&2; "$@" 2>&1 | tail -5 >&2; exit 1; }
-  awk '{ printf "%.1f %.1f\n", $1, $2 + $3 }' "$times"
+  awk '{ printf "%.2f %.2f\n", $1, $2 + $3 }' "$times"
 }
 fresh() { rm -rf "$w"; cp -r "$src" "$w"; rm -rf "$w/target"; }
 # ratio "WALL CPU" "WALL CPU": "wall-ratio/cpu-ratio"
@@ -33,6 +36,9 @@ fresh; cd "$w"
 plain=$(t cargo build --offline "$@")
 first=$(t "$CC" calltime build -q --offline --root "$root" "$@")
 rebuild=$(t "$CC" calltime build -q --offline --root "$root" "$@")
+fresh; cd "$w"; rm -rf "$cache"
+cargo build -q --offline "$@" > /dev/null 2>&1
+compiled=$(CALLTIME_PREBUILT_RUNTIME=0 t "$CC" calltime build -q --offline --root "$root" "$@")
 fresh; cd "$w"
 cargo build -q --offline "$@" > /dev/null 2>&1
 seeded=$(t "$CC" calltime build -q --offline --root "$root" "$@")
@@ -40,4 +46,5 @@ fresh; cd "$w"
 cold=$(t "$CC" calltime build -q --offline --root "$root" "$@")
 cd "$bench"; rm -rf "$w" "$cache"
 echo "$name (wall s, cpu s; ratios wall/cpu): plain-cold=[$plain] first-ever=[$first] $(ratio "$first" "$plain")" \
+  "first-compiled=[$compiled] $(ratio "$compiled" "$plain")" \
   "after-plain=[$seeded] $(ratio "$seeded" "$plain") cold=[$cold] $(ratio "$cold" "$plain") rebuild=[$rebuild]"

@@ -11,7 +11,8 @@
 //!   `updated_unix_ms`, `slower_than_ns`). `ctl` waits for `applied` to reach its `seq`. Both files are removed at exit.
 //!
 //! Off costs the root probe one more load and branch than a probe outside any invocation: nothing is recorded,
-//! counted or aggregated.
+//! counted or aggregated. Each change a command makes is written to the trace as a `control` record (by the writer,
+//! with its time), so the report says what was switched while the program ran.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -25,17 +26,54 @@ use crate::invocation::lock;
 const UNSET: u8 = 0;
 const ON: u8 = 1;
 const OFF: u8 = 2;
+/// In a child forked without exec: off for good (see `forked`).
+const FORKED: u8 = 3;
 static STATE: AtomicU8 = AtomicU8::new(UNSET);
 /// Record 1 in N roots (`CALLTIME_SAMPLE`, then `ctl sample N`).
 static SAMPLE: AtomicU64 = AtomicU64::new(1);
 /// How often the status file is rewritten without a command.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 
-/// The root probe's check: recording was switched off.
+/// The root probe's check: recording was switched off (or this is a forked child).
 #[inline(always)]
 pub(crate) fn is_off() -> bool {
-    STATE.load(Relaxed) == OFF
+    STATE.load(Relaxed) >= OFF
 }
+
+/// This process is a child forked (without exec) from one that had started the runtime. It has no writer thread,
+/// its copy of the runtime's locks may be held by threads that do not exist in it, and its trace file descriptor is
+/// the parent's: so it records nothing (its root probes return at once, a root open at the fork ends unrecorded),
+/// writes nothing (no drain at exit, in the panic hook or in `flush`) and touches no control file. Its roots are
+/// not counted anywhere; the parent's trace is unaffected.
+#[inline]
+pub(crate) fn forked() -> bool {
+    STATE.load(Relaxed) == FORKED
+}
+
+/// Registers the fork handler once (at the runtime's start): a child forked without exec is switched to `FORKED`.
+/// Only an atomic store runs in the child, which is async-signal-safe as a child of a threaded process requires.
+#[cfg(unix)]
+fn watch_forks() {
+    extern "C" {
+        fn pthread_atfork(
+            prepare: Option<extern "C" fn()>,
+            parent: Option<extern "C" fn()>,
+            child: Option<extern "C" fn()>,
+        ) -> std::os::raw::c_int;
+    }
+    extern "C" fn in_child() {
+        STATE.store(FORKED, Relaxed);
+    }
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    // SAFETY: pthread_atfork is the C library's (libc on Linux, libSystem on macOS); the handler is a plain extern
+    // "C" fn with no captured state that only stores an atomic.
+    REGISTERED.call_once(|| unsafe {
+        pthread_atfork(None, None, Some(in_child));
+    });
+}
+
+#[cfg(not(unix))]
+fn watch_forks() {}
 
 /// The roots' sampling rate now (at least 1).
 #[inline(always)]
@@ -47,6 +85,7 @@ pub(crate) fn sample() -> u64 {
 pub(crate) fn start(sample: u64, start_off: bool) {
     SAMPLE.store(sample.max(1), Relaxed);
     let _ = STATE.compare_exchange(UNSET, if start_off { OFF } else { ON }, Relaxed, Relaxed);
+    watch_forks();
 }
 
 /// What the writer thread keeps between polls.
@@ -72,21 +111,32 @@ fn file(extension: &str) -> PathBuf {
     dir().join(format!("{}.{extension}", std::process::id()))
 }
 
+/// A setting a command changed, as the trace's `control` record names it: `recording` (1 on, 0 off), `sample` or
+/// `slower_than_ns` (the `settings` line's keys), and its new value.
+pub(crate) type Change = (&'static str, u64);
+
+/// A change and when it was applied (before the status file says so, so `ctl` never sees it earlier).
+pub(crate) type Applied = (&'static str, u64, Instant);
+
 /// Called by the writer thread every period: applies a new command, and rewrites the status file when something
-/// changed or a second passed. `trace` names the current trace file for the status.
-pub(crate) fn poll(trace: &std::path::Path) {
+/// changed or a second passed. `trace` names the current trace file for the status. Returns the setting the command
+/// changed, for the trace (a command that changes nothing, such as `status` or a second `off`, returns `None`).
+pub(crate) fn poll(trace: &std::path::Path) -> Option<Applied> {
     let mut poller = lock(&POLLER);
     if poller.dir.is_none() {
         if std::fs::create_dir_all(dir()).is_err() {
-            return;
+            return None;
         }
         poller.dir = Some(dir().clone());
     }
     let mut changed = false;
+    let mut change = None;
     if let Ok(text) = std::fs::read_to_string(file("cmd")) {
+        let before = settings_now();
         if let Some(seq) = apply(&text, poller.applied) {
             poller.applied = seq;
             changed = true;
+            change = difference(before, settings_now()).map(|(setting, value)| (setting, value, Instant::now()));
         }
     }
     let trace = trace.display().to_string();
@@ -99,6 +149,17 @@ pub(crate) fn poll(trace: &std::path::Path) {
         poller.last_status = Some(Instant::now());
         write_status(&poller);
     }
+    change
+}
+
+/// What a command can change: (recording, sample, slower_than_ns).
+fn settings_now() -> [Change; 3] {
+    [("recording", u64::from(!is_off())), ("sample", sample()), ("slower_than_ns", crate::keep::slower_than_ns())]
+}
+
+/// The one setting that differs (a command changes at most one).
+fn difference(before: [Change; 3], after: [Change; 3]) -> Option<Change> {
+    before.iter().zip(after).find(|(b, a)| b.1 != a.1).map(|(_, a)| a)
 }
 
 /// Applies `<seq> <command> [<argument>]` when `seq` is newer than `applied`; the new seq.
@@ -109,6 +170,8 @@ fn apply(text: &str, applied: u64) -> Option<u64> {
         return None;
     }
     match (words.next(), words.next().and_then(|n| n.parse::<u64>().ok())) {
+        // A forked child never polls; checked anyway, so nothing switches it back on.
+        _ if forked() => {}
         (Some("on"), _) => STATE.store(ON, Relaxed),
         (Some("off"), _) => STATE.store(OFF, Relaxed),
         (Some("sample"), Some(n)) => SAMPLE.store(n.max(1), Relaxed),
@@ -146,6 +209,10 @@ fn write_status(poller: &Poller) {
 
 /// At exit: the process is no longer controllable.
 pub(crate) fn remove_files() {
+    // A forked child's lock may be held by the parent's writer, and the files are the parent's.
+    if forked() {
+        return;
+    }
     if lock(&POLLER).dir.is_some() {
         let _ = std::fs::remove_file(file("status"));
         let _ = std::fs::remove_file(file("cmd"));
@@ -174,5 +241,16 @@ mod tests {
         assert_eq!(crate::keep::slower_than_ns(), 0);
         assert_eq!(apply("garbage", 0), None);
         SAMPLE.store(1, Relaxed);
+    }
+
+    #[test]
+    fn a_change_names_the_setting_it_moved() {
+        let before = [("recording", 1), ("sample", 1), ("slower_than_ns", 0)];
+        assert_eq!(
+            difference(before, [("recording", 0), ("sample", 1), ("slower_than_ns", 0)]),
+            Some(("recording", 0))
+        );
+        assert_eq!(difference(before, [("recording", 1), ("sample", 10), ("slower_than_ns", 0)]), Some(("sample", 10)));
+        assert_eq!(difference(before, before), None, "`status`, or `on` while on, changes nothing");
     }
 }

@@ -484,6 +484,11 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
 pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
     set_current(ptr::null_mut());
     let Some(rt) = RUNTIME.get() else { return };
+    // A root open when the process forked ends unrecorded in the child: the aggregate and the writer's locks may be
+    // held by threads the child does not have (see `control::forked`).
+    if crate::control::forked() {
+        return;
+    }
     let handed = THREAD.try_with(|slot| {
         let mut slot = slot.try_borrow_mut().ok()?;
         let slot = &mut *slot;
@@ -579,6 +584,10 @@ pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recor
 /// A root task's invocation ended: hand its tree to the writer.
 pub(crate) fn finish_task(owned: OwnedRecorder) {
     let rec = owned.into_box();
+    // As `complete_thread_invocation`: a forked child touches no shared state (the recorder is leaked, not pooled).
+    if crate::control::forked() {
+        return std::mem::forget(rec);
+    }
     crate::aggregate::fold(&rec);
     let Some(rt) = RUNTIME.get() else { return drop(rec) };
     let root = rec.nodes().first().copied();

@@ -3,7 +3,9 @@
 //! nothing. The writer holds the best K candidates so far (the slowest, or those of highest random rank: a uniform
 //! sample of the whole run whatever order they arrive in) and publishes the bar a new one must clear; threads read
 //! the bar (a relaxed load of a word written only when the held set changes) and leave out what falls below it.
-//! Held trees are written when the process exits.
+//! Held trees are written as they are chosen, about every second (`checkpoint`: a tree later displaced by a better
+//! one is named in an `unheld` record, which the reader resolves), and at exit: a process killed by a signal keeps
+//! the held set as of its last checkpoint.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -161,13 +163,26 @@ pub(crate) fn sample_rank(start: u64, kind: OwnerKind, owner: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// A formatted record held until exit, ordered by score, then the earlier first (so of equal scores the later one
-/// goes).
+/// A formatted record held, ordered by score, then the earlier first (so of equal scores the later one goes).
 pub(crate) struct Held {
     pub(crate) score: u64,
     pub(crate) seq: u64,
+    /// The record; emptied once written to the trace.
     pub(crate) text: String,
     pub(crate) truncated: bool,
+    /// In the trace already (by a checkpoint): displacing it takes an `unheld` record.
+    pub(crate) written: bool,
+}
+
+/// What a checkpoint appended to the text it was given.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Checkpoint {
+    /// Held records appended (not written before).
+    pub(crate) records: u64,
+    /// Of those, truncated ones.
+    pub(crate) truncated: u64,
+    /// Their sequence numbers, to mark them written once the text is.
+    pub(crate) seqs: Vec<u64>,
 }
 
 impl Held {
@@ -197,11 +212,13 @@ impl Ord for Held {
 pub(crate) struct Holder {
     keep: Keep,
     heap: BinaryHeap<Reverse<Held>>,
+    /// Sequence numbers of written trees displaced since the last checkpoint.
+    unheld: Vec<u64>,
 }
 
 impl Holder {
     pub(crate) const fn new() -> Holder {
-        Holder { keep: Keep::All, heap: BinaryHeap::new() }
+        Holder { keep: Keep::All, heap: BinaryHeap::new(), unheld: Vec::new() }
     }
 
     pub(crate) fn set_keep(&mut self, keep: Keep) {
@@ -222,10 +239,14 @@ impl Holder {
         self.heap.len() < self.keep.held() || self.heap.peek().is_some_and(|Reverse(least)| score > least.score)
     }
 
-    /// Holds a formatted record; the one it displaces (if any) goes, and the bar the threads read rises.
+    /// Holds a formatted record; the one it displaces (if any) goes (named in the next checkpoint's `unheld`
+    /// record when it was written), and the bar the threads read rises.
     pub(crate) fn hold(&mut self, held: Held) -> Option<Held> {
         self.heap.push(Reverse(held));
         let displaced = (self.heap.len() > self.keep.held()).then(|| self.heap.pop()).flatten().map(|Reverse(h)| h);
+        if let Some(gone) = displaced.as_ref().filter(|gone| gone.written) {
+            self.unheld.push(gone.seq);
+        }
         if self.heap.len() >= self.keep.held() {
             let bar = self.heap.peek().map_or(0, |Reverse(least)| least.score);
             match self.keep {
@@ -237,12 +258,44 @@ impl Holder {
         displaced
     }
 
-    /// Every held record, in the order they completed; the holder is left empty (and its bar as it was, so trees
-    /// ending after exit began are still left out).
-    pub(crate) fn take_in_order(&mut self) -> Vec<Held> {
-        let mut held: Vec<Held> = std::mem::take(&mut self.heap).into_iter().map(|Reverse(h)| h).collect();
-        held.sort_by_key(|h| h.seq);
-        held
+    /// Appends to `unheld` the `unheld` record of the written trees displaced since the last checkpoint (forgotten
+    /// here: the writer writes it whatever the budget says), and to `out` the held records not written yet, in the
+    /// order they completed; `mark_written` once `out` is in the trace.
+    pub(crate) fn checkpoint(&mut self, unheld: &mut String, out: &mut String) -> Checkpoint {
+        if !self.unheld.is_empty() {
+            unheld.push_str("unheld");
+            for seq in self.unheld.drain(..) {
+                unheld.push(' ');
+                unheld.push_str(&seq.to_string());
+            }
+            unheld.push('\n');
+        }
+        let mut fresh: Vec<&Held> = self.heap.iter().map(|Reverse(h)| h).filter(|h| !h.written).collect();
+        fresh.sort_by_key(|h| h.seq);
+        let mut done = Checkpoint::default();
+        for held in fresh {
+            out.push_str(&held.text);
+            done.records += 1;
+            done.truncated += u64::from(held.truncated);
+            done.seqs.push(held.seq);
+        }
+        done
+    }
+
+    /// The records of a checkpoint are in the trace: their text is no longer needed.
+    pub(crate) fn mark_written(&mut self, seqs: &[u64]) {
+        if seqs.is_empty() {
+            return;
+        }
+        // The heap orders by score and seq only, so changing the other fields in place keeps it valid.
+        let mut held: Vec<Reverse<Held>> = std::mem::take(&mut self.heap).into_vec();
+        for Reverse(h) in &mut held {
+            if seqs.contains(&h.seq) {
+                h.written = true;
+                h.text = String::new();
+            }
+        }
+        self.heap = BinaryHeap::from(held);
     }
 }
 
@@ -251,7 +304,14 @@ mod tests {
     use super::*;
 
     fn record(score: u64, seq: u64) -> Held {
-        Held { score, seq, text: format!("inv {seq}\n"), truncated: false }
+        Held { score, seq, text: format!("inv {seq}\n"), truncated: false, written: false }
+    }
+
+    /// The held records in completion order, written or not (what the trace holds after the last checkpoint).
+    fn held_in_order(holder: &Holder) -> Vec<(u64, u64)> {
+        let mut held: Vec<(u64, u64)> = holder.heap.iter().map(|Reverse(h)| (h.seq, h.score)).collect();
+        held.sort();
+        held
     }
 
     /// Offers every (score, seq) the way the writer does: formatted only when wanted.
@@ -274,14 +334,39 @@ mod tests {
         let durations = [5, 90, 1, 70, 70, 3, 100, 2, 70];
         let scores: Vec<u64> = durations.iter().map(|&d| holder_score(&holder, d)).collect();
         let left_out = offer_all(&mut holder, scores);
-        let kept: Vec<(u64, u64)> = holder.take_in_order().iter().map(|h| (h.seq, h.score)).collect();
         // 100, 90 and the first of the three 70s; in completion order.
-        assert_eq!(kept, [(1, 90), (3, 70), (6, 100)]);
+        assert_eq!(held_in_order(&holder), [(1, 90), (3, 70), (6, 100)]);
         assert_eq!(left_out, 6);
     }
 
     fn holder_score(holder: &Holder, duration: u64) -> u64 {
         holder.score(1_000, 1_000 + duration, OwnerKind::Thread, 1).expect("trees are held")
+    }
+
+    #[test]
+    fn checkpoints_write_each_tree_once_and_name_the_written_ones_displaced() {
+        let mut holder = Holder::new();
+        holder.set_keep(Keep::Slowest(2));
+        holder.hold(record(10, 0));
+        holder.hold(record(20, 1));
+        let (mut unheld, mut out) = (String::new(), String::new());
+        let first = holder.checkpoint(&mut unheld, &mut out);
+        assert_eq!((out.as_str(), first.records, &first.seqs[..]), ("inv 0\ninv 1\n", 2, &[0, 1][..]));
+        assert!(unheld.is_empty());
+        holder.mark_written(&first.seqs);
+        // 30 displaces the written 10; 25 displaces 20 (written); 40 displaces 25 before it was ever written.
+        for (score, seq) in [(30, 2), (25, 3), (40, 4)] {
+            holder.hold(record(score, seq));
+        }
+        let (mut unheld, mut out) = (String::new(), String::new());
+        let second = holder.checkpoint(&mut unheld, &mut out);
+        assert_eq!(unheld, "unheld 0 1\n", "25 was never in the trace: nothing to undo");
+        assert_eq!((out.as_str(), second.truncated), ("inv 2\ninv 4\n", 0));
+        holder.mark_written(&second.seqs);
+        let (mut unheld, mut out) = (String::new(), String::new());
+        assert_eq!(holder.checkpoint(&mut unheld, &mut out), Checkpoint::default());
+        assert!(out.is_empty() && unheld.is_empty(), "nothing new: {unheld}{out}");
+        assert_eq!(held_in_order(&holder), [(2, 30), (4, 40)]);
     }
 
     #[test]
@@ -312,8 +397,8 @@ mod tests {
                     holder.hold(record(score, seq));
                 }
             }
-            for h in holder.take_in_order() {
-                kept_by_tenth[(h.seq * 10 / n) as usize] += 1;
+            for (seq, _) in held_in_order(&holder) {
+                kept_by_tenth[(seq * 10 / n) as usize] += 1;
             }
         }
         let expected = (k as u64 * runs) / 10;

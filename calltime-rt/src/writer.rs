@@ -270,6 +270,10 @@ fn drain_at_exit() {
 
 fn drain_then(stats_line: bool, held: bool) {
     let Some(rt) = RUNTIME.get() else { return };
+    // A child forked without exec writes nothing: the file and the sink are the parent's (see `control::forked`).
+    if crate::control::forked() {
+        return;
+    }
     if DRAINING.try_with(Cell::get).unwrap_or(true) {
         return;
     }
@@ -278,7 +282,7 @@ fn drain_then(stats_line: bool, held: bool) {
         let mut sink = lock(&SINK);
         sink.write_queued(rt);
         if held {
-            sink.write_held(rt);
+            sink.write_held(rt, true);
         }
         if stats_line {
             sink.write_aggregate(rt);
@@ -307,6 +311,7 @@ fn write_aggregate_when_due(last: &mut std::time::Instant) {
     }
     *last = std::time::Instant::now();
     let mut sink = lock(&SINK);
+    sink.write_held(rt, false);
     sink.write_aggregate(rt);
     sink.write_stats(rt, true);
 }
@@ -315,9 +320,18 @@ fn write_aggregate_when_due(last: &mut std::time::Instant) {
 fn poll_control() {
     let Some(rt) = RUNTIME.get() else { return };
     let current = lock(&SINK).output.current_path();
-    crate::control::poll(current.as_deref().unwrap_or(&rt.config.out));
+    let change = crate::control::poll(current.as_deref().unwrap_or(&rt.config.out));
     // A threshold set by `ctl slower-than` reaches the threads in ticks within this period.
     current_scale(rt);
+    if let Some((setting, value, applied)) = change {
+        // `control <at_ns> <setting>=<value>` (rare, on the writer thread): the report says what was switched, when.
+        let at_ns = rt.clock.elapsed_ns().saturating_sub(applied.elapsed().as_nanos() as u64);
+        let line = format!("control {at_ns} {setting}={value}\n");
+        let mut sink = lock(&SINK);
+        if sink.open(rt) {
+            sink.output.write_always(line.as_bytes());
+        }
+    }
 }
 
 /// At exit (after the last drain): the process can no longer be controlled.
@@ -537,23 +551,46 @@ impl Sink {
         let text = self.pending.split_off(mark);
         self.pending_records -= 1;
         self.pending_truncated -= u64::from(truncated);
-        let held = Held { score, seq: self.seq - 1, text, truncated };
-        if self.holder.hold(held).is_some() {
+        let held = Held { score, seq: self.seq - 1, text, truncated, written: false };
+        if let Some(displaced) = self.holder.hold(held) {
             LEFT_OUT_UNSELECTED.fetch_add(1, Relaxed);
+            if displaced.written {
+                // In the trace already: the checkpoint's `unheld` record takes it back out.
+                KEPT.fetch_sub(1, Relaxed);
+                TRUNCATED.fetch_sub(u64::from(displaced.truncated), Relaxed);
+            }
         }
     }
 
-    /// Writes the held records, in the order they completed (at exit).
-    fn write_held(&mut self, rt: &Runtime) {
-        for held in self.holder.take_in_order() {
-            self.pending.push_str(&held.text);
-            self.pending_records += 1;
-            self.pending_truncated += u64::from(held.truncated);
-            if self.pending.len() >= FLUSH_BYTES {
-                self.flush_pending(rt);
+    /// Writes the held records not in the trace yet (in the order they completed), after an `unheld` record naming
+    /// the written ones displaced since: about every second, so a process killed by a signal keeps them, and at exit.
+    /// Trees over the hourly budget stay held for the next try, and at exit are dropped and counted.
+    fn write_held(&mut self, rt: &Runtime, at_exit: bool) {
+        let (mut unheld, mut trees) = (String::new(), String::new());
+        let done = self.holder.checkpoint(&mut unheld, &mut trees);
+        if !self.open(rt) {
+            if at_exit {
+                DROPPED.fetch_add(done.records, Relaxed);
+            }
+            return;
+        }
+        if !unheld.is_empty() {
+            self.output.write_always(unheld.as_bytes());
+        }
+        if done.records == 0 {
+            return;
+        }
+        let admitted = self.output.admit_trees(trees.len());
+        if admitted && self.output.write(trees.as_bytes()) {
+            KEPT.fetch_add(done.records, Relaxed);
+            TRUNCATED.fetch_add(done.truncated, Relaxed);
+            self.holder.mark_written(&done.seqs);
+        } else if at_exit {
+            DROPPED.fetch_add(done.records, Relaxed);
+            if !admitted {
+                DROPPED_CAP.fetch_add(done.records, Relaxed);
             }
         }
-        self.flush_pending(rt);
     }
 
     /// Appends the node line of `node` (at `depth`, under a parent that ended at `parent_end`) unless it is shorter

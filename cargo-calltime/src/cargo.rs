@@ -206,14 +206,25 @@ pub struct BuildOutput {
     pub first_error: Option<FirstError>,
 }
 
+/// What the workspace's crates in the copy are compiled with, beyond cargo's own flags (through the
+/// RUSTC_WORKSPACE_WRAPPER, see [`rustc_wrapper_from_env`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShadowRustc<'a> {
+    /// `--remap-path-prefix` per file the copy compiles from a hidden sibling: the name rustc sees, the name to give.
+    pub file_remaps: &'a [(PathBuf, PathBuf)],
+    /// The prebuilt runtime ([`prebuilt_runtime`]) given as `--extern calltime_rt=<rlib>`, when the copy's manifests
+    /// do not depend on the runtime's sources.
+    pub runtime_rlib: Option<&'a Path>,
+}
+
 /// Builds `shadow_manifest` into `target_dir` with the user's cargo flags, passing `--remap-path-prefix` to the
-/// workspace's crates so debug info, panic locations and diagnostics name the user's files, and one more per file in
-/// `file_remaps` (the name rustc sees, the name to give it: files the copy compiles from a hidden sibling). cargo's
-/// output is streamed with `-v`, its progress lines shown with `progress`, and everything captured for a failure.
+/// workspace's crates so debug info, panic locations and diagnostics name the user's files, and what `rustc` says
+/// (one remap more per file compiled from a sibling, the prebuilt runtime). cargo's output is streamed with `-v`, its
+/// progress lines shown with `progress`, and everything captured for a failure.
 pub fn cargo_build(
     shadow_root: &Path,
     user_root: &Path,
-    file_remaps: &[(PathBuf, PathBuf)],
+    rustc: ShadowRustc,
     target_dir: &Path,
     cargo: &CargoOptions,
     build: &BuildOptions,
@@ -239,7 +250,12 @@ pub fn cargo_build(
         .arg(if color { "--message-format=json-diagnostic-rendered-ansi" } else { "--message-format=json" });
     add_selection_flags(&mut cmd, cargo, build, target);
     cmd.arg(if color { "--color=always" } else { "--color=never" });
-    add_remap(&mut cmd, shadow_root, user_root, file_remaps);
+    add_remap(&mut cmd, shadow_root, user_root, rustc.file_remaps);
+    if let Some(rlib) = rustc.runtime_rlib {
+        // Set for cargo too: the wrapper records it as an `env-dep` of each crate it links it to, so cargo rebuilds
+        // them when another runtime (a new tool, another variant) takes its place.
+        cmd.env(RUNTIME_RLIB_VAR, rlib);
+    }
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     tracing::info!("running {cmd:?}");
     let mut child = cmd.spawn().with_context(|| format!("cannot run {}", Path::new(&cargo_bin).display()))?;
@@ -397,29 +413,78 @@ fn add_remap(cmd: &mut Command, shadow_root: &Path, user_root: &Path, file_remap
     }
 }
 
+/// The prebuilt runtime's rlib the wrapper gives the workspace's crates as `--extern calltime_rt=<rlib>`.
+const RUNTIME_RLIB_VAR: &str = "CALLTIME_RUNTIME_RLIB";
+
 /// When cargo runs this binary as the shadow build's RUSTC_WORKSPACE_WRAPPER (`cargo-calltime RUSTC ARGS...`, with
-/// [`REMAP_VAR`] set): runs rustc with the remap flag added to compilations and returns its exit code.
+/// [`REMAP_VAR`] set): runs rustc with the remap flag (and the prebuilt runtime, [`RUNTIME_RLIB_VAR`]) added to
+/// compilations and returns its exit code.
 pub fn rustc_wrapper_from_env() -> Option<i32> {
     let remap = std::env::var_os(REMAP_VAR)?;
+    let runtime_rlib = std::env::var_os(RUNTIME_RLIB_VAR).filter(|r| !r.is_empty());
     let mut args = std::env::args_os().skip(1);
     let rustc = args.next()?;
     let args: Vec<std::ffi::OsString> = args.collect();
     let mut cmd = Command::new(&rustc);
     cmd.args(&args);
     // Only compilations take it (not `rustc -vV` or `--print` queries, whose output cargo parses).
-    if args.iter().any(|a| Path::new(a).extension().is_some_and(|e| e == "rs")) {
+    let compiling = args.iter().any(|a| Path::new(a).extension().is_some_and(|e| e == "rs"));
+    if compiling {
         for value in remap.to_string_lossy().split(REMAP_SEPARATOR) {
             cmd.arg(format!("--remap-path-prefix={value}"));
         }
-    }
-    cmd.env_remove(REMAP_VAR);
-    match cmd.status() {
-        Ok(status) => Some(status.code().unwrap_or(101)),
-        Err(e) => {
-            eprintln!("error: cargo-calltime cannot run {}: {e}", Path::new(&rustc).display());
-            Some(101)
+        if let Some(rlib) = &runtime_rlib {
+            let mut extern_arg = std::ffi::OsString::from("calltime_rt=");
+            extern_arg.push(rlib);
+            cmd.arg("--extern").arg(extern_arg);
+            // A crate that uses the runtime only through another (a bin through its lib) finds it by search path:
+            // rustc looks dependencies of dependencies up there, not in `--extern`.
+            if let Some(dir) = Path::new(rlib).parent() {
+                let mut search = std::ffi::OsString::from("dependency=");
+                search.push(dir);
+                cmd.arg("-L").arg(search);
+            }
         }
     }
+    cmd.env_remove(REMAP_VAR).env_remove(RUNTIME_RLIB_VAR);
+    let code = match cmd.status() {
+        Ok(status) => status.code().unwrap_or(101),
+        Err(e) => {
+            eprintln!("error: cargo-calltime cannot run {}: {e}", Path::new(&rustc).display());
+            return Some(101);
+        }
+    };
+    if let (0, true, Some(rlib)) = (code, compiling, &runtime_rlib) {
+        if let Err(e) = record_runtime_dependency(&args, Path::new(rlib)) {
+            eprintln!("error: cargo-calltime cannot record the runtime in the crate's dep-info: {e:#}");
+            return Some(101);
+        }
+    }
+    Some(code)
+}
+
+/// Appends `# env-dep:CALLTIME_RUNTIME_RLIB=<rlib>` to the dep-info file rustc wrote for a compilation (`ARGS`:
+/// `--out-dir D --crate-name N -C extra-filename=X` give `D/NX.d`), as rustc does for an `env!`: cargo then rebuilds
+/// the crate when the variable names another rlib. cargo knows nothing else of a runtime given as `--extern`.
+fn record_runtime_dependency(args: &[std::ffi::OsString], rlib: &Path) -> Result<()> {
+    let value_of = |flag: &str| args.windows(2).find(|w| w[0] == flag).map(|w| w[1].to_string_lossy().into_owned());
+    let extra = args.iter().find_map(|a| a.to_str()?.strip_prefix("extra-filename=")).unwrap_or_default();
+    let emits_dep_info =
+        args.iter().any(|a| a.to_str().is_some_and(|a| a.starts_with("--emit=") && a.contains("dep-info")));
+    let (Some(out_dir), Some(name), true) = (value_of("--out-dir"), value_of("--crate-name"), emits_dep_info) else {
+        return Ok(()); // not the way cargo compiles: nothing cargo would read
+    };
+    let dep_info = Path::new(&out_dir).join(format!("{name}{extra}.d"));
+    let rlib = rlib.to_string_lossy();
+    if rlib.contains(['\n', '\r']) {
+        return Ok(()); // rustc would escape it; such a cache path is not worth the code
+    }
+    let mut file = std::fs::File::options()
+        .append(true)
+        .open(&dep_info)
+        .with_context(|| format!("cannot open {}", dep_info.display()))?;
+    writeln!(file, "# env-dep:{RUNTIME_RLIB_VAR}={rlib}")
+        .with_context(|| format!("cannot write {}", dep_info.display()))
 }
 
 /// The profile directory cargo builds into (`debug`, `release`, or a custom profile's name).
@@ -452,8 +517,10 @@ pub fn seed_dependencies(user_target: &Path, target_dir: &Path, build: &BuildOpt
 /// Where the runtime crate is written and its builds are kept across workspaces: `$CALLTIME_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/cargo-calltime`, else `~/.cache/cargo-calltime`, in a directory named after the tool's version
 /// and the runtime's sources (a new tool never rewrites files an older one's builds depend on). The runtime is
-/// written there once, atomically (another run may be reading it). `None` when no cache directory can be made:
-/// the runtime then goes under the workspace's target dir as before (compiled once per target dir).
+/// written there once, atomically (another run may be reading it); the prebuilt runtimes go there too
+/// ([`prebuilt_runtime`]). Entries of other versions unused for a day are removed ([`prune_runtime_cache`]). `None`
+/// when no cache directory can be made: the runtime then goes under the workspace's target dir as before (compiled
+/// once per target dir).
 pub fn runtime_home() -> Option<PathBuf> {
     let base = std::env::var_os("CALLTIME_CACHE_DIR")
         .filter(|d| !d.is_empty())
@@ -465,7 +532,9 @@ pub fn runtime_home() -> Option<PathBuf> {
             std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|d| Path::new(&d).join(".cache/cargo-calltime"))
         })?;
     let home = base.join(format!("runtime-{}-{:016x}", env!("CARGO_PKG_VERSION"), runtime_sources_hash()));
+    prune_runtime_cache(&base, &home);
     if home.join("calltime-rt/Cargo.toml").is_file() {
+        mark_used(&home);
         return Some(home);
     }
     // Written beside, then renamed into place: a concurrent run sees the whole crate or none of it.
@@ -483,7 +552,10 @@ pub fn runtime_home() -> Option<PathBuf> {
     });
     let _ = std::fs::remove_dir_all(&staging);
     match written {
-        Ok(()) => Some(home),
+        Ok(()) => {
+            mark_used(&home);
+            Some(home)
+        }
         Err(e) => {
             tracing::info!("no shared runtime cache in {}: {e:#}", home.display());
             None
@@ -492,10 +564,152 @@ pub fn runtime_home() -> Option<PathBuf> {
 }
 
 fn runtime_sources_hash() -> u64 {
-    use std::hash::{Hash, Hasher};
+    hash_of(crate::runtime_sources::RUNTIME_SOURCES)
+}
+
+fn hash_of(value: impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher;
     let mut hasher = std::hash::DefaultHasher::new();
-    crate::runtime_sources::RUNTIME_SOURCES.hash(&mut hasher);
+    value.hash(&mut hasher);
     hasher.finish()
+}
+
+/// Setting it to `0` makes every build compile the runtime from its sources, as when no prebuilt one fits.
+const PREBUILT_SWITCH_VAR: &str = "CALLTIME_PREBUILT_RUNTIME";
+
+/// The runtime compiled when the tool was built (build.rs) that this build can link instead of compiling it: the
+/// variant of its profile (dev or release; with the counting allocator or not), written once into the cache `home`.
+/// `None`, and the runtime is compiled as before, unless the user's rustc (`$RUSTC`, else the `rustc` that runs here,
+/// rust-toolchain files included) prints the very `rustc -vV` of the one that built the tool, for the
+/// host target (no `CARGO_BUILD_TARGET`), with no `-Z` rustflags (nightly flags that must match across crates), the
+/// wrapper that passes it ours alone, a dev/test or release/bench profile, and no `[profile.*.package.calltime-rt]`
+/// of the user's. A build that still fails on it is retried with the runtime compiled ([`failed_on_prebuilt_runtime`]).
+pub fn prebuilt_runtime(home: &Path, ws_root: &Path, build: &BuildOptions, count_allocs: bool) -> Option<PathBuf> {
+    use crate::runtime_sources::{PREBUILT_RUNTIMES, PREBUILT_RUSTC};
+    let profile = match profile_dir(build) {
+        "debug" => "dev",
+        "release" => "release",
+        _ => "",
+    };
+    let variant = if count_allocs { format!("{profile}-allocs") } else { profile.to_owned() };
+    let rustflags = ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS"].map(std::env::var_os);
+    let why_not = if std::env::var_os(PREBUILT_SWITCH_VAR).is_some_and(|v| v == "0") {
+        Some(format!("{PREBUILT_SWITCH_VAR}=0"))
+    } else if profile.is_empty() {
+        Some("a custom profile".to_owned())
+    } else if std::env::var_os("RUSTC_WORKSPACE_WRAPPER").is_some_and(|w| !w.is_empty()) {
+        Some("the build has a RUSTC_WORKSPACE_WRAPPER of its own".to_owned())
+    } else if std::env::var_os("CARGO_BUILD_TARGET").is_some_and(|t| !t.is_empty()) {
+        Some("CARGO_BUILD_TARGET is set".to_owned())
+    } else if rustflags.iter().flatten().any(|f| f.to_string_lossy().contains("-Z")) {
+        Some("the rustflags have -Z flags".to_owned())
+    } else if sets_runtime_profile(&ws_root.join("Cargo.toml")) {
+        Some("the workspace sets [profile.*.package.calltime-rt]".to_owned())
+    } else if !PREBUILT_RUNTIMES.iter().any(|(name, _)| *name == variant) {
+        Some("the tool was built without prebuilt runtimes".to_owned())
+    } else {
+        match user_rustc_version() {
+            Some(version) if version == PREBUILT_RUSTC => None,
+            Some(version) => Some(format!(
+                "the workspace's rustc is not the one that built the tool ({} against {})",
+                version.lines().next().unwrap_or_default(),
+                PREBUILT_RUSTC.lines().next().unwrap_or_default()
+            )),
+            None => Some("`rustc -vV` failed".to_owned()),
+        }
+    };
+    if let Some(why) = why_not {
+        tracing::info!("compiling the runtime: {why}");
+        return None;
+    }
+    let bytes = PREBUILT_RUNTIMES.iter().find(|(name, _)| *name == variant)?.1;
+    // Named after the compiler too: two builds of one tool version by two rustcs must not share a file.
+    let rlib = home.join(format!("prebuilt-{:016x}/{variant}/libcalltime_rt.rlib", hash_of(PREBUILT_RUSTC)));
+    match write_once(&rlib, bytes) {
+        Ok(()) => Some(rlib),
+        Err(e) => {
+            tracing::info!("compiling the runtime: cannot write {}: {e:#}", rlib.display());
+            None
+        }
+    }
+}
+
+/// `rustc -vV` of the rustc the copy's build will use: `$RUSTC`, else `rustc` run from the current directory, as the
+/// build's cargo is (rustup's proxy honours that directory's rust-toolchain file and `RUSTUP_TOOLCHAIN`).
+fn user_rustc_version() -> Option<String> {
+    let rustc = std::env::var_os("RUSTC").filter(|r| !r.is_empty()).unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc).arg("-vV").stdin(Stdio::null()).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Whether the manifest has a `[profile.<any>.package.calltime-rt]` table (the user's settings for the runtime).
+fn sets_runtime_profile(manifest: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(manifest) else { return false };
+    let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else { return false };
+    let profiles = doc.get("profile").and_then(|p| p.as_table_like());
+    profiles.is_some_and(|profiles| {
+        profiles.iter().any(|(_, profile)| {
+            profile.get("package").and_then(|p| p.as_table_like()).is_some_and(|p| p.contains_key("calltime-rt"))
+        })
+    })
+}
+
+/// Writes `bytes` to `path` unless a file of that size is there, through a temporary name (a concurrent run reads
+/// the whole file or none).
+fn write_once(path: &Path, bytes: &[u8]) -> Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64) {
+        return Ok(());
+    }
+    let dir = path.parent().context("the rlib path has a directory")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let staging = path.with_extension(format!("tmp{}", std::process::id()));
+    let written = std::fs::write(&staging, bytes).and_then(|()| std::fs::rename(&staging, path));
+    let _ = std::fs::remove_file(&staging);
+    written.with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Whether a build that linked the prebuilt runtime failed because of it: rustc refused the rlib (another compiler,
+/// target or panic strategy, flags that must match across crates). The build is then retried with the runtime
+/// compiled from its sources.
+pub fn failed_on_prebuilt_runtime(failed: &BuildOutput) -> bool {
+    const REFUSALS: &[&str] =
+        &["E0460", "E0461", "E0462", "E0463", "E0514", "E0519", "panic strategy", "mixing", "target modifier"];
+    failed.stderr.lines().any(|line| line.contains("calltime_rt") && REFUSALS.iter().any(|r| line.contains(r)))
+}
+
+/// Removes the cache's `runtime-*` entries other than `current` (older tool versions or runtime sources, a crashed
+/// run's staging directory) that no run has used for [`STALE_AFTER`]: a run of another tool may be using a newer
+/// one. Each run marks its entry used ([`mark_used`]). Best effort: what cannot be removed stays.
+fn prune_runtime_cache(base: &Path, current: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_runtime = entry.file_name().to_string_lossy().starts_with("runtime-");
+        if !is_runtime || path == current {
+            continue;
+        }
+        let used = std::fs::metadata(path.join(USED_MARKER)).or_else(|_| std::fs::metadata(&path));
+        let idle = used.and_then(|m| m.modified()).ok().and_then(|t| now.duration_since(t).ok());
+        if idle.is_some_and(|idle| idle > STALE_AFTER) {
+            tracing::info!("removing the unused runtime cache entry {}", path.display());
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
+/// How long a cache entry of another tool version may go unused before a run removes it.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+/// The file in a cache entry whose mtime is its last use.
+const USED_MARKER: &str = "last-used";
+
+/// Marks the cache entry `home` used now (for [`prune_runtime_cache`]).
+fn mark_used(home: &Path) {
+    let marker = home.join(USED_MARKER);
+    let touched = std::fs::File::options().create(true).truncate(false).write(true).open(&marker);
+    if let Err(e) = touched.and_then(|f| f.set_modified(std::time::SystemTime::now())) {
+        tracing::info!("cannot mark {} used: {e}", home.display());
+    }
 }
 
 /// The runtime's build artifacts in a profile directory: `deps/{lib,}calltime_rt-*` and `.fingerprint/calltime-rt-*`.
@@ -710,6 +924,57 @@ mod tests {
             std::fs::read_dir(to.path().join("debug/deps")).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(left.len(), 2, "no staging file is left: {left:?}");
         assert_eq!(share_runtime_build(from.path(), to.path(), &build).unwrap(), 0);
+    }
+
+    #[test]
+    fn only_rustcs_refusals_of_the_prebuilt_runtime_retry_the_build() {
+        let failed = |stderr: &str| BuildOutput { stderr: stderr.to_owned(), ..Default::default() };
+        assert!(failed_on_prebuilt_runtime(&failed(
+            "error[E0514]: found crate `calltime_rt` compiled by an incompatible version of rustc"
+        )));
+        assert!(failed_on_prebuilt_runtime(&failed(
+            "error[E0461]: couldn't find crate `calltime_rt` with expected target triple"
+        )));
+        assert!(failed_on_prebuilt_runtime(&failed(
+            "error: mixing `-Zregparm` will cause an ABI mismatch in crate `calltime_rt`"
+        )));
+        // The user's own errors, or a probe's: the build is not retried.
+        assert!(!failed_on_prebuilt_runtime(&failed("error[E0308]: mismatched types\n --> src/lib.rs:3:5")));
+        assert!(!failed_on_prebuilt_runtime(&failed("3 |     let _g = ::calltime_rt::__private::enter(1); x + \"\"")));
+    }
+
+    #[test]
+    fn the_users_runtime_profile_is_found_in_any_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("Cargo.toml");
+        std::fs::write(&manifest, "[package]\nname = \"a\"\n[profile.release]\nlto = true\n").unwrap();
+        assert!(!sets_runtime_profile(&manifest));
+        std::fs::write(&manifest, "[profile.bench.package.calltime-rt]\nopt-level = 1\n").unwrap();
+        assert!(sets_runtime_profile(&manifest));
+    }
+
+    #[test]
+    fn old_runtime_cache_entries_are_removed_after_a_day_unused() {
+        let base = tempfile::tempdir().unwrap();
+        let day_ago = std::time::SystemTime::now() - STALE_AFTER - std::time::Duration::from_secs(60);
+        let entry = |name: &str, used: Option<std::time::SystemTime>| {
+            let dir = base.path().join(name);
+            std::fs::create_dir_all(dir.join("target")).unwrap();
+            mark_used(&dir);
+            if let Some(used) = used {
+                std::fs::File::options().write(true).open(dir.join(USED_MARKER)).unwrap().set_modified(used).unwrap();
+            }
+            dir
+        };
+        let current = entry("runtime-0.2.0-b", Some(day_ago));
+        let old = entry("runtime-0.1.0-a", Some(day_ago));
+        let recent = entry("runtime-0.1.0-c", None);
+        let other = entry("not-a-runtime", Some(day_ago));
+        prune_runtime_cache(base.path(), &current);
+        assert!(current.exists(), "the current entry stays, however old");
+        assert!(!old.exists(), "an entry unused for a day goes");
+        assert!(recent.exists(), "an entry another tool used lately stays");
+        assert!(other.exists(), "only runtime-* entries are touched");
     }
 
     #[test]

@@ -350,6 +350,14 @@ pub struct RecordArgs {
     /// Start with recording switched off; `cargo calltime ctl on` switches it on while the program runs.
     #[arg(long)]
     pub start_off: bool,
+    /// Continue the trace in a new file (`<trace>.s1`, `.s2`, ...) once it would pass SIZE, e.g. `16MB`; `0` never
+    /// rotates [default: 16MB].
+    #[arg(long, value_name = "SIZE")]
+    pub rotate_size: Option<String>,
+    /// Write at most SIZE of trees per hour, e.g. `50MB` (spread over the hour; trees over it are dropped and
+    /// counted; the whole-run aggregate is always written); `0` for no cap [default: 50MB].
+    #[arg(long, value_name = "SIZE")]
+    pub max_size_per_hour: Option<String>,
 }
 
 /// `cargo calltime ctl [PID] on|off|status|sample N|slower-than DURATION|off`.

@@ -34,6 +34,10 @@ pub struct RecordOptions {
     pub keep_sample: Option<u64>,
     /// Recording starts switched off (`--start-off`; `ctl on` switches it on).
     pub start_off: bool,
+    /// Bytes after which a trace file continues in a new segment (`--rotate-size`; 0 never).
+    pub rotate_bytes: Option<u64>,
+    /// Bytes of trees written per hour at most (`--max-size-per-hour`; 0 no cap).
+    pub max_bytes_per_hour: Option<u64>,
 }
 
 impl RecordOptions {
@@ -52,6 +56,8 @@ impl RecordOptions {
             ("CALLTIME_KEEP_SLOWEST", self.keep_slowest),
             ("CALLTIME_KEEP_SAMPLE", self.keep_sample),
             ("CALLTIME_START_OFF", self.start_off.then_some(1)),
+            ("CALLTIME_ROTATE_BYTES", self.rotate_bytes),
+            ("CALLTIME_MAX_BYTES_PER_HOUR", self.max_bytes_per_hour),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v.to_string())))

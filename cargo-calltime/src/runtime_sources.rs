@@ -1,5 +1,10 @@
 //! The runtime's source files (`calltime-rt/src`), shipped inside the tool so that no network or registry is needed:
-//! [`crate::shadow::write_runtime`] writes them into the runtime crate the probes link.
+//! [`crate::shadow::write_runtime`] writes them into the runtime crate the probes link. The same sources compiled when
+//! the tool was built (`build.rs`) are here too: `PREBUILT_RUNTIMES`, one rlib per variant, and `PREBUILT_RUSTC`, the
+//! `rustc -vV` of the compiler that made them (empty when none could be made); `cargo::prebuilt_runtime` links one
+//! when the user's rustc is that one.
+
+include!(concat!(env!("OUT_DIR"), "/prebuilt_runtime.rs"));
 
 /// Every source file of calltime-rt: its path relative to `src/` (with `/`) and its contents. A test checks this
 /// list against the directory, so a new module cannot be left out.

@@ -16,7 +16,7 @@ mod manifest;
 mod redirect;
 
 pub use copy::write_if_changed;
-pub use manifest::edit_manifest;
+pub use manifest::{edit_manifest, ManifestEdit};
 pub use redirect::sibling_of;
 
 use crate::error::UserError;
@@ -132,11 +132,12 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 
 /// Makes `dir` a copy of the workspace; with `probes`, inserts them and adds calltime-rt (at `runtime_dir`) to every
 /// package that has one. Without, the copy is the unmodified workspace (used to tell whether a failed build is ours).
+/// Without `runtime_dir` no manifest names the runtime: the prebuilt one is given to rustc by the build's wrapper.
 pub fn prepare(
     ws: &Workspace,
     dir: &Path,
     probes: Option<(&Plan, &PlanInfo)>,
-    runtime_dir: &Path,
+    runtime_dir: Option<&Path>,
 ) -> Result<CopyStats> {
     let root = &ws.root;
     let edits = Edits::of(ws, probes, runtime_dir, dir)?;
@@ -240,7 +241,8 @@ struct Edits<'p> {
     /// A package uses calltime-rt from crates.io (to hand a context to spawned work, say): it must get the very
     /// runtime the probes use, so the copy patches crates.io's calltime-rt with it.
     registry_runtime: bool,
-    runtime_dir: &'p Path,
+    /// None: the runtime is prebuilt, linked without a dependency.
+    runtime_dir: Option<&'p Path>,
     /// Edited files compiled from hidden siblings, their originals copied unchanged.
     redirects: redirect::Redirects,
 }
@@ -249,7 +251,7 @@ impl<'p> Edits<'p> {
     fn of(
         ws: &Workspace,
         probes: Option<(&'p Plan, &'p PlanInfo)>,
-        runtime_dir: &'p Path,
+        runtime_dir: Option<&'p Path>,
         shadow_dir: &Path,
     ) -> Result<Edits<'p>> {
         let root = &ws.root;
@@ -318,14 +320,18 @@ impl<'p> Edits<'p> {
             self.write_edited(src, rel, dst, &[], shifts)
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
             let text = std::fs::read_to_string(src).with_context(|| format!("cannot read {}", src.display()))?;
-            let runtime = self.runtime_manifests.contains(rel).then_some(self.runtime_dir);
+            let runtime = self.runtime_dir.filter(|_| self.runtime_manifests.contains(rel));
             let is_root = rel == Path::new("Cargo.toml");
-            let patch = (is_root && self.registry_runtime && self.plan_info.is_some()).then_some(self.runtime_dir);
-            let edited = edit_manifest(&text, src, root, runtime, is_root, patch).and_then(|out| {
-                match self.redirects.targets.get(rel) {
-                    Some(targets) => manifest::redirect_targets(&out, targets),
-                    None => Ok(out),
-                }
+            let patch = self.runtime_dir.filter(|_| is_root && self.registry_runtime && self.plan_info.is_some());
+            let edit = manifest::ManifestEdit {
+                runtime,
+                is_root,
+                patch_crates_io: patch,
+                runtime_profiles: self.runtime_dir.is_some(),
+            };
+            let edited = edit_manifest(&text, src, root, edit).and_then(|out| match self.redirects.targets.get(rel) {
+                Some(targets) => manifest::redirect_targets(&out, targets),
+                None => Ok(out),
             });
             match edited {
                 Ok(out) => write_if_changed(dst, out.as_bytes()),
@@ -490,7 +496,7 @@ mod tests {
         let copy = tmp.path().join("copy");
         let rt = tmp.path().join("rt");
 
-        let first = prepare(&ws, &copy, None, &rt).unwrap();
+        let first = prepare(&ws, &copy, None, Some(&rt)).unwrap();
         assert_eq!((first.files, first.written, first.removed), (5, 5, 0));
         assert!(!copy.join(".git").exists() && !copy.join("target").exists());
         assert_eq!(first.left_out, [PathBuf::from("logs/a.txt"), PathBuf::from("run.out")]);
@@ -501,19 +507,19 @@ mod tests {
         let lib_mtime = mtime("src/lib.rs");
         assert_eq!(lib_mtime, std::fs::metadata(ws_dir.join("src/lib.rs")).unwrap().modified().unwrap());
 
-        let again = prepare(&ws, &copy, None, &rt).unwrap();
+        let again = prepare(&ws, &copy, None, Some(&rt)).unwrap();
         assert_eq!((again.written, again.removed), (0, 0));
         assert_eq!(mtime("src/lib.rs"), lib_mtime);
 
         write("src/extra.rs", "pub fn g() {}\n");
         write("src/new.rs", "\n");
-        let changed = prepare(&ws, &copy, None, &rt).unwrap();
+        let changed = prepare(&ws, &copy, None, Some(&rt)).unwrap();
         assert_eq!((changed.written, changed.removed), (2, 0));
         assert_eq!(std::fs::read_to_string(copy.join("src/extra.rs")).unwrap(), "pub fn g() {}\n");
         assert_eq!(mtime("src/lib.rs"), lib_mtime);
 
         std::fs::remove_file(ws_dir.join("src/new.rs")).unwrap();
-        let removed = prepare(&ws, &copy, None, &rt).unwrap();
+        let removed = prepare(&ws, &copy, None, Some(&rt)).unwrap();
         assert_eq!((removed.written, removed.removed), (0, 1));
         assert!(!copy.join("src/new.rs").exists());
     }

@@ -890,6 +890,8 @@ fn a_second_workspace_reuses_the_runtime_the_first_one_built() {
     let build = |dir: &Path| {
         let mut cmd = util::calltime();
         cmd.args(["build", "--root", "run_all", "-v", "--offline"]).current_dir(dir);
+        // The runtime compiled from its sources, as when the user's toolchain is not the tool's.
+        cmd.env("CALLTIME_PREBUILT_RUNTIME", "0");
         let out = util::run(cmd.env("CALLTIME_CACHE_DIR", cache.path()).env_remove("RUSTFLAGS"), true);
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
@@ -904,6 +906,47 @@ fn a_second_workspace_reuses_the_runtime_the_first_one_built() {
     assert!(stderr.contains("Compiling e2e-forms"), "{stderr}");
     // Neither workspace's target dir holds the runtime's sources any more: they are in the cache.
     assert!(!second.join("target/calltime/calltime-rt").exists());
+}
+
+/// The very first run on a machine (an empty cache), with the toolchain that built the tool: the runtime compiled
+/// with the tool is linked, nothing compiles calltime-rt, and the program records. Another rlib (another cache)
+/// makes cargo rebuild the crates that linked the old one; the runtime compiled from its sources takes its place.
+#[test]
+fn a_fresh_cache_with_the_tools_toolchain_compiles_no_runtime() {
+    let cache = tempfile::tempdir().unwrap();
+    let (tmp, dir) = util::copy_test_crate("e2e-forms");
+    let run = |cache: &Path, prebuilt: &str| {
+        let report = tmp.path().join("report.json");
+        let mut cmd = util::calltime();
+        cmd.args(["--root", "run_all", "-v", "--offline", "--format", "json", "-o"]).arg(&report).current_dir(&dir);
+        cmd.env("CALLTIME_CACHE_DIR", cache).env("CALLTIME_PREBUILT_RUNTIME", prebuilt).env_remove("RUSTFLAGS");
+        let out = util::run(&mut cmd, true);
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert!(report["aggregate"][0]["tree"]["calls"].as_u64() > Some(0), "the program recorded");
+        stderr_of(&out)
+    };
+    let stderr = run(cache.path(), "1");
+    assert!(!stderr.contains("Compiling calltime-rt"), "{stderr}");
+    assert!(stderr.contains("Linking the runtime compiled with the tool"), "{stderr}");
+    assert!(stderr.contains("Compiling e2e-forms"), "{stderr}");
+    let rlibs: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .flatten()
+        .flat_map(|entry| std::fs::read_dir(entry.path()).into_iter().flatten().flatten())
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("prebuilt-"))
+        .map(|entry| entry.path().join("dev-allocs/libcalltime_rt.rlib"))
+        .collect();
+    assert!(rlibs.len() == 1 && rlibs[0].is_file(), "{rlibs:?}");
+    // Nothing changed: nothing is compiled.
+    let stderr = run(cache.path(), "1");
+    assert!(!stderr.contains("Compiling"), "{stderr}");
+    // The same runtime at another path (another cache): cargo rebuilds the crate that linked it.
+    let other = tempfile::tempdir().unwrap();
+    let stderr = run(other.path(), "1");
+    assert!(stderr.contains("Compiling e2e-forms") && !stderr.contains("Compiling calltime-rt"), "{stderr}");
+    // Compiled from its sources instead: the copy depends on it again.
+    let stderr = run(cache.path(), "0");
+    assert!(stderr.contains("Compiling calltime-rt") && stderr.contains("Compiling e2e-forms"), "{stderr}");
 }
 
 /// Allocations per node, exact, counted by the runtime's allocator (e2e-allocs) or by the program's own

@@ -306,6 +306,40 @@ fn json_matches_expected_files() {
     check(&expect("many.json"), &render_text(&load("many"), &opts(ViewFormat::Json)));
 }
 
+/// service.trace: a service kept its 2 slowest trees (one tree written at a checkpoint was displaced later: its
+/// `unheld` record takes it out), was switched off, on and to `slower-than 5ms` while it ran (`control` records),
+/// and wrote its whole-run aggregate. Every view says what was switched and when; JSON has the whole run too.
+#[test]
+fn service_views_show_control_changes_and_the_whole_run() {
+    let trace = load("service");
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+    let seqs: Vec<u64> = trace.invocations.iter().map(|inv| inv.seq).collect();
+    assert_eq!(seqs, [4, 9], "the displaced tree (seq 2) is left out");
+    check(&expect("service.txt"), &render_text(&trace, &ViewOptions::default()));
+    check(&expect("service.aggregate.txt"), &render_text(&trace, &opts(ViewFormat::Aggregate)));
+    check(&expect("service.table.txt"), &render_text(&trace, &opts(ViewFormat::Table)));
+    let json = render_text(&trace, &opts(ViewFormat::Json));
+    check(&expect("service.json"), &json);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let whole = &doc["whole_run"];
+    assert_eq!((whole["invocations"].as_u64(), whole["kept"].as_u64()), (Some(1000), Some(2)), "{whole}");
+    let root = &whole["aggregate"][0]["tree"];
+    assert_eq!((root["calls"].as_u64(), root["p99_ns"].is_u64()), (Some(1000), true), "{root}");
+    let changes: Vec<(u64, &str, u64)> = doc["controls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["at_ns"].as_u64().unwrap(), c["setting"].as_str().unwrap(), c["value"].as_u64().unwrap()))
+        .collect();
+    let expected = [(1_500_000_000, "recording", 0), (2_000_000_000, "recording", 1)];
+    assert_eq!(changes[..2], expected);
+    assert_eq!(changes[2], (3_000_000_000, "slower_than_ns", 5_000_000));
+    // Formats with no summary of their own say it on stderr (the commands print the note).
+    let svg = render(&trace, &opts(ViewFormat::Folded)).unwrap();
+    let note = svg.note.expect("a note");
+    assert!(note.contains("recording off at +1.50s, recording on at +2.00s, slower-than 5.00ms at +3.00s"), "{note}");
+}
+
 /// async.trace (test-crates/async-overlap, with a folded invocation added by hand): `both` polls `left` and
 /// `right` together (they overlap for 30 ms), `race` drops `slow` when `fast` is done (`slow` cancelled); in the
 /// folded invocation `both` returned `Err` 2 of 3 times and a call of `race` was cancelled.
@@ -519,8 +553,10 @@ fn json_schema_has_the_documented_fields() {
     let docs = std::fs::read_to_string(util::repo_root().join("docs/json.md")).unwrap();
     let mut keys = BTreeSet::new();
     util::collect_keys(&doc, &mut keys);
-    let folded = render_text(&load("folded"), &opts(ViewFormat::Json));
-    util::collect_keys(&serde_json::from_str(&folded).unwrap(), &mut keys);
+    for other in ["folded", "service"] {
+        let json = render_text(&load(other), &opts(ViewFormat::Json));
+        util::collect_keys(&serde_json::from_str(&json).unwrap(), &mut keys);
+    }
     for key in keys {
         assert!(docs.contains(&format!("`{key}`")), "docs/json.md does not describe `{key}`");
     }

@@ -77,23 +77,130 @@ pub fn analyse_and_build(
         }
     };
     let shadow_dir = calltime_dir.join("shadow");
-    // The runtime is shared by every workspace (its build too, see below); under the target dir when it cannot be.
-    // Allocations are counted by the runtime's own global allocator, or by the program's, wrapped in the copy: a
-    // runtime without its allocator is built under the target dir, so the shared one never changes features.
+    // The runtime: prebuilt when the user's toolchain is the tool's, else compiled (once per machine: in a cache
+    // shared by every workspace, with its build; under the target dir when there is no cache).
+    // Allocations are counted by the runtime's own global allocator, or by the program's, wrapped in the copy.
     let count_allocs = plan.global_allocators.is_empty();
-    let runtime_home = cargo::runtime_home().filter(|_| count_allocs);
-    let runtime_dir = runtime_home.as_deref().unwrap_or(&calltime_dir);
-    let runtime = shadow::runtime_for(&ws, runtime_dir, &shadow_dir, count_allocs)?;
-    let runtime_cache = runtime_home.filter(|home| runtime == home.join("calltime-rt")).map(|home| home.join("target"));
-    let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), &runtime)?;
+    let home = cargo::runtime_home();
+    let prebuilt = home
+        .as_deref()
+        .filter(|_| !ws_has_runtime_package(&ws))
+        .and_then(|home| cargo::prebuilt_runtime(home, &ws.root, &opts.build, count_allocs));
+    let runtime = match prebuilt {
+        Some(_) => {
+            if opts.build.echo {
+                let rustc = crate::runtime_sources::PREBUILT_RUSTC.lines().next().unwrap_or_default();
+                ui::status("Linking", &format!("the runtime compiled with the tool ({rustc})"));
+            }
+            None
+        }
+        None => Some(compiled_runtime(&ws, home.as_deref(), &shadow_dir, count_allocs)?),
+    };
+    let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), runtime.as_ref().map(|r| r.dir.as_path()))?;
+    report_copy(&ws, &plan, &opts, &shadow_dir, &stats);
+
+    ui::status("Building", &format!("{} `{}` with probes", target.kind.noun(), target.name));
+    let build_dir = calltime_dir.join("build");
+    let user_target = ws.metadata.target_directory.as_std_path();
+    let seeded = cargo::seed_dependencies(user_target, &build_dir, &opts.build)?;
+    if seeded > 0 {
+        ui::status("Reusing", &format!("{seeded} files of dependencies built in {}", user_target.display()));
+    }
+    let build = |runtime: Option<&CompiledRuntime>, remaps: &[(PathBuf, PathBuf)]| {
+        let rustc =
+            cargo::ShadowRustc { file_remaps: remaps, runtime_rlib: prebuilt.as_deref().filter(|_| runtime.is_none()) };
+        build_copy(&ws.root, &shadow_dir, &build_dir, &opts, &target, rustc, runtime)
+    };
+    let mut out = build(runtime.as_ref(), &stats.remaps)?;
+    if !out.success && prebuilt.is_some() && cargo::failed_on_prebuilt_runtime(&out) {
+        ui::status("Compiling", "the runtime: the prebuilt one does not link with this build");
+        let runtime = compiled_runtime(&ws, home.as_deref(), &shadow_dir, count_allocs)?;
+        let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), Some(&runtime.dir))?;
+        out = build(Some(&runtime), &stats.remaps)?;
+    }
+    if !out.success {
+        return Err(explain_build_failure(&ws, &plan, &opts, &target, out));
+    }
+    let Some(executable) = out.executable else {
+        return Err(UserError::new(format!(
+            "cargo built {} `{}` but named no executable for it",
+            target.kind.noun(),
+            target.name
+        ))
+        .hint("run with -v to see cargo's output")
+        .into());
+    };
+    Ok(Built { ws, plan, info, target, executable })
+}
+
+/// The runtime compiled from its sources: its crate, and the shared cache's target dir its build is copied to and
+/// from (none when it is under the workspace's target dir).
+struct CompiledRuntime {
+    dir: PathBuf,
+    cache: Option<PathBuf>,
+}
+
+/// Writes the runtime crate: into the shared cache `home` (with the counting allocator: a workspace whose own
+/// allocator is wrapped builds one without under its target dir, so the shared one never changes features).
+fn compiled_runtime(
+    ws: &Workspace,
+    home: Option<&Path>,
+    shadow_dir: &Path,
+    count_allocs: bool,
+) -> Result<CompiledRuntime> {
+    let home = home.filter(|_| count_allocs);
+    let calltime_dir = ws.calltime_dir();
+    let dir = shadow::runtime_for(ws, home.unwrap_or(&calltime_dir), shadow_dir, count_allocs)?;
+    let cache = home.filter(|home| dir == home.join("calltime-rt")).map(|home| home.join("target"));
+    Ok(CompiledRuntime { dir, cache })
+}
+
+/// The workspace has a package named calltime-rt (its own member, or crates.io's): the copy must link it by
+/// manifest, so the runtime is compiled.
+fn ws_has_runtime_package(ws: &Workspace) -> bool {
+    ws.metadata.packages.iter().any(|p| p.name.as_str() == "calltime-rt")
+}
+
+/// One build of the copy; a compiled runtime's artifacts are copied in from the cache before (another workspace's
+/// build: cargo finds it fresh) and back after. Best effort both ways: a copy that fails costs only a compile.
+fn build_copy(
+    user_root: &Path,
+    shadow_dir: &Path,
+    build_dir: &Path,
+    opts: &BuildPlan,
+    target: &Target,
+    rustc: cargo::ShadowRustc,
+    runtime: Option<&CompiledRuntime>,
+) -> Result<cargo::BuildOutput> {
+    let cache = runtime.and_then(|r| r.cache.as_deref());
+    // After the dependencies' seeding, which needs an empty profile dir.
+    if let Some(cache) = cache {
+        match cargo::share_runtime_build(cache, build_dir, &opts.build) {
+            Ok(n) if n > 0 => ui::status("Reusing", &format!("the runtime built in {}", cache.display())),
+            Ok(_) => {}
+            Err(e) => tracing::info!("not reusing the cached runtime: {e:#}"),
+        }
+    }
+    let out = cargo::cargo_build(shadow_dir, user_root, rustc, build_dir, &opts.cargo, &opts.build, Some(target))?;
+    if let (Some(cache), true) = (cache, out.success) {
+        if let Err(e) = cargo::share_runtime_build(build_dir, cache, &opts.build) {
+            tracing::info!("not caching the runtime's build: {e:#}");
+        }
+    }
+    Ok(out)
+}
+
+/// The notes and warnings of the copy: what it holds, wrapped allocators, shifted columns, left-out files.
+fn report_copy(ws: &Workspace, plan: &Plan, opts: &BuildPlan, shadow_dir: &Path, stats: &shadow::CopyStats) {
     ui::status(
         "Copying",
         &format!(
-            "{} files to {} ({} changed, {} removed; {functions} functions probed in {} files)",
+            "{} files to {} ({} changed, {} removed; {} functions probed in {} files)",
             stats.files,
             shadow_dir.display(),
             stats.written,
             stats.removed,
+            plan.instrumented().count(),
             stats.rewritten
         ),
     );
@@ -144,43 +251,6 @@ pub fn analyse_and_build(
             &format!("out {} ignored by .gitignore{listed}", plural(stats.left_out.len() as u64, "file")),
         );
     }
-
-    ui::status("Building", &format!("{} `{}` with probes", target.kind.noun(), target.name));
-    let build_dir = calltime_dir.join("build");
-    let user_target = ws.metadata.target_directory.as_std_path();
-    let seeded = cargo::seed_dependencies(user_target, &build_dir, &opts.build)?;
-    if seeded > 0 {
-        ui::status("Reusing", &format!("{seeded} files of dependencies built in {}", user_target.display()));
-    }
-    // The runtime as another workspace's first run built it (after the dependencies: their seeding needs an empty
-    // profile dir). Best effort both ways: a copy that fails costs only a compile.
-    if let Some(cache) = &runtime_cache {
-        match cargo::share_runtime_build(cache, &build_dir, &opts.build) {
-            Ok(n) if n > 0 => ui::status("Reusing", &format!("the runtime built in {}", cache.display())),
-            Ok(_) => {}
-            Err(e) => tracing::info!("not reusing the cached runtime: {e:#}"),
-        }
-    }
-    let out =
-        cargo::cargo_build(&shadow_dir, &ws.root, &stats.remaps, &build_dir, &opts.cargo, &opts.build, Some(&target))?;
-    if !out.success {
-        return Err(explain_build_failure(&ws, &plan, &opts, &target, &runtime, out));
-    }
-    if let Some(cache) = &runtime_cache {
-        if let Err(e) = cargo::share_runtime_build(&build_dir, cache, &opts.build) {
-            tracing::info!("not caching the runtime's build: {e:#}");
-        }
-    }
-    let Some(executable) = out.executable else {
-        return Err(UserError::new(format!(
-            "cargo built {} `{}` but named no executable for it",
-            target.kind.noun(),
-            target.name
-        ))
-        .hint("run with -v to see cargo's output")
-        .into());
-    };
-    Ok(Built { ws, plan, info, target, executable })
 }
 
 /// A failed instrumented build: builds the unmodified copy to tell the user whether the probes or their code broke
@@ -190,7 +260,6 @@ fn explain_build_failure(
     plan: &Plan,
     opts: &BuildPlan,
     target: &Target,
-    runtime: &Path,
     failed: cargo::BuildOutput,
 ) -> anyhow::Error {
     let calltime_dir = ws.calltime_dir();
@@ -202,9 +271,10 @@ fn explain_build_failure(
         eprint!("{}", failed.stderr);
     }
     ui::status("Checking", "whether the workspace builds without probes");
-    let plain = shadow::prepare(ws, &plain_dir, None, runtime).and_then(|_| {
+    let plain = shadow::prepare(ws, &plain_dir, None, None).and_then(|_| {
         let plain_build = calltime_dir.join("build-plain");
-        cargo::cargo_build(&plain_dir, &ws.root, &[], &plain_build, &opts.cargo, &opts.build, Some(target))
+        let rustc = cargo::ShadowRustc::default();
+        cargo::cargo_build(&plain_dir, &ws.root, rustc, &plain_build, &opts.cargo, &opts.build, Some(target))
     });
     let at = |e: &cargo::FirstError| format!("{}:{}: {}", e.file.display(), e.line, e.message);
     let error = match plain {

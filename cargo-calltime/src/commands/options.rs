@@ -120,7 +120,34 @@ pub fn record_options(args: &RecordArgs, slower_than: Option<&str>) -> Result<Re
         )?,
         keep_sample: at_least_one("--keep-sample", args.keep_sample, "a sample of N invocations", "keep one")?,
         start_off: args.start_off,
+        rotate_bytes: size("--rotate-size", args.rotate_size.as_deref())?,
+        max_bytes_per_hour: size("--max-size-per-hour", args.max_size_per_hour.as_deref())?,
     })
+}
+
+/// A size flag (`16MB`, `512KiB`, `0`), in bytes: decimal units (kB, MB, GB, as cargo prints sizes) or binary ones
+/// (KiB, MiB, GiB); a bare number is bytes.
+fn size(flag: &str, value: Option<&str>) -> Result<Option<u64>> {
+    let Some(text) = value else { return Ok(None) };
+    let trimmed = text.trim();
+    let split = trimmed.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let factor: Option<f64> = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => Some(1.0),
+        "k" | "kb" => Some(1e3),
+        "m" | "mb" => Some(1e6),
+        "g" | "gb" => Some(1e9),
+        "kib" => Some(1024.0),
+        "mib" => Some(1024.0 * 1024.0),
+        "gib" => Some(1024.0 * 1024.0 * 1024.0),
+        _ => None,
+    };
+    match (number.parse::<f64>(), factor) {
+        (Ok(n), Some(factor)) if n.is_finite() && n * factor < u64::MAX as f64 => Ok(Some((n * factor).round() as u64)),
+        _ => Err(UserError::new(format!("invalid {flag}: `{text}` is not a size"))
+            .hint(format!("give bytes with a unit, e.g. `{flag} 16MB` or `{flag} 512KiB` (`0` switches it off)"))
+            .into()),
+    }
 }
 
 /// The view flags; `color` says whether the text goes to a terminal that takes colour.
@@ -165,4 +192,24 @@ pub fn view_options(args: &ViewArgs, color: bool) -> Result<ViewOptions> {
 /// Whether `-o` sends the output to stdout (no `-o`, or `-o -`).
 pub fn to_stdout(output: Option<&Path>) -> bool {
     output.is_none_or(|path| path == Path::new("-"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_with_decimal_and_binary_units() {
+        let read = |text: &str| size("--rotate-size", Some(text)).map_err(|e| e.to_string());
+        assert_eq!(read("16MB"), Ok(Some(16_000_000)));
+        assert_eq!(read("1.5 kB"), Ok(Some(1_500)));
+        assert_eq!(read("512KiB"), Ok(Some(524_288)));
+        assert_eq!(read("2GiB"), Ok(Some(2_147_483_648)));
+        assert_eq!(read("4096"), Ok(Some(4096)));
+        assert_eq!(read("0"), Ok(Some(0)));
+        assert_eq!(size("--rotate-size", None).map_err(|e| e.to_string()), Ok(None));
+        for bad in ["", "MB", "12 parsecs", "-3MB", "1e30GB"] {
+            assert!(read(bad).is_err(), "`{bad}` is not a size");
+        }
+    }
 }

@@ -9,17 +9,25 @@ use toml_edit::{DocumentMut, Item, Value};
 use super::normalize;
 use super::redirect::TargetRedirect;
 
+/// What [`edit_manifest`] adds to one manifest.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ManifestEdit<'a> {
+    /// The runtime's directory, added as a path dependency.
+    pub runtime: Option<&'a Path>,
+    /// The copy's root manifest: made a workspace root of its own.
+    pub is_root: bool,
+    /// The runtime's directory, patched in for crates.io's calltime-rt.
+    pub patch_crates_io: Option<&'a Path>,
+    /// In the root manifest, the runtime's build settings (not when it is prebuilt: cargo would warn that the
+    /// profile names no package).
+    pub runtime_profiles: bool,
+}
+
 /// Edits one manifest of the copy, preserving its formatting: relative paths that leave the workspace become
 /// absolute (the copy lives elsewhere), the runtime dependency is added when `runtime` is given, and the root
 /// manifest gets an empty `[workspace]` if it has none, so cargo never looks above the copy for a workspace.
-pub fn edit_manifest(
-    text: &str,
-    manifest_path: &Path,
-    ws_root: &Path,
-    runtime: Option<&Path>,
-    is_root: bool,
-    patch_crates_io: Option<&Path>,
-) -> Result<String> {
+pub fn edit_manifest(text: &str, manifest_path: &Path, ws_root: &Path, edit: ManifestEdit) -> Result<String> {
+    let ManifestEdit { runtime, is_root, patch_crates_io, runtime_profiles } = edit;
     let mut doc: DocumentMut = text.parse().context("not valid TOML")?;
     let manifest_dir = manifest_path.parent().unwrap_or(Path::new("."));
     let ws_root = normalize(ws_root);
@@ -55,7 +63,7 @@ pub fn edit_manifest(
     if is_root && !table.contains_key("workspace") {
         table.insert("workspace", Item::Table(toml_edit::Table::new()));
     }
-    if is_root {
+    if is_root && runtime_profiles {
         configure_runtime_profiles(table)?;
     }
     Ok(doc.to_string())
@@ -241,15 +249,8 @@ path = "../../../dd"
 [patch.crates-io]
 p = { path = "../../../p" }
 "#;
-        let out = edit_manifest(
-            text,
-            Path::new("/w/crates/a/Cargo.toml"),
-            Path::new("/w"),
-            Some(Path::new("/rt")),
-            false,
-            None,
-        )
-        .unwrap();
+        let edit = ManifestEdit { runtime: Some(Path::new("/rt")), ..Default::default() };
+        let out = edit_manifest(text, Path::new("/w/crates/a/Cargo.toml"), Path::new("/w"), edit).unwrap();
         assert_eq!(
             out,
             r#"[package]
@@ -294,7 +295,15 @@ p = { path = "/p" }
     fn edit_root(text: &str, runtime: bool, patch: bool) -> String {
         let rt = Path::new("/rt");
         let (runtime, patch) = (runtime.then_some(rt), patch.then_some(rt));
-        edit_manifest(text, Path::new("/w/Cargo.toml"), Path::new("/w"), runtime, true, patch).unwrap()
+        let edit = ManifestEdit { runtime, is_root: true, patch_crates_io: patch, runtime_profiles: true };
+        edit_manifest(text, Path::new("/w/Cargo.toml"), Path::new("/w"), edit).unwrap()
+    }
+
+    #[test]
+    fn a_prebuilt_runtime_gets_no_dependency_and_no_profile() {
+        let edit = ManifestEdit { is_root: true, ..Default::default() };
+        let out = edit_manifest("[package]\nname = \"a\"\n", Path::new("/w/Cargo.toml"), Path::new("/w"), edit);
+        assert_eq!(out.unwrap(), "[package]\nname = \"a\"\n\n[workspace]\n");
     }
 
     #[test]

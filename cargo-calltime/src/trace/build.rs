@@ -90,6 +90,12 @@ impl TraceBuilder {
         self
     }
 
+    /// Appends a `control` record (a setting `ctl` switched; between invocations).
+    pub fn control(&mut self, change: &super::ControlChange) -> &mut TraceBuilder {
+        super::service::write_control(&mut self.text, change);
+        self
+    }
+
     /// Appends a `stats` line (`incomplete` is the reader's count and is not written; the fields of version 3
     /// only from version 3 on).
     pub fn stats(&mut self, stats: &Stats) -> &mut TraceBuilder {
@@ -123,6 +129,10 @@ impl TraceBuilder {
         }
         for r in retirements {
             builder.retire(r);
+        }
+        // Where they stood among the trees does not matter: each has its time.
+        for change in &trace.controls {
+            builder.control(change);
         }
         // The runtime writes its last aggregate right before its last `stats` line.
         if let Some(aggregate) = &trace.aggregate {

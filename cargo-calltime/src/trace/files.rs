@@ -74,6 +74,8 @@ pub fn merge(mut traces: Vec<Trace>) -> Option<Trace> {
     }
     let mut merged = merged?;
     merged.files = files;
+    // Applied per process; the numbers below are the merged run's own.
+    merged.unheld.clear();
     for (seq, inv) in merged.invocations.iter_mut().enumerate() {
         inv.seq = seq as u64;
     }
@@ -89,6 +91,8 @@ fn merge_segments(segments: Vec<Trace>, name_files: bool) -> Trace {
         label_warnings(&mut later, name_files);
         first.invocations.append(&mut later.invocations);
         first.warnings.append(&mut later.warnings);
+        first.controls.append(&mut later.controls);
+        first.unheld.append(&mut later.unheld);
         for r in later.retirements {
             if !first.retirements.iter().any(|f| f.func == r.func) {
                 first.retirements.push(r);
@@ -105,6 +109,8 @@ fn merge_segments(segments: Vec<Trace>, name_files: bool) -> Trace {
             first.aggregate = later.aggregate;
         }
     }
+    // A tree held in one segment may be displaced in a later one.
+    super::service::drop_unheld(&mut first);
     first
 }
 
@@ -127,6 +133,10 @@ fn add_process(into: &mut Trace, mut process: Trace, rank: u64) {
     }
     into.invocations.append(&mut process.invocations);
     into.warnings.append(&mut process.warnings);
+    for change in &mut process.controls {
+        change.at_ns = change.at_ns.saturating_add(shift);
+    }
+    into.controls.append(&mut process.controls);
     into.processes += 1;
     let (a, b) = (&mut into.stats, process.stats);
     for (sum, add) in [

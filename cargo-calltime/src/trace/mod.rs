@@ -8,6 +8,7 @@
 //! - `read`: assembles lines into [`Trace`] (record boundaries, trees from depths, what a crash leaves).
 //! - `build`: writes a [`Trace`] (or invocations one at a time) back as text.
 //! - `table`: the function table ([`FunctionTable`]).
+//! - `service`: the records of long-running services: settings switched by `ctl`, held trees displaced later.
 
 mod aggregate;
 mod build;
@@ -15,6 +16,7 @@ pub mod compensate;
 mod files;
 mod read;
 mod records;
+mod service;
 mod table;
 
 use std::collections::BTreeMap;
@@ -27,6 +29,7 @@ pub use aggregate::{bucket_low, bucket_middle, AggregatePath, RunAggregate};
 pub use build::TraceBuilder;
 pub use files::run_files;
 pub use read::parse;
+pub use service::ControlChange;
 pub use table::{FunctionInfo, FunctionTable};
 
 use crate::error::UserError;
@@ -64,6 +67,12 @@ pub struct Trace {
     /// The runtime's whole-run aggregate: the last complete `aggregate` record (summed over processes when a run's
     /// files are merged); `None` for runtimes that do not write one.
     pub aggregate: Option<RunAggregate>,
+    /// Settings `cargo calltime ctl` switched while the program ran (`control` records), in file order (a merged
+    /// run: process by process).
+    pub controls: Vec<ControlChange>,
+    /// Sequence numbers of trees written while held (`--keep-slowest`, `--keep-sample`) and displaced later
+    /// (`unheld` records); the reader leaves those invocations out.
+    pub unheld: Vec<u64>,
     /// Processes and files a merged run was read from (1 and 1 for a single file).
     pub processes: usize,
     pub files: usize,
@@ -80,12 +89,27 @@ fn is_zero(value: &u64) -> bool {
 }
 
 impl Trace {
-    /// Whether the process that wrote the trace is still running (Linux: `/proc/<pid>` exists; elsewhere unknown,
-    /// so false). A recycled pid can make a long-gone process look alive: callers ask only when the trace has no
-    /// counters from its exit.
+    /// Whether the process that wrote the trace is still running (unix: `kill(pid, 0)`, Linux and macOS alike;
+    /// elsewhere unknown, so false). A recycled pid can make a long-gone process look alive: callers ask only when
+    /// the trace has no counters from its exit.
     pub fn process_is_running(&self) -> bool {
-        cfg!(target_os = "linux") && self.pid != 0 && Path::new("/proc").join(self.pid.to_string()).exists()
+        self.pid != 0 && process_exists(self.pid)
     }
+}
+
+/// Whether a process with this id exists: signal 0 checks without sending anything; EPERM means it exists but
+/// belongs to another user.
+#[cfg(unix)]
+pub(crate) fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: `kill` with signal 0 sends nothing; it only reads the process table.
+    let status = unsafe { libc::kill(pid, 0) };
+    status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(not(unix))]
+pub(crate) fn process_exists(_pid: u32) -> bool {
+    false
 }
 
 /// Counters the runtime keeps per process (the last `stats` line of the file).
@@ -563,4 +587,23 @@ fn not_a_trace(message: impl Into<String>) -> anyhow::Error {
              instrumented binary (CALLTIME_OUT)",
         )
         .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_running_process_is_told_from_a_finished_one() {
+        assert!(process_exists(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().expect("`true` runs");
+        let pid = child.id();
+        child.wait().expect("`true` exits");
+        // Reaped: the pid names no process until it is recycled, which the kernel does not do at once.
+        assert!(!process_exists(pid));
+        let trace = Trace { pid: std::process::id(), ..Trace::default() };
+        assert!(trace.process_is_running());
+        assert!(!Trace::default().process_is_running(), "pid 0 is no process");
+    }
 }

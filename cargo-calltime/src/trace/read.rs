@@ -5,6 +5,7 @@
 use anyhow::{bail, Context, Result};
 
 use super::records;
+use super::service;
 use super::{not_a_trace, AggregatePath, Invocation, Node, RunAggregate, Trace, TRACE_VERSION, TRACE_VERSIONS};
 
 /// Parses trace text. Records cut off at the end (no `end` line) are counted in `stats.incomplete`.
@@ -134,6 +135,15 @@ impl Reader {
                 trace.stats_records += 1;
                 Ok(())
             }
+            "control" => {
+                let change = service::read_control(rest, trace.pid)?;
+                trace.controls.push(change);
+                Ok(())
+            }
+            "unheld" => {
+                trace.unheld.extend(service::read_unheld(rest)?);
+                Ok(())
+            }
             // Blank lines, comments and record kinds from newer writers of the same version are skipped.
             _ => Ok(()),
         }
@@ -183,6 +193,7 @@ impl Reader {
 
     fn finish(mut self) -> Trace {
         self.cut_off();
+        service::drop_unheld(&mut self.trace);
         let incomplete = self.trace.stats.incomplete;
         if incomplete > 0 {
             self.trace.warnings.push(format!(

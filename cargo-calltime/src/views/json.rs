@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::aggregate::{aggregate, select, Aggregate, Merged};
 use super::{root_paths, ViewOptions};
-use crate::trace::{Calibration, Node, RetiredCalls, Stats, ThreadRef, Times, Trace};
+use crate::trace::{Calibration, ControlChange, Node, RetiredCalls, Stats, ThreadRef, Times, Trace};
 
 /// Bumped on any change that can break a reader; fields may be added without a bump. 2: `p50_ns` and `p99_ns`
 /// may be null (call paths recorded folded have no per-call durations).
@@ -36,10 +36,15 @@ struct Document<'a> {
     retired: Vec<JsonRetirement>,
     invocations: Vec<JsonInvocation<'a>>,
     aggregate: Vec<JsonAggregate>,
+    /// The runtime's whole-run aggregate (every invocation while recording was on, kept as a tree or not); null for
+    /// traces without one.
+    whole_run: Option<JsonWholeRun>,
     /// One row per function, as `--format table` shows them (sorted by `--sort`).
     functions: Vec<super::table::Row>,
     /// `--slower-than`: the invocations kept, of how many; null without it.
     slower_than: Option<super::SlowerThan>,
+    /// Settings `cargo calltime ctl` switched while the program ran, in order, with when (ns since the epoch).
+    controls: &'a [ControlChange],
     stats: Stats,
     warnings: &'a [String],
 }
@@ -159,6 +164,50 @@ struct JsonAggregate {
     retired: Vec<JsonRetiredCalls>,
 }
 
+/// The runtime's `aggregate` record: what `--format aggregate` and `--follow` show.
+#[derive(Serialize)]
+struct JsonWholeRun {
+    /// When the runtime wrote it (ns since the trace epoch; the latest of a merged run's processes).
+    at_ns: u64,
+    /// Root invocations folded in, kept as trees or not.
+    invocations: u64,
+    /// Of those, kept as trees in this trace (`invocations` of the document).
+    kept: u64,
+    /// Processes whose aggregates are summed (1 for one process).
+    processes: u64,
+    /// Calls on call paths past the runtime's path cap: counted, in no path.
+    untracked_calls: u64,
+    /// Trees dropped by the hourly byte cap (their calls are in `aggregate`).
+    dropped_cap: u64,
+    /// Always false: the runtime aggregates raw times (the probes' cost included).
+    compensated: bool,
+    /// One tree per root function, as `aggregate` above but over the whole run.
+    aggregate: Vec<JsonAggregate>,
+}
+
+fn whole_run(trace: &Trace) -> Option<JsonWholeRun> {
+    let run = trace.aggregate.as_ref()?;
+    let aggregates = super::aggregate::whole_run(trace)?;
+    Some(JsonWholeRun {
+        at_ns: run.at_ns,
+        invocations: run.invocations,
+        kept: trace.invocations.len() as u64,
+        processes: run.processes.max(1),
+        untracked_calls: run.untracked_calls,
+        dropped_cap: run.dropped_cap,
+        compensated: false,
+        aggregate: aggregates.iter().map(|agg| json_aggregate(trace, agg)).collect(),
+    })
+}
+
+fn json_aggregate(trace: &Trace, agg: &Aggregate) -> JsonAggregate {
+    JsonAggregate {
+        invocations: agg.invocations,
+        tree: aggregate_node(trace, agg, &agg.tree),
+        retired: retired_calls(trace, &agg.retired, Some(agg.invocations)),
+    }
+}
+
 #[derive(Serialize)]
 struct JsonAggregateNode {
     #[serde(flatten)]
@@ -239,14 +288,12 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
             .collect(),
         aggregate: aggregate(selected.iter().map(|(_, inv)| *inv))
             .iter()
-            .map(|agg| JsonAggregate {
-                invocations: agg.invocations,
-                tree: aggregate_node(trace, agg, &agg.tree),
-                retired: retired_calls(trace, &agg.retired, Some(agg.invocations)),
-            })
+            .map(|agg| json_aggregate(trace, agg))
             .collect(),
+        whole_run: whole_run(trace),
         functions: super::table::rows(trace, opts)?,
         slower_than: slower,
+        controls: &trace.controls,
         stats: trace.stats,
         warnings: &trace.warnings,
     };

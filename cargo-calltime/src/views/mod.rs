@@ -173,14 +173,30 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
         ViewFormat::Folded => (folded::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Chrome => (chrome::render(trace, opts)?.into_bytes(), false),
         ViewFormat::Json => (json::render(trace, opts, slower)?.into_bytes(), false),
-        ViewFormat::Table => (with_note(table::render(trace, opts)?).into_bytes(), false),
+        ViewFormat::Table => {
+            let table = table::render(trace, opts)?;
+            let table = match text::controls_note(trace) {
+                Some(note) => after_first_line(&table, &note),
+                None => table,
+            };
+            (with_note(table).into_bytes(), false)
+        }
         ViewFormat::Aggregate => (text::render_whole_run(trace, opts)?.into_bytes(), false),
         ViewFormat::Html => {
             let html_opts = html::HtmlOptions { top: opts.top.max(1), history: opts.history.clone() };
             (html::render(trace, &html_opts)?.into_bytes(), true)
         }
     };
-    Ok(Rendered { bytes, binary_like, note: slower.map(|s| s.to_string()) })
+    // Text and aggregate say it in their summary, table under its title, JSON in `controls`; the others on stderr.
+    let controls = match opts.format {
+        ViewFormat::Text | ViewFormat::Aggregate | ViewFormat::Json | ViewFormat::Table => None,
+        ViewFormat::Svg | ViewFormat::Folded | ViewFormat::Chrome | ViewFormat::Html => text::controls_note(trace),
+    };
+    let note = match (slower.map(|s| s.to_string()), controls) {
+        (Some(slower), Some(controls)) => Some(format!("{slower}; {controls}")),
+        (slower, controls) => slower.or(controls),
+    };
+    Ok(Rendered { bytes, binary_like, note })
 }
 
 /// The invocations of `trace` that took longer than `ns` (a copy: the views take a whole trace).

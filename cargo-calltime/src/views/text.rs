@@ -515,6 +515,9 @@ impl TextView<'_> {
         if let Some(note) = choice_note(self.trace) {
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
+        if let Some(note) = controls_note(self.trace) {
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &format!("  {note}")));
+        }
         let retired = stats.retired_functions.max(self.trace.retirements.len() as u64);
         if retired > 0 {
             let note = format!(
@@ -627,6 +630,9 @@ fn choice_note(trace: &Trace) -> Option<String> {
     }
     if slower_than > 0 {
         why.push(format!("only those slower than {} (--slower-than)", format_ns(slower_than)));
+    } else if let Some(set) = trace.controls.iter().rev().find(|c| c.setting == "slower_than_ns" && c.value > 0) {
+        let (ns, at) = (format_ns(set.value), format_ns(set.at_ns));
+        why.push(format!("from +{at} only those slower than {ns} (ctl slower-than)"));
     }
     let span = (stats.last_root_ns > 0).then(|| stats.last_root_ns.saturating_sub(stats.first_root_ns));
     if why.is_empty() {
@@ -653,6 +659,24 @@ fn choice_note(trace: &Trace) -> Option<String> {
         stats.left_out_unselected,
         over.unwrap_or_default()
     ))
+}
+
+/// The settings `cargo calltime ctl` switched while the program ran, with their times (since the trace's start):
+/// `switched while running (cargo calltime ctl): recording off at +1.20s, recording on at +1.70s`. Every view
+/// says it: text and aggregate in their summary, table under its title, JSON in `controls`, the others on stderr.
+pub(crate) fn controls_note(trace: &Trace) -> Option<String> {
+    if trace.controls.is_empty() {
+        return None;
+    }
+    let changes: Vec<String> = trace
+        .controls
+        .iter()
+        .map(|c| {
+            let process = if trace.processes > 1 { format!(" (process {})", c.pid) } else { String::new() };
+            format!("{} at +{}{process}", c.describe(), format_ns(c.at_ns))
+        })
+        .collect();
+    Some(format!("switched while running (cargo calltime ctl): {}", changes.join(", ")))
 }
 
 /// Why invocations were dropped: the causes a version 3 trace counts, else the possible ones.
