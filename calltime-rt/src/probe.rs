@@ -43,8 +43,9 @@ pub(crate) fn enter(index: u32) -> Guard {
     unsafe { record_enter_call(rec, index) }
 }
 
-/// The recording entry, out of line (see `enter`). A folded invocation's common call is settled here, saving no
-/// registers (`enter_folded`); the per-call case is one more jump, to `record_enter_node`.
+/// The recording entry, out of line (see `enter`). Its common cases save no registers: a folded invocation's
+/// call (`enter_folded`), and a call that gets its own node when the TSC is the clock. Everything else (the
+/// `Instant` clock, a full buffer, the fold) is one jump to `record_enter_node`.
 ///
 /// # Safety
 /// `rec` is the live recorder current on this thread.
@@ -55,11 +56,20 @@ unsafe fn record_enter_call(rec: *mut Recorder, index: u32) -> Guard {
         if (*rec).folded {
             return enter_folded(rec, index);
         }
+        let r = &mut *rec;
+        let (slot, depth) = (r.nodes.len(), r.depth);
+        if slot < r.limit && depth < r.max_depth {
+            if let Some(start) = crate::clock::tsc() {
+                // slot == nodes.len() < limit and depth < max_depth, checked just above.
+                r.push_node(slot, depth, index, start);
+                return Guard { rec, slot: slot as u32 };
+            }
+        }
         record_enter_node(rec, index)
     }
 }
 
-/// The per-call recording entry (see `record_enter_call`).
+/// The recording entry's other cases (see `record_enter_call`).
 ///
 /// # Safety
 /// `rec` is the live recorder current on this thread.
