@@ -54,6 +54,7 @@ pub(crate) fn tsc() -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
     {
         if USE_TSC.load(Relaxed) {
+            // SAFETY: `rdtsc` has no preconditions; USE_TSC is set only where the TSC is invariant.
             #[allow(unused_unsafe)]
             return Some(unsafe { std::arch::x86_64::_rdtsc() });
         }
