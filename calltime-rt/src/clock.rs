@@ -47,6 +47,21 @@ pub(crate) fn now() -> u64 {
     instant_ticks()
 }
 
+/// The TSC when it is the clock, `None` on the `Instant` fallback: for a probe path that keeps the fallback's call
+/// (and the register saves a call needs) out of line.
+#[inline(always)]
+pub(crate) fn tsc() -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if USE_TSC.load(Relaxed) {
+            // SAFETY: `rdtsc` has no preconditions; USE_TSC is set only where the TSC is invariant.
+            #[allow(unused_unsafe)]
+            return Some(unsafe { std::arch::x86_64::_rdtsc() });
+        }
+    }
+    None
+}
+
 #[inline(never)]
 fn instant_ticks() -> u64 {
     match CLOCK.get() {

@@ -47,12 +47,38 @@ pub(crate) fn enter(index: u32) -> Guard {
     unsafe { record_enter_call(rec, index) }
 }
 
-/// The recording entry, out of line (see `enter`).
+/// The recording entry, out of line (see `enter`). Its common cases save no registers: a folded invocation's
+/// call (`enter_folded`), and a call that gets its own node when the TSC is the clock. Everything else (the
+/// `Instant` clock, a full buffer, the fold) is one jump to `record_enter_node`.
 ///
 /// # Safety
 /// `rec` is the live recorder current on this thread.
 #[inline(never)]
 unsafe fn record_enter_call(rec: *mut Recorder, index: u32) -> Guard {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if (*rec).folded {
+            return enter_folded(rec, index);
+        }
+        let r = &mut *rec;
+        let (slot, depth) = (r.nodes.len(), r.depth);
+        if slot < r.limit && depth < r.max_depth {
+            if let Some(start) = crate::clock::tsc() {
+                // slot == nodes.len() < limit and depth < max_depth, checked just above.
+                r.push_node(slot, depth, index, start);
+                return Guard { rec, slot: slot as u32 };
+            }
+        }
+        record_enter_node(rec, index)
+    }
+}
+
+/// The recording entry's other cases (see `record_enter_call`).
+///
+/// # Safety
+/// `rec` is the live recorder current on this thread.
+#[inline(never)]
+unsafe fn record_enter_node(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller's contract.
     unsafe { record_enter(rec, index) }
 }
@@ -85,13 +111,7 @@ pub(crate) unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
     let depth = r.depth;
     if slot >= r.limit || depth >= r.max_depth {
         // SAFETY: as above.
-        return unsafe {
-            if r.folded {
-                enter_folded(rec, index)
-            } else {
-                enter_past_limit(rec, index)
-            }
-        };
+        return unsafe { enter_past_limit(rec, index) };
     }
     let start = now();
     // SAFETY: slot == nodes.len() < limit and depth < max_depth, checked above.
@@ -121,9 +141,13 @@ impl Drop for Guard {
 unsafe fn enter_past_limit(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller passes the live recorder current on this thread.
     let r = unsafe { &mut *rec };
-    if r.folded || (r.past_fold() && r.depth < r.max_depth) {
+    if r.folded {
         // SAFETY: as above.
         return unsafe { enter_folded(rec, index) };
+    }
+    if r.past_fold() && r.depth < r.max_depth {
+        // SAFETY: as above.
+        return unsafe { enter_folded_slow(rec, index) };
     }
     let slot = r.push(index, now());
     if slot == NO_SLOT {
@@ -133,14 +157,16 @@ unsafe fn enter_past_limit(rec: *mut Recorder, index: u32) -> Guard {
     }
 }
 
-/// A call of a big invocation. The common case (the path is in its parent's child cache and this call is not
+/// A call of a folded invocation. The common case (the path is in its parent's child cache and this call is not
 /// timed) is kept free of anything else, so it compiles to a few loads, a counter and a frame without saving
-/// registers; everything else is in `enter_folded_slow`.
-#[inline(never)]
+/// registers; everything else is one jump to `enter_folded_slow`.
+///
+/// # Safety
+/// `rec` is the live recorder current on this thread, and its invocation has folded.
+#[inline(always)]
 unsafe fn enter_folded(rec: *mut Recorder, index: u32) -> Guard {
-    // SAFETY: the caller passes the live recorder current on this thread.
-    let r = unsafe { &mut *rec };
-    if let Some(key) = r.enter_cached_path(index) {
+    // SAFETY: the caller's contract.
+    if let Some(key) = unsafe { (*rec).enter_cached_path(index) } {
         return Guard { rec, slot: key };
     }
     // SAFETY: as above.
@@ -161,9 +187,10 @@ unsafe fn enter_folded_slow(rec: *mut Recorder, index: u32) -> Guard {
     }
 }
 
-/// The exit probe. A call entered after its invocation folded has a key with `FOLD_KEY` set and goes to
-/// `leave_folded_call`; the others have their own node (entered before the fold, if there was one). The root guard
-/// of an invocation that is not recorded (`SKIP`) ends it.
+/// The exit probe, a dispatch that saves no registers. A call entered after its invocation folded has a key with
+/// `FOLD_KEY` set and goes to `leave_folded_call`; the others have their own node (entered before the fold, if
+/// there was one) and go to `leave_node_call`. The root guard of an invocation that is not recorded (`SKIP`) ends
+/// it.
 #[inline(never)]
 unsafe fn leave(rec: *mut Recorder, slot: u32) {
     if rec == SKIP {
@@ -176,6 +203,16 @@ unsafe fn leave(rec: *mut Recorder, slot: u32) {
     // The same after a fold: the frame stack keeps this call's slot as its key, and the writer adds the node's
     // time to its call path.
     // SAFETY: as above.
+    unsafe { leave_node_call(rec, slot) }
+}
+
+/// The exit of a call that has its own node, out of line (see `leave`).
+///
+/// # Safety
+/// `rec` is the live recorder the guard of `slot` was created in.
+#[inline(never)]
+unsafe fn leave_node_call(rec: *mut Recorder, slot: u32) {
+    // SAFETY: the caller's contract.
     unsafe { leave_node(rec, slot) }
 }
 
@@ -198,15 +235,27 @@ unsafe fn leave_node(rec: *mut Recorder, slot: u32) {
 }
 
 /// The exit probe of a call entered after its invocation folded. As in `enter_folded`, the common case (an untimed
-/// call, not the root, no panic) is kept apart from the rest.
+/// call, not the root) is kept apart from the rest, and saves no registers: the check for unwinding (a call into
+/// std when some thread panics) is a jump to `note_unwinding_call`.
 #[inline(never)]
 unsafe fn leave_folded_call(rec: *mut Recorder, slot: u32) {
     // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
     if unsafe { (*rec).leave_untimed(slot) } {
-        return;
+        // SAFETY: as above.
+        return unsafe { note_unwinding_call(rec) };
     }
     // SAFETY: as above.
     unsafe { leave_slow(rec, slot) }
+}
+
+/// Flags the call path of the frame just left when it was left by unwinding (see `leave_folded_call`).
+///
+/// # Safety
+/// `rec` is the live recorder whose top frame `leave_untimed` just left.
+#[inline(never)]
+unsafe fn note_unwinding_call(rec: *mut Recorder) {
+    // SAFETY: the caller's contract.
+    unsafe { (*rec).note_unwinding() }
 }
 
 #[inline(never)]

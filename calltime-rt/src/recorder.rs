@@ -32,11 +32,16 @@ pub(crate) const FLAG_PANICKED: u32 = 1;
 pub(crate) const FLAG_CANCELLED: u32 = 2;
 /// Flag bit 2: the call returned an `Err` (set by `outcome`).
 pub(crate) const FLAG_ERR: u32 = 4;
-/// Frame keys of a folded invocation have this bit set (node slots never do): `FOLD_KEY | depth`.
+/// Frame keys of a folded invocation have this bit set (node slots never do): `FOLD_KEY | depth`, with
+/// `TIMED_KEY` for a call that is timed.
 pub(crate) const FOLD_KEY: u32 = 1 << 31;
+/// Set in the frame key of a folded call that is timed (its start is in `frame_start`): the exit of an untimed call
+/// tells it from the key it holds, without reading the frame. Node slots stay below it (`PARENT_BITS`), and depths
+/// too (`CALLTIME_MAX_DEPTH` is capped at 2^24).
+pub(crate) const TIMED_KEY: u32 = 1 << 30;
 /// A frame of a folded invocation that belongs to no call path (past the path cap): its calls are only counted.
 pub(crate) const NO_PATH: u32 = u32::MAX;
-/// `frame_start` of a frame whose call is not timed.
+/// `PathNode::first_start` of a path whose first start is not known yet.
 pub(crate) const UNTIMED: u64 = u64::MAX;
 /// Entries of a call path's child cache (a power of two).
 pub(crate) const HOT_CHILDREN: usize = 8;
@@ -146,8 +151,8 @@ pub(crate) struct Recorder {
     paths: Vec<PathNode>,
     /// The call path each node of `nodes` was folded into.
     slot_path: Vec<u32>,
-    /// Per frame of a folded invocation: its call path and its start (`UNTIMED` when the call is not timed).
-    /// Allocated at the first fold of this recorder.
+    /// Per frame of a folded invocation: its call path, and its start when its key has `TIMED_KEY` (else not
+    /// written). Allocated at the first fold of this recorder.
     frame_path: DepthArray<u32>,
     frame_start: DepthArray<u64>,
     /// Mean gap between timed calls of a busy path (`CALLTIME_TIME_SAMPLE`).

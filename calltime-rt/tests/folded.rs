@@ -178,3 +178,73 @@ fn path_cap_counts_the_rest_as_truncated() {
     assert_eq!(inv.truncated, 5 * 6 + 1);
     assert_eq!(trace.stats.unwrap()[4], 1, "counted as a truncated invocation");
 }
+
+// Function indices 10 to 14: a fast caller and its tiny callee, a fast function that also calls a slower one on
+// another path (under 13), and that slower one.
+fn fast_caller(i: u32) -> u32 {
+    let __calltime_guard = enter(10);
+    tiny_callee(i) ^ 1
+}
+
+fn tiny_callee(i: u32) -> u32 {
+    let __calltime_guard = enter(11);
+    black_box(i).wrapping_mul(3)
+}
+
+fn two_faced(i: u32, call_holder: bool) -> u32 {
+    let __calltime_guard = enter(12);
+    if call_holder {
+        holder();
+    }
+    tiny_callee(i)
+}
+
+fn wrap(i: u32) -> u32 {
+    let __calltime_guard = enter(13);
+    two_faced(i, true)
+}
+
+/// Called too rarely to retire.
+fn holder() {
+    let __calltime_guard = enter(14);
+    black_box(());
+}
+
+const CALLER_CALLS: u32 = 300_000;
+const WRAP_EVERY: u32 = 1000;
+
+#[test]
+fn a_fast_caller_retires_once_its_callees_did() {
+    if is_child("a_fast_caller_retires_once_its_callees_did") {
+        let __calltime_guard = enter_root(0, &PLAN);
+        for i in 0..CALLER_CALLS {
+            black_box(fast_caller(i));
+            black_box(two_faced(i, false));
+            if i % WRAP_EVERY == 0 {
+                black_box(wrap(i));
+            }
+        }
+        return;
+    }
+    let trace = run_ok("a_fast_caller_retires_once_its_callees_did", &[]);
+    // The callee retires at the fold (a leaf); the caller, whose path has the callee's as a child, retires on a
+    // later sampled exit, once every child path is of a retired function. `two_faced` calls only the retired
+    // callee on its busy path, but `holder` under `wrap`: it stays probed, so `holder` stays under it.
+    let retired: Vec<u32> = trace.retirements.iter().map(|r| r.index).collect();
+    assert_eq!(retired, [11, 10]);
+    let inv = &trace.invocations[0];
+    let in_tree = |index: u32| -> u64 {
+        inv.nodes.iter().filter(|n| n.index == index).map(|n| n.folded.map_or(1, |f| f.calls)).sum()
+    };
+    let after = |index: u32| inv.retired.iter().filter(|r| r.0 == index).map(|r| r.1).sum::<u64>();
+    // Counts stay exact, and no callee hangs where it was not called.
+    for (index, calls) in [(10, CALLER_CALLS), (11, 2 * CALLER_CALLS + CALLER_CALLS / WRAP_EVERY)] {
+        assert_eq!(in_tree(index) + after(index), u64::from(calls), "function {index}");
+    }
+    assert!(after(10) > u64::from(CALLER_CALLS) / 2, "the caller retired early: {} calls after", after(10));
+    let (wraps, busy) = (CALLER_CALLS / WRAP_EVERY, CALLER_CALLS);
+    assert_eq!(in_tree(12), u64::from(busy + wraps));
+    assert_eq!(in_tree(14), u64::from(wraps));
+    let shape = inv.shape();
+    assert!(shape.contains(&format!("13*{wraps}[12*{wraps}[14*{wraps}")), "{shape}");
+}

@@ -6,9 +6,13 @@
 
 use std::mem;
 
-use super::{DepthArray, Recorder, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, NO_PATH, PARENT_MASK, UNTIMED};
+use super::{DepthArray, Recorder, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, NO_PATH, PARENT_MASK, TIMED_KEY, UNTIMED};
 use crate::clock::now;
-use crate::retire::{consider_path, CHECK_EVERY};
+use crate::retire::{consider_path, retired_state, CHECK_EVERY, QUIET, RETIRE_SLOTS};
+
+/// Call paths a folded invocation may have for `calls_only_retired` to scan them (a few thousand instructions, once
+/// per `CHECK_EVERY` samples of a path).
+const SCANNED_PATHS: usize = 1024;
 
 impl Recorder {
     /// Merges the per-call nodes into call paths. Cold: once per big invocation.
@@ -53,7 +57,6 @@ impl Recorder {
             unsafe {
                 let path = self.slot_path.get(self.stack.get(i) as usize).copied().unwrap_or(NO_PATH);
                 self.frame_path.set(i, path);
-                self.frame_start.set(i, UNTIMED);
             }
         }
         self.folded = true;
@@ -134,7 +137,7 @@ impl Recorder {
         // SAFETY: 0 < depth < max_depth; frame depth - 1 was set (on entry or by the fold).
         let parent = unsafe { self.frame_path.get(depth - 1) };
         let mut path = NO_PATH;
-        let mut start = UNTIMED;
+        let mut key = FOLD_KEY | depth as u32;
         if let Some(p) = self.paths.get(parent as usize) {
             let hot = p.hot[index as usize % HOT_CHILDREN];
             path = match self.paths.get(hot as usize) {
@@ -147,28 +150,30 @@ impl Recorder {
                 p.calls += 1;
                 p.countdown -= 1;
                 if p.countdown == 0 {
-                    start = self.timed_start(path);
+                    key |= TIMED_KEY;
+                    let start = self.timed_start(path);
+                    // SAFETY: depth < max_depth, checked above; the arrays are allocated once folded.
+                    unsafe { self.frame_start.set(depth, start) };
                 }
             }
             None => self.truncated += 1,
         }
-        let key = FOLD_KEY | depth as u32;
         // SAFETY: depth < max_depth, checked above.
-        unsafe { self.push_frame_at(depth, key, path, start) };
+        unsafe { self.push_frame_at(depth, key, path) };
         Some(key)
     }
 
-    /// Enters the frame at `depth` (== `self.depth`) of a folded invocation.
+    /// Enters the frame at `depth` (== `self.depth`) of a folded invocation; a timed one (`TIMED_KEY` in `key`) has
+    /// its start set already.
     ///
     /// # Safety
     /// `depth < max_depth` and the invocation has folded (the arrays are allocated).
     #[inline(always)]
-    unsafe fn push_frame_at(&mut self, depth: usize, key: u32, path: u32, start: u64) {
+    unsafe fn push_frame_at(&mut self, depth: usize, key: u32, path: u32) {
         // SAFETY: the caller's contract.
         unsafe {
             self.stack.set(depth, key);
             self.frame_path.set(depth, path);
-            self.frame_start.set(depth, start);
         }
         self.depth = depth + 1;
     }
@@ -198,10 +203,10 @@ impl Recorder {
         Some(key)
     }
 
-    /// Enters an untimed frame of a folded invocation; the caller checked the depth.
+    /// Enters an untimed frame of a folded invocation (`key` without `TIMED_KEY`); the caller checked the depth.
     pub(super) fn push_keyed_frame(&mut self, key: u32, path: u32) {
         // SAFETY: the caller checked depth < max_depth; only folded invocations get here.
-        unsafe { self.push_frame_at(self.depth, key, path, UNTIMED) };
+        unsafe { self.push_frame_at(self.depth, key, path) };
     }
 
     /// The gap to the next timed call of a path: uniform in 1..2N-1 (mean N). Never shorter for a young path: the
@@ -230,8 +235,10 @@ impl Recorder {
         }
         self.depth = depth - 1;
         // SAFETY: frame depth - 1 (< max_depth) was set when it was entered or by the fold.
-        let (path, start) = unsafe { (self.frame_path.get(depth - 1), self.frame_start.get(depth - 1)) };
-        if start != UNTIMED {
+        let path = unsafe { self.frame_path.get(depth - 1) };
+        if slot & (FOLD_KEY | TIMED_KEY) == FOLD_KEY | TIMED_KEY {
+            // SAFETY: a timed frame's start was set when it was entered.
+            let start = unsafe { self.frame_start.get(depth - 1) };
             let end = now();
             if let Some(p) = self.paths.get_mut(path as usize) {
                 if p.first_open {
@@ -241,9 +248,11 @@ impl Recorder {
                     p.add_time(end.saturating_sub(start));
                 }
                 let samples = p.timed - p.exact_calls;
-                if path != 0 && samples % CHECK_EVERY == 0 && p.first_child == NO_PATH {
+                if path != 0 && samples % CHECK_EVERY == 0 {
                     let (index, calls, sample_ticks) = (p.index, p.calls, p.ticks - p.exact_ticks);
-                    consider_path(index, self.paths[0].index, calls, samples, sample_ticks);
+                    if self.calls_only_retired(index) {
+                        consider_path(index, self.paths[0].index, calls, samples, sample_ticks);
+                    }
                 }
             }
         }
@@ -255,6 +264,33 @@ impl Recorder {
         true
     }
 
+    /// True when, on every call path of function `index`, every child path is of a function that retired (or
+    /// there is none): its later calls record no callee, so it may retire as a leaf does (retire.rs: only leaves
+    /// retire, a caller once its callees did). Every path, not only the one being checked: retirement is per
+    /// function, and a function that calls a probed one on another path would leave that callee's calls under its
+    /// own caller, a tree that never happened. Checked on a timed exit every `CHECK_EVERY` samples; an invocation
+    /// with more than `SCANNED_PATHS` paths keeps its callers probed rather than scan them all that often.
+    fn calls_only_retired(&self, index: u32) -> bool {
+        if self.paths.len() > SCANNED_PATHS {
+            return false;
+        }
+        // Retired: its calls counted (a slot, 1..=RETIRE_SLOTS) or quiet (`QUIET` and up).
+        let retired = |i: u32| {
+            let state = retired_state(i);
+            state >= QUIET || (1..=RETIRE_SLOTS).contains(&usize::from(state))
+        };
+        self.paths.iter().filter(|p| p.index == index).all(|p| {
+            let mut child = p.first_child;
+            while let Some(c) = self.paths.get(child as usize) {
+                if !retired(c.index) {
+                    return false;
+                }
+                child = c.next_sibling;
+            }
+            true
+        })
+    }
+
     /// True once the invocation has folded or has reached the call count where it folds.
     #[inline(always)]
     pub(crate) fn past_fold(&self) -> bool {
@@ -263,13 +299,16 @@ impl Recorder {
 
     /// The common call of a folded invocation, for `probe::enter_folded`: when the path is in its parent's child
     /// cache and this call is not timed, counts it and enters its frame, returning the frame's key; `None` for
-    /// everything else (the caller's slow path). A few loads, a counter and a frame, no register saves.
+    /// everything else (the caller's slow path). A few loads, a counter and two stores, no register saves.
+    ///
+    /// # Safety
+    /// The invocation has folded (`self.folded`).
     #[inline(always)]
-    pub(crate) fn enter_cached_path(&mut self, index: u32) -> Option<u32> {
+    pub(crate) unsafe fn enter_cached_path(&mut self, index: u32) -> Option<u32> {
         let depth = self.depth;
-        if self.folded && depth > 0 && depth < self.max_depth {
-            // SAFETY: 0 < depth < max_depth, the depth arrays are allocated once folded and frame depth - 1 was set;
-            // path ids are checked against paths.len() before use.
+        if depth > 0 && depth < self.max_depth {
+            // SAFETY: 0 < depth < max_depth, the depth arrays are allocated once folded (caller's contract) and frame
+            // depth - 1 was set; path ids are checked against paths.len() before use.
             unsafe {
                 let parent = self.frame_path.get(depth - 1) as usize;
                 let count = self.paths.len();
@@ -282,7 +321,7 @@ impl Recorder {
                             p.calls += 1;
                             p.countdown -= 1;
                             let key = FOLD_KEY | depth as u32;
-                            self.push_frame_at(depth, key, hot, UNTIMED);
+                            self.push_frame_at(depth, key, hot);
                             return Some(key);
                         }
                     }
@@ -292,21 +331,35 @@ impl Recorder {
         None
     }
 
-    /// The common exit of a call entered after the fold, for `probe::leave_folded_call`: an untimed call, not the
-    /// root, no panic. Leaves its frame and returns true; false for everything else (the caller's slow path).
+    /// The common exit of a call entered after the fold, for `probe::leave_folded_call`: an untimed call (its key
+    /// says so), on top of the stack, not the root. Leaves its frame and returns true; false for everything else
+    /// (the caller's slow path). The caller then checks for unwinding (`note_unwinding`), out of line so that this
+    /// path saves no registers.
+    ///
+    /// A key with `FOLD_KEY` is on the stack only in a folded invocation (frames of one that has not folded hold
+    /// node slots, and frames below `depth` belong to the invocation being recorded), so the match alone says the
+    /// invocation folded.
     #[inline(always)]
     pub(crate) fn leave_untimed(&mut self, slot: u32) -> bool {
         let depth = self.depth;
-        if self.folded
-            && depth > 1
-            // SAFETY: 1 < depth <= max_depth; frame depth - 1 was set when entered.
-            && unsafe { self.stack.get(depth - 1) == slot && self.frame_start.get(depth - 1) == UNTIMED }
-            && !std::thread::panicking()
-        {
+        // SAFETY: 1 < depth <= max_depth; frame depth - 1 was set when entered.
+        if slot & TIMED_KEY == 0 && depth > 1 && unsafe { self.stack.get(depth - 1) } == slot {
             self.depth = depth - 1;
             return true;
         }
         false
+    }
+
+    /// After `leave_untimed`: when the call was left by unwinding, flags its call path as `leave_folded` would have.
+    #[inline(always)]
+    pub(crate) fn note_unwinding(&mut self) {
+        if std::thread::panicking() {
+            // SAFETY: frame `depth` was just left (depth < max_depth); its path was set when it was entered.
+            let path = unsafe { self.frame_path.get(self.depth) };
+            if let Some(p) = self.paths.get_mut(path as usize) {
+                p.flags |= FLAG_PANICKED;
+            }
+        }
     }
 
     /// First poll of an async call once the invocation is past its fold: folds it if needed, counts the call on
@@ -316,12 +369,13 @@ impl Recorder {
         if !self.folded {
             self.fold();
         }
-        let key = self.enter_path(index)?;
+        let mut key = self.enter_path(index)?;
         let top = self.depth - 1;
-        // The frame covers this poll only; the call's own time runs from here to its completion.
+        // The frame covers this poll only (untimed); the call's own time runs from here to its completion.
+        key &= !TIMED_KEY;
         // SAFETY: enter_path entered frame `top` (< max_depth) just now.
         let path = unsafe {
-            self.frame_start.set(top, UNTIMED);
+            self.stack.set(top, key);
             self.frame_path.get(top)
         };
         let start = now();
