@@ -56,7 +56,7 @@ impl OwnedRecorder {
         self.0.as_ptr()
     }
 
-    fn into_box(self) -> Box<Recorder> {
+    pub(crate) fn into_box(self) -> Box<Recorder> {
         let rec = self.0.as_ptr();
         mem::forget(self);
         // SAFETY: the pointer came from Box::leak and is owned by self, which is forgotten.
@@ -143,8 +143,8 @@ pub(crate) static KEPT: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LEFT_OUT_FAST: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LEFT_OUT_UNSELECTED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static TRUNCATED: AtomicU64 = AtomicU64::new(0);
-static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
-static TASK_IDS: AtomicU64 = AtomicU64::new(1);
+pub(crate) static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
+pub(crate) static TASK_IDS: AtomicU64 = AtomicU64::new(1);
 /// Recorders that may still be allocated beyond one per thread.
 static SPARE: AtomicUsize = AtomicUsize::new(0);
 /// Recorders handed back by the writer, ready for reuse. Boxed: a recorder's address is published in `CURRENT` and
@@ -346,7 +346,7 @@ fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime) -> Admi
 }
 
 /// A free recorder from the pool, or a new one while the spare budget lasts.
-fn spare_recorder(rt: &Runtime) -> Option<Box<Recorder>> {
+pub(crate) fn spare_recorder(rt: &Runtime) -> Option<Box<Recorder>> {
     if let Some(rec) = lock(&POOL).pop() {
         return Some(rec);
     }
@@ -510,7 +510,8 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
                 return Some(());
             }
         }
-        if !r.folded && r.nodes().len() <= outbox.max_nodes() {
+        // An invocation with spawned work goes in its recorder, which holds what it adopted.
+        if !r.folded && r.adoption.is_none() && r.nodes().len() <= outbox.max_nodes() {
             push_to_outbox(slot, outbox, r, rt);
             return Some(());
         }

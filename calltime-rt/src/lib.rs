@@ -30,6 +30,11 @@
 //! polls, other tasks polled on the same thread never become its children, and a task moving between threads keeps
 //! one tree (a root task records into its own context, which travels with the future).
 //!
+//! Work a probed function hands to another thread or task (`thread::spawn`, rayon, `tokio::spawn`) is wrapped by
+//! the rewrite (`__private::ticket`, `adopt`, `adopt_future`): at the spawn, inside an invocation, the spawning
+//! call is noted (outside one, a thread-local load); where the work runs it records into a buffer of its own,
+//! handed to the invocation when it ends and written after its nodes. See `adopt.rs`.
+//!
 //! # Public API
 //! - [`flush`]: write every completed invocation still queued (every thread's), then a `stats` line, before returning.
 //! - [`stats`]: this process's counters ([`Stats`]).
@@ -95,8 +100,8 @@
 //! # Limits
 //! - A sync function's node is marked panicked when its guard drops while the thread is panicking, which includes
 //!   a probed function that returns normally from inside a destructor run during unwinding.
-//! - Work handed to other threads (`std::thread::spawn`, rayon, a task spawned on an executor) is not a child of the
-//!   code that spawned it; a spawned async root starts its own invocation.
+//! - Work handed to other threads or tasks is a child of the code that spawned it only where the rewrite wrapped
+//!   the spawn (`__private::adopt`, see `adopt.rs`); elsewhere a spawned async root starts its own invocation.
 //! - A panic hook installed by the program after the first root entry replaces ours.
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -107,6 +112,7 @@
 // (starting, admitting and handing off invocations; the thread's current context), `writer` (the trace file) and
 // `clock` (ticks and their conversion to nanoseconds), `calibrate` (the probes' own cost, measured at start-up) and
 // `retire` (probes that retire themselves).
+mod adopt;
 mod aggregate;
 mod alloc;
 mod calibrate;
@@ -141,6 +147,7 @@ static CALLTIME_COUNTING_ALLOCATOR: alloc::CountingAlloc<std::alloc::System> = a
 /// What the code rewritten by `cargo calltime` calls. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::adopt::{adopt, adopt_future, ticket, Adopted, Ticket};
     pub use crate::alloc::CountingAlloc;
     pub use crate::outcome::{call_once, NotAResult, Outcome};
     pub use crate::{Guard, Instrumented};

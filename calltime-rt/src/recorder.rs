@@ -39,6 +39,8 @@ pub(crate) const FOLD_KEY: u32 = 1 << 31;
 /// tells it from the key it holds, without reading the frame. Node slots stay below it (`PARENT_BITS`), and depths
 /// too (`CALLTIME_MAX_DEPTH` is capped at 2^24).
 pub(crate) const TIMED_KEY: u32 = 1 << 30;
+/// A spawn key naming a call path rather than a node slot (see `spawn_key`).
+pub(crate) const PATH_KEY: u32 = 1 << 31;
 /// A frame of a folded invocation that belongs to no call path (past the path cap): its calls are only counted.
 pub(crate) const NO_PATH: u32 = u32::MAX;
 /// `PathNode::first_start` of a path whose first start is not known yet.
@@ -172,6 +174,8 @@ pub(crate) struct Recorder {
     /// Recorded only for the whole-run aggregate (sampled out or past the invocation limit): folded into it at
     /// the root's exit, never written as a tree.
     pub(crate) aggregate_only: bool,
+    /// Work spawned from this invocation on other threads or tasks (`adopt.rs`): created at its first spawn.
+    pub(crate) adoption: Option<Arc<crate::adopt::Adoption>>,
 }
 
 impl Recorder {
@@ -242,6 +246,7 @@ impl Recorder {
             name: None,
             retired_calls: [0; RETIRED_COUNTERS],
             aggregate_only: false,
+            adoption: None,
         })
     }
 
@@ -262,6 +267,7 @@ impl Recorder {
         self.owner = owner;
         self.name = name;
         self.aggregate_only = false;
+        self.adoption = None;
         // Only the slots handed out so far can have been counted (a recorder dropped unwritten keeps its counts).
         let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
         self.retired_calls[..=used].fill(0);
@@ -337,6 +343,26 @@ impl Recorder {
         self.nodes.reserve_exact(wanted.saturating_sub(self.nodes.len()));
         self.limit = self.cap.min(self.nodes.capacity()).min(self.fold_at);
         self.nodes.len() < self.limit
+    }
+
+    /// What a spawn made now hangs under: the top frame's node slot, or `PATH_KEY | path` once folded (0, the
+    /// root, when no frame is open).
+    pub(crate) fn spawn_key(&self) -> u32 {
+        if self.depth == 0 {
+            return 0;
+        }
+        // SAFETY: frames 0..depth were set when they were entered.
+        let key = unsafe { self.stack.get(self.depth - 1) };
+        if !self.folded {
+            return key;
+        }
+        // SAFETY: a folded recorder sets frame_path for every frame it enters (and for every frame at the fold).
+        let path = unsafe { self.frame_path.get(self.depth - 1) };
+        if path == NO_PATH {
+            0
+        } else {
+            PATH_KEY | path
+        }
     }
 
     /// Re-enters the frame of an existing node (an async function polled again).

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use std::{mem, ptr};
 
+use crate::adopt::{PartKind, PartState};
 use crate::clock::Scale;
 use crate::invocation::{
     dequeued, give_back, lock, root_span_ticks, Runtime, DROPPED, KEPT, LEFT_OUT_FAST, LEFT_OUT_UNSELECTED, RUNTIME,
@@ -21,7 +22,8 @@ use crate::keep::{self, Held, Holder};
 use crate::outbox::{self, Entry};
 use crate::output::Output;
 use crate::recorder::{
-    Node, OwnerKind, PathNode, Recorder, FLAG_CANCELLED, FLAG_ERR, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, UNTIMED,
+    Node, OwnerKind, PathNode, Recorder, FLAG_CANCELLED, FLAG_ERR, NO_SLOT, OPEN, PARENT_BITS, PARENT_MASK, PATH_KEY,
+    UNTIMED,
 };
 use crate::retire::{self, Retirement, Watch};
 use crate::Stats;
@@ -110,6 +112,9 @@ struct Sink {
     retirements: Vec<Retirement>,
     /// Records held until exit (`--keep-slowest`, `--keep-sample`).
     holder: Holder,
+    /// While a recorder with spawned work is written: the line each node slot (or call path) went to, counted
+    /// from its record's or part's first line (`NO_SLOT` when left out); empty otherwise.
+    positions: Vec<u32>,
 }
 
 /// What a record's `inv` line and `r` lines say besides its nodes, times and counts.
@@ -119,6 +124,8 @@ struct Owner<'a> {
     truncated: u64,
     name: Option<&'a str>,
     retired: Retired<'a>,
+    /// The recorder, when it holds work spawned on other threads or tasks (written as `p` records).
+    spawner: Option<&'a Recorder>,
 }
 
 /// Calls of retired functions in an invocation.
@@ -152,7 +159,8 @@ impl<'a> Owner<'a> {
     fn of(rec: &'a Recorder, thread_name: Option<&'a str>) -> Owner<'a> {
         let retired = Retired::BySlot(rec.retired_calls());
         let name = rec.name().or(thread_name);
-        Owner { kind: rec.kind(), id: rec.owner(), truncated: rec.truncated(), name, retired }
+        let spawner = rec.adoption.is_some().then_some(rec);
+        Owner { kind: rec.kind(), id: rec.owner(), truncated: rec.truncated(), name, retired, spawner }
     }
 }
 
@@ -181,6 +189,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     watch: Watch::new(),
     retirements: Vec::new(),
     holder: Holder::new(),
+    positions: Vec::new(),
 });
 
 const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
@@ -449,7 +458,8 @@ impl Sink {
                 match entry {
                     Entry::Nodes { nodes, retired, truncated } => {
                         let retired = Retired::Entries(retired);
-                        let owner = Owner { kind: OwnerKind::Thread, id: thread, truncated, name, retired };
+                        let owner =
+                            Owner { kind: OwnerKind::Thread, id: thread, truncated, name, retired, spawner: None };
                         self.write_nodes(rt, nodes, &owner, scale);
                     }
                     Entry::Recorder(rec) => {
@@ -560,19 +570,121 @@ impl Sink {
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
         self.watch.observe_nodes(nodes);
         let Some(score) = self.choose(rt, root, root_end - root_start, owner) else { return };
-        // Held records are kept as text (they are moved out of `pending` by themselves).
-        if score.is_none() && nodes.len() * block::NODE_BYTES < block::MAX_PAYLOAD / 2 {
+        // Held records are kept as text (they are moved out of `pending` by themselves), and so are invocations
+        // that adopted spawned work (their `p` records follow the node lines).
+        let adopted = owner.spawner.is_some_and(|s| s.adoption.is_some());
+        if score.is_none() && !adopted && nodes.len() * block::NODE_BYTES < block::MAX_PAYLOAD / 2 {
             self.push_binary(rt, nodes, owner, scale);
             return;
         }
         let mark = self.pending.len();
         self.body.clear();
-        let (written, filtered) = match self.walk_in_entry_order(rt, nodes, scale, root_end) {
-            Some(counts) => counts,
-            None => self.walk_by_links(rt, nodes, scale, root_end),
-        };
+        self.track_positions(owner.spawner.map_or(0, |_| nodes.len()));
+        let (written, filtered) = self.walk_nodes(rt, nodes, scale, root_end);
+        if let Some(spawner) = owner.spawner {
+            self.write_parts(rt, spawner, scale, written);
+        }
         self.finish_record(owner, root_start, root_end - root_start, written, filtered);
         self.hold(score, mark, owner.truncated > 0);
+    }
+
+    /// The node lines of a per-call tree, in preorder.
+    fn walk_nodes(&mut self, rt: &Runtime, nodes: &[Node], scale: Scale, root_end: u64) -> (u64, u64) {
+        match self.walk_in_entry_order(rt, nodes, scale, root_end) {
+            Some(counts) => counts,
+            None => self.walk_by_links(rt, nodes, scale, root_end),
+        }
+    }
+
+    /// Starts noting where each of `count` slots (or paths) goes; 0 notes nothing.
+    fn track_positions(&mut self, count: usize) {
+        self.positions.clear();
+        self.positions.resize(count, NO_SLOT);
+    }
+
+    fn note_position(&mut self, id: usize, written: u64) {
+        if let Some(p) = self.positions.get_mut(id) {
+            *p = written as u32;
+        }
+    }
+
+    /// The line (from its record's or part's first) that spawn key `key` of `rec` went to, just after `rec` was
+    /// walked: its node's or path's, or its nearest written ancestor's.
+    fn key_position(&self, rec: &Recorder, key: u32) -> u32 {
+        let (mut id, by_path) = if key & PATH_KEY != 0 {
+            ((key & !PATH_KEY) as usize, true)
+        } else if rec.folded {
+            (rec.slot_path().get(key as usize).map_or(0, |&p| p as usize), true)
+        } else {
+            (key as usize, false)
+        };
+        for _ in 0..self.positions.len() {
+            match self.positions.get(id) {
+                Some(&p) if p != NO_SLOT => return p,
+                Some(_) => {}
+                None => return 0,
+            }
+            let parent =
+                if by_path { rec.paths()[id].parent as usize } else { (rec.nodes()[id].link & PARENT_MASK) as usize };
+            if parent >= id {
+                return 0;
+            }
+            id = parent;
+        }
+        0
+    }
+
+    /// Appends the `p` records of the work `spawner` adopted (and of what that work adopted in turn) after its
+    /// record's `written` node lines; marks each adoption written, so a part still running is outlived.
+    fn write_parts(&mut self, rt: &Runtime, spawner: &Recorder, scale: Scale, written: u64) {
+        let mut queue = Vec::new();
+        self.collect_parts(spawner, 0, &mut queue);
+        let mut next = written;
+        while let Some((part, parent, kind, id)) = queue.pop() {
+            let Some(root) = part.nodes().first().copied() else { continue };
+            let start = scale.ns(root.start);
+            let end = if root.end == OPEN { start } else { scale.ns(root.end).max(start) };
+            let mark = self.body.len();
+            let (lines, filtered) = if part.folded {
+                self.track_positions(part.paths().len());
+                self.walk_paths(rt, &part, scale, start)
+            } else {
+                self.track_positions(part.nodes().len());
+                self.walk_nodes(rt, part.nodes(), scale, end)
+            };
+            let mut header = Vec::new();
+            push_part_line(&mut header, [parent, kind, id, start, end - start, lines, part.truncated(), filtered, 0]);
+            self.body.splice(mark..mark, header);
+            if part.adoption.is_some() {
+                self.collect_parts(&part, next, &mut queue);
+            }
+            next += lines;
+            give_back(part);
+        }
+        self.positions.clear();
+    }
+
+    /// Takes `rec`'s adopted work: finished parts go to `queue` (with their parent's line, from `base`); a part
+    /// still running is written now as outlived, one that could not be recorded as such.
+    #[allow(clippy::type_complexity)]
+    fn collect_parts(&mut self, rec: &Recorder, base: u64, queue: &mut Vec<(Box<Recorder>, u64, u64, u64)>) {
+        let Some(adoption) = &rec.adoption else { return };
+        let (entries, unrecorded) = adoption.take_for_writing();
+        for entry in entries {
+            let parent = base + u64::from(self.key_position(rec, entry.key));
+            let kind = u64::from(entry.kind == PartKind::Task);
+            match entry.state {
+                PartState::Done(part) => queue.push((part, parent, kind, entry.id)),
+                PartState::Pending => push_part_line(&mut self.body, [parent, kind, 0, 0, 0, 0, 0, 0, PART_OUTLIVED]),
+                PartState::Unrecorded => {
+                    push_part_line(&mut self.body, [parent, kind, 0, 0, 0, 0, 0, 0, PART_UNRECORDED])
+                }
+                PartState::Inline | PartState::Abandoned => {}
+            }
+        }
+        if unrecorded > 0 {
+            push_fields(&mut self.body, b"pu", &[base, unrecorded]);
+        }
     }
 
     /// Whether to write an invocation whose root took `duration_ns`: `None` when it is left out (counted), else
@@ -702,6 +814,7 @@ impl Sink {
             let depth = self.open.len() as u32;
             let (end, kept) = self.push_node(rt, node, slot == 0, depth, parent_end, scale);
             if kept {
+                self.note_position(slot, written);
                 written += 1;
             } else {
                 filtered += 1;
@@ -723,6 +836,7 @@ impl Sink {
                 filtered += self.subtree_size(slot);
                 continue;
             }
+            self.note_position(slot as usize, written);
             written += 1;
             self.walk_children(slot, depth, end);
         }
@@ -740,6 +854,20 @@ impl Sink {
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
         let owner = Owner::of(rec, thread_name);
         let Some(score) = self.choose(rt, &root, root_end - root_start, &owner) else { return };
+        let mark = self.pending.len();
+        self.body.clear();
+        self.track_positions(owner.spawner.map_or(0, |_| count));
+        let (written, filtered) = self.walk_paths(rt, rec, scale, root_start);
+        if let Some(spawner) = owner.spawner {
+            self.write_parts(rt, spawner, scale, written);
+        }
+        self.finish_record(&owner, root_start, root_end - root_start, written, filtered);
+        self.hold(score, mark, owner.truncated > 0);
+    }
+
+    /// The `a` lines of a folded tree, in preorder.
+    fn walk_paths(&mut self, rt: &Runtime, rec: &Recorder, scale: Scale, root_start: u64) -> (u64, u64) {
+        let count = rec.paths().len();
         // The calls entered before the fold add their times and flags to their paths now; those that never ended
         // (cancelled futures, calls open at the root's end) are marked cancelled.
         let mut paths = mem::take(&mut self.paths);
@@ -761,8 +889,6 @@ impl Sink {
             p.alloc_bytes += node.alloc_bytes;
         }
         self.link_children(count, |id| paths[id].parent as usize);
-        let mark = self.pending.len();
-        self.body.clear();
         self.walk.clear();
         self.walk.push((0, 0, 0));
         let (mut written, mut filtered) = (0u64, 0u64);
@@ -796,13 +922,13 @@ impl Sink {
                 p.alloc_bytes,
                 p.errs.into(),
             ];
+            self.note_position(id as usize, written - 1);
             // The `Err` count is appended only when there is one, so traces of programs without any stay as before.
             self.push_line(b"a", if p.errs > 0 { &fields } else { &fields[..fields.len() - 1] });
             self.walk_children(id, depth, 0);
         }
         self.paths = paths;
-        self.finish_record(&owner, root_start, root_end - root_start, written, filtered);
-        self.hold(score, mark, owner.truncated > 0);
+        (written, filtered)
     }
 
     /// Builds `first_child`/`next_sibling` for `count` nodes from each one's parent (children in index order);
@@ -913,6 +1039,23 @@ impl Sink {
             }
         }
         size
+    }
+}
+
+/// `p` flags: the part was still running when its invocation was written (no node lines follow).
+const PART_OUTLIVED: u64 = 1;
+/// `p` flags: the work ran unrecorded (no free recorder when it started).
+const PART_UNRECORDED: u64 = 2;
+
+/// A `p` line: `[parent line, 0 thread | 1 task, id, start, duration, node lines, truncated, filtered, flags]`.
+fn push_part_line(out: &mut Vec<u8>, f: [u64; 9]) {
+    push_fields(out, b"p", &[f[0]]);
+    out.pop();
+    let rest = [f[2], f[3], f[4], f[5], f[6], f[7], f[8]];
+    if f[1] == 1 {
+        push_fields(out, b" task", &rest);
+    } else {
+        push_fields(out, b" thread", &rest);
     }
 }
 

@@ -862,6 +862,7 @@ mod tests {
                 close: open,
                 return_type: None,
                 errs: Default::default(),
+                spawns: Vec::new(),
             }),
             skip_reason: None,
         }

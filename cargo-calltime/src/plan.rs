@@ -292,6 +292,47 @@ pub struct ProbeSite {
     /// Whether the rewrite counts the function's `Err` returns (not part of the plan's JSON).
     #[serde(skip)]
     pub errs: ErrCounting,
+    /// Arguments of spawn calls in the body that the rewrite wraps so the work they do elsewhere is adopted
+    /// (`analysis::spawns`; not part of the plan's JSON).
+    #[serde(skip)]
+    pub spawns: Vec<SpawnWrap>,
+}
+
+/// An argument of a spawn call to wrap (byte offsets in the file as on disk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpawnWrap {
+    pub open: usize,
+    pub close: usize,
+    pub wrap: Wrap,
+}
+
+/// How a spawned argument is wrapped (calltime-rt/src/adopt.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wrap {
+    /// A closure written at the spawn, whose body starts at `body`: `{ let t = ticket(); |args| t.run(|| body) }`,
+    /// so the spawning function still infers its parameters' types.
+    ClosureLiteral { body: usize },
+    /// A closure with no parameter passed by name: `adopt(f)`.
+    ClosureValue,
+    /// A future: `adopt_future(fut)`.
+    Future,
+}
+
+impl SpawnWrap {
+    /// The text insertions `(offset, text)` that wrap the argument, in order for equal offsets.
+    pub fn insertions(&self) -> Vec<(usize, String)> {
+        const RT: &str = "::calltime_rt::__private";
+        match self.wrap {
+            Wrap::ClosureLiteral { body } => vec![
+                (self.open, format!("{{ let __calltime_ticket = {RT}::ticket(); ")),
+                (body, "__calltime_ticket.run(|| ".to_owned()),
+                (self.close, ")".to_owned()),
+                (self.close, " }".to_owned()),
+            ],
+            Wrap::ClosureValue => vec![(self.open, format!("{RT}::adopt(")), (self.close, ")".to_owned())],
+            Wrap::Future => vec![(self.open, format!("{RT}::adopt_future(")), (self.close, ")".to_owned())],
+        }
+    }
 }
 
 /// Whether a probed function's `Err` returns are counted: it returns a type whose path ends in `Result`

@@ -166,6 +166,11 @@ pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> 
             };
             edits.push((offset, text));
         }
+        // A spawn's argument is wrapped where it stands: what follows on its line shifts right.
+        for wrap in &probe.site.spawns {
+            edits.extend(wrap.insertions());
+            moves_a_column = true;
+        }
         if moves_a_column {
             shifted.push(probe.site.index);
         }
@@ -331,6 +336,7 @@ pub fn line_of(source: &str, offset: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{SpawnWrap, Wrap};
 
     fn plan() -> PlanInfo {
         PlanInfo { id: "00000000deadbeef".into(), table: "/t/x \"q\".functions.json".into(), functions: 3 }
@@ -345,6 +351,7 @@ mod tests {
             close,
             return_type: ret.map(str::to_owned),
             errs: ErrCounting::NotAResult,
+            spawns: Vec::new(),
         }
     }
 
@@ -508,6 +515,31 @@ mod tests {
             "fn f() -> impl Future<Output = u8> { ::calltime_rt::__private::instrument_root(1, &::calltime_rt::__private::PlanInfo {"
         ));
         assert!(out.ends_with("functions: 3 }, async move { 1 }) }"));
+    }
+
+    #[test]
+    fn spawned_closures_and_futures_are_wrapped_in_place() {
+        let src = "fn f() {\n    rayon::join(|s| a(s), f);\n    tokio::spawn(run(1));\n}\n";
+        let mut s = site(ProbeKind::Sync, 0, src.find('{').unwrap() + 1, 0, None);
+        let range = |text: &str| (src.find(text).unwrap(), src.find(text).unwrap() + text.len());
+        let body = src.find("a(s)").unwrap();
+        let wraps = [("|s| a(s)", Wrap::ClosureLiteral { body }), ("f", Wrap::ClosureValue), ("run(1)", Wrap::Future)];
+        for (text, wrap) in wraps {
+            let (open, close) =
+                if text == "f" { (src.find(" f)").unwrap() + 1, src.find(" f)").unwrap() + 2) } else { range(text) };
+            s.spawns.push(SpawnWrap { open, close, wrap });
+        }
+        let (out, shifted) = apply_keeping_columns(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert_eq!(shifted, [0]);
+        assert!(
+            out.contains(
+                "rayon::join({ let __calltime_ticket = ::calltime_rt::__private::ticket(); |s| \
+                 __calltime_ticket.run(|| a(s)) }, ::calltime_rt::__private::adopt(f));\n    \
+                 tokio::spawn(::calltime_rt::__private::adopt_future(run(1)));"
+            ),
+            "{out}"
+        );
+        assert_eq!(out.lines().count(), src.lines().count());
     }
 
     #[test]

@@ -9,6 +9,7 @@ include!(concat!(env!("OUT_DIR"), "/prebuilt_runtime.rs"));
 /// Every source file of calltime-rt: its path relative to `src/` (with `/`) and its contents. A test checks this
 /// list against the directory, so a new module cannot be left out.
 pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
+    ("adopt.rs", include_str!("../../calltime-rt/src/adopt.rs")),
     ("aggregate.rs", include_str!("../../calltime-rt/src/aggregate.rs")),
     ("alloc.rs", include_str!("../../calltime-rt/src/alloc.rs")),
     ("calibrate.rs", include_str!("../../calltime-rt/src/calibrate.rs")),

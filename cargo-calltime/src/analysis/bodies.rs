@@ -66,6 +66,9 @@ pub(super) struct BodyVisitor<'a> {
     pub(super) closure_calls: HashMap<String, Vec<u32>>,
     /// Lazy statics whose initializer's calls were added to this body already.
     pub(super) statics_seen: std::collections::HashSet<String>,
+    /// Calls that may spawn work elsewhere, outside macro bodies (whose text the rewrite cannot wrap safely).
+    pub(super) spawns: Vec<super::spawns::SpawnDraft>,
+    pub(super) macro_depth: u32,
 }
 
 /// A `{..}` of a format string: which argument, and whether it is `Debug` (`{:?}`) rather than `Display`.
@@ -450,6 +453,9 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     }
 
     fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+        if self.macro_depth == 0 {
+            self.spawns.extend(super::spawns::path_draft(call, self.ex.base));
+        }
         let before = self.calls.len();
         match &*call.func {
             Expr::Path(p) => {
@@ -535,6 +541,9 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
             arg_futures: Vec::new(),
         });
         let site = self.calls.len() - 1;
+        if self.macro_depth == 0 {
+            self.spawns.extend(super::spawns::method_draft(call, self.ex.base));
+        }
         self.visit_expr(&call.receiver);
         self.visit_args(site, call.args.iter());
     }
@@ -639,7 +648,9 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     }
 
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        self.macro_depth += 1;
         self.visit_macro_tokens(mac);
+        self.macro_depth -= 1;
     }
 
     fn visit_expr_await(&mut self, a: &'ast syn::ExprAwait) {

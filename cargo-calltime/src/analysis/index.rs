@@ -415,6 +415,7 @@ impl Index {
             arity: f.arity,
             probe: f.probe.clone(),
             calls: f.calls.clone(),
+            spawns: f.spawns.clone(),
             body_items: None,
             generics: f.generics.clone(),
             calls_params: f.calls_params,
@@ -605,9 +606,21 @@ impl Index {
     /// whole namespaces (cycles stop because nothing new is added).
     fn resolve_imports(&mut self) {
         let uses = std::mem::take(&mut self.uses);
+        self.resolve_imports_of(&uses);
+        // Kept for `uses_in_scope` (spawn sites resolve paths outside the workspace through them).
+        self.uses = uses;
+    }
+
+    /// The `use` declarations of scope `m` and of the blocks and function bodies it is in.
+    pub fn uses_in_scope(&self, m: ModId) -> impl Iterator<Item = &UseItem> + '_ {
+        let scopes: Vec<ModId> = self.enclosing_scopes(m).collect();
+        self.uses.iter().filter(move |(um, _)| scopes.contains(um)).map(|(_, u)| u)
+    }
+
+    fn resolve_imports_of(&mut self, uses: &[(ModId, UseItem)]) {
         for _round in 0..64 {
             let mut changed = false;
-            for (m, u) in &uses {
+            for (m, u) in uses {
                 let m = *m;
                 match &u.kind {
                     UseKind::Name(alias) => {

@@ -495,6 +495,8 @@ impl Extractor {
             polls_params: false,
             closure_calls: HashMap::new(),
             statics_seen: Default::default(),
+            spawns: Vec::new(),
+            macro_depth: 0,
         };
         for input in &sig.inputs {
             if let FnArg::Typed(pt) = input {
@@ -514,8 +516,9 @@ impl Extractor {
             shape.visit_block(block);
             item.straight_line_stmts = shape.straight.then_some(shape.stmts);
         }
-        let BodyVisitor { calls, items, calls_params, polls_params, .. } = body;
+        let BodyVisitor { calls, items, calls_params, polls_params, spawns, .. } = body;
         item.calls = calls.into();
+        item.spawns = spawns;
         item.calls_params = calls_params;
         item.polls_params = polls_params;
         let has_items = !(items.fns.is_empty()

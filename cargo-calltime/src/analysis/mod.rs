@@ -26,6 +26,7 @@ mod receivers;
 pub mod render;
 pub mod resolve;
 mod roots;
+pub mod spawns;
 pub mod std_model;
 pub mod syntax;
 mod trivial;

@@ -154,6 +154,8 @@ pub struct FnItem {
     pub arity: usize,
     pub probe: Option<ProbeDraft>,
     pub calls: std::sync::Arc<[CallSite]>,
+    /// Calls that may run a closure or future on another thread or task (resolved by [`super::spawns`]).
+    pub spawns: Vec<super::spawns::SpawnDraft>,
     /// Items declared inside the body (nested functions, impls, `use`s).
     pub body_items: Option<Box<ModItems>>,
     /// Generic parameters in scope (the impl's and the function's) with their trait bounds.

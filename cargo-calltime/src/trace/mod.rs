@@ -16,6 +16,7 @@ mod binary;
 mod build;
 pub mod compensate;
 mod files;
+mod parts;
 pub mod quiet;
 mod read;
 mod records;
@@ -260,12 +261,19 @@ pub struct ThreadRef {
     pub name: String,
 }
 
-impl std::fmt::Display for ThreadRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.kind {
+impl ThreadRef {
+    /// `thread` or `task`.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
             ThreadKind::Thread => "thread",
             ThreadKind::Task => "task",
-        };
+        }
+    }
+}
+
+impl std::fmt::Display for ThreadRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = self.kind_name();
         if self.name.is_empty() {
             write!(f, "{kind} {}", self.id)
         } else {
@@ -291,6 +299,33 @@ pub struct Invocation {
     pub root: Node,
     /// Calls of retired functions during this invocation, after they retired (version 3 `r` lines), in file order.
     pub retired: Vec<RetiredCalls>,
+    /// Work spawned inside this invocation that ran on another thread or task (`p` lines), in file order; its
+    /// calls are in the tree under the spawning node, marked with their [`Node::lane`].
+    pub spawned: Vec<Spawned>,
+    /// Spawns past the runtime's cap per invocation, which ran unrecorded (`pu` lines).
+    pub unrecorded_spawns: u64,
+}
+
+/// Work spawned inside an invocation that ran on another thread or task (a `p` line).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Spawned {
+    /// Where it ran (no name: parts carry none).
+    pub thread: ThreadRef,
+    /// The spawned closure's or future's own span (its first poll to its completion).
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    /// Still running when the invocation was written: its calls are not in the tree.
+    pub outlived: bool,
+    /// Ran unrecorded (the runtime had no free buffer for it).
+    pub unrecorded: bool,
+}
+
+impl Invocation {
+    /// Wall time of the invocation and the time summed over the spawned work that ran on other threads or tasks
+    /// (which may overlap the invocation's own thread and each other).
+    pub fn spawned_summed_ns(&self) -> u64 {
+        self.spawned.iter().map(|s| s.duration_ns).sum()
+    }
 }
 
 /// One call in a tree (an `n` line), or every call of one call path in a folded tree (an `a` line).
@@ -327,6 +362,10 @@ pub struct Node {
     pub self_alloc_bytes: u64,
     /// Calls that returned an `Err` (functions returning a `*Result`): 0 or 1 for a call, the count for a path.
     pub errs: u64,
+    /// Set on a call made by work spawned on another thread or task (a `p` record's top-level calls): where it ran.
+    pub lane: Option<ThreadRef>,
+    /// Work this call spawned that was still running when the invocation was written (`[outlived]`).
+    pub outlived: u32,
     pub children: Vec<Node>,
 }
 
@@ -349,6 +388,8 @@ impl Node {
             self_allocs: 0,
             self_alloc_bytes: 0,
             errs: 0,
+            lane: None,
+            outlived: 0,
             children,
         }
     }
@@ -380,6 +421,8 @@ impl Node {
             self_allocs: 0,
             self_alloc_bytes: 0,
             errs: 0,
+            lane: None,
+            outlived: 0,
             children,
         }
     }
@@ -428,17 +471,23 @@ impl Node {
     pub fn children_busy_ns(&self) -> u64 {
         // Intervals are trusted only as the format promises them: each child one call, inside its parent's span.
         let end = self.start_ns.saturating_add(self.duration_ns);
+        // Work spawned on another thread may end after its spawner (attached while the invocation was not yet
+        // written): its interval is cut at the parent's end.
         let has_interval = |c: &Node| {
             c.calls == 1
                 && c.timed_calls == 1
                 && c.start_ns >= self.start_ns
-                && c.start_ns.saturating_add(c.duration_ns) <= end
+                && (c.lane.is_some() || c.start_ns.saturating_add(c.duration_ns) <= end)
         };
         if !self.children.iter().all(has_interval) {
-            return self.children_sum_ns();
+            return self.children_sum_ns().min(if self.children.iter().any(|c| c.lane.is_some()) {
+                self.duration_ns
+            } else {
+                u64::MAX
+            });
         }
         let mut spans: Vec<(u64, u64)> =
-            self.children.iter().map(|c| (c.start_ns, c.start_ns.saturating_add(c.duration_ns))).collect();
+            self.children.iter().map(|c| (c.start_ns, c.start_ns.saturating_add(c.duration_ns).min(end))).collect();
         spans.sort_unstable();
         let (mut busy, mut covered_to) = (0u64, 0u64);
         for (start, end) in spans {
@@ -490,6 +539,8 @@ impl Invocation {
             folded: false,
             root,
             retired: Vec::new(),
+            spawned: Vec::new(),
+            unrecorded_spawns: 0,
         }
     }
 }

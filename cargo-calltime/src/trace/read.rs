@@ -80,6 +80,15 @@ struct Open {
     inv: Invocation,
     node_count: u64,
     nodes: Vec<(u32, Node)>,
+    /// Its `p` records so far, each with its nodes.
+    parts: Vec<OpenPart>,
+}
+
+/// A `p` record being read: the line of its spawning node, the node count it announced, its nodes.
+struct OpenPart {
+    parent: u64,
+    node_count: u64,
+    nodes: Vec<(u32, Node)>,
 }
 
 /// An `aggregate` record being read: its first line, the path count it announced, its paths with depths.
@@ -144,7 +153,23 @@ impl Reader {
             "inv" => {
                 self.cut_off();
                 let (inv, node_count) = records::read_inv(rest)?;
-                self.open = Some(Open { inv, node_count, nodes: Vec::with_capacity(node_count.min(1 << 20) as usize) });
+                let nodes = Vec::with_capacity(node_count.min(1 << 20) as usize);
+                self.open = Some(Open { inv, node_count, nodes, parts: Vec::new() });
+                Ok(())
+            }
+            "p" => {
+                let (parent, spawned, [node_count, truncated, filtered]) = records::read_part(rest)?;
+                let Some(open) = self.open.as_mut() else { bail!("a `p` line outside any invocation") };
+                open.inv.truncated_calls += truncated;
+                open.inv.filtered_nodes += filtered;
+                open.inv.spawned.push(spawned);
+                open.parts.push(OpenPart { parent, node_count, nodes: Vec::new() });
+                Ok(())
+            }
+            "pu" => {
+                let count = records::read_unrecorded_parts(rest)?;
+                let Some(open) = self.open.as_mut() else { bail!("a `pu` line outside any invocation") };
+                open.inv.unrecorded_spawns += count;
                 Ok(())
             }
             "n" => self.node(records::read_call(rest)?, false),
@@ -202,6 +227,11 @@ impl Reader {
 
     fn node(&mut self, node: (u32, Node), folded: bool) -> Result<()> {
         let Some(open) = self.open.as_mut() else { bail!("a node outside any invocation") };
+        if let Some(part) = open.parts.last_mut() {
+            // A part may be folded or not whatever its invocation is.
+            part.nodes.push(node);
+            return Ok(());
+        }
         if !open.inv.retired.is_empty() {
             bail!("a node line after `r` lines (retired calls come after an invocation's nodes)");
         }
@@ -217,7 +247,7 @@ impl Reader {
     }
 
     fn end(&mut self, seq: u64) -> Result<()> {
-        let Some(Open { mut inv, node_count, nodes }) = self.open.take() else { bail!("`end` without `inv`") };
+        let Some(Open { mut inv, node_count, nodes, parts }) = self.open.take() else { bail!("`end` without `inv`") };
         if seq != inv.seq {
             bail!("`end {seq}` closes invocation {}", inv.seq);
         }
@@ -225,6 +255,9 @@ impl Reader {
             bail!("invocation {seq} has {} node lines but its `inv` line announces {node_count}", nodes.len());
         }
         inv.root = build_tree(nodes).context("malformed node depths")?;
+        if !parts.is_empty() {
+            super::parts::attach(&mut inv, node_count, parts.into_iter().map(|p| (p.parent, p.node_count, p.nodes)))?;
+        }
         self.trace.invocations.push(inv);
         Ok(())
     }
@@ -244,7 +277,7 @@ impl Reader {
 }
 
 /// Rebuilds a tree from preorder nodes with depths (root at depth 0).
-fn build_tree(nodes: Vec<(u32, Node)>) -> Result<Node> {
+pub(super) fn build_tree(nodes: Vec<(u32, Node)>) -> Result<Node> {
     let mut stack: Vec<Node> = Vec::new();
     for (depth, node) in nodes {
         let depth = depth as usize;

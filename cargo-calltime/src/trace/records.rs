@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use super::{
-    AggregatePath, Calibration, Invocation, Node, Quiet, RetiredCalls, Retirement, RunAggregate, Stats, ThreadKind,
-    ThreadRef, Trace,
+    AggregatePath, Calibration, Invocation, Node, Quiet, RetiredCalls, Retirement, RunAggregate, Spawned, Stats,
+    ThreadKind, ThreadRef, Trace,
 };
 
 pub(super) const MAGIC: &str = "calltime-trace";
@@ -194,17 +194,7 @@ pub(super) fn write_retired_calls(out: &mut String, r: &RetiredCalls) {
 pub(super) fn read_inv(rest: &str) -> Result<(Invocation, u64)> {
     let mut f = Fields::new(rest, 8);
     let seq = f.num()?;
-    let kind = match f.word()? {
-        "thread" => ThreadKind::Thread,
-        "task" => ThreadKind::Task,
-        other => bail!("unknown thread kind `{other}`"),
-    };
-    let id = f.num()?;
-    let start_ns = f.num()?;
-    let duration_ns = f.num()?;
-    let node_count = f.num()?;
-    let truncated_calls = f.num()?;
-    let filtered_nodes = f.num()?;
+    let (kind, id, start_ns, duration_ns, [node_count, truncated_calls, filtered_nodes]) = read_span(&mut f)?;
     let name = f.rest().to_owned();
     let inv = Invocation {
         seq,
@@ -216,8 +206,42 @@ pub(super) fn read_inv(rest: &str) -> Result<(Invocation, u64)> {
         folded: false,
         root: Node::call(0, start_ns, duration_ns, false, Vec::new()),
         retired: Vec::new(),
+        spawned: Vec::new(),
+        unrecorded_spawns: 0,
     };
     Ok((inv, node_count))
+}
+
+/// `p <parent_line> <thread|task> <id> <start_ns> <duration_ns> <node_count> <truncated_calls> <filtered_nodes>
+/// <flags>`: work spawned inside the invocation that ran elsewhere, with the line of its spawning node (counted
+/// over the record's node lines and its earlier parts') and the node lines that follow (the first is the spawned
+/// closure or future itself). Flags: 1 outlived, 2 unrecorded.
+pub(super) fn read_part(rest: &str) -> Result<(u64, Spawned, [u64; 3])> {
+    let mut f = Fields::new(rest, 9);
+    let parent = f.num()?;
+    let (kind, id, start_ns, duration_ns, counts) = read_span(&mut f)?;
+    let flags = f.num()?;
+    let thread = ThreadRef { kind, id, name: String::new() };
+    let spawned = Spawned { thread, start_ns, duration_ns, outlived: flags & 1 != 0, unrecorded: flags & 2 != 0 };
+    Ok((parent, spawned, counts))
+}
+
+/// The fields `inv` and `p` lines share: `<thread|task> <id> <start_ns> <duration_ns> <node_count>
+/// <truncated_calls> <filtered_nodes>`.
+fn read_span(f: &mut Fields) -> Result<(ThreadKind, u64, u64, u64, [u64; 3])> {
+    let kind = match f.word()? {
+        "thread" => ThreadKind::Thread,
+        "task" => ThreadKind::Task,
+        other => bail!("unknown thread kind `{other}`"),
+    };
+    Ok((kind, f.num()?, f.num()?, f.num()?, [f.num()?, f.num()?, f.num()?]))
+}
+
+/// `pu <parent_line> <count>`: spawns past the runtime's cap, run unrecorded.
+pub(super) fn read_unrecorded_parts(rest: &str) -> Result<u64> {
+    let mut f = Fields::new(rest, 2);
+    let _parent = f.num()?;
+    f.num()
 }
 
 pub(super) fn write_inv(out: &mut String, inv: &Invocation, node_count: usize) {

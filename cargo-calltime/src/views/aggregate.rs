@@ -5,7 +5,7 @@
 //! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
-use crate::trace::{bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, Trace};
+use crate::trace::{bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, ThreadRef, Trace};
 
 /// Every call of one function at one call path, merged.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +51,11 @@ pub struct Merged {
     pub durations: Vec<u64>,
     /// A whole-run aggregate's histogram instead (`(bucket, calls)`, see `trace::bucket_low`): percentiles from it.
     pub histogram: Vec<(u32, u64)>,
+    /// Calls made by work spawned on another thread or task: where it ran. Part of the merge key, so such calls
+    /// stay apart from the spawner's own calls of the same function.
+    pub lane: Option<ThreadRef>,
+    /// Spawned work still running when its invocation was written (`[outlived]`).
+    pub outlived: u64,
     /// In order of the first call.
     pub children: Vec<Merged>,
     /// The last invocation counted in `invocations` (to count each invocation once).
@@ -82,6 +87,8 @@ impl Merged {
             alloc_bytes: 0,
             durations: Vec::new(),
             histogram: Vec::new(),
+            lane: None,
+            outlived: 0,
             children: Vec::new(),
             last_invocation: usize::MAX,
         }
@@ -112,6 +119,7 @@ impl Merged {
         self.cancelled += u64::from(node.cancelled);
         self.cancelled_at_least |= node.cancelled && node.calls > 1;
         self.errs += node.errs;
+        self.outlived += u64::from(node.outlived);
         self.children_overlap_ns = self.children_overlap_ns.saturating_add(node.children_overlap_ns());
         if self.last_invocation != invocation {
             self.last_invocation = invocation;
@@ -124,10 +132,25 @@ impl Merged {
             self.durations.push(node.duration_ns);
         }
         for child in &node.children {
-            let at = match self.children.iter().position(|c| c.func == child.func) {
-                Some(at) => at,
+            // One invocation keeps each thread's calls apart; across invocations (`keep_durations`) thread numbers
+            // mean nothing, so calls merge by call path and keep the kind of lane they share (`[thread]`).
+            let across = keep_durations;
+            let lane = child.lane.as_ref().map(|l| ThreadRef {
+                kind: l.kind,
+                id: if across { 0 } else { l.id },
+                name: String::new(),
+            });
+            let at = match self.children.iter().position(|c| c.func == child.func && (across || c.lane == lane)) {
+                Some(at) => {
+                    if self.children[at].lane != lane {
+                        self.children[at].lane = None;
+                    }
+                    at
+                }
                 None => {
-                    self.children.push(Merged::new(child.func, child.start_ns));
+                    let mut merged = Merged::new(child.func, child.start_ns);
+                    merged.lane = lane;
+                    self.children.push(merged);
                     self.children.len() - 1
                 }
             };

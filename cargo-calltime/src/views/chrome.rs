@@ -7,7 +7,8 @@
 //!
 //! Children that ran concurrently (async futures polled together by `join!` or `select!`) would cross on one
 //! track: each child that starts before an earlier sibling ended goes to an extra track (a lane, named
-//! `concurrent with track N`). Cancelled calls and `Err` returns are in the args (`cancelled`, `errs`).
+//! `concurrent with track N`). Cancelled calls and `Err` returns are in the args (`cancelled`, `errs`). Calls made
+//! by work spawned on another thread or task go on a track of that thread or task (`thread N (spawned)`).
 
 use std::collections::BTreeMap;
 
@@ -33,6 +34,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         first: true,
         pid,
         lanes: BTreeMap::new(),
+        spawned: BTreeMap::new(),
         next_tid: tracks.len() as u64 + 1,
     };
     let exe = trace.exe.rsplit(['/', '\\']).next().unwrap_or(&trace.exe);
@@ -99,6 +101,8 @@ struct Events {
     /// Extra tracks for children that ran concurrently with an earlier sibling: by (the parent's track, the
     /// parent's depth, lane). Nodes of one track and depth never overlap, so their children can share lanes.
     lanes: BTreeMap<(u64, u32, usize), u64>,
+    /// Tracks of the threads and tasks spawned work ran on, by `track_key`.
+    spawned: BTreeMap<(u8, u64), u64>,
     next_tid: u64,
 }
 
@@ -116,15 +120,34 @@ impl Events {
                 let tid = self.next_tid;
                 self.next_tid += 1;
                 self.lanes.insert(key, tid);
-                let name = format!("concurrent with track {} (depth {depth}, lane {lane})", parent.tid);
-                self.push(&json!({"name": "thread_name", "ph": "M", "pid": self.pid, "tid": tid,
-                    "args": {"name": name}}));
-                self.push(&json!({"name": "thread_sort_index", "ph": "M", "pid": self.pid, "tid": tid,
-                    "args": {"sort_index": tid}}));
+                self.name_track(tid, format!("concurrent with track {} (depth {depth}, lane {lane})", parent.tid));
                 tid
             }
         };
         Track { pid: parent.pid, tid, depth }
+    }
+
+    /// The track of the thread or task `lane` that spawned work ran on, for a call under a node on `parent`.
+    fn spawned_track(&mut self, parent: Track, lane: &ThreadRef) -> Track {
+        let key = track_key(lane);
+        let tid = match self.spawned.get(&key) {
+            Some(&tid) => tid,
+            None => {
+                let tid = self.next_tid;
+                self.next_tid += 1;
+                self.spawned.insert(key, tid);
+                self.name_track(tid, format!("{lane} (spawned)"));
+                tid
+            }
+        };
+        Track { pid: parent.pid, tid, depth: parent.depth + 1 }
+    }
+
+    /// The metadata events that name a new track and keep tracks in id order.
+    fn name_track(&mut self, tid: u64, name: String) {
+        self.push(&json!({"name": "thread_name", "ph": "M", "pid": self.pid, "tid": tid, "args": {"name": name}}));
+        self.push(&json!({"name": "thread_sort_index", "ph": "M", "pid": self.pid, "tid": tid,
+            "args": {"sort_index": tid}}));
     }
 
     fn push(&mut self, event: &impl Serialize) {
@@ -283,7 +306,10 @@ fn slices(
             Layout::Sequential { .. } => (Layout::Sequential { start_ns: next_ns.min(end_ns), end_ns }, 0),
         };
         next_ns = next_ns.saturating_add(child.duration_ns);
-        let child_track = events.lane(track, lane);
+        let child_track = match &child.lane {
+            Some(spawned) => events.spawned_track(track, spawned),
+            None => events.lane(track, lane),
+        };
         slices(child, child_layout, names, functions, child_track, None, events);
     }
 }

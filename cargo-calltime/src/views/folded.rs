@@ -64,6 +64,10 @@ fn push_frame(stack: &mut String, naming: &Naming, func: u32, (panicked, cancell
 fn walk(node: &Merged, naming: &Naming, stack: &mut String, (depth, scale): (usize, f64), out: &mut Stacks) {
     let len = stack.len();
     push_frame(stack, naming, node.func, (node.panicked > 0, node.cancelled > 0, node.errs > 0));
+    // Calls made by spawned work: their frames say where they ran (merged over invocations: the kind only).
+    if let Some(lane) = &node.lane {
+        stack.push_str(&format!(" [{}]", lane.kind_name()));
+    }
     // Concurrent children's time is scaled so it counts once; allocations are counts and never overlap.
     let weigh = |weight: u64, scale: f64| if naming.2 == super::Weight::Time { scaled(weight, scale) } else { weight };
     let own = weigh(naming.2.of_self(node), scale);

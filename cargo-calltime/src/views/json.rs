@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::aggregate::{aggregate, select, Aggregate, Merged};
 use super::{root_paths, ViewOptions};
-use crate::trace::{Calibration, ControlChange, Node, RetiredCalls, Stats, ThreadRef, Times, Trace};
+use crate::trace::{Calibration, ControlChange, Node, RetiredCalls, Spawned, Stats, ThreadRef, Times, Trace};
 
 /// Bumped on any change that can break a reader; fields may be added without a bump. 2: `p50_ns` and `p99_ns`
 /// may be null (call paths recorded folded have no per-call durations).
@@ -64,6 +64,10 @@ struct JsonInvocation<'a> {
     tree: JsonNode,
     /// Calls of retired functions during this invocation after they retired: not timed, not in the tree.
     retired: Vec<JsonRetiredCalls>,
+    /// Work spawned inside the invocation that ran on other threads or tasks (its calls are in the tree, with
+    /// their `lane`); absent when there was none.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    spawned: &'a [Spawned],
 }
 
 #[derive(Serialize)]
@@ -160,7 +164,17 @@ struct JsonNode {
     start_ns: u64,
     #[serde(flatten)]
     allocs: Option<JsonAllocs>,
+    /// Calls made by spawned work: the thread or task they ran on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lane: Option<ThreadRef>,
+    /// Spawned work still running when the invocation was written.
+    #[serde(skip_serializing_if = "is_zero")]
+    outlived: u64,
     children: Vec<JsonNode>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -293,6 +307,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
                 folded: inv.folded,
                 tree: node(trace, &Merged::of_invocation(inv)),
                 retired: retired_calls(trace, &inv.retired, None),
+                spawned: &inv.spawned,
             })
             .collect(),
         aggregate: aggregate(selected.iter().map(|(_, inv)| *inv))
@@ -353,6 +368,8 @@ fn node(trace: &Trace, m: &Merged) -> JsonNode {
         outcomes: outcomes(m),
         start_ns: m.start_ns,
         allocs: allocs(trace, m),
+        lane: m.lane.clone(),
+        outlived: m.outlived,
         children: m.children.iter().map(|c| node(trace, c)).collect(),
     }
 }

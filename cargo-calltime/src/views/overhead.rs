@@ -258,6 +258,8 @@ mod tests {
                 folded: true,
                 root,
                 retired: Vec::new(),
+                spawned: Vec::new(),
+                unrecorded_spawns: 0,
             }],
             ..Trace::default()
         };

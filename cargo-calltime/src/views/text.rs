@@ -8,7 +8,7 @@ use super::aggregate::{aggregate, select, whole_run, Aggregate, Merged};
 use super::overhead::thousands;
 use super::times::{retired_text, retirement, settings_note, times_note};
 use super::{plan_summary, Names, ViewOptions};
-use crate::trace::{Invocation, RetiredCalls, Trace};
+use crate::trace::{Invocation, RetiredCalls, ThreadKind, Trace};
 use crate::units::{format_bytes, format_calls, format_ns, plural_s};
 
 pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
@@ -174,6 +174,9 @@ impl TextView<'_> {
         let header =
             format!("invocation #{k} · {} · started +{start} · took {}", inv.thread, format_ns(inv.duration_ns));
         let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
+        if let Some(note) = spawned_note(inv) {
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
+        }
         if inv.truncated_calls > 0 {
             let limit = match depth_limit_reached(self.trace, inv) {
                 Some(depth) => format!("reached the frame-depth limit (--max-depth {depth})"),
@@ -753,6 +756,40 @@ fn split_module(name: &str) -> (&str, &str) {
     name.split_at(split.min(name.len()))
 }
 
+/// What the invocation handed to other threads and tasks: how many, their time summed (which may overlap the
+/// invocation's own wall time and each other), and what was not attached.
+fn spawned_note(inv: &Invocation) -> Option<String> {
+    if inv.spawned.is_empty() && inv.unrecorded_spawns == 0 {
+        return None;
+    }
+    let attached = |kind: ThreadKind| {
+        inv.spawned.iter().filter(|s| s.thread.kind == kind && !s.outlived && !s.unrecorded).count() as u64
+    };
+    let (threads, tasks) = (attached(ThreadKind::Thread), attached(ThreadKind::Task));
+    let mut kinds = Vec::new();
+    if threads > 0 {
+        kinds.push(format!("{threads} on other threads"));
+    }
+    if tasks > 0 {
+        kinds.push(format!("{tasks} as tasks"));
+    }
+    let mut parts = Vec::new();
+    if !kinds.is_empty() {
+        let summed = format_ns(inv.spawned_summed_ns());
+        let wall = format_ns(inv.duration_ns);
+        parts.push(format!("{}, {summed} summed over them (wall time of the root: {wall})", kinds.join(", ")));
+    }
+    let outlived = inv.spawned.iter().filter(|s| s.outlived).count();
+    if outlived > 0 {
+        parts.push(format!("{outlived} outlived the invocation (still running when it was written: not in the tree)"));
+    }
+    let unrecorded = inv.spawned.iter().filter(|s| s.unrecorded).count() as u64 + inv.unrecorded_spawns;
+    if unrecorded > 0 {
+        parts.push(format!("{unrecorded} ran unrecorded (no free recording buffer)"));
+    }
+    Some(format!("  spawned work: {}", parts.join("; ")))
+}
+
 /// `[cancelled]` / `[cancelled 2 of 5]` and `[err]` / `[err 1 of 3]`: calls that never finished and calls that
 /// returned an `Err`.
 fn outcome_tags(node: &Merged) -> Vec<String> {
@@ -765,6 +802,13 @@ fn outcome_tags(node: &Merged) -> Vec<String> {
         }
     };
     let mut tags = Vec::new();
+    if let Some(lane) = &node.lane {
+        // Id 0: merged over invocations, where thread numbers mean nothing.
+        tags.push(if lane.id == 0 { format!("[{}]", lane.kind_name()) } else { format!("[{lane}]") });
+    }
+    if node.outlived > 0 {
+        tags.push(if node.outlived == 1 { "[outlived]".to_owned() } else { format!("[outlived {}]", node.outlived) });
+    }
     if node.cancelled > 0 {
         tags.push(count("cancelled", node.cancelled, node.cancelled_at_least));
     }

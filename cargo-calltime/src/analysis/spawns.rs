@@ -1,0 +1,292 @@
+//! Spawn sites: calls in a body that hand a closure or a future to another thread or task (`thread::spawn`, a
+//! scoped thread's `s.spawn`, rayon's `join`/`scope`/`spawn`, tokio's `spawn`/`spawn_blocking`/`spawn_local`,
+//! other executors' `spawn`). The rewrite wraps each argument that runs elsewhere in the runtime's `adopt`, so the
+//! work it does hangs under the spawning call in the same invocation (calltime-rt/src/adopt.rs).
+//!
+//! Free functions are resolved through the body's `use`s (`use std::thread; thread::spawn(..)`, `use rayon::join
+//! as par;`, globs of the known modules) to a known path; anything else is left alone. Methods (`s.spawn(..)`,
+//! `rt.spawn(..)`, `pool.install(..)`) cannot be resolved without types: they are matched by name and the
+//! argument's form decides the wrapper (a closure written there, an `async` block, or a call of a workspace async
+//! fn, taken to make a future), so an unknown form is never wrapped.
+
+use syn::spanned::Spanned;
+use syn::{Expr, ExprCall, ExprMethodCall};
+
+use super::index::{FnId, Index};
+use super::syntax::{PathRef, UseKind};
+use crate::plan::{SpawnWrap, Wrap};
+
+/// What a known spawn function does with an argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Adopter {
+    /// Runs a closure with no parameter elsewhere.
+    Closure,
+    /// Runs a closure given a reference (a rayon scope) elsewhere.
+    RefClosure,
+    /// Polls a future elsewhere.
+    Future,
+}
+
+/// Names a spawn call may end in; calls ending in anything else are not looked at.
+const SPAWN_NAMES: &[&str] = &[
+    "spawn",
+    "spawn_fifo",
+    "spawn_blocking",
+    "spawn_local",
+    "spawn_ok",
+    "spawn_scoped",
+    "join",
+    "scope",
+    "scope_fifo",
+    "install",
+];
+
+/// Free functions that run their arguments elsewhere, by full path, with what each argument is.
+const KNOWN_PATHS: &[(&str, &[Adopter])] = &[
+    ("std::thread::spawn", &[Adopter::Closure]),
+    ("rayon::join", &[Adopter::Closure, Adopter::Closure]),
+    ("rayon::scope", &[Adopter::RefClosure]),
+    ("rayon::scope_fifo", &[Adopter::RefClosure]),
+    ("rayon::spawn", &[Adopter::Closure]),
+    ("rayon::spawn_fifo", &[Adopter::Closure]),
+    ("tokio::spawn", &[Adopter::Future]),
+    ("tokio::task::spawn", &[Adopter::Future]),
+    ("tokio::task::spawn_blocking", &[Adopter::Closure]),
+    ("tokio::task::spawn_local", &[Adopter::Future]),
+    ("async_std::task::spawn", &[Adopter::Future]),
+    ("async_std::task::spawn_blocking", &[Adopter::Closure]),
+    ("async_std::task::spawn_local", &[Adopter::Future]),
+    ("smol::spawn", &[Adopter::Future]),
+];
+
+/// The form of an argument, as far as choosing a wrapper goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgShape {
+    /// A closure written there (not `async`), whose body starts at `body`.
+    Closure {
+        params: usize,
+        body: usize,
+    },
+    AsyncBlock,
+    /// A function or method call (its result is what is spawned).
+    Call,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpawnCallee {
+    Path(PathRef),
+    Method(String),
+}
+
+/// A call that may spawn: what it calls and each argument's byte range (in the file as on disk) and form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnDraft {
+    pub callee: SpawnCallee,
+    pub args: Vec<SpawnArg>,
+}
+
+fn shape(arg: &Expr, base: usize) -> ArgShape {
+    match arg {
+        Expr::Closure(c) if c.asyncness.is_none() => {
+            ArgShape::Closure { params: c.inputs.len(), body: base + Spanned::span(&*c.body).byte_range().start }
+        }
+        Expr::Async(_) => ArgShape::AsyncBlock,
+        Expr::Call(_) | Expr::MethodCall(_) => ArgShape::Call,
+        _ => ArgShape::Other,
+    }
+}
+
+/// An argument: its byte range, its form, and for a call, the name of the function or method it calls.
+pub type SpawnArg = (usize, usize, ArgShape, Option<String>);
+
+fn args_of<'a>(args: impl Iterator<Item = &'a Expr>, base: usize) -> Vec<SpawnArg> {
+    args.map(|a| {
+        let range = Spanned::span(a).byte_range();
+        let called = match a {
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                _ => None,
+            },
+            Expr::MethodCall(m) => Some(m.method.to_string()),
+            _ => None,
+        };
+        (base + range.start, base + range.end, shape(a, base), called)
+    })
+    .collect()
+}
+
+/// Whether a workspace function named `name` is async (or returns an async block): a method matched by name
+/// (`rt.spawn(handle(conn))`) is taken to be given a future only then, since a call could as well make a closure.
+fn makes_future(index: &Index, name: &str) -> bool {
+    let named = index.free_by_name.get(name).into_iter().chain(index.methods_by_name.get(name)).flatten();
+    named.into_iter().any(|&f| {
+        let kind = index.fns[f].item.probe.as_ref().map(|p| p.kind);
+        matches!(kind, Some(crate::plan::ProbeKind::Async | crate::plan::ProbeKind::AsyncBlock))
+    })
+}
+
+/// A path call that may spawn (its last segment is a spawn name); `base` is added to every offset.
+pub(super) fn path_draft(call: &ExprCall, base: usize) -> Option<SpawnDraft> {
+    let Expr::Path(p) = &*call.func else { return None };
+    let last = p.path.segments.last()?.ident.to_string();
+    if p.qself.is_some() || !SPAWN_NAMES.contains(&last.as_str()) {
+        return None;
+    }
+    Some(SpawnDraft { callee: SpawnCallee::Path(PathRef::from_syn(&p.path)), args: args_of(call.args.iter(), base) })
+}
+
+/// A method call that may spawn (its name is a spawn name).
+pub(super) fn method_draft(call: &ExprMethodCall, base: usize) -> Option<SpawnDraft> {
+    let name = call.method.to_string();
+    if !SPAWN_NAMES.contains(&name.as_str()) {
+        return None;
+    }
+    Some(SpawnDraft { callee: SpawnCallee::Method(name), args: args_of(call.args.iter(), base) })
+}
+
+/// The wrappers for function `f`'s spawn sites.
+pub fn wraps(index: &Index, f: FnId) -> Vec<SpawnWrap> {
+    let def = &index.fns[f];
+    let mut out = Vec::new();
+    for draft in def.item.spawns.iter() {
+        let adopters: Vec<Option<Adopter>> = match &draft.callee {
+            SpawnCallee::Path(path) => match known_path(index, def.scope, path) {
+                Some(known) => known.iter().copied().map(Some).collect(),
+                None => continue,
+            },
+            SpawnCallee::Method(name) => method_adopters(name, &draft.args),
+        };
+        for ((open, close, shape, called), adopter) in draft.args.iter().zip(adopters) {
+            let (open, close, shape) = (*open, *close, *shape);
+            let by_name = matches!(draft.callee, SpawnCallee::Method(_));
+            if by_name && shape == ArgShape::Call && !called.as_deref().is_some_and(|name| makes_future(index, name)) {
+                continue;
+            }
+            let wrap = match (adopter, shape) {
+                (None, _) => None,
+                // A closure written there keeps its form, so the callee still infers its parameters' types.
+                (Some(Adopter::Closure), ArgShape::Closure { params: 0, body })
+                | (Some(Adopter::RefClosure), ArgShape::Closure { params: 1, body }) => {
+                    Some(Wrap::ClosureLiteral { body })
+                }
+                (Some(Adopter::Closure), ArgShape::Call | ArgShape::Other) => Some(Wrap::ClosureValue),
+                (Some(Adopter::Future), ArgShape::Call | ArgShape::Other | ArgShape::AsyncBlock) => Some(Wrap::Future),
+                // A closure by name taking a reference, or a form that does not fit: left alone.
+                _ => None,
+            };
+            if let Some(wrap) = wrap.filter(|_| open < close) {
+                out.push(SpawnWrap { open, close, wrap });
+            }
+        }
+    }
+    out
+}
+
+/// By name: the last argument, by its form. A closure written there is wrapped whatever its parameters (the
+/// wrapped closure has the same signature); only a `spawn` is taken to be given a future.
+fn method_adopters(name: &str, args: &[SpawnArg]) -> Vec<Option<Adopter>> {
+    let Some(&(_, _, last, _)) = args.last() else { return Vec::new() };
+    let adopter = match (name, last) {
+        ("join", _) => None,
+        (_, ArgShape::Closure { params: 0, .. }) => Some(Adopter::Closure),
+        (_, ArgShape::Closure { params: 1, .. }) => Some(Adopter::RefClosure),
+        ("spawn" | "spawn_local" | "spawn_ok", ArgShape::AsyncBlock | ArgShape::Call) => Some(Adopter::Future),
+        _ => None,
+    };
+    let mut out = vec![None; args.len()];
+    if let Some(slot) = out.last_mut() {
+        *slot = adopter;
+    }
+    out
+}
+
+/// The known spawn function `path` names in scope `scope`, through the `use`s in scope.
+fn known_path(index: &Index, scope: usize, path: &PathRef) -> Option<&'static [Adopter]> {
+    let mut segs = path.segs.clone();
+    if !path.leading_colon {
+        // Follow imports of the first segment a few times (`use std::thread; use thread::spawn as go;`).
+        for _ in 0..4 {
+            let first = segs.first().cloned()?;
+            let imported = index.uses_in_scope(scope).find_map(|u| match &u.kind {
+                UseKind::Name(alias) if *alias == first => Some(u.path.segs.clone()),
+                _ => None,
+            });
+            match imported {
+                Some(full) => segs = full.into_iter().chain(segs.into_iter().skip(1)).collect(),
+                None => break,
+            }
+        }
+    }
+    if let Some(known) = lookup(&segs) {
+        return Some(known);
+    }
+    // A glob of a known module (`use std::thread::*;`, `use rayon::prelude::*` brings no functions).
+    if segs.len() == 1 && !path.leading_colon {
+        return index.uses_in_scope(scope).find_map(|u| match u.kind {
+            UseKind::Glob => lookup(&u.path.segs.iter().chain(&segs).cloned().collect::<Vec<_>>()),
+            UseKind::Name(_) => None,
+        });
+    }
+    None
+}
+
+fn lookup(segs: &[String]) -> Option<&'static [Adopter]> {
+    let mut segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    match segs.first() {
+        Some(&"core") => segs[0] = "std",
+        Some(&"rayon_core") => segs[0] = "rayon",
+        _ => {}
+    }
+    let full = segs.join("::");
+    KNOWN_PATHS.iter().find(|(known, _)| *known == full).map(|(_, adopters)| *adopters)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draft(code: &str) -> Option<SpawnDraft> {
+        match syn::parse_str::<Expr>(code).unwrap() {
+            Expr::Call(c) => path_draft(&c, 0),
+            Expr::MethodCall(m) => method_draft(&m, 0),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn drafts_give_each_argument_its_range_and_form() {
+        let code = "rayon::join(|| a(), move || b())";
+        let d = draft(code).unwrap();
+        assert_eq!(
+            d.callee,
+            SpawnCallee::Path(PathRef { segs: vec!["rayon".into(), "join".into()], leading_colon: false })
+        );
+        let texts: Vec<&str> = d.args.iter().map(|&(s, e, ..)| &code[s..e]).collect();
+        assert_eq!(texts, ["|| a()", "move || b()"]);
+        assert!(draft("x.push(|| 1)").is_none());
+        let m = draft("s.spawn(|s| work(s))").unwrap();
+        assert_eq!(m.args[0].2, ArgShape::Closure { params: 1, body: 12 });
+    }
+
+    #[test]
+    fn methods_are_wrapped_by_the_form_of_their_argument() {
+        let shapes = |s| vec![(0, 1, s, None)];
+        let closure = |params| ArgShape::Closure { params, body: 0 };
+        assert_eq!(method_adopters("spawn", &shapes(closure(0))), [Some(Adopter::Closure)]);
+        assert_eq!(method_adopters("spawn", &shapes(closure(1))), [Some(Adopter::RefClosure)]);
+        assert_eq!(method_adopters("spawn", &shapes(ArgShape::Call)), [Some(Adopter::Future)]);
+        assert_eq!(method_adopters("spawn", &shapes(ArgShape::Other)), [None]);
+        assert_eq!(method_adopters("join", &shapes(closure(0))), [None]);
+        assert_eq!(method_adopters("spawn_blocking", &shapes(ArgShape::Call)), [None]);
+        assert_eq!(method_adopters("install", &shapes(closure(0))), [Some(Adopter::Closure)]);
+    }
+
+    #[test]
+    fn known_paths_accept_core_and_rayon_core_spellings() {
+        let segs = |p: &str| p.split("::").map(String::from).collect::<Vec<_>>();
+        assert!(lookup(&segs("std::thread::spawn")).is_some());
+        assert!(lookup(&segs("rayon_core::join")).is_some());
+        assert!(lookup(&segs("std::thread::scope")).is_none(), "a scope's body runs on the calling thread");
+    }
+}

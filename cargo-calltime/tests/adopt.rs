@@ -1,0 +1,110 @@
+//! Work a root hands to other threads and tasks (issue 13 item 1), end to end with the real binary:
+//! test-crates/e2e-spawn-threads (scoped threads, threads joined in the root, one of which enters the root again,
+//! a thread that outlives its root) and test-crates/e2e-spawn-pools (rayon's `join` and `scope`, a tokio
+//! multi-thread runtime whose handler spawns a task and blocking work, and a task that outlives its handler).
+//! Spawned calls hang under the node that spawned them with exact call counts. Thread and task numbers vary from
+//! run to run, so the dumps keep the kind of lane only and merge siblings by function and kind.
+
+mod util;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs the tool on `dir` with `args`, the report as JSON; returns it and the program's stdout.
+fn report(tmp: &Path, dir: &Path, args: &[&str]) -> (Value, String) {
+    let path = tmp.join("report.json");
+    let out = util::run(util::calltime().args(args).args(["--format", "json", "-o"]).arg(&path).current_dir(dir), true);
+    let json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (json, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// One line per group of siblings with the same function and lane kind (sorted): `display [kind] calls=N`, with
+/// `outlived=N` when spawned work outlived the invocation; children pooled per group.
+fn dump(nodes: &[&Value], depth: usize, out: &mut String) {
+    let mut groups: Vec<(String, u64, u64, Vec<&Value>)> = Vec::new();
+    for n in nodes {
+        let display = n["display"].as_str().unwrap_or("?");
+        let key = match n["lane"]["kind"].as_str() {
+            Some(kind) => format!("{display} [{kind}]"),
+            None => display.to_owned(),
+        };
+        let at = match groups.iter().position(|g| g.0 == key) {
+            Some(at) => at,
+            None => {
+                groups.push((key, 0, 0, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        groups[at].1 += n["calls"].as_u64().unwrap_or(0);
+        groups[at].2 += n["outlived"].as_u64().unwrap_or(0);
+        groups[at].3.extend(n["children"].as_array().into_iter().flatten());
+    }
+    groups.sort_by(|a, b| a.0.cmp(&b.0));
+    for (key, calls, outlived, children) in groups {
+        let outlived = if outlived > 0 { format!(" outlived={outlived}") } else { String::new() };
+        out.push_str(&format!("{}{key} calls={calls}{outlived}\n", "  ".repeat(depth)));
+        dump(&children, depth + 1, out);
+    }
+}
+
+/// Every invocation's tree, and what each says it spawned (kinds, and how many outlived it).
+fn dump_invocations(json: &Value) -> String {
+    let mut out = String::new();
+    let mut invocations: Vec<&Value> = json["invocations"].as_array().unwrap().iter().collect();
+    invocations.sort_by_key(|inv| inv["tree"]["display"].as_str().unwrap_or("").to_owned());
+    for inv in invocations {
+        let spawned = inv["spawned"].as_array().cloned().unwrap_or_default();
+        let kind = |k: &str| spawned.iter().filter(|s| s["thread"]["kind"] == k).count();
+        let outlived = spawned.iter().filter(|s| s["outlived"] == true).count();
+        out.push_str(&format!(
+            "invocation: {} threads, {} tasks spawned, {outlived} outlived\n",
+            kind("thread"),
+            kind("task")
+        ));
+        dump(&[&inv["tree"]], 1, &mut out);
+    }
+    out
+}
+
+/// Scoped threads, joined threads and a thread that outlives its root: one invocation per root call (the joined
+/// thread that enters `handle` again records a call, not an invocation), and the program prints what a plain
+/// build prints.
+#[test]
+fn threads_spawned_in_a_root_hang_under_the_spawning_call() {
+    let (tmp, dir) = util::copy_test_crate("e2e-spawn-threads");
+    let args = ["--root", "handle", "--root", "serve", "--depth", "5", "--probe-trivial"];
+    let (json, stdout) = report(tmp.path(), &dir, &args);
+    util::check(&util::data("adopt/threads-tree.txt"), &dump_invocations(&json));
+    let mut plain = Command::new("cargo");
+    plain.args(["run", "-q", "--offline", "--target-dir"]).arg(tmp.path().join("plain-target")).current_dir(&dir);
+    let plain = util::run(plain.env_remove("CARGO_TARGET_DIR").env_remove("RUSTFLAGS"), true);
+    assert_eq!(stdout, String::from_utf8_lossy(&plain.stdout));
+
+    // The text view marks the lanes and says what ran elsewhere.
+    let text = util::run(util::calltime().args(["report"]).current_dir(&dir), true);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("work [thread "), "{text}");
+    assert!(text.contains("serve [outlived]"), "{text}");
+    assert!(text.contains("spawned work: 8 on other threads,"), "{text}");
+
+    // Folded stacks (and so flamegraphs) name the frames of spawned calls; Chrome traces give them their threads'
+    // tracks.
+    let folded = util::run(util::calltime().args(["report", "--format", "folded"]).current_dir(&dir), true);
+    let folded = String::from_utf8_lossy(&folded.stdout);
+    assert!(folded.lines().any(|l| l.starts_with("handle;scoped;work [thread];step ")), "{folded}");
+    let chrome = util::run(util::calltime().args(["report", "--format", "chrome"]).current_dir(&dir), true);
+    let chrome = String::from_utf8_lossy(&chrome.stdout);
+    assert_eq!(chrome.matches(" (spawned)\"}").count(), 8, "{chrome}");
+}
+
+/// rayon's `join` and `scope` (with spawns inside), and tokio tasks and blocking work spawned by a handler.
+#[test]
+fn rayon_jobs_and_tokio_tasks_hang_under_the_spawning_call() {
+    let (tmp, dir) = util::copy_test_crate("e2e-spawn-pools");
+    let args = ["--root", "pool", "--root", "handler", "--depth", "4", "--probe-trivial"];
+    let (json, stdout) = report(tmp.path(), &dir, &args);
+    util::check(&util::data("adopt/pools-tree.txt"), &dump_invocations(&json));
+    assert!(stdout.starts_with("pool "), "{stdout}");
+}
