@@ -934,7 +934,7 @@ fn a_fresh_cache_with_the_tools_toolchain_compiles_no_runtime() {
         .flatten()
         .flat_map(|entry| std::fs::read_dir(entry.path()).into_iter().flatten().flatten())
         .filter(|entry| entry.file_name().to_string_lossy().starts_with("prebuilt-"))
-        .map(|entry| entry.path().join("dev-allocs/libcalltime_rt.rlib"))
+        .map(|entry| entry.path().join("dev/libcalltime_rt.rlib"))
         .collect();
     assert!(rlibs.len() == 1 && rlibs[0].is_file(), "{rlibs:?}");
     // Nothing changed: nothing is compiled.
@@ -949,8 +949,8 @@ fn a_fresh_cache_with_the_tools_toolchain_compiles_no_runtime() {
     assert!(stderr.contains("Compiling calltime-rt") && stderr.contains("Compiling e2e-forms"), "{stderr}");
 }
 
-/// Allocations per node, exact, counted by the runtime's allocator (e2e-allocs) or by the program's own
-/// `#[global_allocator]`, wrapped in the copy (e2e-allocs-own, which goes on using its static).
+/// Allocations per node, exact, counted by the allocator the copy declares in the binary's crate root (e2e-allocs)
+/// or by the program's own `#[global_allocator]`, wrapped in the copy (e2e-allocs-own, which goes on using it).
 #[test]
 fn allocations_are_counted_exactly_per_node() {
     for name in ["e2e-allocs", "e2e-allocs-own"] {
