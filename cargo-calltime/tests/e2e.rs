@@ -991,3 +991,57 @@ fn allocations_are_counted_exactly_per_node() {
         }
     }
 }
+
+/// Allocations in a workspace's binary and in the library it calls (e2e-allocs-lib), exact per node and per call
+/// path: counted by the allocator the copy declares in the binary's crate root; by the library's own
+/// `#[global_allocator]` (`--features shapes/own-alloc`), wrapped, with nothing declared; in the library's unit
+/// tests (`--lib`, declared under `#[cfg(test)]`); and, with a dependency outside the workspace that declares the
+/// program's allocator (`--features app/tally`), never two allocators: the build is retried without the declared
+/// one and a warning says that nothing is counted.
+#[test]
+fn allocations_in_a_workspace_library_and_its_binary() {
+    fn dump(out: &mut String, node: &Value, depth: usize) {
+        let count = |key: &str| node[key].as_u64().map_or("-".to_owned(), |n| n.to_string());
+        out.push_str(&format!(
+            "{}{} calls={} allocs={}/{} bytes={}/{}\n",
+            "  ".repeat(depth),
+            node["path"].as_str().unwrap_or("?"),
+            node["calls"],
+            count("self_allocs"),
+            count("allocs"),
+            count("self_alloc_bytes"),
+            count("alloc_bytes"),
+        ));
+        for child in node["children"].as_array().into_iter().flatten() {
+            dump(out, child, depth + 1);
+        }
+    }
+    let (tmp, dir) = util::copy_test_crate("e2e-allocs-lib");
+    let before = snapshot(&dir);
+    let report = tmp.path().join("report.json");
+    let binary = ["--root", "handle", "--depth", "3"];
+    let cases: [(&str, Vec<&str>); 4] = [
+        ("declared in the binary", binary.to_vec()),
+        ("the library's own allocator", [&binary[..], &["--features", "shapes/own-alloc"]].concat()),
+        ("the library's unit tests", vec!["-p", "shapes", "--lib", "--root", "shape"]),
+        ("an allocator outside the workspace", [&binary[..], &["--features", "app/tally"]].concat()),
+    ];
+    let mut actual = String::new();
+    for (case, args) in cases {
+        let out = util::run(
+            util::calltime().args(&args).args(["--offline", "--format", "json", "-o"]).arg(&report).current_dir(&dir),
+            true,
+        );
+        actual.push_str(&format!("== {case}: {}\n", args.join(" ")));
+        for line in stderr_of(&out).lines().filter(|l| l.contains("allocat")) {
+            actual.push_str(&format!("{}\n", line.trim()));
+        }
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        for aggregate in json["aggregate"].as_array().expect("aggregate") {
+            actual.push_str(&format!("aggregate of {} invocations\n", aggregate["invocations"]));
+            dump(&mut actual, &aggregate["tree"], 1);
+        }
+    }
+    util::check(&util::data("e2e/allocs-lib.txt"), &actual);
+    assert_eq!(snapshot(&dir), before, "the workspace changed");
+}
