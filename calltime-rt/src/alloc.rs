@@ -34,19 +34,19 @@ const DETECT: *mut Recorder = 2 as *mut Recorder;
 /// A counting allocator is installed: its slow path answered [`detect_counting`]'s allocation.
 static COUNTING: AtomicBool = AtomicBool::new(false);
 
-/// The fast path, inlined into the executable's allocator: one thread-local load, a compare and a branch.
+/// Whether an allocation now is counted: the fast path, inlined into the executable's allocator (a compare with a
+/// thread-local, and the caller's branch). The counted path reads the context again rather than taking it as an
+/// argument, so the fast path does not load it into a register.
+#[inline(always)]
+fn recording() -> bool {
+    current() as usize > SKIP as usize
+}
+
+/// The slow path: counts one allocation of `bytes`, inlined into a cold function per counted method that then
+/// allocates and returns, so the fast path is a tail call away from it and saves no registers.
 #[inline(always)]
 fn count(bytes: usize) {
     let rec = current();
-    if rec as usize > SKIP as usize {
-        count_slow(rec, bytes);
-    }
-}
-
-/// The slow path, out of line so the fast path saves no registers for it.
-#[cold]
-#[inline(never)]
-fn count_slow(rec: *mut Recorder, bytes: usize) {
     if rec == DETECT {
         COUNTING.store(true, Relaxed);
         return;
@@ -75,16 +75,24 @@ pub(crate) fn counting() -> bool {
 unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAlloc<A> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.0.alloc(layout) }
+        if recording() {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { self.counted_alloc(layout) }
+        } else {
+            // SAFETY: as above.
+            unsafe { self.0.alloc(layout) }
+        }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.0.alloc_zeroed(layout) }
+        if recording() {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { self.counted_alloc_zeroed(layout) }
+        } else {
+            // SAFETY: as above.
+            unsafe { self.0.alloc_zeroed(layout) }
+        }
     }
 
     #[inline]
@@ -95,6 +103,37 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAlloc<A> {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if recording() {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { self.counted_realloc(ptr, layout, new_size) }
+        } else {
+            // SAFETY: as above.
+            unsafe { self.0.realloc(ptr, layout, new_size) }
+        }
+    }
+}
+
+// The counted paths, cold and out of line (see `count`). Each has its `GlobalAlloc` method's safety contract.
+impl<A: GlobalAlloc> CountingAlloc<A> {
+    #[cold]
+    #[inline(never)]
+    unsafe fn counted_alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.alloc(layout) }
+    }
+
+    #[cold]
+    #[inline(never)]
+    unsafe fn counted_alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.0.alloc_zeroed(layout) }
+    }
+
+    #[cold]
+    #[inline(never)]
+    unsafe fn counted_realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count(new_size);
         // SAFETY: the caller's contract, passed on.
         unsafe { self.0.realloc(ptr, layout, new_size) }
