@@ -394,12 +394,13 @@ impl Edits<'_> {
                 insertions.extend(alloc_root::declaration(&text, *unit_tests));
             }
         }
-        let mut out = rewrite::insert(&text, insertions).with_context(|| format!("in {}", src.display()))?;
         if self.extern_crate_roots.contains(rel) {
-            // Edition 2015 resolves `::calltime_rt` from the crate root: declare it there, at the very end of the
-            // file, so no line moves.
-            out.push_str(EXTERN_CRATE);
+            // Edition 2015 resolves `::calltime_rt` from the crate root: declare it there, after the last token (a
+            // trailing line comment stays after it), so no line moves.
+            let at = alloc_root::end_of_code(&text).unwrap_or(text.len());
+            insertions.push((at, EXTERN_CRATE.to_owned()));
         }
+        let out = rewrite::insert(&text, insertions).with_context(|| format!("in {}", src.display()))?;
         write_if_changed(dst, out.as_bytes())
     }
 }

@@ -1000,22 +1000,6 @@ fn allocations_are_counted_exactly_per_node() {
 /// one and a warning says that nothing is counted.
 #[test]
 fn allocations_in_a_workspace_library_and_its_binary() {
-    fn dump(out: &mut String, node: &Value, depth: usize) {
-        let count = |key: &str| node[key].as_u64().map_or("-".to_owned(), |n| n.to_string());
-        out.push_str(&format!(
-            "{}{} calls={} allocs={}/{} bytes={}/{}\n",
-            "  ".repeat(depth),
-            node["path"].as_str().unwrap_or("?"),
-            node["calls"],
-            count("self_allocs"),
-            count("allocs"),
-            count("self_alloc_bytes"),
-            count("alloc_bytes"),
-        ));
-        for child in node["children"].as_array().into_iter().flatten() {
-            dump(out, child, depth + 1);
-        }
-    }
     let (tmp, dir) = util::copy_test_crate("e2e-allocs-lib");
     let before = snapshot(&dir);
     let report = tmp.path().join("report.json");
@@ -1037,11 +1021,53 @@ fn allocations_in_a_workspace_library_and_its_binary() {
             actual.push_str(&format!("{}\n", line.trim()));
         }
         let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-        for aggregate in json["aggregate"].as_array().expect("aggregate") {
-            actual.push_str(&format!("aggregate of {} invocations\n", aggregate["invocations"]));
-            dump(&mut actual, &aggregate["tree"], 1);
-        }
+        actual.push_str(&alloc_dump(&json));
     }
     util::check(&util::data("e2e/allocs-lib.txt"), &actual);
     assert_eq!(snapshot(&dir), before, "the workspace changed");
+}
+
+/// The aggregate trees of a JSON report with their allocation counts, self/total (`-` when none are counted).
+fn alloc_dump(report: &Value) -> String {
+    fn node(out: &mut String, n: &Value, depth: usize) {
+        let count = |key: &str| n[key].as_u64().map_or("-".to_owned(), |n| n.to_string());
+        out.push_str(&format!(
+            "{}{} calls={} allocs={}/{} bytes={}/{}\n",
+            "  ".repeat(depth),
+            n["path"].as_str().unwrap_or("?"),
+            n["calls"],
+            count("self_allocs"),
+            count("allocs"),
+            count("self_alloc_bytes"),
+            count("alloc_bytes"),
+        ));
+        for child in n["children"].as_array().into_iter().flatten() {
+            node(out, child, depth + 1);
+        }
+    }
+    let mut out = String::new();
+    for aggregate in report["aggregate"].as_array().expect("aggregate") {
+        out.push_str(&format!("aggregate of {} invocations\n", aggregate["invocations"]));
+        node(&mut out, &aggregate["tree"], 1);
+    }
+    out
+}
+
+/// An edition-2015 crate whose root ends in a line comment with no newline: `extern crate calltime_rt;` and the
+/// counting allocator go after its last token, the program's output is a plain run's, its allocations are counted.
+#[test]
+fn edition_2015_crate_root_ending_in_a_comment() {
+    let (tmp, dir) = util::copy_test_crate("e2e-edition2015");
+    let report = tmp.path().join("report.json");
+    let out = util::run(
+        util::calltime()
+            .args(["--root", "handle", "--offline", "--format", "json", "-o"])
+            .arg(&report)
+            .current_dir(&dir),
+        true,
+    );
+    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    util::check(&util::data("e2e/edition2015-allocs.txt"), &alloc_dump(&json));
 }

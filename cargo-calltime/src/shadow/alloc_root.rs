@@ -63,17 +63,30 @@ impl AllocRoot {
 /// lex. An allocator of the program's that the analysis did not see (a dependency's, a cfg it could not tell) makes
 /// the build fail on two allocators: it is then retried without this one (`commands/instrument.rs`).
 pub fn declaration(text: &str, unit_tests: bool) -> Option<(usize, String)> {
+    let (end, no_std) = scan(text)?;
+    if no_std {
+        return None;
+    }
+    let cfg = if unit_tests { " #[cfg(test)]" } else { "" };
+    Some((end?, format!("{cfg}{DECLARATION}")))
+}
+
+/// Where an item can be appended to the file `text` without a newline: just after its last token (a line comment
+/// may follow on that line). `None` when it has no token, or does not lex.
+pub fn end_of_code(text: &str) -> Option<usize> {
+    scan(text)?.0
+}
+
+/// The end of the last token (when there is one) and whether the crate is `#![no_std]`; `None` when the text does
+/// not lex.
+fn scan(text: &str) -> Option<(Option<usize>, bool)> {
     let (base, content) = crate::analysis::modules::rust_text(text);
     let tokens: TokenStream = content.parse().ok()?;
     let tokens: Vec<TokenTree> = tokens.into_iter().collect();
     let end = tokens.last().map(|last| base + last.span().byte_range().end);
     let no_std = is_no_std(&tokens);
     proc_macro2::extra::invalidate_current_thread_spans();
-    if no_std {
-        return None;
-    }
-    let cfg = if unit_tests { " #[cfg(test)]" } else { "" };
-    Some((end?, format!("{cfg}{DECLARATION}")))
+    Some((end, no_std))
 }
 
 /// A `#![no_std]` among the crate's leading inner attributes.
@@ -114,6 +127,13 @@ mod tests {
         let out = declared(text, false).unwrap();
         assert_eq!(out, format!("fn main() {{\n    work();\n}}{DECLARATION} // the end"));
         assert_eq!(out.lines().count(), text.lines().count());
+    }
+
+    #[test]
+    fn the_end_of_code_is_before_a_trailing_comment() {
+        assert_eq!(end_of_code("fn main() {} // no newline"), Some(12));
+        assert_eq!(end_of_code("fn main() {}\n/* block */\n"), Some(12));
+        assert_eq!(end_of_code("// only a comment"), None);
     }
 
     #[test]
