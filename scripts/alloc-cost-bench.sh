@@ -19,6 +19,7 @@ work=${1:-$(mktemp -d /tmp/alloc-cost-bench.XXXXXX)}
 fail() { echo "alloc-cost-bench: $*" >&2; exit 1; }
 command -v valgrind >/dev/null || fail "valgrind is needed (callgrind); install it"
 command -v callgrind_annotate >/dev/null || fail "callgrind_annotate is needed (valgrind's tools)"
+command -v bc >/dev/null || fail "bc is needed"
 
 mkdir -p "$work/alloc_loop/src"
 cat > "$work/alloc_loop/Cargo.toml" <<'TOML'
