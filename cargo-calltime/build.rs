@@ -1,7 +1,7 @@
 //! Compiles the runtime (`calltime-rt`) while the tool itself is built, with the rustc that builds the tool, so that
 //! a user whose toolchain is that very rustc links it instead of compiling it on their first run (like std, which
 //! ships precompiled). One rlib per variant the shadow build can need: the dev and release profiles (they differ in
-//! debug assertions and overflow checks), with and without the counting allocator. They are embedded in the tool
+//! debug assertions and overflow checks). They are embedded in the tool
 //! (`include_bytes!`: `cargo install` deletes its target dir) with the `rustc -vV` that made them; `cargo.rs`
 //! `prebuilt_runtime` uses one only when the user's `rustc -vV` is the same, and compiles the runtime otherwise.
 //!
@@ -11,9 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `(name, dev profile, count-allocs)`: names are what `cargo.rs` asks for.
-const VARIANTS: &[(&str, bool, bool)] =
-    &[("dev-allocs", true, true), ("dev", true, false), ("release-allocs", false, true), ("release", false, false)];
+/// `(name, dev profile)`: names are what `cargo.rs` asks for. The counting allocator is no variant: the copy
+/// declares it in the executable's own crate.
+const VARIANTS: &[(&str, bool)] = &[("dev", true), ("release", false)];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -35,7 +35,7 @@ fn main() {
             format!(
                 "/// `rustc -vV` of the compiler that built the prebuilt runtimes.\n\
                  pub const PREBUILT_RUSTC: &str = {version:?};\n\
-                 /// The runtime's rlib per variant (`dev-allocs`, `dev`, `release-allocs`, `release`).\n\
+                 /// The runtime's rlib per variant (`dev`, `release`).\n\
                  pub const PREBUILT_RUNTIMES: &[(&str, &[u8])] = &[\n{}];\n",
                 entries.concat()
             )
@@ -48,7 +48,7 @@ fn main() {
     std::fs::write(out_dir.join("prebuilt_runtime.rs"), generated).expect("cannot write prebuilt_runtime.rs");
 }
 
-/// Compiles every variant (two at a time) into `out_dir/prebuilt-<variant>/`; returns `rustc -vV` and the rlibs.
+/// Compiles every variant (both at once) into `out_dir/prebuilt-<variant>/`; returns `rustc -vV` and the rlibs.
 #[allow(clippy::type_complexity)]
 fn prebuild(rustc: &Path, sources: &Path, out_dir: &Path) -> Result<(String, Vec<(&'static str, PathBuf)>), String> {
     let version = Command::new(rustc)
@@ -61,7 +61,7 @@ fn prebuild(rustc: &Path, sources: &Path, out_dir: &Path) -> Result<(String, Vec
     if std::env::var("TARGET").ok().as_deref() != Some(host) {
         return Err(format!("the tool is built for another target than rustc's host {host}"));
     }
-    let compile = |&(name, dev, allocs): &(&'static str, bool, bool)| -> Result<(&'static str, PathBuf), String> {
+    let compile = |&(name, dev): &(&'static str, bool)| -> Result<(&'static str, PathBuf), String> {
         let dir = out_dir.join(format!("prebuilt-{name}"));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut cmd = Command::new(rustc);
@@ -76,9 +76,6 @@ fn prebuild(rustc: &Path, sources: &Path, out_dir: &Path) -> Result<(String, Vec
             .arg(&dir);
         if dev {
             cmd.args(["-C", "debug-assertions=on", "-C", "overflow-checks=on"]);
-        }
-        if allocs {
-            cmd.args(["--cfg", "feature=\"count-allocs\""]);
         }
         let out = cmd.output().map_err(|e| format!("cannot run {}: {e}", rustc.display()))?;
         if !out.status.success() {

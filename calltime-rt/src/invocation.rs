@@ -114,6 +114,12 @@ impl Drop for ThreadSlot {
     }
 }
 
+/// Makes `rec` the thread's recording context and returns the previous one, settling nothing (for a moment in
+/// which no probe runs: `crate::alloc::detect_counting`).
+pub(crate) fn replace_current(rec: *mut Recorder) -> *mut Recorder {
+    CURRENT.with(|c| c.replace(rec))
+}
+
 /// Makes `rec` the thread's recording context and returns the previous one, whose retired calls are settled.
 pub(crate) fn set_current(rec: *mut Recorder) -> *mut Recorder {
     let left = CURRENT.with(|c| c.replace(rec));
@@ -258,6 +264,7 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
         crate::aggregate::set_enabled(config.aggregate);
         let clock = clock();
         crate::calibrate::at_start_up();
+        crate::alloc::detect_counting();
         let (sender, receiver) = sync_channel(config.queue);
         SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);
         lock(&POOL).reserve(config.queue + SPARE_RECORDERS + 8);

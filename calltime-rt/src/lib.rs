@@ -63,10 +63,12 @@
 //! | `CALLTIME_RETIRE_MIN_CALLS` | 1000 | calls observed before a function may retire |
 //!
 //! # Allocations
-//! With the `count-allocs` feature (on in the shadow copy unless the program has its own `#[global_allocator]`,
-//! which is wrapped in [`__private::CountingAlloc`] instead), each allocation made inside an invocation is added
-//! to the node (or call path) of the innermost recorded call: one thread-local load and a branch outside
-//! invocations, a few loads and two adds inside; the probes only zero two fields of each new node.
+//! The shadow copy declares [`__private::CountingAlloc`] as the global allocator in the crate root of the executable
+//! it builds (or wraps the program's own `#[global_allocator]` in it), so its fast path is compiled into the
+//! executable: each allocation made inside an invocation is added to the node (or call path) of the innermost
+//! recorded call: one thread-local load, a compare and a branch outside invocations, an out-of-line call, a few
+//! loads and two adds inside; the probes only zero two fields of each new node. The runtime finds out at start-up
+//! whether the allocator counts (the header's `allocs` setting).
 //!
 //! # Costs and bounds
 //! Per call: one thread-local access, one clock read on entry and one on exit, a write into a preallocated
@@ -133,13 +135,6 @@ use std::path::PathBuf;
 
 pub use future::Instrumented;
 pub use probe::Guard;
-
-/// With the `count-allocs` feature (which `cargo calltime` turns on unless the program has its own
-/// `#[global_allocator]`, which it wraps instead), every allocation made inside an invocation is counted on the
-/// innermost open call.
-#[cfg(feature = "count-allocs")]
-#[global_allocator]
-static CALLTIME_COUNTING_ALLOCATOR: alloc::CountingAlloc<std::alloc::System> = alloc::CountingAlloc(std::alloc::System);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Hidden API (Contract 1)

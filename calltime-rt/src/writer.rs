@@ -1106,7 +1106,7 @@ fn header(rt: &Runtime) -> String {
         c.slower_than_ns,
         c.keep.counts().0,
         c.keep.counts().1,
-        u8::from(cfg!(feature = "count-allocs")),
+        u8::from(crate::alloc::counting()),
         r.quiet_after,
         calibration_line(),
     )

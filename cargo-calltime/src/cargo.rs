@@ -540,8 +540,7 @@ pub fn runtime_home() -> Option<PathBuf> {
     // Written beside, then renamed into place: a concurrent run sees the whole crate or none of it.
     let staging = home.with_extension(format!("tmp{}", std::process::id()));
     let written = std::fs::create_dir_all(&home).map_err(anyhow::Error::from).and_then(|()| {
-        // With its counting allocator: a workspace whose own allocator is wrapped builds one under its target dir.
-        let dir = crate::shadow::write_runtime(&staging, true)?;
+        let dir = crate::shadow::write_runtime(&staging)?;
         std::fs::rename(&dir, home.join("calltime-rt")).or_else(|e| {
             if home.join("calltime-rt/Cargo.toml").is_file() {
                 Ok(()) // another run won the race with the same files
@@ -578,20 +577,19 @@ fn hash_of(value: impl std::hash::Hash) -> u64 {
 const PREBUILT_SWITCH_VAR: &str = "CALLTIME_PREBUILT_RUNTIME";
 
 /// The runtime compiled when the tool was built (build.rs) that this build can link instead of compiling it: the
-/// variant of its profile (dev or release; with the counting allocator or not), written once into the cache `home`.
+/// variant of its profile (dev or release), written once into the cache `home`.
 /// `None`, and the runtime is compiled as before, unless the user's rustc (`$RUSTC`, else the `rustc` that runs here,
 /// rust-toolchain files included) prints the very `rustc -vV` of the one that built the tool, for the
 /// host target (no `CARGO_BUILD_TARGET`), with no `-Z` rustflags (nightly flags that must match across crates), the
 /// wrapper that passes it ours alone, a dev/test or release/bench profile, and no `[profile.*.package.calltime-rt]`
 /// of the user's. A build that still fails on it is retried with the runtime compiled ([`failed_on_prebuilt_runtime`]).
-pub fn prebuilt_runtime(home: &Path, ws_root: &Path, build: &BuildOptions, count_allocs: bool) -> Option<PathBuf> {
+pub fn prebuilt_runtime(home: &Path, ws_root: &Path, build: &BuildOptions) -> Option<PathBuf> {
     use crate::runtime_sources::{PREBUILT_RUNTIMES, PREBUILT_RUSTC};
     let profile = match profile_dir(build) {
         "debug" => "dev",
         "release" => "release",
         _ => "",
     };
-    let variant = if count_allocs { format!("{profile}-allocs") } else { profile.to_owned() };
     let rustflags = ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS"].map(std::env::var_os);
     let why_not = if std::env::var_os(PREBUILT_SWITCH_VAR).is_some_and(|v| v == "0") {
         Some(format!("{PREBUILT_SWITCH_VAR}=0"))
@@ -605,7 +603,7 @@ pub fn prebuilt_runtime(home: &Path, ws_root: &Path, build: &BuildOptions, count
         Some("the rustflags have -Z flags".to_owned())
     } else if sets_runtime_profile(&ws_root.join("Cargo.toml")) {
         Some("the workspace sets [profile.*.package.calltime-rt]".to_owned())
-    } else if !PREBUILT_RUNTIMES.iter().any(|(name, _)| *name == variant) {
+    } else if !PREBUILT_RUNTIMES.iter().any(|(name, _)| *name == profile) {
         Some("the tool was built without prebuilt runtimes".to_owned())
     } else {
         match user_rustc_version() {
@@ -622,9 +620,9 @@ pub fn prebuilt_runtime(home: &Path, ws_root: &Path, build: &BuildOptions, count
         tracing::info!("compiling the runtime: {why}");
         return None;
     }
-    let bytes = PREBUILT_RUNTIMES.iter().find(|(name, _)| *name == variant)?.1;
+    let bytes = PREBUILT_RUNTIMES.iter().find(|(name, _)| *name == profile)?.1;
     // Named after the compiler too: two builds of one tool version by two rustcs must not share a file.
-    let rlib = home.join(format!("prebuilt-{:016x}/{variant}/libcalltime_rt.rlib", hash_of(PREBUILT_RUSTC)));
+    let rlib = home.join(format!("prebuilt-{:016x}/{profile}/libcalltime_rt.rlib", hash_of(PREBUILT_RUSTC)));
     match write_once(&rlib, bytes) {
         Ok(()) => Some(rlib),
         Err(e) => {
@@ -666,6 +664,15 @@ fn write_once(path: &Path, bytes: &[u8]) -> Result<()> {
     let written = std::fs::write(&staging, bytes).and_then(|()| std::fs::rename(&staging, path));
     let _ = std::fs::remove_file(&staging);
     written.with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Whether the build failed because the program got a second global allocator: the counting one the copy declared,
+/// and one the analysis did not find (rustc: "the `#[global_allocator]` in .. conflicts with global allocator in: ..",
+/// or "cannot define multiple global allocators" within one crate).
+pub fn failed_on_second_allocator(failed: &BuildOutput) -> bool {
+    failed.stderr.lines().any(|line| {
+        line.contains("conflicts with global allocator in") || line.contains("cannot define multiple global allocators")
+    })
 }
 
 /// Whether a build that linked the prebuilt runtime failed because of it: rustc refused the rlib (another compiler,

@@ -150,7 +150,7 @@ pub struct Plan {
     /// How much source the analysis read, for the caller's status line.
     pub analysed: AnalysedCounts,
     /// `#[global_allocator]` statics of the workspace (compiled in, not test-only): the copy wraps them to count
-    /// allocations; with none, the runtime installs its own counting allocator.
+    /// allocations; with none, the copy declares the counting allocator in the executable's crate root.
     pub global_allocators: Vec<GlobalAllocator>,
 }
 

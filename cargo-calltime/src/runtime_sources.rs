@@ -73,7 +73,7 @@ mod tests {
         let stale = dir.path().join("calltime-rt/src/recorder/mod.rs");
         std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
         std::fs::write(&stale, "// from an older tool").unwrap();
-        let runtime = crate::shadow::write_runtime(dir.path(), true).unwrap();
+        let runtime = crate::shadow::write_runtime(dir.path()).unwrap();
         assert!(!stale.exists(), "a file that is not a runtime source is removed");
         let mut written = Vec::new();
         files_under(&runtime.join("src"), &runtime.join("src"), &mut written);

@@ -11,10 +11,12 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+mod alloc_root;
 mod copy;
 mod manifest;
 mod redirect;
 
+pub use alloc_root::AllocRoot;
 pub use copy::write_if_changed;
 pub use manifest::{edit_manifest, ManifestEdit};
 pub use redirect::sibling_of;
@@ -59,17 +61,11 @@ pub struct CopyStats {
 /// Writes the runtime crate to `<calltime>/calltime-rt` (outside any shadow workspace, with its own empty
 /// `[workspace]` so cargo never looks for one above it) and returns its directory. Files are only rewritten when
 /// their content changes. `<calltime>` is the shared cache of [`crate::cargo::runtime_home`] when there is one.
-/// With `count_allocs`, the runtime installs its counting global allocator (the `count-allocs` feature, on by
-/// default); without, the program's own `#[global_allocator]` is wrapped instead (or nothing is counted).
-pub fn write_runtime(calltime_dir: &Path, count_allocs: bool) -> Result<PathBuf> {
+pub fn write_runtime(calltime_dir: &Path) -> Result<PathBuf> {
     let dir = calltime_dir.join("calltime-rt");
-    let default_features = if count_allocs { "[\"count-allocs\"]" } else { "[]" };
-    let manifest = format!(
-        "# Written by cargo-calltime: the runtime its probes call. Regenerated when the tool changes.\n\
+    let manifest = "# Written by cargo-calltime: the runtime its probes call. Regenerated when the tool changes.\n\
          [package]\nname = \"calltime-rt\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
-         [lib]\npath = \"src/lib.rs\"\n\n[dependencies]\n\n\
-         [features]\ndefault = {default_features}\ncount-allocs = []\n\n[workspace]\n"
-    );
+         [lib]\npath = \"src/lib.rs\"\n\n[dependencies]\n\n[workspace]\n";
     write_if_changed(&dir.join("Cargo.toml"), manifest.as_bytes())?;
     let src = dir.join("src");
     for (path, contents) in RUNTIME_SOURCES {
@@ -100,8 +96,7 @@ fn remove_stale_runtime_files(src: &Path, dir: &Path) -> Result<()> {
 
 /// The runtime the probes link: the workspace's own `calltime-rt` member when it has one (cargo-calltime's own
 /// repository: two path packages with one name and version cannot share a lock file), else the shipped copy.
-/// `count_allocs` as in [`write_runtime`].
-pub fn runtime_for(ws: &Workspace, calltime_dir: &Path, shadow_dir: &Path, count_allocs: bool) -> Result<PathBuf> {
+pub fn runtime_for(ws: &Workspace, calltime_dir: &Path, shadow_dir: &Path) -> Result<PathBuf> {
     for member in ws.metadata.workspace_packages() {
         if member.name.as_str() == "calltime-rt" {
             if let Some(dir) = member.manifest_path.parent() {
@@ -111,7 +106,7 @@ pub fn runtime_for(ws: &Workspace, calltime_dir: &Path, shadow_dir: &Path, count
             }
         }
     }
-    write_runtime(calltime_dir, count_allocs)
+    write_runtime(calltime_dir)
 }
 
 /// The plan's identity: FNV-1a 64 of the function table (without its id) as JSON, 16 hex digits.
@@ -133,14 +128,16 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 /// Makes `dir` a copy of the workspace; with `probes`, inserts them and adds calltime-rt (at `runtime_dir`) to every
 /// package that has one. Without, the copy is the unmodified workspace (used to tell whether a failed build is ours).
 /// Without `runtime_dir` no manifest names the runtime: the prebuilt one is given to rustc by the build's wrapper.
+/// With probes and `alloc_root`, that crate root declares the counting allocator (`shadow/alloc_root.rs`).
 pub fn prepare(
     ws: &Workspace,
     dir: &Path,
     probes: Option<(&Plan, &PlanInfo)>,
     runtime_dir: Option<&Path>,
+    alloc_root: Option<&AllocRoot>,
 ) -> Result<CopyStats> {
     let root = &ws.root;
-    let edits = Edits::of(ws, probes, runtime_dir, dir)?;
+    let edits = Edits::of(ws, probes, runtime_dir, alloc_root, dir)?;
     let skip = copy::skipped_dirs(ws);
     let selection = copy::Selection::of(ws, &skip);
     let mut stats = CopyStats::default();
@@ -169,7 +166,7 @@ pub fn prepare(
             kept.insert(rel);
             continue;
         }
-        if !selection.takes(&rel) && !edits.per_file.contains_key(&rel) && !edits.allocators.contains_key(&rel) {
+        if !selection.takes(&rel) && !edits.takes_edits(&rel) {
             stats.left_out.push(rel);
             continue;
         }
@@ -233,6 +230,9 @@ struct Edits<'p> {
     per_file: BTreeMap<PathBuf, Vec<Probe<'p>>>,
     /// `#[global_allocator]` statics to wrap in the counting allocator, per source file.
     allocators: BTreeMap<PathBuf, Vec<AllocatorSite>>,
+    /// The crate root that declares the counting allocator (there is no allocator to wrap), and whether it is
+    /// declared for the library's unit tests only.
+    alloc_root: Option<(PathBuf, bool)>,
     plan_info: Option<&'p PlanInfo>,
     /// Manifests of packages that get the runtime dependency.
     runtime_manifests: BTreeSet<PathBuf>,
@@ -252,12 +252,14 @@ impl<'p> Edits<'p> {
         ws: &Workspace,
         probes: Option<(&'p Plan, &'p PlanInfo)>,
         runtime_dir: Option<&'p Path>,
+        alloc_root: Option<&AllocRoot>,
         shadow_dir: &Path,
     ) -> Result<Edits<'p>> {
         let root = &ws.root;
         let mut edits = Edits {
             per_file: BTreeMap::new(),
             allocators: BTreeMap::new(),
+            alloc_root: None,
             plan_info: probes.map(|(_, info)| info),
             runtime_manifests: BTreeSet::new(),
             extern_crate_roots: BTreeSet::new(),
@@ -285,6 +287,10 @@ impl<'p> Edits<'p> {
             edits.allocators.entry(rel).or_default().push(found.site);
             edits.runtime_manifests.insert(manifest);
         }
+        if let Some((rel, manifest)) = alloc_root.and_then(|a| alloc_root::relative_file(root, a)) {
+            edits.alloc_root = alloc_root.map(|a| (rel, a.unit_tests));
+            edits.runtime_manifests.insert(manifest);
+        }
         for package in &ws.metadata.packages {
             let Ok(manifest) = relative_inside(root, package.manifest_path.as_std_path()) else { continue };
             if !edits.runtime_manifests.contains(&manifest) {
@@ -299,7 +305,9 @@ impl<'p> Edits<'p> {
                 }
             }
         }
-        let edited: BTreeSet<PathBuf> = edits.per_file.keys().chain(&edits.extern_crate_roots).cloned().collect();
+        let declaring = edits.alloc_root.iter().map(|(rel, _)| rel);
+        let edited: BTreeSet<PathBuf> =
+            edits.per_file.keys().chain(&edits.extern_crate_roots).chain(declaring).cloned().collect();
         edits.redirects = redirect::plan(ws, &edited, &edits.runtime_manifests, shadow_dir);
         edits.registry_runtime = ws.metadata.packages.iter().any(|p| {
             p.name.as_str() == "calltime-rt" && p.source.as_ref().is_some_and(|s| s.repr.starts_with("registry+"))
@@ -315,8 +323,7 @@ impl<'p> Edits<'p> {
             let wrote_sibling = self.write_edited(src, rel, &sibling, mod_paths, shifts)?;
             return Ok(copy::copy_if_changed(src, dst)? | wrote_sibling);
         }
-        if self.per_file.contains_key(rel) || self.extern_crate_roots.contains(rel) || self.allocators.contains_key(rel)
-        {
+        if self.takes_edits(rel) || self.extern_crate_roots.contains(rel) {
             self.write_edited(src, rel, dst, &[], shifts)
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
             let text = std::fs::read_to_string(src).with_context(|| format!("cannot read {}", src.display()))?;
@@ -351,6 +358,13 @@ impl<'p> Edits<'p> {
 }
 
 impl Edits<'_> {
+    /// Whether the file gets probes, an allocator wrapped or declared (so it is copied whatever the ignore rules).
+    fn takes_edits(&self, rel: &Path) -> bool {
+        self.per_file.contains_key(rel)
+            || self.allocators.contains_key(rel)
+            || self.alloc_root.as_ref().is_some_and(|(root, _)| root == rel)
+    }
+
     /// Writes `src`'s text with its probes, the `#[path]` insertions `mod_paths` and, for an edition-2015 crate root,
     /// `extern crate calltime_rt;` to `dst`; returns whether it wrote.
     fn write_edited(
@@ -376,13 +390,17 @@ impl Edits<'_> {
         if self.plan_info.is_some() {
             let allocators = self.allocators.get(rel).map_or(&[][..], Vec::as_slice);
             insertions.extend(allocators.iter().flat_map(rewrite::allocator_insertions));
+            if let Some((_, unit_tests)) = self.alloc_root.as_ref().filter(|(root, _)| root == rel) {
+                insertions.extend(alloc_root::declaration(&text, *unit_tests));
+            }
         }
-        let mut out = rewrite::insert(&text, insertions).with_context(|| format!("in {}", src.display()))?;
         if self.extern_crate_roots.contains(rel) {
-            // Edition 2015 resolves `::calltime_rt` from the crate root: declare it there, at the very end of the
-            // file, so no line moves.
-            out.push_str(EXTERN_CRATE);
+            // Edition 2015 resolves `::calltime_rt` from the crate root: declare it there, after the last token (a
+            // trailing line comment stays after it), so no line moves.
+            let at = alloc_root::end_of_code(&text).unwrap_or(text.len());
+            insertions.push((at, EXTERN_CRATE.to_owned()));
         }
+        let out = rewrite::insert(&text, insertions).with_context(|| format!("in {}", src.display()))?;
         write_if_changed(dst, out.as_bytes())
     }
 }
@@ -496,7 +514,7 @@ mod tests {
         let copy = tmp.path().join("copy");
         let rt = tmp.path().join("rt");
 
-        let first = prepare(&ws, &copy, None, Some(&rt)).unwrap();
+        let first = prepare(&ws, &copy, None, Some(&rt), None).unwrap();
         assert_eq!((first.files, first.written, first.removed), (5, 5, 0));
         assert!(!copy.join(".git").exists() && !copy.join("target").exists());
         assert_eq!(first.left_out, [PathBuf::from("logs/a.txt"), PathBuf::from("run.out")]);
@@ -507,19 +525,19 @@ mod tests {
         let lib_mtime = mtime("src/lib.rs");
         assert_eq!(lib_mtime, std::fs::metadata(ws_dir.join("src/lib.rs")).unwrap().modified().unwrap());
 
-        let again = prepare(&ws, &copy, None, Some(&rt)).unwrap();
+        let again = prepare(&ws, &copy, None, Some(&rt), None).unwrap();
         assert_eq!((again.written, again.removed), (0, 0));
         assert_eq!(mtime("src/lib.rs"), lib_mtime);
 
         write("src/extra.rs", "pub fn g() {}\n");
         write("src/new.rs", "\n");
-        let changed = prepare(&ws, &copy, None, Some(&rt)).unwrap();
+        let changed = prepare(&ws, &copy, None, Some(&rt), None).unwrap();
         assert_eq!((changed.written, changed.removed), (2, 0));
         assert_eq!(std::fs::read_to_string(copy.join("src/extra.rs")).unwrap(), "pub fn g() {}\n");
         assert_eq!(mtime("src/lib.rs"), lib_mtime);
 
         std::fs::remove_file(ws_dir.join("src/new.rs")).unwrap();
-        let removed = prepare(&ws, &copy, None, Some(&rt)).unwrap();
+        let removed = prepare(&ws, &copy, None, Some(&rt), None).unwrap();
         assert_eq!((removed.written, removed.removed), (0, 1));
         assert!(!copy.join("src/new.rs").exists());
     }

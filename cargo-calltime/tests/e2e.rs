@@ -934,7 +934,7 @@ fn a_fresh_cache_with_the_tools_toolchain_compiles_no_runtime() {
         .flatten()
         .flat_map(|entry| std::fs::read_dir(entry.path()).into_iter().flatten().flatten())
         .filter(|entry| entry.file_name().to_string_lossy().starts_with("prebuilt-"))
-        .map(|entry| entry.path().join("dev-allocs/libcalltime_rt.rlib"))
+        .map(|entry| entry.path().join("dev/libcalltime_rt.rlib"))
         .collect();
     assert!(rlibs.len() == 1 && rlibs[0].is_file(), "{rlibs:?}");
     // Nothing changed: nothing is compiled.
@@ -949,8 +949,8 @@ fn a_fresh_cache_with_the_tools_toolchain_compiles_no_runtime() {
     assert!(stderr.contains("Compiling calltime-rt") && stderr.contains("Compiling e2e-forms"), "{stderr}");
 }
 
-/// Allocations per node, exact, counted by the runtime's allocator (e2e-allocs) or by the program's own
-/// `#[global_allocator]`, wrapped in the copy (e2e-allocs-own, which goes on using its static).
+/// Allocations per node, exact, counted by the allocator the copy declares in the binary's crate root (e2e-allocs)
+/// or by the program's own `#[global_allocator]`, wrapped in the copy (e2e-allocs-own, which goes on using it).
 #[test]
 fn allocations_are_counted_exactly_per_node() {
     for name in ["e2e-allocs", "e2e-allocs-own"] {
@@ -990,4 +990,84 @@ fn allocations_are_counted_exactly_per_node() {
             );
         }
     }
+}
+
+/// Allocations in a workspace's binary and in the library it calls (e2e-allocs-lib), exact per node and per call
+/// path: counted by the allocator the copy declares in the binary's crate root; by the library's own
+/// `#[global_allocator]` (`--features shapes/own-alloc`), wrapped, with nothing declared; in the library's unit
+/// tests (`--lib`, declared under `#[cfg(test)]`); and, with a dependency outside the workspace that declares the
+/// program's allocator (`--features app/tally`), never two allocators: the build is retried without the declared
+/// one and a warning says that nothing is counted.
+#[test]
+fn allocations_in_a_workspace_library_and_its_binary() {
+    let (tmp, dir) = util::copy_test_crate("e2e-allocs-lib");
+    let before = snapshot(&dir);
+    let report = tmp.path().join("report.json");
+    let binary = ["--root", "handle", "--depth", "3"];
+    let cases: [(&str, Vec<&str>); 4] = [
+        ("declared in the binary", binary.to_vec()),
+        ("the library's own allocator", [&binary[..], &["--features", "shapes/own-alloc"]].concat()),
+        ("the library's unit tests", vec!["-p", "shapes", "--lib", "--root", "shape"]),
+        ("an allocator outside the workspace", [&binary[..], &["--features", "app/tally"]].concat()),
+    ];
+    let mut actual = String::new();
+    for (case, args) in cases {
+        let out = util::run(
+            util::calltime().args(&args).args(["--offline", "--format", "json", "-o"]).arg(&report).current_dir(&dir),
+            true,
+        );
+        actual.push_str(&format!("== {case}: {}\n", args.join(" ")));
+        for line in stderr_of(&out).lines().filter(|l| l.contains("allocat")) {
+            actual.push_str(&format!("{}\n", line.trim()));
+        }
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        actual.push_str(&alloc_dump(&json));
+    }
+    util::check(&util::data("e2e/allocs-lib.txt"), &actual);
+    assert_eq!(snapshot(&dir), before, "the workspace changed");
+}
+
+/// The aggregate trees of a JSON report with their allocation counts, self/total (`-` when none are counted).
+fn alloc_dump(report: &Value) -> String {
+    fn node(out: &mut String, n: &Value, depth: usize) {
+        let count = |key: &str| n[key].as_u64().map_or("-".to_owned(), |n| n.to_string());
+        out.push_str(&format!(
+            "{}{} calls={} allocs={}/{} bytes={}/{}\n",
+            "  ".repeat(depth),
+            n["path"].as_str().unwrap_or("?"),
+            n["calls"],
+            count("self_allocs"),
+            count("allocs"),
+            count("self_alloc_bytes"),
+            count("alloc_bytes"),
+        ));
+        for child in n["children"].as_array().into_iter().flatten() {
+            node(out, child, depth + 1);
+        }
+    }
+    let mut out = String::new();
+    for aggregate in report["aggregate"].as_array().expect("aggregate") {
+        out.push_str(&format!("aggregate of {} invocations\n", aggregate["invocations"]));
+        node(&mut out, &aggregate["tree"], 1);
+    }
+    out
+}
+
+/// An edition-2015 crate whose root ends in a line comment with no newline: `extern crate calltime_rt;` and the
+/// counting allocator go after its last token, the program's output is a plain run's, its allocations are counted.
+#[test]
+fn edition_2015_crate_root_ending_in_a_comment() {
+    let (tmp, dir) = util::copy_test_crate("e2e-edition2015");
+    let report = tmp.path().join("report.json");
+    let out = util::run(
+        util::calltime()
+            .args(["--root", "handle", "--offline", "--format", "json", "-o"])
+            .arg(&report)
+            .current_dir(&dir),
+        true,
+    );
+    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    util::check(&util::data("e2e/edition2015-allocs.txt"), &alloc_dump(&json));
 }

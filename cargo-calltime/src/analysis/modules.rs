@@ -348,7 +348,7 @@ fn parse_one(path: &Path) -> Result<FileSummary, String> {
 
 /// The Rust text of a file as syn and proc-macro2 take it: without a BOM and a shebang line, with the number of
 /// bytes left out before it (to add to every offset).
-pub(super) fn rust_text(text: &str) -> (usize, &str) {
+pub(crate) fn rust_text(text: &str) -> (usize, &str) {
     let mut base = 0;
     let mut content = text;
     if let Some(rest) = content.strip_prefix('\u{feff}') {

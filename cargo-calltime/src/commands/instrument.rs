@@ -79,13 +79,14 @@ pub fn analyse_and_build(
     let shadow_dir = calltime_dir.join("shadow");
     // The runtime: prebuilt when the user's toolchain is the tool's, else compiled (once per machine: in a cache
     // shared by every workspace, with its build; under the target dir when there is no cache).
-    // Allocations are counted by the runtime's own global allocator, or by the program's, wrapped in the copy.
-    let count_allocs = plan.global_allocators.is_empty();
+    // Allocations are counted by the program's own global allocator wrapped in the copy, else by the counting
+    // allocator the copy declares in the crate root of the executable it builds.
+    let alloc_root = if plan.global_allocators.is_empty() { shadow::AllocRoot::of_target(&ws, &target) } else { None };
     let home = cargo::runtime_home();
     let prebuilt = home
         .as_deref()
         .filter(|_| !ws_has_runtime_package(&ws))
-        .and_then(|home| cargo::prebuilt_runtime(home, &ws.root, &opts.build, count_allocs));
+        .and_then(|home| cargo::prebuilt_runtime(home, &ws.root, &opts.build));
     let runtime = match prebuilt {
         Some(_) => {
             if opts.build.echo {
@@ -94,9 +95,10 @@ pub fn analyse_and_build(
             }
             None
         }
-        None => Some(compiled_runtime(&ws, home.as_deref(), &shadow_dir, count_allocs)?),
+        None => Some(compiled_runtime(&ws, home.as_deref(), &shadow_dir)?),
     };
-    let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), runtime.as_ref().map(|r| r.dir.as_path()))?;
+    let runtime_dir = runtime.as_ref().map(|r| r.dir.as_path());
+    let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), runtime_dir, alloc_root.as_ref())?;
     report_copy(&ws, &plan, &opts, &shadow_dir, &stats);
 
     ui::status("Building", &format!("{} `{}` with probes", target.kind.noun(), target.name));
@@ -112,11 +114,24 @@ pub fn analyse_and_build(
         build_copy(&ws.root, &shadow_dir, &build_dir, &opts, &target, rustc, runtime)
     };
     let mut out = build(runtime.as_ref(), &stats.remaps)?;
+    let mut runtime = runtime;
     if !out.success && prebuilt.is_some() && cargo::failed_on_prebuilt_runtime(&out) {
         ui::status("Compiling", "the runtime: the prebuilt one does not link with this build");
-        let runtime = compiled_runtime(&ws, home.as_deref(), &shadow_dir, count_allocs)?;
-        let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), Some(&runtime.dir))?;
-        out = build(Some(&runtime), &stats.remaps)?;
+        let compiled = compiled_runtime(&ws, home.as_deref(), &shadow_dir)?;
+        let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), Some(&compiled.dir), alloc_root.as_ref())?;
+        out = build(Some(&compiled), &stats.remaps)?;
+        runtime = Some(compiled);
+    }
+    if !out.success && alloc_root.is_some() && cargo::failed_on_second_allocator(&out) {
+        // A global allocator the analysis does not see (a dependency's, or one in a module of a target it did not
+        // index): the program keeps it, and allocations go uncounted.
+        ui::warn(
+            "allocations are not counted: the program has a #[global_allocator] of its own that the copy cannot \
+             wrap (in a dependency or a file outside the analysed crates)",
+        );
+        let runtime_dir = runtime.as_ref().map(|r| r.dir.as_path());
+        let stats = shadow::prepare(&ws, &shadow_dir, Some((&plan, &info)), runtime_dir, None)?;
+        out = build(runtime.as_ref(), &stats.remaps)?;
     }
     if !out.success {
         return Err(explain_build_failure(&ws, &plan, &opts, &target, out));
@@ -140,17 +155,10 @@ struct CompiledRuntime {
     cache: Option<PathBuf>,
 }
 
-/// Writes the runtime crate: into the shared cache `home` (with the counting allocator: a workspace whose own
-/// allocator is wrapped builds one without under its target dir, so the shared one never changes features).
-fn compiled_runtime(
-    ws: &Workspace,
-    home: Option<&Path>,
-    shadow_dir: &Path,
-    count_allocs: bool,
-) -> Result<CompiledRuntime> {
-    let home = home.filter(|_| count_allocs);
+/// Writes the runtime crate: into the shared cache `home`, else under the workspace's target dir.
+fn compiled_runtime(ws: &Workspace, home: Option<&Path>, shadow_dir: &Path) -> Result<CompiledRuntime> {
     let calltime_dir = ws.calltime_dir();
-    let dir = shadow::runtime_for(ws, home.unwrap_or(&calltime_dir), shadow_dir, count_allocs)?;
+    let dir = shadow::runtime_for(ws, home.unwrap_or(&calltime_dir), shadow_dir)?;
     let cache = home.filter(|home| dir == home.join("calltime-rt")).map(|home| home.join("target"));
     Ok(CompiledRuntime { dir, cache })
 }
@@ -271,7 +279,7 @@ fn explain_build_failure(
         eprint!("{}", failed.stderr);
     }
     ui::status("Checking", "whether the workspace builds without probes");
-    let plain = shadow::prepare(ws, &plain_dir, None, None).and_then(|_| {
+    let plain = shadow::prepare(ws, &plain_dir, None, None, None).and_then(|_| {
         let plain_build = calltime_dir.join("build-plain");
         let rustc = cargo::ShadowRustc::default();
         cargo::cargo_build(&plain_dir, &ws.root, rustc, &plain_build, &opts.cargo, &opts.build, Some(target))
