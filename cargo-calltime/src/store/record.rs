@@ -7,6 +7,7 @@ use std::process::Command;
 
 use crate::trace::Trace;
 use crate::views::aggregate::{aggregate, Aggregate, Merged};
+use crate::views::unique_paths;
 
 /// How the run entered the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,11 +136,13 @@ impl RunRecord {
     /// what it knows. Walks the trees recursively: call it on a big stack (`views::with_big_stack`).
     pub fn from_trace(trace: &Trace) -> RunRecord {
         let aggregates = aggregate(&trace.invocations);
+        // Call paths and roots are keys in the store: two functions sharing a path must not share a key.
+        let keys = Keys(unique_paths(&trace.table));
         let mut path_stats = Vec::new();
         for agg in &aggregates {
-            flatten(trace, &agg.tree, &mut String::new(), &mut path_stats);
+            flatten(&keys, &agg.tree, &mut String::new(), &mut path_stats);
         }
-        let root_stats = aggregates.iter().map(|agg| root_stat(trace, agg)).collect();
+        let root_stats = aggregates.iter().map(|agg| root_stat(&keys, agg)).collect();
         let mut roots: Vec<String> = trace.table.functions.iter().filter(|f| f.root).map(|f| f.path.clone()).collect();
         if roots.is_empty() {
             roots = trace.table.roots.clone();
@@ -169,12 +172,21 @@ impl RunRecord {
     }
 }
 
-fn root_stat(trace: &Trace, agg: &Aggregate) -> RootStat {
+/// Each function's key in the store ([`unique_paths`]).
+struct Keys(Vec<String>);
+
+impl Keys {
+    fn get(&self, func: u32) -> String {
+        self.0.get(func as usize).cloned().unwrap_or_else(|| format!("#{func}"))
+    }
+}
+
+fn root_stat(keys: &Keys, agg: &Aggregate) -> RootStat {
     fn calls(node: &Merged) -> u64 {
         node.calls + node.children.iter().map(calls).sum::<u64>()
     }
     RootStat {
-        root: trace.table.path(agg.tree.func),
+        root: keys.get(agg.tree.func),
         invocations: agg.invocations,
         mean_ns: agg.tree.mean_ns(),
         p50_ns: agg.tree.percentile_ns(0.5),
@@ -183,12 +195,12 @@ fn root_stat(trace: &Trace, agg: &Aggregate) -> RootStat {
     }
 }
 
-fn flatten(trace: &Trace, node: &Merged, prefix: &mut String, out: &mut Vec<PathRow>) {
+fn flatten(keys: &Keys, node: &Merged, prefix: &mut String, out: &mut Vec<PathRow>) {
     let len = prefix.len();
     if !prefix.is_empty() {
         prefix.push(';');
     }
-    prefix.push_str(&trace.table.path(node.func).replace(';', ":"));
+    prefix.push_str(&keys.get(node.func).replace(';', ":"));
     out.push(PathRow {
         path: prefix.clone(),
         calls: node.calls,
@@ -200,7 +212,7 @@ fn flatten(trace: &Trace, node: &Merged, prefix: &mut String, out: &mut Vec<Path
         p99_ns: node.percentile_ns(0.99),
     });
     for child in &node.children {
-        flatten(trace, child, prefix, out);
+        flatten(keys, child, prefix, out);
     }
     prefix.truncate(len);
 }
