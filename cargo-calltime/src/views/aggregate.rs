@@ -553,4 +553,12 @@ mod tests {
         assert_eq!((one.calls, one.total_ns, one.percentile_ns(0.5), one.is_estimated()), (51, 540, None, true));
         assert_eq!((one.min_ns, one.max_ns, one.invocations), (8, 40, 2));
     }
+
+    #[test]
+    fn shares_add_up_to_the_total_in_proportion() {
+        assert_eq!(shares(40, &[2, 6]), [10, 30]);
+        assert_eq!(shares(10, &[1, 1, 1]), [4, 3, 3]);
+        assert_eq!(shares(7, &[0, 0]), [0, 0]);
+        assert_eq!(shares(u64::MAX, &[u64::MAX, 1]).iter().fold(0u64, |a, &b| a.wrapping_add(b)), u64::MAX);
+    }
 }

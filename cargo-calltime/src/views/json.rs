@@ -326,20 +326,22 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
             .collect(),
         invocations: selected
             .iter()
-            .map(|&(index, inv)| (index, inv, Merged::of_invocation(inv)))
-            .map(|(index, inv, mut placed)| (index, inv, placed.place_retired(&inv.retired, &callers), placed))
-            .map(|(index, inv, unplaced, placed)| JsonInvocation {
-                index,
-                seq: inv.seq,
-                thread: &inv.thread,
-                start_ns: inv.start_ns,
-                duration_ns: inv.duration_ns,
-                truncated_calls: inv.truncated_calls,
-                filtered_nodes: inv.filtered_nodes,
-                folded: inv.folded,
-                tree: node(trace, &placed),
-                retired: retired_calls(trace, &inv.retired, &unplaced, None),
-                spawned: &inv.spawned,
+            .map(|&(index, inv)| {
+                let mut tree = Merged::of_invocation(inv);
+                let unplaced = tree.place_retired(&inv.retired, &callers);
+                JsonInvocation {
+                    index,
+                    seq: inv.seq,
+                    thread: &inv.thread,
+                    start_ns: inv.start_ns,
+                    duration_ns: inv.duration_ns,
+                    truncated_calls: inv.truncated_calls,
+                    filtered_nodes: inv.filtered_nodes,
+                    folded: inv.folded,
+                    tree: node(trace, &tree),
+                    retired: retired_calls(trace, &inv.retired, &unplaced, None),
+                    spawned: &inv.spawned,
+                }
             })
             .collect(),
         aggregate: aggregate(selected.iter().map(|(_, inv)| *inv))

@@ -88,22 +88,21 @@ pub fn rows(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<Vec<Row>> {
         .into_iter()
         .map(|(func, s)| {
             let (retired_calls, retired_estimated) = retired.get(&func).copied().unwrap_or_default();
-            (func, s, retired_calls, retired_estimated)
-        })
-        .map(|(func, s, retired_calls, retired_estimated)| Row {
-            path: trace.table.path(func),
-            display: names.get(func),
-            calls: s.calls.saturating_add(retired_calls),
-            retired_calls,
-            retired_estimated,
-            total_ns: s.total_ns,
-            self_ns: s.self_ns,
-            mean_ns: mean_within(&s),
-            min_ns: s.min_ns.unwrap_or(0),
-            max_ns: s.max_ns,
-            estimated: s.timed_calls < s.calls,
-            errs: s.errs,
-            cancelled: s.cancelled,
+            Row {
+                path: trace.table.path(func),
+                display: names.get(func),
+                calls: s.calls.saturating_add(retired_calls),
+                retired_calls,
+                retired_estimated,
+                total_ns: s.total_ns,
+                self_ns: s.self_ns,
+                mean_ns: mean_within(&s),
+                min_ns: s.min_ns.unwrap_or(0),
+                max_ns: s.max_ns,
+                estimated: s.timed_calls < s.calls,
+                errs: s.errs,
+                cancelled: s.cancelled,
+            }
         })
         .collect();
     let key = |r: &Row| match opts.sort {
