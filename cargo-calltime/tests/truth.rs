@@ -462,6 +462,12 @@ fn real_crate_shapes_count_every_call_and_keep_means_within_extremes() {
     check(&expect("trial.table.txt"), &text_view(&trace, &table));
     let json = ViewOptions { format: cargo_calltime::views::ViewFormat::Json, ..ViewOptions::default() };
     check(&expect("trial.json"), &text_view(&trace, &json));
+    // The HTML report counts them too: the retired calls placed under `fmt` in the second invocation, and every
+    // call of `with_span` in its table row.
+    let html = ViewOptions { format: cargo_calltime::views::ViewFormat::Html, ..ViewOptions::default() };
+    let page = text_view(&trace, &html);
+    assert!(page.contains("encode::visit_nested_tables</span>") && page.contains("×12</span>"), "{page}");
+    assert!(page.contains("data-v=\"1001700\""), "with_span's row counts every call:\n{page}");
     let out = util::run(util::calltime().arg("report").arg(&path), true);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
