@@ -468,6 +468,11 @@ fn real_crate_shapes_count_every_call_and_keep_means_within_extremes() {
     let page = text_view(&trace, &html);
     assert!(page.contains("encode::visit_nested_tables</span>") && page.contains("×12</span>"), "{page}");
     assert!(page.contains("data-v=\"1001700\""), "with_span's row counts every call:\n{page}");
+    // The flamegraph's tooltips too: the time of retired calls is in their callers' frames, their count in theirs.
+    let svg = ViewOptions { format: cargo_calltime::views::ViewFormat::Svg, ..ViewOptions::default() };
+    let svg = text_view(&trace, &svg);
+    assert!(svg.contains("encode::visit_nested_tables (12.0µs, 0.33%, ~45 calls, ~39 after it retired)"), "{svg}");
+    assert!(svg.contains("from (45.0µs, 1.22%, 4,000 calls, 3,000 after it retired)"), "{svg}");
     let out = util::run(util::calltime().arg("report").arg(&path), true);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
