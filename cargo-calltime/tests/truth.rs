@@ -473,6 +473,10 @@ fn real_crate_shapes_count_every_call_and_keep_means_within_extremes() {
     let svg = text_view(&trace, &svg);
     assert!(svg.contains("encode::visit_nested_tables (12.0µs, 0.33%, ~45 calls, ~39 after it retired)"), "{svg}");
     assert!(svg.contains("from (45.0µs, 1.22%, 4,000 calls, 3,000 after it retired)"), "{svg}");
+    // And the run store: calls per call path and per invocation do not drop because a function retired.
+    let record = cargo_calltime::store::RunRecord::from_trace(&trace);
+    let with_span = record.path_stats.iter().find(|p| p.path.ends_with("RawString::with_span")).unwrap();
+    assert_eq!(with_span.calls, 1_001_700);
     let out = util::run(util::calltime().arg("report").arg(&path), true);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::trace::Trace;
-use crate::views::aggregate::{aggregate, Aggregate, Merged};
+use crate::views::aggregate::{aggregate, callers_of_retired, Aggregate, Merged};
 use crate::views::unique_paths;
 
 /// How the run entered the store.
@@ -95,6 +95,7 @@ pub struct RootStat {
 pub struct PathRow {
     /// Function paths from the root, joined by `;` (a `;` inside a path becomes `:`, as in folded stacks).
     pub path: String,
+    /// Every call at the path, those made after the function's probe retired included (as in the views).
     pub calls: u64,
     pub total_ns: u64,
     pub self_ns: u64,
@@ -135,7 +136,15 @@ impl RunRecord {
     /// The record of `trace`, with no label, no git information, source `Run` and this machine; the caller sets
     /// what it knows. Walks the trees recursively: call it on a big stack (`views::with_big_stack`).
     pub fn from_trace(trace: &Trace) -> RunRecord {
-        let aggregates = aggregate(&trace.invocations);
+        let mut aggregates = aggregate(&trace.invocations);
+        // Calls made after a probe retired count at their call paths, as in the views: a run's calls per invocation
+        // must not drop because a function retired earlier in it.
+        let callers = callers_of_retired(trace);
+        for agg in &mut aggregates {
+            let retired = std::mem::take(&mut agg.retired);
+            agg.tree.place_retired(&retired, &callers);
+            agg.retired = retired;
+        }
         // Call paths and roots are keys in the store: two functions sharing a path must not share a key.
         let keys = Keys(unique_paths(&trace.table));
         let mut path_stats = Vec::new();
@@ -183,7 +192,7 @@ impl Keys {
 
 fn root_stat(keys: &Keys, agg: &Aggregate) -> RootStat {
     fn calls(node: &Merged) -> u64 {
-        node.calls + node.children.iter().map(calls).sum::<u64>()
+        node.all_calls() + node.children.iter().map(calls).sum::<u64>()
     }
     RootStat {
         root: keys.get(agg.tree.func),
@@ -203,7 +212,7 @@ fn flatten(keys: &Keys, node: &Merged, prefix: &mut String, out: &mut Vec<PathRo
     prefix.push_str(&keys.get(node.func).replace(';', ":"));
     out.push(PathRow {
         path: prefix.clone(),
-        calls: node.calls,
+        calls: node.all_calls(),
         total_ns: node.total_ns,
         self_ns: node.self_ns,
         invocations: node.invocations,
