@@ -553,7 +553,8 @@ fn fast_busy_functions_are_named_and_left_out_with_exclude_fast() {
 }
 
 /// With no flags, the busy tiny function retires during the first run: its calls before retiring stay in the tree,
-/// its later calls are counted exactly (`retired: mix N calls`), and the note asks for no second run.
+/// its later calls are counted exactly (`retired: mix N calls`, and in the tree: `[+N after it retired]`), and the
+/// note asks for no second run.
 #[test]
 fn busy_functions_retire_by_themselves() {
     let (_tmp, dir) = util::copy_test_crate("e2e-hot");
@@ -573,9 +574,25 @@ fn busy_functions_retire_by_themselves() {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.replace(',', "").parse().ok())
         .unwrap_or_else(|| panic!("no retired line:\n{stderr}"));
-    assert_eq!(in_tree + retired, 20_003, "every call of mix is counted exactly:\n{stderr}");
+    // The tree counts every call, those after it retired included, and says how many those were.
+    assert_eq!(in_tree, 20_003, "every call of mix is counted exactly:\n{stderr}");
+    let after = format!("[+{} after it retired]", thousands(retired));
+    assert!(stderr.lines().any(|l| l.contains("├─ mix") && l.contains(&after)), "{after}:\n{stderr}");
     assert!(stderr.contains("note: 1 probe retired during the run"), "{stderr}");
     assert!(!stderr.contains("--exclude '"), "no second run is asked for:\n{stderr}");
+}
+
+/// `15907` as the text view writes it: `15,907`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Recursion 5,000 levels deep: the report names the frame-depth limit (not the node cap), and `--max-depth`

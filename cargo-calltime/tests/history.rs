@@ -361,3 +361,20 @@ fn recorded_runs_are_found_by_label_and_id_until_retention_drops_their_traces() 
     let err = store::Selector::parse("@run:999").unwrap().unwrap().runs(&store).unwrap_err();
     assert!(err.to_string().starts_with("no stored run has id 999"), "{err:#}");
 }
+
+/// Two functions sharing a path (one function under two `#[cfg]`s; two impls the table names alike) are two
+/// call paths in the store, not a UNIQUE constraint failure: each key is made unique by location, then index.
+#[test]
+fn functions_sharing_a_path_are_stored_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&tmp.path().join("runs.sqlite")).unwrap();
+    let id = store.insert(&record("shared-paths.trace", None)).unwrap();
+    let rows: Vec<String> = store
+        .path_stats(id)
+        .unwrap()
+        .iter()
+        .map(|p| format!("{} calls {} total {}", p.path, p.calls, p.total_ns))
+        .collect();
+    util::check(&data("history/expected/shared-paths.txt"), &(rows.join("\n") + "\n"));
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}

@@ -443,3 +443,53 @@ fn diff_compares_all_calls_of_retired_functions() {
     assert!(helper.calls.retired && helper.calls.changed, "{helper:?}");
     assert_eq!(calls_text(helper), "4 -> 5 (all, retired)");
 }
+
+/// What real crates showed wrong in the views (docs/trial-crates.md), on a trace of their shape
+/// (tests/data/truth/trial.trace): a folded `from_str` with one timed call of five, inside the chain that pays for
+/// a million retired `with_span` calls, keeps its mean between its min and max; the retired calls of a recursive
+/// `visit_nested_tables` are shown at both its call paths (shared, `~`), and under its caller `fmt` in the next
+/// invocation, which recorded none of its calls (exact); `with_span`, whose caller is not in that invocation,
+/// stays only in the `retired:` line and says so; the table counts every call; two `Value::from` impls are
+/// named apart in the tree, the table and the retirement note.
+#[test]
+fn real_crate_shapes_count_every_call_and_keep_means_within_extremes() {
+    let path = data("truth/trial.trace");
+    let trace = Trace::load(&path, None).unwrap();
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+    let expect = |name: &str| data(&format!("truth/expected/{name}"));
+    check(&expect("trial.txt"), &text_view(&trace, &ViewOptions::default()));
+    let table = ViewOptions { format: cargo_calltime::views::ViewFormat::Table, ..ViewOptions::default() };
+    check(&expect("trial.table.txt"), &text_view(&trace, &table));
+    let json = ViewOptions { format: cargo_calltime::views::ViewFormat::Json, ..ViewOptions::default() };
+    check(&expect("trial.json"), &text_view(&trace, &json));
+    // The HTML report counts them too: the retired calls placed under `fmt` in the second invocation, and every
+    // call of `with_span` in its table row.
+    let html = ViewOptions { format: cargo_calltime::views::ViewFormat::Html, ..ViewOptions::default() };
+    let page = text_view(&trace, &html);
+    assert!(page.contains("encode::visit_nested_tables</span>") && page.contains("×12</span>"), "{page}");
+    assert!(page.contains("data-v=\"1001700\""), "with_span's row counts every call:\n{page}");
+    // The flamegraph's tooltips too: the time of retired calls is in their callers' frames, their count in theirs.
+    let svg = ViewOptions { format: cargo_calltime::views::ViewFormat::Svg, ..ViewOptions::default() };
+    let svg = text_view(&trace, &svg);
+    assert!(svg.contains("encode::visit_nested_tables (12.0µs, 0.33%, ~45 calls, ~39 after it retired)"), "{svg}");
+    assert!(svg.contains("from (45.0µs, 1.22%, 4,000 calls, 3,000 after it retired)"), "{svg}");
+    // And the run store: calls per call path and per invocation do not drop because a function retired.
+    let record = cargo_calltime::store::RunRecord::from_trace(&trace);
+    let with_span = record.path_stats.iter().find(|p| p.path.ends_with("RawString::with_span")).unwrap();
+    assert_eq!(with_span.calls, 1_001_700);
+    let out = util::run(util::calltime().arg("report").arg(&path), true);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("<app::Value as core::convert::From<u64>>::from (4,000 calls"),
+        "the note must tell the From impls apart:\n{stderr}"
+    );
+    // Every node, compensated, has min <= mean <= max.
+    fn within(node: &Node) {
+        if node.timed_calls > 0 {
+            let mean = (node.duration_ns + node.calls / 2) / node.calls;
+            assert!(node.min_ns <= mean && mean <= node.max_ns, "{node:?}");
+        }
+        node.children.iter().for_each(within);
+    }
+    compensated(trace).invocations.iter().for_each(|inv| within(&inv.root));
+}

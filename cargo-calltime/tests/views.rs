@@ -533,7 +533,7 @@ fn labels_are_whole_or_readable(frames: &[Frame]) {
 fn json_schema_has_the_documented_fields() {
     let text = render_text(&load("many"), &opts(ViewFormat::Json));
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(doc["version"], 2);
+    assert_eq!(doc["version"], 3);
     assert_eq!(doc["root"], "demo::server::handle");
     let fields = ["path", "display", "file", "line", "calls", "total_ns", "self_ns", "min_ns", "max_ns", "panicked"];
     let inv = &doc["invocations"][0];
@@ -801,7 +801,7 @@ fn deep_recursion_stays_readable_and_bounded() {
     assert_eq!(folded.lines().count(), 513);
     // Deep JSON is written compact (pretty-printing would be quadratic in the depth), every level present.
     assert_eq!(json.lines().count(), 1);
-    assert!(json.starts_with("{\"version\":2,"));
+    assert!(json.starts_with("{\"version\":3,"));
     assert_eq!(json.matches("\"children\":[").count() as u64, 2 * depth, "invocation tree + aggregate tree");
     assert!(svg_frames(&svg).0.iter().any(|f| f.name() == "(deeper calls)"));
 }

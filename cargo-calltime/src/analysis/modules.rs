@@ -179,7 +179,13 @@ pub fn crate_specs(ws: &Workspace, with_aux: bool) -> Vec<CrateSpec> {
             if kind != TargetKind::Lib && !selected {
                 continue;
             }
-            if !with_aux && matches!(kind, TargetKind::Example | TargetKind::Test | TargetKind::Bench) {
+            let aux = matches!(kind, TargetKind::Example | TargetKind::Test | TargetKind::Bench);
+            if !with_aux && aux {
+                continue;
+            }
+            // Packaged crates list tests, benches and examples whose files crates.io does not ship; `cargo build`
+            // and `cargo run` ignore them silently, and so does the analysis (no root can be in a missing file).
+            if aux && !target.src_path.as_std_path().is_file() {
                 continue;
             }
             let mut deps = normal.clone();

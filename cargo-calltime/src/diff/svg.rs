@@ -43,7 +43,7 @@ pub fn render(report: &Report) -> Result<Vec<u8>> {
     let svg = String::from_utf8(svg).context("inferno wrote an SVG that is not UTF-8")?;
     let by_frames: HashMap<Vec<String>, &PathDiff> = report.paths.iter().map(|p| (frames_of(p), p)).collect();
     let svg = svg_frames::rewrite(&svg, |frame| match by_frames.get(&frame.path) {
-        Some(p) => Edit { mark: String::new(), info: Some(info(p, report)), fill: Some(fill(p).to_owned()) },
+        Some(p) => Edit { info: Some(info(p, report)), fill: Some(fill(p).to_owned()), ..Edit::default() },
         None => Edit::default(),
     })?;
     Ok(svg.into_bytes())

@@ -158,15 +158,8 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             for r in &run.root_stats {
-                root.execute(params![
-                    id,
-                    r.root,
-                    r.invocations,
-                    r.mean_ns,
-                    r.p50_ns,
-                    r.p99_ns,
-                    r.calls_per_invocation
-                ])?;
+                root.execute(params![id, r.root, r.invocations, r.mean_ns, r.p50_ns, r.p99_ns, r.calls_per_invocation])
+                    .with_context(|| format!("cannot store root `{}` in the run store", r.root))?;
             }
             let mut path = tx.prepare(
                 "INSERT INTO path_stats (run_id, path, calls, total_ns, self_ns, invocations, mean_ns, p50_ns, p99_ns)
@@ -183,7 +176,8 @@ impl Store {
                     p.mean_ns,
                     p.p50_ns,
                     p.p99_ns
-                ])?;
+                ])
+                .with_context(|| format!("cannot store call path `{}` in the run store", p.path))?;
             }
         }
         tx.commit().context("cannot commit the run to the store")?;

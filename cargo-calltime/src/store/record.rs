@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::trace::Trace;
-use crate::views::aggregate::{aggregate, Aggregate, Merged};
+use crate::views::aggregate::{aggregate, callers_of_retired, Aggregate, Merged};
+use crate::views::unique_paths;
 
 /// How the run entered the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +95,7 @@ pub struct RootStat {
 pub struct PathRow {
     /// Function paths from the root, joined by `;` (a `;` inside a path becomes `:`, as in folded stacks).
     pub path: String,
+    /// Every call at the path, those made after the function's probe retired included (as in the views).
     pub calls: u64,
     pub total_ns: u64,
     pub self_ns: u64,
@@ -134,12 +136,22 @@ impl RunRecord {
     /// The record of `trace`, with no label, no git information, source `Run` and this machine; the caller sets
     /// what it knows. Walks the trees recursively: call it on a big stack (`views::with_big_stack`).
     pub fn from_trace(trace: &Trace) -> RunRecord {
-        let aggregates = aggregate(&trace.invocations);
+        let mut aggregates = aggregate(&trace.invocations);
+        // Calls made after a probe retired count at their call paths, as in the views: a run's calls per invocation
+        // must not drop because a function retired earlier in it.
+        let callers = callers_of_retired(trace);
+        for agg in &mut aggregates {
+            let retired = std::mem::take(&mut agg.retired);
+            agg.tree.place_retired(&retired, &callers);
+            agg.retired = retired;
+        }
+        // Call paths and roots are keys in the store: two functions sharing a path must not share a key.
+        let keys = Keys(unique_paths(&trace.table));
         let mut path_stats = Vec::new();
         for agg in &aggregates {
-            flatten(trace, &agg.tree, &mut String::new(), &mut path_stats);
+            flatten(&keys, &agg.tree, &mut String::new(), &mut path_stats);
         }
-        let root_stats = aggregates.iter().map(|agg| root_stat(trace, agg)).collect();
+        let root_stats = aggregates.iter().map(|agg| root_stat(&keys, agg)).collect();
         let mut roots: Vec<String> = trace.table.functions.iter().filter(|f| f.root).map(|f| f.path.clone()).collect();
         if roots.is_empty() {
             roots = trace.table.roots.clone();
@@ -169,12 +181,21 @@ impl RunRecord {
     }
 }
 
-fn root_stat(trace: &Trace, agg: &Aggregate) -> RootStat {
+/// Each function's key in the store ([`unique_paths`]).
+struct Keys(Vec<String>);
+
+impl Keys {
+    fn get(&self, func: u32) -> String {
+        self.0.get(func as usize).cloned().unwrap_or_else(|| format!("#{func}"))
+    }
+}
+
+fn root_stat(keys: &Keys, agg: &Aggregate) -> RootStat {
     fn calls(node: &Merged) -> u64 {
-        node.calls + node.children.iter().map(calls).sum::<u64>()
+        node.all_calls() + node.children.iter().map(calls).sum::<u64>()
     }
     RootStat {
-        root: trace.table.path(agg.tree.func),
+        root: keys.get(agg.tree.func),
         invocations: agg.invocations,
         mean_ns: agg.tree.mean_ns(),
         p50_ns: agg.tree.percentile_ns(0.5),
@@ -183,15 +204,15 @@ fn root_stat(trace: &Trace, agg: &Aggregate) -> RootStat {
     }
 }
 
-fn flatten(trace: &Trace, node: &Merged, prefix: &mut String, out: &mut Vec<PathRow>) {
+fn flatten(keys: &Keys, node: &Merged, prefix: &mut String, out: &mut Vec<PathRow>) {
     let len = prefix.len();
     if !prefix.is_empty() {
         prefix.push(';');
     }
-    prefix.push_str(&trace.table.path(node.func).replace(';', ":"));
+    prefix.push_str(&keys.get(node.func).replace(';', ":"));
     out.push(PathRow {
         path: prefix.clone(),
-        calls: node.calls,
+        calls: node.all_calls(),
         total_ns: node.total_ns,
         self_ns: node.self_ns,
         invocations: node.invocations,
@@ -200,7 +221,7 @@ fn flatten(trace: &Trace, node: &Merged, prefix: &mut String, out: &mut Vec<Path
         p99_ns: node.percentile_ns(0.99),
     });
     for child in &node.children {
-        flatten(trace, child, prefix, out);
+        flatten(keys, child, prefix, out);
     }
     prefix.truncate(len);
 }

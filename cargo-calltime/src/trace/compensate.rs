@@ -35,9 +35,11 @@ pub fn compensated(mut trace: Trace) -> Trace {
 }
 
 /// Per retired function, the functions seen calling it (parents of its nodes), over the whole trace.
-type Callers = BTreeMap<u32, BTreeSet<u32>>;
+pub type Callers = BTreeMap<u32, BTreeSet<u32>>;
 
-fn callers_of_retired(trace: &Trace) -> Callers {
+/// The callers of every function that retired (a `retire` record or `r` lines), over every invocation: where
+/// its calls after retiring were made (compensation) and are shown (views).
+pub fn callers_of_retired(trace: &Trace) -> Callers {
     fn walk(node: &Node, retired: &BTreeSet<u32>, out: &mut Callers) {
         for child in &node.children {
             if retired.contains(&child.func) {
@@ -69,17 +71,51 @@ fn compensate_invocation(inv: &mut Invocation, calibration: &Calibration, caller
             Some(funcs) => common_chain(&inv.root, funcs),
             None => Vec::new(),
         };
-        // The root, then each node down the chain, contains the retired calls.
+        // The root, then each node down the chain, contains the retired calls; each of a node's calls is taken its
+        // share of them, as its total is, so min and max move with the mean.
         let mut node = &mut inv.root;
-        node.duration_ns = node.duration_ns.saturating_sub(cost_ns);
+        take_cost(node, cost_ns);
         for &at in &chain {
             node = &mut node.children[at];
-            node.duration_ns = node.duration_ns.saturating_sub(cost_ns);
+            take_cost(node, cost_ns);
         }
     }
     clamp_children(&mut inv.root);
+    keep_mean_within_extremes(&mut inv.root);
     // The invocation's span is its root's: it shrinks by what the root's did.
     inv.duration_ns = inv.duration_ns.saturating_sub(raw_root_ns.saturating_sub(inv.root.duration_ns));
+}
+
+/// Takes `cost_ns` from a node's total, and its per-call share from its timed calls' min and max.
+fn take_cost(node: &mut Node, cost_ns: u64) {
+    node.duration_ns = node.duration_ns.saturating_sub(cost_ns);
+    if node.calls == 1 && node.timed_calls == 1 {
+        (node.min_ns, node.max_ns) = (node.duration_ns, node.duration_ns);
+    } else if node.timed_calls > 0 {
+        let per_call = cost_ns.div_ceil(node.calls.max(1));
+        node.min_ns = node.min_ns.saturating_sub(per_call);
+        node.max_ns = node.max_ns.saturating_sub(per_call);
+    }
+}
+
+/// Makes every node's timed min and max hold its mean (total / calls): the compensation and the clamp take the
+/// same time from all three, but rounding and a parent too small for its children can leave the mean a few ns
+/// outside, and a view must never show a mean below its min or above its max.
+fn keep_mean_within_extremes(node: &mut Node) {
+    if node.timed_calls > 0 && node.calls > 0 {
+        let mean = (u128::from(node.duration_ns) + u128::from(node.calls) / 2) / u128::from(node.calls);
+        let mean = u64::try_from(mean).unwrap_or(u64::MAX);
+        if node.timed_calls == 1 {
+            // One timed call: the estimate is that call times the calls, so the mean is the call.
+            (node.min_ns, node.max_ns) = (mean, mean);
+        } else {
+            node.min_ns = node.min_ns.min(mean);
+            node.max_ns = node.max_ns.max(mean).min(node.duration_ns);
+        }
+    }
+    for child in &mut node.children {
+        keep_mean_within_extremes(child);
+    }
 }
 
 /// The child indices from the root down to the deepest node that contains every node of `funcs` (their common
@@ -174,13 +210,15 @@ fn clamp_children(node: &mut Node) {
         let (room, scaled, only_estimated) =
             if exact < sum && exact <= parent { (parent - exact, sum - exact, true) } else { (parent, sum, false) };
         for child in node.children.iter_mut().filter(|c| !only_estimated || c.is_estimated()) {
-            // Rounded down, so the scaled children add up to at most the parent.
-            child.duration_ns = (u128::from(child.duration_ns) * room / scaled) as u64;
+            // Rounded down, so the scaled children add up to at most the parent; min and max scale with the total,
+            // so the mean stays between them.
+            let scale = |ns: u64| (u128::from(ns) * room / scaled) as u64;
+            child.duration_ns = scale(child.duration_ns);
             if child.calls == 1 && child.timed_calls == 1 {
                 (child.min_ns, child.max_ns) = (child.duration_ns, child.duration_ns);
             } else {
-                child.max_ns = child.max_ns.min(child.duration_ns);
-                child.min_ns = child.min_ns.min(child.max_ns);
+                child.max_ns = scale(child.max_ns).min(child.duration_ns);
+                child.min_ns = scale(child.min_ns).min(child.max_ns);
             }
         }
     }

@@ -5,6 +5,7 @@
 //! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
+pub use crate::trace::compensate::{callers_of_retired, Callers};
 use crate::trace::{bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, ThreadRef, Trace};
 
 /// Every call of one function at one call path, merged.
@@ -56,6 +57,12 @@ pub struct Merged {
     pub lane: Option<ThreadRef>,
     /// Spawned work still running when its invocation was written (`[outlived]`).
     pub outlived: u64,
+    /// Calls of this function at this call path made after its probe retired (not timed: their time is in the
+    /// caller's), placed here by [`Merged::place_retired`]; not in `calls`.
+    pub retired_calls: u64,
+    /// `retired_calls` is an estimate: the function went quiet (its calls were no longer counted), or its retired
+    /// calls were shared among several call paths in proportion to the calls recorded there.
+    pub retired_estimated: bool,
     /// In order of the first call.
     pub children: Vec<Merged>,
     /// The last invocation counted in `invocations` (to count each invocation once).
@@ -89,6 +96,8 @@ impl Merged {
             histogram: Vec::new(),
             lane: None,
             outlived: 0,
+            retired_calls: 0,
+            retired_estimated: false,
             children: Vec::new(),
             last_invocation: usize::MAX,
         }
@@ -173,10 +182,90 @@ impl Merged {
         }
     }
 
+    /// Every call at this call path: those recorded, and those made after the function's probe retired.
+    pub fn all_calls(&self) -> u64 {
+        self.calls.saturating_add(self.retired_calls)
+    }
+
+    /// Puts calls of retired functions made after they retired (`retired`, one entry per function) at the call
+    /// paths where each function's calls were recorded, in proportion to those calls; where this tree recorded
+    /// none, under the nodes of its callers (`callers`: the functions seen calling it anywhere in the trace), in
+    /// proportion to their calls. A count shared among several paths is marked estimated. Returns what found no
+    /// place (neither the function nor a caller is in the tree): the views still name it after the tree.
+    pub fn place_retired(&mut self, retired: &[RetiredCalls], callers: &Callers) -> Vec<RetiredCalls> {
+        let mut unplaced = Vec::new();
+        for r in retired.iter().filter(|r| r.calls > 0) {
+            let mut at = Vec::new();
+            self.paths_of(&|m| m.func == r.func && m.calls > 0, &mut Vec::new(), &mut at);
+            let under_callers = at.is_empty();
+            if under_callers {
+                let of = callers.get(&r.func);
+                self.paths_of(&|m| of.is_some_and(|of| of.contains(&m.func)), &mut Vec::new(), &mut at);
+            }
+            let weights: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+            let shares = shares(r.calls, &weights);
+            let estimated = r.estimated || shares.iter().filter(|&&n| n > 0).count() > 1;
+            if at.is_empty() {
+                unplaced.push(*r);
+            }
+            for (path, share) in at.iter().zip(shares).filter(|(_, n)| *n > 0) {
+                let mut node = self.at_mut(path);
+                if under_callers {
+                    let child = match node.children.iter().position(|c| c.func == r.func && c.lane.is_none()) {
+                        Some(i) => i,
+                        None => {
+                            let mut child = Merged::new(r.func, node.start_ns);
+                            child.min_ns = 0;
+                            child.invocations = node.invocations;
+                            node.children.push(child);
+                            node.children.len() - 1
+                        }
+                    };
+                    node = &mut node.children[child];
+                }
+                node.retired_calls = node.retired_calls.saturating_add(share);
+                node.retired_estimated |= estimated;
+            }
+        }
+        unplaced
+    }
+
+    /// The child-index paths of the nodes `wanted` picks, in preorder.
+    fn paths_of(&self, wanted: &dyn Fn(&Merged) -> bool, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        if wanted(self) {
+            out.push(path.clone());
+        }
+        for (i, child) in self.children.iter().enumerate() {
+            path.push(i);
+            child.paths_of(wanted, path, out);
+            path.pop();
+        }
+    }
+
+    fn at(&self, path: &[usize]) -> &Merged {
+        path.iter().fold(self, |node, &i| &node.children[i])
+    }
+
+    fn at_mut(&mut self, path: &[usize]) -> &mut Merged {
+        path.iter().fold(self, |node, &i| &mut node.children[i])
+    }
+
+    /// This subtree has calls placed by [`Merged::place_retired`].
+    pub fn has_retired_calls(&self) -> bool {
+        self.retired_calls > 0 || self.children.iter().any(Merged::has_retired_calls)
+    }
+
     /// Mean duration of one call, rounded to the nearest ns (an estimate when [`Merged::is_estimated`]).
     pub fn mean_ns(&self) -> u64 {
         let (total, calls) = (u128::from(self.total_ns), u128::from(self.calls));
-        total.checked_add(calls / 2).and_then(|t| t.checked_div(calls)).map_or(0, |mean| mean as u64)
+        let mean = total.checked_add(calls / 2).and_then(|t| t.checked_div(calls)).map_or(0, |mean| mean as u64);
+        // Each node's mean lies within its timed extremes (`trace::compensate`); rounding must not take the merged
+        // mean outside them.
+        if self.timed_calls > 0 && self.min_ns <= self.max_ns {
+            mean.clamp(self.min_ns, self.max_ns)
+        } else {
+            mean
+        }
     }
 
     /// The times are estimates: some calls (of folded nodes) were not timed.
@@ -295,6 +384,34 @@ fn merged_path(path: &AggregatePath, invocations: u64) -> Merged {
     let children_ns: u64 = merged.children.iter().map(|c| c.total_ns).sum();
     merged.self_ns = merged.total_ns.saturating_sub(children_ns);
     merged
+}
+
+/// `total` split in proportion to `weights`, rounded so that the shares add up to `total` exactly (the largest
+/// remainders get the units left over).
+fn shares(total: u64, weights: &[u64]) -> Vec<u64> {
+    let sum: u128 = weights.iter().map(|&w| u128::from(w)).sum();
+    if sum == 0 {
+        return vec![0; weights.len()];
+    }
+    let exact: Vec<(u64, u128)> = weights
+        .iter()
+        .map(|&w| {
+            let scaled = u128::from(total) * u128::from(w);
+            ((scaled / sum) as u64, scaled % sum)
+        })
+        .collect();
+    let mut out: Vec<u64> = exact.iter().map(|&(n, _)| n).collect();
+    let mut left = total - out.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by(|&a, &b| exact[b].1.cmp(&exact[a].1).then(a.cmp(&b)));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        out[i] += 1;
+        left -= 1;
+    }
+    out
 }
 
 /// Adds one invocation's retired calls to a sum per function.
@@ -435,5 +552,13 @@ mod tests {
         let one = &tree.children[0];
         assert_eq!((one.calls, one.total_ns, one.percentile_ns(0.5), one.is_estimated()), (51, 540, None, true));
         assert_eq!((one.min_ns, one.max_ns, one.invocations), (8, 40, 2));
+    }
+
+    #[test]
+    fn shares_add_up_to_the_total_in_proportion() {
+        assert_eq!(shares(40, &[2, 6]), [10, 30]);
+        assert_eq!(shares(10, &[1, 1, 1]), [4, 3, 3]);
+        assert_eq!(shares(7, &[0, 0]), [0, 0]);
+        assert_eq!(shares(u64::MAX, &[u64::MAX, 1]).iter().fold(0u64, |a, &b| a.wrapping_add(b)), u64::MAX);
     }
 }

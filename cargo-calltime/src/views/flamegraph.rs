@@ -3,12 +3,15 @@
 use anyhow::{bail, Context, Result};
 use inferno::flamegraph::{self, Options};
 
-use super::aggregate::select;
+use std::collections::HashMap;
+
+use super::aggregate::{aggregate, callers_of_retired, select, Merged};
 use super::folded::{stacks, timeline, CANCELLED_MARK, ERR_MARK, PANICKED_MARK};
+use super::overhead::thousands;
 use super::svg_frames::{self, Edit};
 use super::{plan_summary, plan_summary_for, Names, ViewOptions, Weight};
 use crate::trace::{Times, Trace};
-use crate::units::{format_bytes, format_ns};
+use crate::units::{format_bytes, format_ns, plural_s};
 
 pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerThan>) -> Result<Vec<u8>> {
     if trace.invocations.is_empty() {
@@ -101,14 +104,60 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
         Weight::Bytes => &|bytes| format_bytes(bytes as f64),
         Weight::Allocs => &|allocs| crate::units::plural(allocs, "allocation"),
     };
+    // Tooltips of a flamegraph (not a flame chart, whose frames are single calls) give each call path's calls,
+    // those made after a probe retired included: their time is in the caller's frame, their count in their own.
+    let counts = if options.flame_chart { HashMap::new() } else { call_counts(trace, opts)? };
     let mut svg = svg_frames::rewrite_in_units(&svg, format_width, |frame| Edit {
         fill: mark_fill(frame.path.last()),
+        extra: counts.get(&unmarked(&frame.path)).cloned(),
         ..Edit::default()
     })?;
     if options.flame_chart {
         svg = svg_frames::add_time_axis(&svg)?;
     }
     Ok(svg.into_bytes())
+}
+
+/// Per call path (frame names from the root), its calls as a tooltip says them: `20,003 calls, 15,907 after it
+/// retired`, `~` where estimated.
+fn call_counts(trace: &Trace, opts: &ViewOptions) -> Result<HashMap<Vec<String>, String>> {
+    fn walk(node: &Merged, names: &Names, path: &mut Vec<String>, out: &mut HashMap<Vec<String>, String>) {
+        path.push(names.get(node.func));
+        let approx = if node.retired_estimated { "~" } else { "" };
+        let calls = format!("{approx}{} call{}", thousands(node.all_calls()), plural_s(node.all_calls()));
+        let text = match node.retired_calls {
+            0 => calls,
+            n => format!("{calls}, {approx}{} after it retired", thousands(n)),
+        };
+        out.insert(path.clone(), text);
+        for child in &node.children {
+            walk(child, names, path, out);
+        }
+        path.pop();
+    }
+    let names = Names::new(&trace.table);
+    let callers = callers_of_retired(trace);
+    let mut out = HashMap::new();
+    for agg in aggregate(select(trace, opts.invocation)?.iter().map(|(_, inv)| *inv)) {
+        let mut tree = agg.tree.clone();
+        tree.place_retired(&agg.retired, &callers);
+        walk(&tree, &names, &mut Vec::new(), &mut out);
+    }
+    Ok(out)
+}
+
+/// A frame path's names without the marks frames get (` [panicked]`, ...).
+fn unmarked(path: &[String]) -> Vec<String> {
+    let strip = |name: &str| {
+        let mut name = name.to_owned();
+        for mark in [ERR_MARK, CANCELLED_MARK, PANICKED_MARK] {
+            if let Some(rest) = name.strip_suffix(mark) {
+                name = rest.to_owned();
+            }
+        }
+        name
+    };
+    path.iter().map(|n| strip(n)).collect()
 }
 
 /// A flamegraph by self bytes or self allocations (`--weight`): its units and subtitle; an error when the trace

@@ -118,6 +118,7 @@ fn slowest(page: &mut String, trace: &Trace, names: &Names, top: usize) {
         trace.invocations.iter().enumerate().map(|(i, inv)| (i + 1, inv)).collect();
     slowest.sort_by(|(ka, a), (kb, b)| b.duration_ns.cmp(&a.duration_ns).then(ka.cmp(kb)));
     page.push_str("<section id=\"slowest\"><h2>Slowest invocations</h2>\n");
+    let callers = super::aggregate::callers_of_retired(trace);
     if slowest.is_empty() {
         page.push_str("<p>No complete invocation was recorded.</p></section>\n");
         return;
@@ -134,7 +135,8 @@ fn slowest(page: &mut String, trace: &Trace, names: &Names, top: usize) {
             escape(&inv.thread.to_string()),
             format_ns(inv.duration_ns)
         );
-        let merged = Merged::of_invocation(inv);
+        let mut merged = Merged::of_invocation(inv);
+        merged.place_retired(&inv.retired, &callers);
         let mut budget = MAX_TREE_NODES;
         tree_node(page, &merged, merged.total_ns.max(1), names, &mut budget);
         let left = merged_count(&merged).saturating_sub(MAX_TREE_NODES);
@@ -156,7 +158,12 @@ fn tree_node(page: &mut String, node: &Merged, root_ns: u64, names: &Names, budg
     }
     *budget -= 1;
     let share = node.total_ns as f64 * 100.0 / root_ns as f64;
-    let calls = if node.calls == 1 { String::new() } else { format!(" <span class=\"calls\">×{}</span>", node.calls) };
+    // Calls made after the function's probe retired are counted too (`~`: some of them estimated).
+    let approx_calls = if node.retired_estimated { "~" } else { "" };
+    let calls = match node.all_calls() {
+        1 => String::new(),
+        n => format!(" <span class=\"calls\">×{approx_calls}{n}</span>"),
+    };
     let estimate = if node.is_estimated() { "~" } else { "" };
     let mut marks = if node.panicked > 0 { " <span class=\"warn\">marks</span>".to_owned() } else { String::new() };
     // Cancelled calls, `Err` returns and concurrent children, as the text view says them.
@@ -225,6 +232,8 @@ fn svg_height(svg: &[u8]) -> Option<u32> {
 #[derive(Debug, Clone, Default)]
 struct FunctionRow {
     calls: u64,
+    /// Of `calls`, those made after the function's probe retired (not timed).
+    retired_calls: u64,
     self_ns: u64,
     /// Time inside the function, counting a recursive call nested in another call of it once.
     total_ns: u64,
@@ -251,6 +260,12 @@ fn function_rows(trace: &Trace) -> Vec<(u32, FunctionRow)> {
     for agg in aggregate(&trace.invocations) {
         walk(&agg.tree, &mut Vec::new(), &mut rows);
     }
+    // Calls made after a probe retired count in the function's row (not in its times: they were not timed).
+    for r in trace.invocations.iter().flat_map(|inv| &inv.retired) {
+        let row = rows.entry(r.func).or_default();
+        row.calls = row.calls.saturating_add(r.calls);
+        row.retired_calls = row.retired_calls.saturating_add(r.calls);
+    }
     let mut rows: Vec<(u32, FunctionRow)> = rows.into_iter().collect();
     rows.sort_by(|(fa, a), (fb, b)| b.self_ns.cmp(&a.self_ns).then(fa.cmp(fb)));
     rows
@@ -273,7 +288,7 @@ fn functions(page: &mut String, trace: &Trace, names: &Names) {
     );
     for (func, row) in rows {
         let estimate = if row.estimated { "~" } else { "" };
-        let mean_self = row.self_ns / row.calls.max(1);
+        let mean_self = row.self_ns / row.calls.saturating_sub(row.retired_calls).max(1);
         let name = names.get(func);
         let _ = writeln!(
             page,

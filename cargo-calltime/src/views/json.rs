@@ -4,13 +4,14 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::aggregate::{aggregate, select, Aggregate, Merged};
+use super::aggregate::{aggregate, callers_of_retired, select, Aggregate, Callers, Merged};
 use super::{root_paths, ViewOptions};
 use crate::trace::{Calibration, ControlChange, Node, RetiredCalls, Spawned, Stats, ThreadRef, Times, Trace};
 
 /// Bumped on any change that can break a reader; fields may be added without a bump. 2: `p50_ns` and `p99_ns`
-/// may be null (call paths recorded folded have no per-call durations).
-pub const JSON_VERSION: u32 = 2;
+/// may be null (call paths recorded folded have no per-call durations). 3: a node's `calls` counts the calls made
+/// after its function's probe retired too (`retired_calls` of them).
+pub const JSON_VERSION: u32 = 3;
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -94,6 +95,9 @@ struct JsonRetiredCalls {
     /// counted exactly.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     estimated: bool,
+    /// The calls are in the tree too, at the function's call paths (`retired_calls`): false when neither it nor a
+    /// caller of it has a node there.
+    in_tree: bool,
     /// In an aggregate: calls per invocation of its root.
     #[serde(skip_serializing_if = "Option::is_none")]
     calls_per_invocation: Option<f64>,
@@ -154,7 +158,10 @@ fn allocs(trace: &Trace, m: &Merged) -> Option<JsonAllocs> {
 struct JsonNode {
     #[serde(flatten)]
     function: JsonFunction,
+    /// Every call at this path: recorded, and made after the function's probe retired (`retired_calls`).
     calls: u64,
+    #[serde(flatten)]
+    retired: JsonRetiredAt,
     #[serde(flatten)]
     times: JsonTimes,
     /// Calls left by unwinding.
@@ -217,15 +224,20 @@ fn whole_run(trace: &Trace) -> Option<JsonWholeRun> {
         untracked_calls: run.untracked_calls,
         dropped_cap: run.dropped_cap,
         compensated: false,
-        aggregate: aggregates.iter().map(|agg| json_aggregate(trace, agg)).collect(),
+        aggregate: {
+            let callers = callers_of_retired(trace);
+            aggregates.iter().map(|agg| json_aggregate(trace, agg, &callers)).collect()
+        },
     })
 }
 
-fn json_aggregate(trace: &Trace, agg: &Aggregate) -> JsonAggregate {
+fn json_aggregate(trace: &Trace, agg: &Aggregate, callers: &Callers) -> JsonAggregate {
+    let mut tree = agg.tree.clone();
+    let unplaced = tree.place_retired(&agg.retired, callers);
     JsonAggregate {
         invocations: agg.invocations,
-        tree: aggregate_node(trace, agg, &agg.tree),
-        retired: retired_calls(trace, &agg.retired, Some(agg.invocations)),
+        tree: aggregate_node(trace, agg, &tree),
+        retired: retired_calls(trace, &agg.retired, &unplaced, Some(agg.invocations)),
     }
 }
 
@@ -233,7 +245,10 @@ fn json_aggregate(trace: &Trace, agg: &Aggregate) -> JsonAggregate {
 struct JsonAggregateNode {
     #[serde(flatten)]
     function: JsonFunction,
+    /// Every call at this path, as in a tree node.
     calls: u64,
+    #[serde(flatten)]
+    retired: JsonRetiredAt,
     /// Invocations in which this call path occurs.
     invocations: u64,
     calls_per_invocation: f64,
@@ -250,6 +265,20 @@ struct JsonAggregateNode {
     #[serde(flatten)]
     allocs: Option<JsonAllocs>,
     children: Vec<JsonAggregateNode>,
+}
+
+/// Calls of a node made after its function's probe retired (not timed), in both node kinds; absent when none.
+#[derive(Serialize)]
+struct JsonRetiredAt {
+    #[serde(skip_serializing_if = "is_zero")]
+    retired_calls: u64,
+    /// `retired_calls` is an estimate (the function went quiet, or its calls were shared among call paths).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    retired_estimated: bool,
+}
+
+fn retired_at(m: &Merged) -> JsonRetiredAt {
+    JsonRetiredAt { retired_calls: m.retired_calls, retired_estimated: m.retired_estimated }
 }
 
 /// Cancelled calls, `Err` returns and concurrent children, in both node kinds.
@@ -271,6 +300,7 @@ fn outcomes(m: &Merged) -> JsonOutcomes {
 pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerThan>) -> anyhow::Result<String> {
     let selected = select(trace, opts.invocation)?;
     let roots = root_paths(trace);
+    let callers = callers_of_retired(trace);
     let doc = Document {
         version: JSON_VERSION,
         root: roots.first().cloned().unwrap_or_default(),
@@ -296,23 +326,27 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
             .collect(),
         invocations: selected
             .iter()
-            .map(|&(index, inv)| JsonInvocation {
-                index,
-                seq: inv.seq,
-                thread: &inv.thread,
-                start_ns: inv.start_ns,
-                duration_ns: inv.duration_ns,
-                truncated_calls: inv.truncated_calls,
-                filtered_nodes: inv.filtered_nodes,
-                folded: inv.folded,
-                tree: node(trace, &Merged::of_invocation(inv)),
-                retired: retired_calls(trace, &inv.retired, None),
-                spawned: &inv.spawned,
+            .map(|&(index, inv)| {
+                let mut tree = Merged::of_invocation(inv);
+                let unplaced = tree.place_retired(&inv.retired, &callers);
+                JsonInvocation {
+                    index,
+                    seq: inv.seq,
+                    thread: &inv.thread,
+                    start_ns: inv.start_ns,
+                    duration_ns: inv.duration_ns,
+                    truncated_calls: inv.truncated_calls,
+                    filtered_nodes: inv.filtered_nodes,
+                    folded: inv.folded,
+                    tree: node(trace, &tree),
+                    retired: retired_calls(trace, &inv.retired, &unplaced, None),
+                    spawned: &inv.spawned,
+                }
             })
             .collect(),
         aggregate: aggregate(selected.iter().map(|(_, inv)| *inv))
             .iter()
-            .map(|agg| json_aggregate(trace, agg))
+            .map(|agg| json_aggregate(trace, agg, &callers))
             .collect(),
         whole_run: whole_run(trace),
         functions: super::table::rows(trace, opts)?,
@@ -346,7 +380,12 @@ fn describe(trace: &Trace, func: u32) -> JsonFunction {
     }
 }
 
-fn retired_calls(trace: &Trace, retired: &[RetiredCalls], invocations: Option<u64>) -> Vec<JsonRetiredCalls> {
+fn retired_calls(
+    trace: &Trace,
+    retired: &[RetiredCalls],
+    unplaced: &[RetiredCalls],
+    invocations: Option<u64>,
+) -> Vec<JsonRetiredCalls> {
     retired
         .iter()
         .map(|r| JsonRetiredCalls {
@@ -354,6 +393,7 @@ fn retired_calls(trace: &Trace, retired: &[RetiredCalls], invocations: Option<u6
             path: describe(trace, r.func).path,
             calls: r.calls,
             estimated: r.estimated,
+            in_tree: !unplaced.iter().any(|u| u.func == r.func),
             calls_per_invocation: invocations.map(|n| r.calls as f64 / n.max(1) as f64),
         })
         .collect()
@@ -362,7 +402,8 @@ fn retired_calls(trace: &Trace, retired: &[RetiredCalls], invocations: Option<u6
 fn node(trace: &Trace, m: &Merged) -> JsonNode {
     JsonNode {
         function: describe(trace, m.func),
-        calls: m.calls,
+        calls: m.all_calls(),
+        retired: retired_at(m),
         times: times(m),
         panicked: m.panicked,
         outcomes: outcomes(m),
@@ -377,9 +418,10 @@ fn node(trace: &Trace, m: &Merged) -> JsonNode {
 fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged) -> JsonAggregateNode {
     JsonAggregateNode {
         function: describe(trace, m.func),
-        calls: m.calls,
+        calls: m.all_calls(),
+        retired: retired_at(m),
         invocations: m.invocations,
-        calls_per_invocation: agg.calls_per_invocation(m),
+        calls_per_invocation: m.all_calls() as f64 / agg.invocations.max(1) as f64,
         times: times(m),
         mean_ns: m.mean_ns(),
         p50_ns: m.percentile_ns(0.5),

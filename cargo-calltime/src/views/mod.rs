@@ -25,7 +25,7 @@ use crate::trace::Trace;
 use crate::workspace::Workspace;
 
 pub use json::JSON_VERSION;
-pub use names::{stack_safe, Names};
+pub use names::{stack_safe, unique_paths, Names};
 pub use table::SortKey;
 
 /// What the flamegraph and the folded stacks weigh call paths by (`--weight`).

@@ -68,6 +68,43 @@ impl Names {
     }
 }
 
+/// One key per function index for what is stored and compared across runs: the function's path, made unique
+/// where two functions share it (one function under several `#[cfg]`s, two impls whose trait arguments the
+/// analysis could not tell apart) by its location, then by its index. Indexed by function index; an index the
+/// table does not name is `#index`.
+pub fn unique_paths(table: &FunctionTable) -> Vec<String> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for f in &table.functions {
+        *seen.entry(f.path.as_str()).or_default() += 1;
+    }
+    let located: Vec<String> = table
+        .functions
+        .iter()
+        .map(|f| if seen[f.path.as_str()] > 1 { format!("{} ({}:{})", f.path, f.file, f.line) } else { f.path.clone() })
+        .collect();
+    let mut located_seen: HashMap<&str, usize> = HashMap::new();
+    for l in &located {
+        *located_seen.entry(l.as_str()).or_default() += 1;
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (f, l) in table.functions.iter().zip(&located) {
+        let at = f.index as usize;
+        if at >= 1 << 24 {
+            continue;
+        }
+        if out.len() <= at {
+            out.resize_with(at + 1, String::new);
+        }
+        out[at] = if located_seen[l.as_str()] > 1 { format!("{l} #{}", f.index) } else { l.clone() };
+    }
+    for (i, key) in out.iter_mut().enumerate() {
+        if key.is_empty() {
+            *key = format!("#{i}");
+        }
+    }
+    out
+}
+
 /// Folded stacks separate frames with `;` and end with ` <count>`: a `;` inside a name (`<[u8; 4] as T>::f`) would
 /// split the frame. Every folded-stack writer (views, diff) names frames through this.
 pub fn stack_safe(name: &str) -> String {

@@ -55,6 +55,8 @@ pub fn fast_functions(trace: &Trace) -> Vec<FastFunction> {
     for &func in retired_funcs.iter().chain(retired_calls.keys()) {
         totals.entry(func).or_default();
     }
+    // Two impls share a short name (`Value::from` of `From<u64>` and `From<&str>`): the note names them apart.
+    let names = super::Names::new(&trace.table);
     let mut fast: Vec<FastFunction> = totals
         .into_iter()
         .filter_map(|(func, (calls, total_ns))| {
@@ -66,7 +68,7 @@ pub fn fast_functions(trace: &Trace) -> Vec<FastFunction> {
             (!info.root && (retired || (calls >= BUSY_CALLS && mean_ns < FAST_NS))).then(|| FastFunction {
                 func,
                 path: info.path.clone(),
-                display: info.display.clone(),
+                display: names.get(func),
                 file: info.file.clone(),
                 line: info.line,
                 calls,

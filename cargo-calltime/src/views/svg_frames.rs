@@ -24,6 +24,8 @@ pub struct Edit {
     pub mark: String,
     /// The tooltip's part in parentheses; default `9.71ms, 12.34%`.
     pub info: Option<String>,
+    /// Appended to the tooltip's part in parentheses (`20,003 calls`).
+    pub extra: Option<String>,
     /// An SVG colour (`rgb(r,g,b)`).
     pub fill: Option<String>,
 }
@@ -105,7 +107,12 @@ pub fn rewrite_in_units(
         let frame = Frame { path: path_of(depth, start) };
         let change = edit(&frame);
         let label = format!("{name}{}", change.mark);
-        let title = format!("{label} ({})", change.info.unwrap_or(info_default));
+        let info = change.info.unwrap_or(info_default);
+        let info = match change.extra {
+            Some(extra) => format!("{info}, {extra}"),
+            None => info,
+        };
+        let title = format!("{label} ({info})");
         frame_xml(c, &title, change.fill.as_deref().unwrap_or(&c["fill"]), &label, width, total, container_px)
     });
     patch_script(&rewritten)

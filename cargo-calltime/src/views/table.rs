@@ -26,12 +26,19 @@ pub struct Row {
     pub path: String,
     /// The short name, made longer where two functions would read alike (as in the other views).
     pub display: String,
+    /// Every call: those recorded in the trees and those made after the function's probe retired.
     pub calls: u64,
+    /// Of `calls`, those made after its probe retired (not timed; not in total, self, mean, min and max).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub retired_calls: u64,
+    /// `retired_calls` is an estimate (the function went quiet: its calls were no longer counted).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub retired_estimated: bool,
     /// Time from entry to exit, counted once for recursive calls (the outermost call holds the inner ones).
     pub total_ns: u64,
     /// Time not spent in instrumented callees.
     pub self_ns: u64,
-    /// Mean duration of one call (every call, recursive ones included).
+    /// Mean duration of one recorded call (recursive ones included; calls after retirement were not timed).
     pub mean_ns: u64,
     /// Shortest and longest timed call (0 when none was timed).
     pub min_ns: u64,
@@ -41,6 +48,10 @@ pub struct Row {
     /// Calls that returned an `Err`, and calls cancelled (a lower bound where recorded folded).
     pub errs: u64,
     pub cancelled: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Default)]
@@ -65,21 +76,33 @@ pub fn rows(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<Vec<Row>> {
     for agg in aggregate(selected.iter().map(|(_, inv)| *inv)) {
         add(&agg.tree, &mut sums, &mut open);
     }
+    // Calls made after a probe retired are counted per function, not per call path: every one belongs in the row.
+    let mut retired: HashMap<u32, (u64, bool)> = HashMap::new();
+    for r in selected.iter().flat_map(|(_, inv)| &inv.retired) {
+        let entry = retired.entry(r.func).or_default();
+        *entry = (entry.0.saturating_add(r.calls), entry.1 | r.estimated);
+        sums.entry(r.func).or_default();
+    }
     let names = Names::new(&trace.table);
     let mut rows: Vec<Row> = sums
         .into_iter()
-        .map(|(func, s)| Row {
-            path: trace.table.path(func),
-            display: names.get(func),
-            calls: s.calls,
-            total_ns: s.total_ns,
-            self_ns: s.self_ns,
-            mean_ns: s.all_calls_ns.checked_div(s.calls).unwrap_or(0),
-            min_ns: s.min_ns.unwrap_or(0),
-            max_ns: s.max_ns,
-            estimated: s.timed_calls < s.calls,
-            errs: s.errs,
-            cancelled: s.cancelled,
+        .map(|(func, s)| {
+            let (retired_calls, retired_estimated) = retired.get(&func).copied().unwrap_or_default();
+            Row {
+                path: trace.table.path(func),
+                display: names.get(func),
+                calls: s.calls.saturating_add(retired_calls),
+                retired_calls,
+                retired_estimated,
+                total_ns: s.total_ns,
+                self_ns: s.self_ns,
+                mean_ns: mean_within(&s),
+                min_ns: s.min_ns.unwrap_or(0),
+                max_ns: s.max_ns,
+                estimated: s.timed_calls < s.calls,
+                errs: s.errs,
+                cancelled: s.cancelled,
+            }
         })
         .collect();
     let key = |r: &Row| match opts.sort {
@@ -89,6 +112,17 @@ pub fn rows(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<Vec<Row>> {
     };
     rows.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.path.cmp(&b.path)));
     Ok(rows)
+}
+
+/// The mean of the recorded calls, rounded, never outside the timed calls' min and max (each call path's mean is
+/// within them; rounding must not take the function's outside).
+fn mean_within(s: &Sums) -> u64 {
+    let calls = u128::from(s.calls);
+    let mean = (u128::from(s.all_calls_ns) + calls / 2).checked_div(calls).map_or(0, |m| m as u64);
+    match s.min_ns {
+        Some(min) if s.timed_calls > 0 && min <= s.max_ns => mean.clamp(min, s.max_ns),
+        _ => mean,
+    }
 }
 
 fn add(node: &Merged, sums: &mut HashMap<u32, Sums>, open: &mut HashMap<u32, u32>) {
@@ -141,7 +175,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
             format!("{approx}{}", format_ns(r.self_ns)),
             format!("{pct:.1}%"),
             format!("{approx}{}", format_ns(r.total_ns)),
-            r.calls.to_string(),
+            format!("{}{}", if r.retired_estimated { "~" } else { "" }, r.calls),
             format!("{approx}{}", format_ns(r.mean_ns)),
             format_ns(r.min_ns),
             format_ns(r.max_ns),
@@ -166,8 +200,17 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         }
         let _ = writeln!(out, "{}", line.trim_end());
     }
-    if rows.iter().any(|r| r.estimated) {
+    let estimated = rows.iter().any(|r| r.estimated);
+    if estimated {
         let _ = writeln!(out, "\n~ estimated: some calls were recorded folded and only a sample of them was timed");
+    }
+    if rows.iter().any(|r| r.retired_calls > 0) {
+        let _ = writeln!(
+            out,
+            "{}calls include those made after a probe retired ([N after it retired]: not timed, so not in the times; \
+             ~ before calls: some of them estimated, once the function went quiet)",
+            if estimated { "" } else { "\n" }
+        );
     }
     Ok(out)
 }
@@ -176,6 +219,10 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
 /// finished.
 fn name_with_outcomes(r: &Row) -> String {
     let mut name = r.display.clone();
+    if r.retired_calls > 0 {
+        let mark = if r.retired_estimated { "~" } else { "" };
+        let _ = write!(name, " [{mark}{} after it retired]", r.retired_calls);
+    }
     if r.errs > 0 {
         let _ = write!(name, " [err {}]", r.errs);
     }

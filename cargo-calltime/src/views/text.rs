@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 
-use super::aggregate::{aggregate, select, whole_run, Aggregate, Merged};
+use super::aggregate::{aggregate, callers_of_retired, select, whole_run, Aggregate, Callers, Merged};
 use super::overhead::thousands;
 use super::times::{retired_text, retirement, settings_note, times_note};
 use super::{plan_summary, Names, ViewOptions};
@@ -18,6 +18,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         names: Names::new(&trace.table),
         paint: Paint { on: opts.color },
         origin_ns: trace.invocations.iter().map(|i| i.start_ns).min().unwrap_or(0),
+        callers: callers_of_retired(trace),
     };
     let mut out = String::new();
     let selected = select(trace, opts.invocation)?;
@@ -67,7 +68,14 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
 /// `--format aggregate`: the whole run by call path, from the runtime's aggregate when the trace has one (every
 /// invocation, kept or not), else from the kept invocations; then the summary.
 pub fn render_whole_run(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
-    let view = TextView { trace, opts, names: Names::new(&trace.table), paint: Paint { on: opts.color }, origin_ns: 0 };
+    let view = TextView {
+        trace,
+        opts,
+        names: Names::new(&trace.table),
+        paint: Paint { on: opts.color },
+        origin_ns: 0,
+        callers: callers_of_retired(trace),
+    };
     let mut out = String::new();
     let what = plan_summary(trace);
     let kept = trace.invocations.len() as u64;
@@ -125,6 +133,8 @@ struct TextView<'a> {
     paint: Paint,
     /// Start of the first recorded invocation: start times print relative to it.
     origin_ns: u64,
+    /// The callers of retired functions: where their later calls go in a tree that recorded none of theirs.
+    callers: Callers,
 }
 
 /// The runtime's frame-depth limit: the `max_depth` setting, or the fixed limit of runtimes that did not write it.
@@ -156,8 +166,15 @@ impl TextView<'_> {
         }
     }
 
-    /// `retired: tok::helper 95,012 calls (not timed; ...)` lines after a tree, one per retired function.
-    fn retired_lines(&self, out: &mut String, retired: &[RetiredCalls], per_invocation: Option<u64>) {
+    /// `retired: tok::helper 95,012 calls (not timed; ...)` lines after a tree, one per retired function; those in
+    /// `unplaced` found no node of theirs or of a caller in the tree, and say so.
+    fn retired_lines(
+        &self,
+        out: &mut String,
+        retired: &[RetiredCalls],
+        unplaced: &[RetiredCalls],
+        per_invocation: Option<u64>,
+    ) {
         for r in retired {
             let mark = if r.estimated { "~" } else { "" };
             let calls = match per_invocation {
@@ -165,7 +182,11 @@ impl TextView<'_> {
                 Some(n) => format!("{mark}{} calls/inv", format_calls(r.calls as f64 / n.max(1) as f64)),
             };
             let text = retired_text(&self.names.get(r.func), &calls, retirement(self.trace, r.func), r.estimated);
-            let _ = writeln!(out, "{}", self.paint.s(dim(), &format!("retired: {text}")));
+            let placed = match unplaced.iter().any(|u| u.func == r.func) {
+                true => ", not in the tree: no call of it or of a caller recorded there",
+                false => "",
+            };
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &format!("retired: {text}{placed}")));
         }
     }
 
@@ -198,7 +219,8 @@ impl TextView<'_> {
             );
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
-        let tree = Merged::of_invocation(inv);
+        let mut tree = Merged::of_invocation(inv);
+        let unplaced = tree.place_retired(&inv.retired, &self.callers);
         if inv.folded {
             let note = format!("  {}", self.folded_note(tree.has_estimates()));
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
@@ -211,7 +233,7 @@ impl TextView<'_> {
                 approx(node.total_ns, node.is_estimated()),
                 approx(node.self_ns, self_is_estimated(node)),
                 percent(node.total_ns, root_total),
-                node.calls.to_string(),
+                calls_cell(node, None),
             ];
             if allocs {
                 cells.extend([
@@ -221,7 +243,7 @@ impl TextView<'_> {
                     format_bytes(node.self_alloc_bytes as f64),
                 ]);
             }
-            Row { cells, ..Row::default() }
+            Row { cells: untimed_dashes(node, cells, 0..3), ..Row::default() }
         };
         self.rows(&tree, &mut rows, String::new(), 0, None, &Columns { spread: true, cells: &cells, invocations: 1 });
         // The "(N more)" line of `--min-time` shows the folded calls' total and share.
@@ -236,7 +258,10 @@ impl TextView<'_> {
             header.extend(ALLOC_COLUMNS);
         }
         self.table(out, &header, 0, rows, &folded);
-        self.retired_lines(out, &inv.retired, None);
+        if tree.has_retired_calls() {
+            let _ = writeln!(out, "{}", self.paint.s(dim(), RETIRED_IN_TREE_NOTE));
+        }
+        self.retired_lines(out, &inv.retired, &unplaced, None);
     }
 
     fn aggregate(&self, out: &mut String, agg: &Aggregate) {
@@ -255,10 +280,12 @@ impl TextView<'_> {
         let mut rows = Vec::new();
         let allocs = self.trace.counts_allocs();
         let invocations = agg.invocations.max(1) as f64;
+        let mut tree = agg.tree.clone();
+        let unplaced = tree.place_retired(&agg.retired, &self.callers);
         let percentile = |node: &Merged, q: f64| node.percentile_ns(q).map_or_else(|| "-".to_owned(), format_ns);
         let cells = |node: &Merged| {
             let mut cells = vec![
-                format_calls(agg.calls_per_invocation(node)),
+                calls_cell(node, Some(agg.invocations)),
                 approx(node.total_ns, node.is_estimated()),
                 approx(node.self_ns, self_is_estimated(node)),
                 approx(node.mean_ns(), node.is_estimated()),
@@ -275,10 +302,10 @@ impl TextView<'_> {
                     format_bytes(node.self_alloc_bytes as f64 / invocations),
                 ]);
             }
-            Row { cells, ..Row::default() }
+            Row { cells: untimed_dashes(node, cells, 1..7), ..Row::default() }
         };
         self.rows(
-            &agg.tree,
+            &tree,
             &mut rows,
             String::new(),
             0,
@@ -295,7 +322,10 @@ impl TextView<'_> {
             header.extend(ALLOC_COLUMNS_PER_INVOCATION);
         }
         self.table(out, &header, 1, rows, &folded);
-        self.retired_lines(out, &agg.retired, Some(agg.invocations));
+        if tree.has_retired_calls() {
+            let _ = writeln!(out, "{}", self.paint.s(dim(), RETIRED_IN_TREE_NOTE));
+        }
+        self.retired_lines(out, &agg.retired, &unplaced, Some(agg.invocations));
     }
 
     /// Appends the rows of `node` and its subtree; `last` is whether `node` is its parent's last child (None for
@@ -346,6 +376,15 @@ impl TextView<'_> {
             row.tags.push((alarm(), tag));
         }
         row.tags.extend(outcome_tags(node).into_iter().map(|tag| (alarm(), tag)));
+        if node.retired_calls > 0 {
+            let mark = if node.retired_estimated { "~" } else { "" };
+            // `spread` is set for one invocation's tree; an aggregate's counts are per invocation.
+            let calls = match columns.spread {
+                true => thousands(node.retired_calls),
+                false => format!("{}/inv", format_calls(node.retired_calls as f64 / columns.invocations.max(1) as f64)),
+            };
+            row.tags.push((dim(), format!("[+{mark}{calls} after it retired]")));
+        }
         if node.children_overlap_ns > 0 {
             let tag = format!("[children overlap {}]", format_ns(node.children_overlap_ns));
             row.tags.push((dim(), tag));
@@ -368,7 +407,7 @@ impl TextView<'_> {
         if !small.is_empty() {
             let marker = if depth + 1 > MAX_INDENT { format!("[depth {}] ", depth + 1) } else { String::new() };
             let total: u64 = small.iter().map(|c| c.total_ns).sum();
-            let calls: u64 = small.iter().map(|c| c.calls).sum();
+            let calls: u64 = small.iter().map(|c| c.all_calls()).sum();
             let estimated = small.iter().any(|c| c.is_estimated());
             rows.push(Row {
                 folded: Some((total, calls, estimated)),
@@ -549,6 +588,33 @@ impl TextView<'_> {
                 format!("  sampling (--sample) recorded {} of {} invocations", stats.kept + stats.dropped, stats.seen);
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
+    }
+}
+
+/// Under a tree with calls made after a probe retired.
+const RETIRED_IN_TREE_NOTE: &str =
+    "  [+N after it retired]: calls made after the function's probe retired, in its calls \
+     count, not timed (their time is in the caller's self time); ~ where estimated (gone quiet, or shared among call \
+     paths by their recorded calls)";
+
+/// A node that only holds calls made after its function's probe retired has no time of its own (it is in the
+/// caller's): `-` in its time cells.
+fn untimed_dashes(node: &Merged, mut cells: Vec<String>, times: std::ops::Range<usize>) -> Vec<String> {
+    if node.calls == 0 && node.retired_calls > 0 {
+        for cell in cells.iter_mut().take(times.end).skip(times.start) {
+            *cell = "-".to_owned();
+        }
+    }
+    cells
+}
+
+/// The calls cell of a node: every call (per invocation in an aggregate), `~` first when some of them are
+/// an estimate of calls made after the function's probe retired.
+fn calls_cell(node: &Merged, per_invocation: Option<u64>) -> String {
+    let mark = if node.retired_calls > 0 && node.retired_estimated { "~" } else { "" };
+    match per_invocation {
+        None => format!("{mark}{}", node.all_calls()),
+        Some(n) => format!("{mark}{}", format_calls(node.all_calls() as f64 / n.max(1) as f64)),
     }
 }
 
