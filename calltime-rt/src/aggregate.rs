@@ -39,6 +39,7 @@ pub(crate) fn enabled() -> bool {
 }
 
 /// The log-linear bucket of `value`.
+#[inline(always)]
 pub(crate) fn bucket_of(value: u64) -> usize {
     if value < SUB_BUCKETS {
         return value as usize;
@@ -92,12 +93,15 @@ impl PathStats {
         }
     }
 
+    #[inline(always)]
     fn add_timed(&mut self, duration: u64) {
         self.timed += 1;
-        self.total = self.total.saturating_add(duration);
+        // Wrapping: 2^64 ticks are centuries of calls; a saturating add cost more than the rest of the counters.
+        self.total = self.total.wrapping_add(duration);
         self.min = self.min.min(duration);
         self.max = self.max.max(duration);
-        let bucket = &mut self.histogram[bucket_of(duration)];
+        // `bucket_of` is below `BUCKETS` for every u64 (tested); the `min` lets the compiler drop the bound check.
+        let bucket = &mut self.histogram[bucket_of(duration).min(BUCKETS - 1)];
         *bucket = bucket.saturating_add(1);
     }
 }
@@ -197,8 +201,23 @@ struct ThreadAggregate {
     path_of: Vec<u32>,
     /// Per call path of a folded invocation: its calls recorded one node each before the fold.
     before_fold: Vec<u64>,
-    /// Per node of the last per-call invocation: function, parent slot, path (see `fold_nodes`).
-    shape: Vec<(u32, u32, u32)>,
+    /// Per node of the last per-call invocation: its shape and path (see `fold_nodes`).
+    shape: Vec<ShapeSlot>,
+}
+
+/// One slot of the last per-call invocation folded on a thread: its function and parent slot in one word (a slot of
+/// the same shape matches with one comparison), and its trie path.
+#[derive(Clone, Copy)]
+struct ShapeSlot {
+    key: u64,
+    path: u32,
+}
+
+impl ShapeSlot {
+    #[inline(always)]
+    fn key(index: u32, parent_slot: u32) -> u64 {
+        u64::from(index) << 32 | u64::from(parent_slot)
+    }
 }
 
 type Shared = Arc<Mutex<ThreadAggregate>>;
@@ -249,26 +268,19 @@ fn fold_into(agg: &mut ThreadAggregate, rec: &Recorder) {
 }
 
 /// A per-call invocation: each node is one call, its parent an earlier node. `shape` is what the last invocation
-/// folded on this thread had at each slot (function, parent slot, path): a request handler's invocations mostly
-/// have the same shape, so most nodes find their path with one comparison.
-fn fold_nodes(trie: &mut Trie, shape: &mut Vec<(u32, u32, u32)>, nodes: &[Node]) {
+/// folded on this thread had at each slot: a request handler's invocations mostly have the same shape, so most nodes
+/// find their path with one comparison, and the per-node work is the path's counters and histogram (about 30
+/// instructions; docs/performance.md "Fourth round").
+fn fold_nodes(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, nodes: &[Node]) {
     shape.truncate(nodes.len());
     for (slot, node) in nodes.iter().enumerate() {
         let parent_slot = if slot == 0 { NONE } else { node.link & PARENT_MASK };
-        let id = match shape.get(slot) {
-            Some(&(index, parent, id)) if index == node.index && parent == parent_slot => id,
-            _ => {
-                let parent = match parent_slot {
-                    NONE => TOP,
-                    at => shape.get(at as usize).map_or(NONE, |&(.., id)| id),
-                };
-                let id = if parent == NONE { NONE } else { trie.child(parent, node.index) };
-                shape.truncate(slot);
-                shape.push((node.index, parent_slot, id));
-                id
-            }
+        let key = ShapeSlot::key(node.index, parent_slot);
+        let path = match shape.get(slot) {
+            Some(known) if known.key == key => known.path,
+            _ => new_shape_slot(trie, shape, slot, node.index, parent_slot),
         };
-        let Some(stats) = trie.stats(id) else {
+        let Some(stats) = trie.paths.get_mut(path as usize) else {
             trie.untracked_calls += 1;
             continue;
         };
@@ -277,6 +289,20 @@ fn fold_nodes(trie: &mut Trie, shape: &mut Vec<(u32, u32, u32)>, nodes: &[Node])
             stats.add_timed(node.end.saturating_sub(node.start));
         }
     }
+}
+
+/// Slot `slot` differs from the last invocation's: finds (or makes) its path and makes it the shape's last slot.
+#[cold]
+#[inline(never)]
+fn new_shape_slot(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, slot: usize, index: u32, parent_slot: u32) -> u32 {
+    let parent = match parent_slot {
+        NONE => TOP,
+        at => shape.get(at as usize).map_or(NONE, |known| known.path),
+    };
+    let path = if parent == NONE { NONE } else { trie.child(parent, index) };
+    shape.truncate(slot);
+    shape.push(ShapeSlot { key: ShapeSlot::key(index, parent_slot), path });
+    path
 }
 
 /// A folded invocation: exact counts per call path; the calls recorded one node each before the fold go into the

@@ -135,8 +135,12 @@ pub(crate) fn settle_retired_calls(left: *mut Recorder) {
     // into is within `slots_used()` read below.
     fence(Acquire);
     let used = slots_used().min(RETIRED_COUNTERS - 1);
+    if used == 0 {
+        return;
+    }
     let _ = RETIRED_CALLS.try_with(|counts| {
-        for (slot, counter) in counts.iter().enumerate().take(used + 1).skip(1) {
+        // A slice, not `enumerate().skip(1)`: that compiled to an out-of-line `nth` call per settle.
+        for (slot, counter) in (1..).zip(&counts[1..=used]) {
             let calls = counter.replace(0);
             if calls != 0 && left as usize > SKIP as usize {
                 // SAFETY: the context being left is still live (its owner makes it current and withdraws it).
@@ -223,7 +227,7 @@ pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
 /// of is a step nearer going quiet. A loop over the slots in use, as when settling.
 pub(crate) fn note_invocation(rec: &Recorder) {
     let used = slots_used().min(RETIRED_COUNTERS - 1);
-    for (slot, &calls) in rec.retired_calls().iter().enumerate().take(used + 1).skip(1) {
+    for (slot, &calls) in (1..).zip(&rec.retired_calls()[1..=used]) {
         if calls != 0 {
             note_counted(slot);
         }
@@ -297,7 +301,17 @@ pub(crate) struct Watch {
     seen: Vec<Seen>,
     /// Numbers the observations, to mark the functions that called probed functions in the current one.
     observation: u64,
+    /// Trees still to pass over before the next observation (see `MATURE_EVERY`).
+    skip: u32,
+    /// Whether mature trees are sampled (the writer's watch); the fold's watch sees every big invocation.
+    sample_mature: bool,
 }
+
+/// Once every function of an observed tree has `min_calls` observed calls, only one tree in this many is observed:
+/// a decision then rests on a running mean that a sample of trees (taken whatever their times) leaves unbiased, and
+/// the watch's per-node work on a program of many alike invocations falls by as much. A function new to the watch
+/// (or one still short of `min_calls`) makes the next tree observed again.
+const MATURE_EVERY: u32 = 8;
 
 #[derive(Clone, Copy, Default)]
 struct Seen {
@@ -309,7 +323,12 @@ struct Seen {
 
 impl Watch {
     pub(crate) const fn new() -> Watch {
-        Watch { descendants: Vec::new(), seen: Vec::new(), observation: 0 }
+        Watch { descendants: Vec::new(), seen: Vec::new(), observation: 0, skip: 0, sample_mature: false }
+    }
+
+    /// A watch that observes one tree in `MATURE_EVERY` once their functions are mature (the writer's).
+    pub(crate) const fn sampling() -> Watch {
+        Watch { descendants: Vec::new(), seen: Vec::new(), observation: 0, skip: 0, sample_mature: true }
     }
 
     /// Adds the finished nodes of a per-call tree (parents before children, slot 0 the root) and retires the
@@ -320,6 +339,10 @@ impl Watch {
     pub(crate) fn observe_nodes(&mut self, nodes: &[Node]) {
         let (Some(settings), Some(cal)) = (SETTINGS.get(), crate::calibrate::get()) else { return };
         if !settings.enabled || nodes.is_empty() {
+            return;
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
             return;
         }
         self.descendants.clear();
@@ -350,12 +373,20 @@ impl Watch {
                 seen.caller_in = self.observation;
             }
         }
+        let mut mature = true;
         for node in &nodes[1..] {
             let Some(&seen) = self.seen.get(node.index as usize) else { continue };
-            if seen.calls < settings.min_calls || seen.caller_in == self.observation {
+            if seen.calls < settings.min_calls {
+                mature = false;
+                continue;
+            }
+            if seen.caller_in == self.observation {
                 continue;
             }
             retire_if_fast(node.index, seen.calls, seen.compensated_ticks / seen.calls as f64, root);
+        }
+        if mature && self.sample_mature {
+            self.skip = MATURE_EVERY - 1;
         }
     }
 }
