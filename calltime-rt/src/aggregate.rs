@@ -194,7 +194,9 @@ impl Trie {
     }
 }
 
-/// One thread's trie and the scratch its folds reuse.
+/// One thread's trie and the scratch its folds reuse. Aligned so that no two threads' aggregates (whose mutex words
+/// their threads write at every fold) share a cache line (128 bytes: adjacent-line prefetching pairs lines).
+#[repr(align(128))]
 struct ThreadAggregate {
     trie: Trie,
     /// The trie path of each node (or call path) of the invocation being folded.
@@ -440,6 +442,59 @@ mod tests {
             let (low, high) = (bucket_low(bucket), bucket_low(bucket + 1));
             assert!(high > low && (high - low) * 8 <= low, "{bucket}");
         }
+    }
+
+    /// A per-call node: function `index` under slot `parent`, `duration` ticks long (`OPEN`: never left).
+    fn node(index: u32, parent: u32, duration: u64) -> Node {
+        let end = if duration == OPEN { OPEN } else { 100 + duration };
+        Node { start: 100, end, index, link: parent, allocs: 0, alloc_bytes: 0 }
+    }
+
+    /// (path of function indices, calls, timed, total) for every path, in creation order.
+    fn paths_of(trie: &Trie) -> Vec<(Vec<u32>, u64, u64, u64)> {
+        let path = |mut id: u32| {
+            let mut indices = Vec::new();
+            while id != TOP && id != NONE {
+                indices.push(trie.paths[id as usize].index);
+                id = trie.paths[id as usize].parent;
+            }
+            indices.reverse();
+            indices
+        };
+        (1..trie.paths.len() as u32)
+            .map(|id| {
+                let p = &trie.paths[id as usize];
+                (path(id), p.calls, p.timed, p.total)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn invocations_of_changing_shapes_fold_into_their_own_paths() {
+        // Same shape twice, then a different child at slot 2, then a longer and a shorter invocation: the shape
+        // cache of the last invocation must never put a node on another node's path.
+        let invocations = [
+            vec![node(0, PARENT_MASK, 50), node(1, 0, 10), node(2, 0, 20)],
+            vec![node(0, PARENT_MASK, 60), node(1, 0, 11), node(2, 0, 21)],
+            vec![node(0, PARENT_MASK, 70), node(1, 0, 12), node(3, 1, 5), node(2, 0, OPEN)],
+            vec![node(0, PARENT_MASK, 80), node(1, 0, 13), node(3, 1, 6), node(2, 0, 22), node(1, 3, 1)],
+            vec![node(0, PARENT_MASK, 90)],
+            vec![node(0, PARENT_MASK, 40), node(2, 0, 23)],
+        ];
+        let mut trie = Trie::new();
+        let mut shape = Vec::new();
+        for nodes in &invocations {
+            fold_nodes(&mut trie, &mut shape, nodes);
+        }
+        let expected: Vec<(Vec<u32>, u64, u64, u64)> = vec![
+            (vec![0], 6, 6, 50 + 60 + 70 + 80 + 90 + 40),
+            (vec![0, 1], 4, 4, 10 + 11 + 12 + 13),
+            (vec![0, 2], 5, 4, 20 + 21 + 22 + 23),
+            (vec![0, 1, 3], 2, 2, 5 + 6),
+            (vec![0, 2, 1], 1, 1, 1),
+        ];
+        assert_eq!(paths_of(&trie), expected);
+        assert_eq!(trie.untracked_calls, 0);
     }
 
     #[test]
