@@ -169,8 +169,9 @@ impl Trie {
         self.paths.get_mut(id as usize)
     }
 
-    /// Adds `other` (whose ids are in creation order, parents first) into this trie, with times through `convert`.
-    fn merge(&mut self, other: &Trie, map: &mut Vec<u32>, convert: impl Fn(&[u32; BUCKETS], &mut [u32; BUCKETS])) {
+    /// Adds `other` (whose ids are in creation order, parents first) into this trie, with times through `convert`
+    /// (given a path's buckets from `first` on).
+    fn merge(&mut self, other: &Trie, map: &mut Vec<u32>, convert: impl Fn(&[u32], usize, &mut [u32; BUCKETS])) {
         self.untracked_calls += other.untracked_calls;
         self.invocations += other.invocations;
         self.add_retired(&other.retired);
@@ -189,7 +190,13 @@ impl Trie {
             to.total = to.total.saturating_add(from.total);
             to.min = to.min.min(from.min);
             to.max = to.max.max(from.max);
-            convert(&from.histogram, &mut to.histogram);
+            // Only the buckets between the path's extremes can be non-empty: a snapshot converts a few dozen buckets
+            // a path instead of all of them (it ran every second for every path of every thread).
+            if from.timed > 0 {
+                let first = bucket_of(from.min).min(BUCKETS - 1);
+                let last = bucket_of(from.max).clamp(first, BUCKETS - 1);
+                convert(&from.histogram[first..=last], first, &mut to.histogram);
+            }
         }
     }
 }
@@ -366,8 +373,8 @@ pub(crate) fn write_snapshot(
     let (trie, map) = &mut *merged;
     trie.clear();
     let threads: Vec<Shared> = lock(&THREADS).clone();
-    let to_ns = |from: &[u32; BUCKETS], to: &mut [u32; BUCKETS]| {
-        for (bucket, &count) in from.iter().enumerate() {
+    let to_ns = |from: &[u32], first: usize, to: &mut [u32; BUCKETS]| {
+        for (bucket, &count) in (first..).zip(from) {
             if count > 0 {
                 // The bucket's middle, in ns, names its ns bucket: at most one bucket width off.
                 let low = bucket_low(bucket);
@@ -399,9 +406,9 @@ pub(crate) fn write_snapshot(
         out.pop();
         for (bucket, &n) in p.histogram.iter().enumerate().filter(|(_, &n)| n > 0) {
             out.push(' ');
-            out.push_str(&bucket.to_string());
+            push_decimal(out, bucket as u64);
             out.push(':');
-            out.push_str(&n.to_string());
+            push_decimal(out, u64::from(n));
         }
         out.push('\n');
         child = p.first_child;
@@ -410,6 +417,21 @@ pub(crate) fn write_snapshot(
     for (slot, &calls) in retired {
         push(out, "gr", &[u64::from(crate::retire::slot_index(slot)), calls]);
     }
+}
+
+/// Appends `value` in decimal without allocating (`to_string` per bucket was most of a snapshot's cost).
+fn push_decimal(out: &mut String, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    digits[at..].iter().for_each(|&d| out.push(char::from(d)));
 }
 
 /// Pushes `first` and its next siblings for a preorder walk, first on top.
@@ -498,6 +520,16 @@ mod tests {
     }
 
     #[test]
+    fn decimals_are_written_without_allocating() {
+        let mut out = String::new();
+        for value in [0, 7, 10, 495, u64::MAX] {
+            push_decimal(&mut out, value);
+            out.push(' ');
+        }
+        assert_eq!(out, "0 7 10 495 18446744073709551615 ");
+    }
+
+    #[test]
     fn tries_merge_by_path() {
         let mut a = Trie::new();
         let root = a.child(TOP, 5);
@@ -513,7 +545,9 @@ mod tests {
         b.stats(same_root).unwrap().add_timed(300);
         let mut merged = Trie::new();
         let mut map = Vec::new();
-        let copy = |from: &[u32; BUCKETS], to: &mut [u32; BUCKETS]| to.iter_mut().zip(from).for_each(|(t, f)| *t += f);
+        let copy = |from: &[u32], first: usize, to: &mut [u32; BUCKETS]| {
+            to[first..].iter_mut().zip(from).for_each(|(t, f)| *t += f)
+        };
         merged.merge(&a, &mut map, copy);
         merged.merge(&b, &mut map, copy);
         let root = merged.child(TOP, 5);
