@@ -307,10 +307,10 @@ pub(crate) struct Watch {
     sample_mature: bool,
 }
 
-/// Once every function of an observed tree has `min_calls` observed calls, only one tree in this many is observed:
-/// a decision then rests on a running mean that a sample of trees (taken whatever their times) leaves unbiased, and
-/// the watch's per-node work on a program of many alike invocations falls by as much. A function new to the watch
-/// (or one still short of `min_calls`) makes the next tree observed again.
+/// Once at most one node in this many of an observed tree is of a function short of `min_calls` observed calls (the
+/// busy functions, those worth retiring, have reached it), only one tree in this many is observed: a decision then
+/// rests on a running mean that a sample of trees (taken whatever their times) leaves unbiased, and the watch's
+/// per-node work on a program of many alike invocations falls by as much. Rare functions reach `min_calls` later.
 const MATURE_EVERY: u32 = 8;
 
 #[derive(Clone, Copy, Default)]
@@ -319,6 +319,8 @@ struct Seen {
     compensated_ticks: f64,
     /// The last observation in which a call of the function had probed callees.
     caller_in: u64,
+    /// The last observation in which the rule was checked for the function (once per tree, not once per node).
+    checked_in: u64,
 }
 
 impl Watch {
@@ -355,9 +357,12 @@ impl Watch {
         }
         self.observation += 1;
         let root = nodes[0].index;
+        // Nodes of functions still short of `min_calls`: while they are few, the tree counts as mature.
+        let mut young = 0;
         for (slot, node) in nodes.iter().enumerate().skip(1) {
             let index = node.index as usize;
-            if node.end == OPEN || index >= RETIRE_INDICES || node.index == root {
+            // A function that retired (or is pinned) meanwhile has nothing left to decide.
+            if node.end == OPEN || index >= RETIRE_INDICES || node.index == root || retired_state(node.index) != 0 {
                 continue;
             }
             if self.seen.len() <= index {
@@ -367,25 +372,26 @@ impl Watch {
             let raw = node.end.saturating_sub(node.start) as f64;
             let compensated = raw - cal.recorded_inner_ticks - cal.recorded_outer_ticks * f64::from(descendants);
             let seen = &mut self.seen[index];
+            young += usize::from(seen.calls < settings.min_calls);
             seen.calls += 1;
             seen.compensated_ticks += compensated.max(0.0);
             if descendants > 0 {
                 seen.caller_in = self.observation;
             }
         }
-        let mut mature = true;
         for node in &nodes[1..] {
-            let Some(&seen) = self.seen.get(node.index as usize) else { continue };
-            if seen.calls < settings.min_calls {
-                mature = false;
+            let Some(seen) = self.seen.get_mut(node.index as usize) else { continue };
+            if seen.checked_in == self.observation {
                 continue;
             }
-            if seen.caller_in == self.observation {
+            seen.checked_in = self.observation;
+            if seen.calls < settings.min_calls || seen.caller_in == self.observation {
                 continue;
             }
-            retire_if_fast(node.index, seen.calls, seen.compensated_ticks / seen.calls as f64, root);
+            let (calls, mean) = (seen.calls, seen.compensated_ticks / seen.calls as f64);
+            retire_if_fast(node.index, calls, mean, root);
         }
-        if mature && self.sample_mature {
+        if young * MATURE_EVERY as usize <= nodes.len() && self.sample_mature {
             self.skip = MATURE_EVERY - 1;
         }
     }
