@@ -410,3 +410,36 @@ pub(crate) fn observe_at_fold(nodes: &[Node]) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writers_watch_samples_trees_once_their_functions_are_mature() {
+        settings();
+        crate::calibrate::at_start_up();
+        // Function indices no other test uses, and calls far too slow to retire.
+        let (root, leaf, slow) = (60_000u32, 60_001u32, 1u64 << 40);
+        let node = |index, link, end| Node { start: 0, end, index, link, allocs: 0, alloc_bytes: 0 };
+        let mut nodes = vec![node(root, PARENT_MASK, slow * 4000)];
+        nodes.extend((0..2000).map(|_| node(leaf, 0, slow)));
+        let calls = |watch: &Watch| watch.seen[leaf as usize].calls;
+        let mut watch = Watch::sampling();
+        watch.observe_nodes(&nodes); // half of the leaf's nodes are under min_calls (1000): observed in full
+        watch.observe_nodes(&nodes); // none: mature
+        assert_eq!(calls(&watch), 4000);
+        for _ in 1..MATURE_EVERY {
+            watch.observe_nodes(&nodes);
+        }
+        assert_eq!(calls(&watch), 4000, "the next {} trees are passed over", MATURE_EVERY - 1);
+        watch.observe_nodes(&nodes);
+        assert_eq!(calls(&watch), 6000, "then one is observed");
+        // The fold's watch (one per big invocation) observes every tree.
+        let mut every = Watch::new();
+        for _ in 0..4 {
+            every.observe_nodes(&nodes);
+        }
+        assert_eq!(calls(&every), 8000);
+    }
+}
