@@ -5,7 +5,8 @@
 # is byte-identical. A measurement: it exits non-zero only when it cannot set up (fetch, copy or build fails).
 #
 # BEFORE_CC=PATH (optional): another cargo-calltime binary (say main's) whose default plan runs in the same
-# alternation, as `before`, for a before/after comparison under the same load.
+# alternation, as `before`, for a before/after comparison under the same load. CALLTIME_CC=PATH (optional): the
+# cargo-calltime binary whose default plan is `d5` (default: this checkout's, built first).
 # usage: scripts/real-crates-bench.sh [WORK_DIR]   (default /tmp/real-crates-bench; kept between runs so that the
 #        plain builds and inputs are reused; the instrumented builds are always redone from scratch)
 set -euo pipefail
@@ -18,8 +19,12 @@ work=$(cd "$work" && pwd)
 command -v python3 >/dev/null || fail "python3 is needed for the inputs and the run loop; install it"
 
 echo "== setup (work dir $work)"
-(cd "$repo" && cargo build --release -q -p cargo-calltime) || fail "cannot build cargo-calltime in $repo"
-CC=$repo/target/release/cargo-calltime
+if [ -n "${CALLTIME_CC:-}" ]; then
+  CC=$CALLTIME_CC   # a cargo-calltime binary to measure instead of this checkout's (kept fixed while others build)
+else
+  (cd "$repo" && cargo build --release -q -p cargo-calltime) || fail "cannot build cargo-calltime in $repo"
+  CC=$repo/target/release/cargo-calltime
+fi
 registry() { ls -d "$HOME"/.cargo/registry/src/*/"$1" 2>/dev/null | head -1 || true; }
 if [ -z "$(registry pulldown-cmark-0.13.6)" ] || [ -z "$(registry tokei-15.0.0)" ] || [ -z "$(registry serde_json-1.0.154)" ]; then
   rm -rf "$work/fetch" && cargo new -q "$work/fetch" && (cd "$work/fetch" && cargo add -q pulldown-cmark@0.13.6 \

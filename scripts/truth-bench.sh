@@ -3,7 +3,8 @@
 # test-crates/bench-calls, against the plain build. A measurement, not a test: it exits non-zero only when it
 # cannot set up (a build fails, a tool is missing), whatever the figures are. See docs/truth-bench.md.
 #
-# usage: scripts/truth-bench.sh [WORK_DIR]     (default: a new directory under /tmp; RUNS=N scales the run counts)
+# usage: scripts/truth-bench.sh [WORK_DIR]     (default: a new directory under /tmp; RUNS=N scales the run counts;
+#        CALLTIME_CC=PATH measures that cargo-calltime binary instead of this checkout's)
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,8 +16,12 @@ mkdir -p "$work" || fail "cannot create the work directory $work"
 command -v python3 >/dev/null || fail "python3 is needed for the run loop and the tables; install it"
 
 echo "== setup (work dir $work)"
-(cd "$repo" && cargo build --release -q -p cargo-calltime) || fail "cannot build cargo-calltime in $repo"
-CC=$repo/target/release/cargo-calltime
+if [ -n "${CALLTIME_CC:-}" ]; then
+  CC=$CALLTIME_CC   # another cargo-calltime binary (say main's), to measure its runtime instead of this checkout's
+else
+  (cd "$repo" && cargo build --release -q -p cargo-calltime) || fail "cannot build cargo-calltime in $repo"
+  CC=$repo/target/release/cargo-calltime
+fi
 # Fresh target dirs: nothing from an earlier run (fast-functions.txt, a previous plan) applies.
 rm -rf "$work/target-plain" "$work/target-tokenizer" "$work/target-files"
 CARGO_TARGET_DIR=$work/target-plain cargo build --release -q --manifest-path "$crate/Cargo.toml" \

@@ -39,6 +39,7 @@ pub(crate) fn enabled() -> bool {
 }
 
 /// The log-linear bucket of `value`.
+#[inline(always)]
 pub(crate) fn bucket_of(value: u64) -> usize {
     if value < SUB_BUCKETS {
         return value as usize;
@@ -92,12 +93,15 @@ impl PathStats {
         }
     }
 
+    #[inline(always)]
     fn add_timed(&mut self, duration: u64) {
         self.timed += 1;
-        self.total = self.total.saturating_add(duration);
+        // Wrapping: 2^64 ticks are centuries of calls; a saturating add cost more than the rest of the counters.
+        self.total = self.total.wrapping_add(duration);
         self.min = self.min.min(duration);
         self.max = self.max.max(duration);
-        let bucket = &mut self.histogram[bucket_of(duration)];
+        // `bucket_of` is below `BUCKETS` for every u64 (tested); the `min` lets the compiler drop the bound check.
+        let bucket = &mut self.histogram[bucket_of(duration).min(BUCKETS - 1)];
         *bucket = bucket.saturating_add(1);
     }
 }
@@ -165,8 +169,9 @@ impl Trie {
         self.paths.get_mut(id as usize)
     }
 
-    /// Adds `other` (whose ids are in creation order, parents first) into this trie, with times through `convert`.
-    fn merge(&mut self, other: &Trie, map: &mut Vec<u32>, convert: impl Fn(&[u32; BUCKETS], &mut [u32; BUCKETS])) {
+    /// Adds `other` (whose ids are in creation order, parents first) into this trie, with times through `convert`
+    /// (given a path's buckets from `first` on).
+    fn merge(&mut self, other: &Trie, map: &mut Vec<u32>, convert: impl Fn(&[u32], usize, &mut [u32; BUCKETS])) {
         self.untracked_calls += other.untracked_calls;
         self.invocations += other.invocations;
         self.add_retired(&other.retired);
@@ -185,20 +190,43 @@ impl Trie {
             to.total = to.total.saturating_add(from.total);
             to.min = to.min.min(from.min);
             to.max = to.max.max(from.max);
-            convert(&from.histogram, &mut to.histogram);
+            // Only the buckets between the path's extremes can be non-empty: a snapshot converts a few dozen buckets
+            // a path instead of all of them (it ran every second for every path of every thread).
+            if from.timed > 0 {
+                let first = bucket_of(from.min).min(BUCKETS - 1);
+                let last = bucket_of(from.max).clamp(first, BUCKETS - 1);
+                convert(&from.histogram[first..=last], first, &mut to.histogram);
+            }
         }
     }
 }
 
-/// One thread's trie and the scratch its folds reuse.
+/// One thread's trie and the scratch its folds reuse. Aligned so that no two threads' aggregates (whose mutex words
+/// their threads write at every fold) share a cache line (128 bytes: adjacent-line prefetching pairs lines).
+#[repr(align(128))]
 struct ThreadAggregate {
     trie: Trie,
     /// The trie path of each node (or call path) of the invocation being folded.
     path_of: Vec<u32>,
     /// Per call path of a folded invocation: its calls recorded one node each before the fold.
     before_fold: Vec<u64>,
-    /// Per node of the last per-call invocation: function, parent slot, path (see `fold_nodes`).
-    shape: Vec<(u32, u32, u32)>,
+    /// Per node of the last per-call invocation: its shape and path (see `fold_nodes`).
+    shape: Vec<ShapeSlot>,
+}
+
+/// One slot of the last per-call invocation folded on a thread: its function and parent slot in one word (a slot of
+/// the same shape matches with one comparison), and its trie path.
+#[derive(Clone, Copy)]
+struct ShapeSlot {
+    key: u64,
+    path: u32,
+}
+
+impl ShapeSlot {
+    #[inline(always)]
+    fn key(index: u32, parent_slot: u32) -> u64 {
+        u64::from(index) << 32 | u64::from(parent_slot)
+    }
 }
 
 type Shared = Arc<Mutex<ThreadAggregate>>;
@@ -249,26 +277,19 @@ fn fold_into(agg: &mut ThreadAggregate, rec: &Recorder) {
 }
 
 /// A per-call invocation: each node is one call, its parent an earlier node. `shape` is what the last invocation
-/// folded on this thread had at each slot (function, parent slot, path): a request handler's invocations mostly
-/// have the same shape, so most nodes find their path with one comparison.
-fn fold_nodes(trie: &mut Trie, shape: &mut Vec<(u32, u32, u32)>, nodes: &[Node]) {
+/// folded on this thread had at each slot: a request handler's invocations mostly have the same shape, so most nodes
+/// find their path with one comparison, and the per-node work is the path's counters and histogram (about 30
+/// instructions; docs/performance.md "Fourth round").
+fn fold_nodes(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, nodes: &[Node]) {
     shape.truncate(nodes.len());
     for (slot, node) in nodes.iter().enumerate() {
         let parent_slot = if slot == 0 { NONE } else { node.link & PARENT_MASK };
-        let id = match shape.get(slot) {
-            Some(&(index, parent, id)) if index == node.index && parent == parent_slot => id,
-            _ => {
-                let parent = match parent_slot {
-                    NONE => TOP,
-                    at => shape.get(at as usize).map_or(NONE, |&(.., id)| id),
-                };
-                let id = if parent == NONE { NONE } else { trie.child(parent, node.index) };
-                shape.truncate(slot);
-                shape.push((node.index, parent_slot, id));
-                id
-            }
+        let key = ShapeSlot::key(node.index, parent_slot);
+        let path = match shape.get(slot) {
+            Some(known) if known.key == key => known.path,
+            _ => new_shape_slot(trie, shape, slot, node.index, parent_slot),
         };
-        let Some(stats) = trie.stats(id) else {
+        let Some(stats) = trie.paths.get_mut(path as usize) else {
             trie.untracked_calls += 1;
             continue;
         };
@@ -277,6 +298,20 @@ fn fold_nodes(trie: &mut Trie, shape: &mut Vec<(u32, u32, u32)>, nodes: &[Node])
             stats.add_timed(node.end.saturating_sub(node.start));
         }
     }
+}
+
+/// Slot `slot` differs from the last invocation's: finds (or makes) its path and makes it the shape's last slot.
+#[cold]
+#[inline(never)]
+fn new_shape_slot(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, slot: usize, index: u32, parent_slot: u32) -> u32 {
+    let parent = match parent_slot {
+        NONE => TOP,
+        at => shape.get(at as usize).map_or(NONE, |known| known.path),
+    };
+    let path = if parent == NONE { NONE } else { trie.child(parent, index) };
+    shape.truncate(slot);
+    shape.push(ShapeSlot { key: ShapeSlot::key(index, parent_slot), path });
+    path
 }
 
 /// A folded invocation: exact counts per call path; the calls recorded one node each before the fold go into the
@@ -338,8 +373,8 @@ pub(crate) fn write_snapshot(
     let (trie, map) = &mut *merged;
     trie.clear();
     let threads: Vec<Shared> = lock(&THREADS).clone();
-    let to_ns = |from: &[u32; BUCKETS], to: &mut [u32; BUCKETS]| {
-        for (bucket, &count) in from.iter().enumerate() {
+    let to_ns = |from: &[u32], first: usize, to: &mut [u32; BUCKETS]| {
+        for (bucket, &count) in (first..).zip(from) {
             if count > 0 {
                 // The bucket's middle, in ns, names its ns bucket: at most one bucket width off.
                 let low = bucket_low(bucket);
@@ -371,9 +406,9 @@ pub(crate) fn write_snapshot(
         out.pop();
         for (bucket, &n) in p.histogram.iter().enumerate().filter(|(_, &n)| n > 0) {
             out.push(' ');
-            out.push_str(&bucket.to_string());
+            push_decimal(out, bucket as u64);
             out.push(':');
-            out.push_str(&n.to_string());
+            push_decimal(out, u64::from(n));
         }
         out.push('\n');
         child = p.first_child;
@@ -382,6 +417,21 @@ pub(crate) fn write_snapshot(
     for (slot, &calls) in retired {
         push(out, "gr", &[u64::from(crate::retire::slot_index(slot)), calls]);
     }
+}
+
+/// Appends `value` in decimal without allocating (`to_string` per bucket was most of a snapshot's cost).
+fn push_decimal(out: &mut String, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    digits[at..].iter().for_each(|&d| out.push(char::from(d)));
 }
 
 /// Pushes `first` and its next siblings for a preorder walk, first on top.
@@ -416,6 +466,69 @@ mod tests {
         }
     }
 
+    /// A per-call node: function `index` under slot `parent`, `duration` ticks long (`OPEN`: never left).
+    fn node(index: u32, parent: u32, duration: u64) -> Node {
+        let end = if duration == OPEN { OPEN } else { 100 + duration };
+        Node { start: 100, end, index, link: parent, allocs: 0, alloc_bytes: 0 }
+    }
+
+    /// (path of function indices, calls, timed, total) for every path, in creation order.
+    fn paths_of(trie: &Trie) -> Vec<(Vec<u32>, u64, u64, u64)> {
+        let path = |mut id: u32| {
+            let mut indices = Vec::new();
+            while id != TOP && id != NONE {
+                indices.push(trie.paths[id as usize].index);
+                id = trie.paths[id as usize].parent;
+            }
+            indices.reverse();
+            indices
+        };
+        (1..trie.paths.len() as u32)
+            .map(|id| {
+                let p = &trie.paths[id as usize];
+                (path(id), p.calls, p.timed, p.total)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn invocations_of_changing_shapes_fold_into_their_own_paths() {
+        // Same shape twice, then a different child at slot 2, then a longer and a shorter invocation: the shape
+        // cache of the last invocation must never put a node on another node's path.
+        let invocations = [
+            vec![node(0, PARENT_MASK, 50), node(1, 0, 10), node(2, 0, 20)],
+            vec![node(0, PARENT_MASK, 60), node(1, 0, 11), node(2, 0, 21)],
+            vec![node(0, PARENT_MASK, 70), node(1, 0, 12), node(3, 1, 5), node(2, 0, OPEN)],
+            vec![node(0, PARENT_MASK, 80), node(1, 0, 13), node(3, 1, 6), node(2, 0, 22), node(1, 3, 1)],
+            vec![node(0, PARENT_MASK, 90)],
+            vec![node(0, PARENT_MASK, 40), node(2, 0, 23)],
+        ];
+        let mut trie = Trie::new();
+        let mut shape = Vec::new();
+        for nodes in &invocations {
+            fold_nodes(&mut trie, &mut shape, nodes);
+        }
+        let expected: Vec<(Vec<u32>, u64, u64, u64)> = vec![
+            (vec![0], 6, 6, 50 + 60 + 70 + 80 + 90 + 40),
+            (vec![0, 1], 4, 4, 10 + 11 + 12 + 13),
+            (vec![0, 2], 5, 4, 20 + 21 + 22 + 23),
+            (vec![0, 1, 3], 2, 2, 5 + 6),
+            (vec![0, 2, 1], 1, 1, 1),
+        ];
+        assert_eq!(paths_of(&trie), expected);
+        assert_eq!(trie.untracked_calls, 0);
+    }
+
+    #[test]
+    fn decimals_are_written_without_allocating() {
+        let mut out = String::new();
+        for value in [0, 7, 10, 495, u64::MAX] {
+            push_decimal(&mut out, value);
+            out.push(' ');
+        }
+        assert_eq!(out, "0 7 10 495 18446744073709551615 ");
+    }
+
     #[test]
     fn tries_merge_by_path() {
         let mut a = Trie::new();
@@ -432,7 +545,9 @@ mod tests {
         b.stats(same_root).unwrap().add_timed(300);
         let mut merged = Trie::new();
         let mut map = Vec::new();
-        let copy = |from: &[u32; BUCKETS], to: &mut [u32; BUCKETS]| to.iter_mut().zip(from).for_each(|(t, f)| *t += f);
+        let copy = |from: &[u32], first: usize, to: &mut [u32; BUCKETS]| {
+            to[first..].iter_mut().zip(from).for_each(|(t, f)| *t += f)
+        };
         merged.merge(&a, &mut map, copy);
         merged.merge(&b, &mut map, copy);
         let root = merged.child(TOP, 5);

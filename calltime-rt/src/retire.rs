@@ -135,8 +135,12 @@ pub(crate) fn settle_retired_calls(left: *mut Recorder) {
     // into is within `slots_used()` read below.
     fence(Acquire);
     let used = slots_used().min(RETIRED_COUNTERS - 1);
+    if used == 0 {
+        return;
+    }
     let _ = RETIRED_CALLS.try_with(|counts| {
-        for (slot, counter) in counts.iter().enumerate().take(used + 1).skip(1) {
+        // A slice, not `enumerate().skip(1)`: that compiled to an out-of-line `nth` call per settle.
+        for (slot, counter) in (1..).zip(&counts[1..=used]) {
             let calls = counter.replace(0);
             if calls != 0 && left as usize > SKIP as usize {
                 // SAFETY: the context being left is still live (its owner makes it current and withdraws it).
@@ -223,7 +227,7 @@ pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
 /// of is a step nearer going quiet. A loop over the slots in use, as when settling.
 pub(crate) fn note_invocation(rec: &Recorder) {
     let used = slots_used().min(RETIRED_COUNTERS - 1);
-    for (slot, &calls) in rec.retired_calls().iter().enumerate().take(used + 1).skip(1) {
+    for (slot, &calls) in (1..).zip(&rec.retired_calls()[1..=used]) {
         if calls != 0 {
             note_counted(slot);
         }
@@ -297,7 +301,17 @@ pub(crate) struct Watch {
     seen: Vec<Seen>,
     /// Numbers the observations, to mark the functions that called probed functions in the current one.
     observation: u64,
+    /// Trees still to pass over before the next observation (see `MATURE_EVERY`).
+    skip: u32,
+    /// Whether mature trees are sampled (the writer's watch); the fold's watch sees every big invocation.
+    sample_mature: bool,
 }
+
+/// Once at most one node in this many of an observed tree is of a function short of `min_calls` observed calls (the
+/// busy functions, those worth retiring, have reached it), only one tree in this many is observed: a decision then
+/// rests on a running mean that a sample of trees (taken whatever their times) leaves unbiased, and the watch's
+/// per-node work on a program of many alike invocations falls by as much. Rare functions reach `min_calls` later.
+const MATURE_EVERY: u32 = 8;
 
 #[derive(Clone, Copy, Default)]
 struct Seen {
@@ -305,11 +319,18 @@ struct Seen {
     compensated_ticks: f64,
     /// The last observation in which a call of the function had probed callees.
     caller_in: u64,
+    /// The last observation in which the rule was checked for the function (once per tree, not once per node).
+    checked_in: u64,
 }
 
 impl Watch {
     pub(crate) const fn new() -> Watch {
-        Watch { descendants: Vec::new(), seen: Vec::new(), observation: 0 }
+        Watch { descendants: Vec::new(), seen: Vec::new(), observation: 0, skip: 0, sample_mature: false }
+    }
+
+    /// A watch that observes one tree in `MATURE_EVERY` once their functions are mature (the writer's).
+    pub(crate) const fn sampling() -> Watch {
+        Watch { descendants: Vec::new(), seen: Vec::new(), observation: 0, skip: 0, sample_mature: true }
     }
 
     /// Adds the finished nodes of a per-call tree (parents before children, slot 0 the root) and retires the
@@ -322,6 +343,10 @@ impl Watch {
         if !settings.enabled || nodes.is_empty() {
             return;
         }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return;
+        }
         self.descendants.clear();
         self.descendants.resize(nodes.len(), 0);
         for slot in (1..nodes.len()).rev() {
@@ -332,9 +357,12 @@ impl Watch {
         }
         self.observation += 1;
         let root = nodes[0].index;
+        // Nodes of functions still short of `min_calls`: while they are few, the tree counts as mature.
+        let mut young = 0;
         for (slot, node) in nodes.iter().enumerate().skip(1) {
             let index = node.index as usize;
-            if node.end == OPEN || index >= RETIRE_INDICES || node.index == root {
+            // A function that retired (or is pinned) meanwhile has nothing left to decide.
+            if node.end == OPEN || index >= RETIRE_INDICES || node.index == root || retired_state(node.index) != 0 {
                 continue;
             }
             if self.seen.len() <= index {
@@ -344,6 +372,7 @@ impl Watch {
             let raw = node.end.saturating_sub(node.start) as f64;
             let compensated = raw - cal.recorded_inner_ticks - cal.recorded_outer_ticks * f64::from(descendants);
             let seen = &mut self.seen[index];
+            young += usize::from(seen.calls < settings.min_calls);
             seen.calls += 1;
             seen.compensated_ticks += compensated.max(0.0);
             if descendants > 0 {
@@ -351,11 +380,19 @@ impl Watch {
             }
         }
         for node in &nodes[1..] {
-            let Some(&seen) = self.seen.get(node.index as usize) else { continue };
+            let Some(seen) = self.seen.get_mut(node.index as usize) else { continue };
+            if seen.checked_in == self.observation {
+                continue;
+            }
+            seen.checked_in = self.observation;
             if seen.calls < settings.min_calls || seen.caller_in == self.observation {
                 continue;
             }
-            retire_if_fast(node.index, seen.calls, seen.compensated_ticks / seen.calls as f64, root);
+            let (calls, mean) = (seen.calls, seen.compensated_ticks / seen.calls as f64);
+            retire_if_fast(node.index, calls, mean, root);
+        }
+        if young * MATURE_EVERY as usize <= nodes.len() && self.sample_mature {
+            self.skip = MATURE_EVERY - 1;
         }
     }
 }
@@ -372,4 +409,37 @@ pub(crate) fn observe_at_fold(nodes: &[Node]) {
             watch.observe_nodes(nodes);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writers_watch_samples_trees_once_their_functions_are_mature() {
+        settings();
+        crate::calibrate::at_start_up();
+        // Function indices no other test uses, and calls far too slow to retire.
+        let (root, leaf, slow) = (60_000u32, 60_001u32, 1u64 << 40);
+        let node = |index, link, end| Node { start: 0, end, index, link, allocs: 0, alloc_bytes: 0 };
+        let mut nodes = vec![node(root, PARENT_MASK, slow * 4000)];
+        nodes.extend((0..2000).map(|_| node(leaf, 0, slow)));
+        let calls = |watch: &Watch| watch.seen[leaf as usize].calls;
+        let mut watch = Watch::sampling();
+        watch.observe_nodes(&nodes); // half of the leaf's nodes are under min_calls (1000): observed in full
+        watch.observe_nodes(&nodes); // none: mature
+        assert_eq!(calls(&watch), 4000);
+        for _ in 1..MATURE_EVERY {
+            watch.observe_nodes(&nodes);
+        }
+        assert_eq!(calls(&watch), 4000, "the next {} trees are passed over", MATURE_EVERY - 1);
+        watch.observe_nodes(&nodes);
+        assert_eq!(calls(&watch), 6000, "then one is observed");
+        // The fold's watch (one per big invocation) observes every tree.
+        let mut every = Watch::new();
+        for _ in 0..4 {
+            every.observe_nodes(&nodes);
+        }
+        assert_eq!(calls(&every), 8000);
+    }
 }

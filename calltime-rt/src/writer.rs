@@ -186,7 +186,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     paths: Vec::new(),
     open: Vec::new(),
     scratch: Vec::new(),
-    watch: Watch::new(),
+    watch: Watch::sampling(),
     retirements: Vec::new(),
     holder: Holder::new(),
     positions: Vec::new(),
