@@ -170,6 +170,13 @@ pub mod __private {
         crate::probe::enter(index)
     }
 
+    /// Probe of a non-root sync function whose body is wrapped in a closure: the body runs in place when the
+    /// function went quiet, between the entry and the exit probe otherwise.
+    #[inline(always)]
+    pub fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
+        crate::probe::run(index, body)
+    }
+
     /// Probe of a root sync function: starts an invocation when none is in progress on this thread.
     #[inline(always)]
     pub fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {

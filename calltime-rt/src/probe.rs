@@ -47,6 +47,26 @@ pub(crate) fn enter(index: u32) -> Guard {
     unsafe { record_enter_call(rec, index) }
 }
 
+/// The probe of a body wrapped in a closure (`run(7, move || { body })`): a quiet function's call is the state
+/// byte's test and the body, with no guard and nothing to test at the exit, so a tiny function's quiet probe costs
+/// about one load and one branch wherever the body is inlined. Every other call goes through `run_probed`, out of
+/// line: the body's second copy, its guard and its unwind cleanup stay out of the probed function, which keeps it
+/// small enough to be inlined where the plain build inlines it.
+#[inline(always)]
+pub(crate) fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
+    if (retired_state(index) as i8) < 0 {
+        return body();
+    }
+    run_probed(index, body)
+}
+
+/// `run`'s probed case: the entry probe, the body, the exit probe.
+#[inline(never)]
+fn run_probed<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
+    let _guard = enter(index);
+    body()
+}
+
 /// The recording entry, out of line (see `enter`). Its common cases save no registers: a folded invocation's
 /// call (`enter_folded`), and a call that gets its own node when the TSC is the clock. Everything else (the
 /// `Instant` clock, a full buffer, the fold) is one jump to `record_enter_node`.
