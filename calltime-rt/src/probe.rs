@@ -47,17 +47,29 @@ pub(crate) fn enter(index: u32) -> Guard {
     unsafe { record_enter_call(rec, index) }
 }
 
-/// The probe of a body wrapped in a closure (`run(7, move || { body })`): a quiet function's call is the state
-/// byte's test and the body, with no guard and nothing to test at the exit, so a tiny function's quiet probe costs
-/// about one load and one branch wherever the body is inlined. Every other call goes through `run_probed`, out of
+/// The probe of a body wrapped in a closure (`run(7, move || { body })`): a retired function's call is the state
+/// byte's test and the body (and the counter's increment until it goes quiet), with no guard and nothing to test
+/// at the exit, so a tiny function's quiet probe costs about one load and one branch wherever the body is inlined. Every other call goes through `run_probed`, out of
 /// line: the body's second copy, its guard and its unwind cleanup stay out of the probed function, which keeps it
 /// small enough to be inlined where the plain build inlines it.
 #[inline(always)]
 pub(crate) fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
-    if (retired_state(index) as i8) < 0 {
+    let state = retired_state(index);
+    if (state as i8) < 0 {
+        return body();
+    }
+    if state != 0 {
+        count_retired_call_here(state);
         return body();
     }
     run_probed(index, body)
+}
+
+/// Counts one call of a retired function whose calls are still counted, out of line: the body is then one copy
+/// wherever `run` is inlined, and the call saves no registers.
+#[inline(never)]
+fn count_retired_call_here(slot: u8) {
+    count_retired_call(slot);
 }
 
 /// `run`'s probed case: the entry probe, the body, the exit probe.

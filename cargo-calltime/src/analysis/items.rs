@@ -593,7 +593,7 @@ impl Extractor {
                 close,
                 return_type,
                 errs,
-                body_in_closure: false,
+                body_in_closure: body_fits_a_closure(attrs, sig),
             });
         }
         if errs == ErrCounting::NotAResult && body_fits_a_closure(attrs, sig) {
@@ -990,7 +990,7 @@ mod tests {
             ("h", false),
             ("i", false),
             ("j", false),
-            ("k", false),
+            ("k", true),
             ("l", false),
             ("m", false),
         ];
