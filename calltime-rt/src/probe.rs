@@ -48,10 +48,12 @@ pub(crate) fn enter(index: u32) -> Guard {
 }
 
 /// The probe of a body wrapped in a closure (`run(7, move || { body })`): a retired function's call is the state
-/// byte's test and the body (and the counter's increment until it goes quiet), with no guard and nothing to test
-/// at the exit, so a tiny function's quiet probe costs about one load and one branch wherever the body is inlined. Every other call goes through `run_probed`, out of
-/// line: the body's second copy, its guard and its unwind cleanup stay out of the probed function, which keeps it
-/// small enough to be inlined where the plain build inlines it.
+/// byte's test and the body (and, until it goes quiet, an out-of-line count), with no guard and nothing to test at
+/// the exit, so a quiet call of a tiny function inlined into a loop costs the byte's load and one branch. Every
+/// other call goes through `run_probed`, out of line: the guard and its unwind cleanup stay out of the probed
+/// function. Measured alternatives (docs/truth-bench.md, "Fourth round"): sending counted calls to `run_probed`
+/// (or to a `run_counted` taking the closure) makes the quiet path one branch shorter but costs pulldown-cmark,
+/// whose one invocation never lets its retired functions go quiet, 5-8% more instructions.
 #[inline(always)]
 pub(crate) fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
     let state = retired_state(index);
@@ -65,8 +67,8 @@ pub(crate) fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
     run_probed(index, body)
 }
 
-/// Counts one call of a retired function whose calls are still counted, out of line: the body is then one copy
-/// wherever `run` is inlined, and the call saves no registers.
+/// Counts one call of a retired function whose calls are still counted, out of line: a call that saves no
+/// registers, instead of the thread-local access inlined next to each copy of the body.
 #[inline(never)]
 fn count_retired_call_here(slot: u8) {
     count_retired_call(slot);
