@@ -1,7 +1,7 @@
 //! Cost of one probed call, against the floor (two clock reads) and other instrumentation, in one run:
 //! `cargo bench -p calltime-rt --bench probe`. Results and method: docs/performance.md, "Runtime probe cost".
 
-use calltime_rt::__private::{enter, enter_root, hold_writer, init_clock, now, quiet_now, retire_now, PlanInfo};
+use calltime_rt::__private::{enter, enter_root, hold_writer, init_clock, now, quiet_now, retire_now, run, PlanInfo};
 use divan::{black_box, Bencher};
 
 static PLAN: PlanInfo = PlanInfo { id: "bench", table: "", functions: 5 };
@@ -54,6 +54,22 @@ fn quiet_fn() {
     black_box(());
 }
 
+/// `probed_fn` as the rewrite leaves a body that fits a closure: `run(index, move || { body })`.
+#[inline(never)]
+fn run_probed_fn() {
+    run(1, move || {
+        black_box(());
+    })
+}
+
+/// `quiet_fn`'s body in the runtime's closure.
+#[inline(never)]
+fn run_quiet_fn() {
+    run(3, move || {
+        black_box(());
+    })
+}
+
 /// A bare `#[inline(never)]` call: what every probed function costs anyway.
 #[divan::bench]
 fn bare_call() {
@@ -93,18 +109,30 @@ fn exhaust_spare_recorders() {
     }
 }
 
+/// `recording_probe_pair` with the body in the runtime's closure (`run`): one more call, to `run_probed`.
+#[divan::bench(sample_size = 4096)]
+fn run_recording_probe_pair(bencher: Bencher) {
+    exhaust_spare_recorders();
+    calls_in_invocations(bencher, run_probed_fn, PROBES_PER_INVOCATION, 200);
+}
+
 /// Benchmarks `probed_fn` inside root invocations of `per_invocation` calls each, after `warm_up` such invocations.
 fn probed_calls_in_invocations(bencher: Bencher, per_invocation: u32, warm_up: u32) {
+    calls_in_invocations(bencher, probed_fn, per_invocation, warm_up);
+}
+
+/// Benchmarks `probed` inside root invocations of `per_invocation` calls each, after `warm_up` such invocations.
+fn calls_in_invocations(bencher: Bencher, probed: fn(), per_invocation: u32, warm_up: u32) {
     for _ in 0..warm_up {
         let _root = enter_root(0, &PLAN);
         for _ in 0..per_invocation {
-            probed_fn();
+            probed();
         }
     }
     let mut root = Some(enter_root(0, &PLAN));
     let mut probes = 0;
     bencher.bench_local(|| {
-        probed_fn();
+        probed();
         probes += 1;
         if probes == per_invocation {
             probes = 0;
@@ -140,6 +168,21 @@ fn quiet_probe_pair(bencher: Bencher) {
     let root = enter_root(0, &PLAN);
     bencher.bench_local(quiet_fn);
     drop(root);
+}
+
+/// `quiet_probe_pair` with the body in the runtime's closure (`run`): the byte's test, no guard.
+#[divan::bench]
+fn run_quiet_probe_pair(bencher: Bencher) {
+    quiet_now(3);
+    let root = enter_root(0, &PLAN);
+    bencher.bench_local(run_quiet_fn);
+    drop(root);
+}
+
+/// `probe_outside_root` with the body in the runtime's closure (`run`).
+#[divan::bench]
+fn run_outside_root() {
+    run_probed_fn();
 }
 
 /// A probed call with no invocation in progress: a thread-local load and a branch (subtract `bare_call`).

@@ -3,7 +3,8 @@
 //!
 //! You normally never write code against this crate: `cargo calltime` rewrites a shadow copy of your workspace so that
 //! every picked function starts with a probe (`::calltime_rt::__private::enter(7)`, an index assigned by the tool's
-//! plan), adds this crate as a path dependency, builds and runs the program, then reads the trace file this crate
+//! plan; or, for a body whose parameters drop nothing, `run(7, move || { body })`, whose retired calls run the body
+//! with no guard), adds this crate as a path dependency, builds and runs the program, then reads the trace file this crate
 //! writes. The file format is documented in `docs/trace-format.md` of the cargo-calltime repository.
 //!
 //! # What is recorded
@@ -163,6 +164,13 @@ pub mod __private {
     #[inline(always)]
     pub fn enter(index: u32) -> Guard {
         crate::probe::enter(index)
+    }
+
+    /// Probe of a non-root sync function whose body is wrapped in a closure: the body runs in place when the
+    /// function went quiet, between the entry and the exit probe otherwise.
+    #[inline(always)]
+    pub fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
+        crate::probe::run(index, body)
     }
 
     /// Probe of a root sync function: starts an invocation when none is in progress on this thread.

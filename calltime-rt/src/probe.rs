@@ -47,6 +47,40 @@ pub(crate) fn enter(index: u32) -> Guard {
     unsafe { record_enter_call(rec, index) }
 }
 
+/// The probe of a body wrapped in a closure (`run(7, move || { body })`): a retired function's call is the state
+/// byte's test and the body (and, until it goes quiet, an out-of-line count), with no guard and nothing to test at
+/// the exit, so a quiet call of a tiny function inlined into a loop costs the byte's load and one branch. Every
+/// other call goes through `run_probed`, out of line: the guard and its unwind cleanup stay out of the probed
+/// function. Measured alternatives (docs/truth-bench.md, "Fourth round"): sending counted calls to `run_probed`
+/// (or to a `run_counted` taking the closure) makes the quiet path one branch shorter but costs pulldown-cmark,
+/// whose one invocation never lets its retired functions go quiet, 5-8% more instructions.
+#[inline(always)]
+pub(crate) fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
+    let state = retired_state(index);
+    if (state as i8) < 0 {
+        return body();
+    }
+    if state != 0 {
+        count_retired_call_here(state);
+        return body();
+    }
+    run_probed(index, body)
+}
+
+/// Counts one call of a retired function whose calls are still counted, out of line: a call that saves no
+/// registers, instead of the thread-local access inlined next to each copy of the body.
+#[inline(never)]
+fn count_retired_call_here(slot: u8) {
+    count_retired_call(slot);
+}
+
+/// `run`'s probed case: the entry probe, the body, the exit probe.
+#[inline(never)]
+fn run_probed<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
+    let _guard = enter(index);
+    body()
+}
+
 /// The recording entry, out of line (see `enter`). Its common cases save no registers: a folded invocation's
 /// call (`enter_folded`), and a call that gets its own node when the TSC is the clock. Everything else (the
 /// `Instant` clock, a full buffer, the fold) is one jump to `record_enter_node`.

@@ -869,6 +869,7 @@ mod tests {
                 close: open,
                 return_type: None,
                 errs: Default::default(),
+                body_in_closure: false,
                 spawns: Vec::new(),
             }),
             skip_reason: None,

@@ -284,14 +284,22 @@ pub struct ProbeSite {
     /// AsyncBlock: the offset of the `async` keyword of the tail `async move { .. }` block.
     pub open: usize,
     /// Async: the offset of the body's closing `}`. AsyncBlock: just after the tail block's closing `}`.
-    /// Sync: unused (equal to `open`).
+    /// Sync: the offset of the body's closing `}` when the body is wrapped (`errs` counted, `body_in_closure`),
+    /// else unused (equal to `open`).
     pub close: usize,
-    /// The declared return type as written (`impl Trait` erased to `_`), for async bodies and for sync bodies
-    /// whose `Err` returns are counted; `None` for `()`.
+    /// The declared return type as written (`impl Trait` erased to `_`), for async bodies and for wrapped sync
+    /// bodies; `None` for `()`.
     pub return_type: Option<String>,
     /// Whether the rewrite counts the function's `Err` returns (not part of the plan's JSON).
     #[serde(skip)]
     pub errs: ErrCounting,
+    /// A sync body the rewrite may wrap in `run(index, move || { .. })` when the function is not a root, so that
+    /// a quiet call runs the body with no guard (calltime-rt `probe::run`; a body whose `Err`s are counted is
+    /// wrapped as well, inside it): it is not `#[track_caller]` and does not return `!`, and every parameter is a reference, a raw pointer or a primitive
+    /// (moving them into the closure changes no drop order). `close` is then the body's closing `}` (not part of
+    /// the plan's JSON).
+    #[serde(skip)]
+    pub body_in_closure: bool,
     /// Arguments of spawn calls in the body that the rewrite wraps so the work they do elsewhere is adopted
     /// (`analysis::spawns`; not part of the plan's JSON).
     #[serde(skip)]

@@ -58,6 +58,15 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             } else {
                 format!("enter({index})")
             };
+            if site.body_in_closure && !probe.is_root {
+                let run = format!("::calltime_rt::__private::run({index}, move || {{");
+                if counts_errs {
+                    let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
+                    return vec![(site.open, format!("{run}{open}")), (site.close, format!("{close}}})"))];
+                }
+                let pin = return_pin(site.return_type.as_deref());
+                return vec![(site.open, format!("{run} {pin}")), (site.close, " })".to_owned())];
+            }
             let guard = format!("let __calltime_guard = ::calltime_rt::__private::{call};");
             if counts_errs {
                 let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
@@ -351,6 +360,7 @@ mod tests {
             close,
             return_type: ret.map(str::to_owned),
             errs: ErrCounting::NotAResult,
+            body_in_closure: false,
             spawns: Vec::new(),
         }
     }
@@ -452,6 +462,40 @@ mod tests {
             assert_eq!(shifted, [0], "{out}");
             assert!(out.ends_with(&format!("{last}\n }}).await }}\n")), "{out}");
         }
+    }
+
+    #[test]
+    fn a_body_that_fits_a_closure_runs_in_the_runtimes_closure_unless_it_is_a_root() {
+        let src = "fn f(b: u8) -> u8 {\n    b + 1\n}\n";
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = site(ProbeKind::Sync, 3, open, close, Some("u8"));
+        s.body_in_closure = true;
+        let (out, shifted) = apply_keeping_columns(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(shifted.is_empty(), "{out}");
+        assert_eq!(
+            out,
+            "fn f(b: u8) -> u8 {::calltime_rt::__private::run(3, move || { if false { #[allow(unreachable_code)] let \
+             __calltime_r: u8 = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    b + 1 \
+             })\n}\n"
+        );
+        // A root keeps its guard: the invocation starts and ends with it.
+        let out = apply(src, &[Probe { site: &s, is_root: true }], &plan()).unwrap();
+        assert!(out.starts_with("fn f(b: u8) -> u8 {let __calltime_guard = ::calltime_rt::__private::enter_root(3, "));
+        assert!(out.ends_with("    b + 1\n}\n"), "{out}");
+        // A body whose `Err`s are counted: the counting wrap inside the runtime's closure.
+        let src = "fn f(b: u8) -> Result<u8, E> {\n    Ok(b)\n}\n";
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = counting(site(ProbeKind::Sync, 4, open, close, Some("Result<u8, E>")));
+        s.body_in_closure = true;
+        let out = apply(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        let (counting_open, counting_close) = sync_err_wrap(4, Some("Result<u8, E>"));
+        assert_eq!(
+            out,
+            format!(
+                "fn f(b: u8) -> Result<u8, E> {{::calltime_rt::__private::run(4, move || {{{counting_open}\n    \
+                 Ok(b){counting_close}}})\n}}\n"
+            )
+        );
     }
 
     fn counting(mut site: ProbeSite) -> ProbeSite {

@@ -561,6 +561,7 @@ impl Extractor {
                 close,
                 return_type: self.return_type(&sig.output),
                 errs,
+                body_in_closure: false,
             });
         }
         if let ReturnType::Type(_, ty) = &sig.output {
@@ -573,6 +574,7 @@ impl Extractor {
                         close: self.off(tail.block.brace_token.span.close().byte_range().end),
                         return_type: None,
                         errs: ErrCounting::NotAResult,
+                        body_in_closure: false,
                     });
                 }
                 if skip.is_none() {
@@ -584,9 +586,37 @@ impl Extractor {
         if errs == ErrCounting::Counted {
             // The body is wrapped: its closing text goes before the body's `}`, its type pinned to the return type.
             let return_type = self.return_type(&sig.output);
-            return Some(ProbeDraft { kind: ProbeKind::Sync, line, open, close, return_type, errs });
+            return Some(ProbeDraft {
+                kind: ProbeKind::Sync,
+                line,
+                open,
+                close,
+                return_type,
+                errs,
+                body_in_closure: body_fits_a_closure(attrs, sig),
+            });
         }
-        Some(ProbeDraft { kind: ProbeKind::Sync, line, open, close: open, return_type: None, errs })
+        if errs == ErrCounting::NotAResult && body_fits_a_closure(attrs, sig) {
+            let return_type = self.return_type(&sig.output);
+            return Some(ProbeDraft {
+                kind: ProbeKind::Sync,
+                line,
+                open,
+                close,
+                return_type,
+                errs,
+                body_in_closure: true,
+            });
+        }
+        Some(ProbeDraft {
+            kind: ProbeKind::Sync,
+            line,
+            open,
+            close: open,
+            return_type: None,
+            errs,
+            body_in_closure: false,
+        })
     }
 
     /// The declared return type with every `impl Trait` replaced by `_`; None for `()`.
@@ -678,6 +708,47 @@ fn err_counting(attrs: &[Attribute], output: &ReturnType) -> ErrCounting {
         return ErrCounting::TrackCaller;
     }
     ErrCounting::Counted
+}
+
+/// Whether a sync body can run in a `move` closure with the same meaning (`plan::ProbeSite::body_in_closure`):
+/// not `#[track_caller]` (a closure cannot pass the caller's location on), not returning `!` (not a type argument
+/// on stable), and only parameters whose move into the closure drops nothing: references, raw pointers, primitive
+/// scalars, `&self` and `&mut self`. Decided on syntax alone, so a type alias of a primitive does not count.
+fn body_fits_a_closure(attrs: &[Attribute], sig: &syn::Signature) -> bool {
+    fn drops_nothing(ty: &Type) -> bool {
+        match ty {
+            Type::Reference(_) | Type::Ptr(_) => true,
+            Type::Paren(t) => drops_nothing(&t.elem),
+            Type::Path(tp) => {
+                tp.qself.is_none()
+                    && tp.path.leading_colon.is_none()
+                    && tp.path.segments.len() == 1
+                    && tp.path.segments[0].arguments.is_empty()
+                    && SCALARS.iter().any(|s| tp.path.segments[0].ident == s)
+            }
+            _ => false,
+        }
+    }
+    const SCALARS: [&str; 16] = [
+        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool",
+        "char",
+    ];
+    if attrs.iter().any(|a| a.path().is_ident("track_caller")) || sig.variadic.is_some() {
+        return false;
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        if matches!(**ty, Type::Never(_)) {
+            return false;
+        }
+    }
+    sig.inputs.iter().all(|input| match input {
+        syn::FnArg::Receiver(r) => match &r.kind {
+            syn::ReceiverKind::Reference(..) => true,
+            syn::ReceiverKind::Typed(_, ty) => matches!(**ty, Type::Reference(_)),
+            _ => false,
+        },
+        syn::FnArg::Typed(t) => drops_nothing(&t.ty),
+    })
 }
 
 /// `impl Future<..>`, `Pin<Box<dyn Future<..>>>`, `BoxFuture<..>`: a function that hands back a future.
@@ -888,6 +959,45 @@ mod tests {
         assert_eq!((&text[a.close..a.close + 1], a.return_type.as_deref()), ("}", Some("Result<u8, E>")));
         let d = items.fns[3].probe.as_ref().unwrap();
         assert_eq!((d.close, d.return_type.as_deref()), (d.open, None));
+    }
+
+    #[test]
+    fn a_body_fits_a_closure_when_moving_its_parameters_drops_nothing() {
+        let text = "fn a(b: u8, s: &str, p: *const u8) -> u8 { b }\n\
+                    impl X { fn b(&self) -> &str { &self.s } fn c(&mut self, x: (usize)) {} }\n\
+                    impl X { fn d(self) {} fn e(self: Box<Self>) {} fn f(self: &Self) {} }\n\
+                    fn g(v: Vec<u8>) {}\n\
+                    fn h<T>(t: T) {}\n\
+                    fn i() -> ! { loop {} }\n\
+                    #[track_caller] fn j() {}\n\
+                    fn k() -> Result<u8, E> { Ok(1) }\n\
+                    async fn l(b: u8) {}\n\
+                    fn m(x: Option<u8>) {}\n";
+        let items = extract_file(text).unwrap().items;
+        let methods = items.impls.iter().flat_map(|i| &i.fns);
+        let mut fits: Vec<(String, bool)> = (items.fns.iter().chain(methods))
+            .map(|f| (f.name.clone(), f.probe.as_ref().unwrap().body_in_closure))
+            .collect();
+        fits.sort();
+        let expected = [
+            ("a", true),
+            ("b", true),
+            ("c", true),
+            ("d", false),
+            ("e", false),
+            ("f", true),
+            ("g", false),
+            ("h", false),
+            ("i", false),
+            ("j", false),
+            ("k", true),
+            ("l", false),
+            ("m", false),
+        ];
+        assert_eq!(fits, expected.map(|(n, b)| (n.to_owned(), b)));
+        // The closure ends at the body's closing brace.
+        let a = items.fns[0].probe.as_ref().unwrap();
+        assert_eq!((&text[a.close..a.close + 1], a.return_type.as_deref()), ("}", Some("u8")));
     }
 
     /// Extraction one item at a time gives what extraction of the whole file gives, for every source file of the

@@ -216,6 +216,7 @@ impl Probes<'_> {
             close: draft.close,
             return_type: draft.return_type.clone(),
             errs: draft.errs,
+            body_in_closure: draft.body_in_closure,
             spawns: super::spawns::wraps(self.index, f),
         });
         self.next_index += 1;

@@ -137,6 +137,8 @@ pub struct ProbeDraft {
     pub close: usize,
     pub return_type: Option<String>,
     pub errs: crate::plan::ErrCounting,
+    /// The body can run in the runtime's closure (`plan::ProbeSite::body_in_closure`).
+    pub body_in_closure: bool,
 }
 
 #[derive(Debug, Clone, Default)]
