@@ -176,6 +176,10 @@ pub(crate) struct Recorder {
     pub(crate) aggregate_only: bool,
     /// Work spawned from this invocation on other threads or tasks (`adopt.rs`): created at its first spawn.
     pub(crate) adoption: Option<Arc<crate::adopt::Adoption>>,
+    /// For a part: the whole-run aggregate's call path its first node hangs under (function indices from the
+    /// root, spawned frames as their markers, `adopt::PART_THREAD_PATH`), and its own first node's marker.
+    pub(crate) adopted_path: Vec<u32>,
+    pub(crate) part_marker: u32,
 }
 
 impl Recorder {
@@ -247,6 +251,8 @@ impl Recorder {
             retired_calls: [0; RETIRED_COUNTERS],
             aggregate_only: false,
             adoption: None,
+            adopted_path: Vec::new(),
+            part_marker: 0,
         })
     }
 
@@ -268,6 +274,8 @@ impl Recorder {
         self.name = name;
         self.aggregate_only = false;
         self.adoption = None;
+        self.adopted_path.clear();
+        self.part_marker = 0;
         // Only the slots handed out so far can have been counted (a recorder dropped unwritten keeps its counts).
         let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
         self.retired_calls[..=used].fill(0);
@@ -363,6 +371,40 @@ impl Recorder {
         } else {
             PATH_KEY | path
         }
+    }
+
+    /// The aggregate's call path of the frame `key` names ([`Recorder::spawn_key`]): this recorder's own
+    /// `adopted_path`, then the function indices from its first node down to that frame (a part's first node as its
+    /// marker). Cold: taken at a spawn.
+    pub(crate) fn aggregate_path_of(&self, key: u32) -> Vec<u32> {
+        let mut chain = Vec::new();
+        if key & PATH_KEY != 0 {
+            let mut at = (key & !PATH_KEY) as usize;
+            while let Some(path) = self.paths.get(at) {
+                chain.push(path.index);
+                if at == 0 || path.parent as usize >= at {
+                    break;
+                }
+                at = path.parent as usize;
+            }
+        } else {
+            let mut at = key as usize;
+            while let Some(node) = self.nodes.get(at) {
+                chain.push(node.index);
+                let parent = (node.link & PARENT_MASK) as usize;
+                if at == 0 || parent >= at {
+                    break;
+                }
+                at = parent;
+            }
+        }
+        chain.reverse();
+        if let (Some(first), true) = (chain.first_mut(), self.part_marker != 0) {
+            *first = self.part_marker;
+        }
+        let mut path = self.adopted_path.clone();
+        path.extend(chain);
+        path
     }
 
     /// Re-enters the frame of an existing node (an async function polled again).
