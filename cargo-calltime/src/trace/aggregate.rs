@@ -47,6 +47,21 @@ pub struct RunAggregate {
     pub processes: u64,
 }
 
+/// A whole-run aggregate path of this function index is not a call: it stands for the work spawned from its parent
+/// path that ran on other threads (and `SPAWNED_TASKS_INDEX`: as tasks); its children are that work's calls
+/// (docs/trace-format.md, "Spawned work").
+pub const SPAWNED_THREADS_INDEX: u32 = 0x1FFF_FFFF;
+pub const SPAWNED_TASKS_INDEX: u32 = 0x1FFF_FFFE;
+
+/// Where the calls under a path of `func` ran, when it is a spawned-work marker.
+pub fn spawned_kind(func: u32) -> Option<super::ThreadKind> {
+    match func {
+        SPAWNED_THREADS_INDEX => Some(super::ThreadKind::Thread),
+        SPAWNED_TASKS_INDEX => Some(super::ThreadKind::Task),
+        _ => None,
+    }
+}
+
 /// Every call of one function under one chain of ancestors, over the whole run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct AggregatePath {

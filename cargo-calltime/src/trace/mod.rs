@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-pub use aggregate::{bucket_low, bucket_middle, AggregatePath, RunAggregate};
+pub use aggregate::{bucket_low, bucket_middle, spawned_kind, AggregatePath, RunAggregate, SPAWNED_TASKS_INDEX, SPAWNED_THREADS_INDEX};
 pub use build::TraceBuilder;
 pub use files::run_files;
 pub use read::{parse, parse_bytes, text_of};

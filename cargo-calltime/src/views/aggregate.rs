@@ -272,7 +272,7 @@ pub fn whole_run(trace: &Trace) -> Option<Vec<Aggregate>> {
         run.roots
             .iter()
             .map(|root| Aggregate {
-                tree: merged_path(root, root.calls),
+                tree: merged_path(root, root.calls, None),
                 invocations: root.calls,
                 // Retired calls are per function, not per root: with several roots they show under the first.
                 retired: if root.func == run.roots[0].func { run.retired.clone() } else { Vec::new() },
@@ -281,7 +281,10 @@ pub fn whole_run(trace: &Trace) -> Option<Vec<Aggregate>> {
     )
 }
 
-fn merged_path(path: &AggregatePath, invocations: u64) -> Merged {
+/// One whole-run path as a merged node; the calls under a spawned-work marker path hang directly under its parent,
+/// marked with where they ran (`lane`, no thread number: they merge over the whole run), apart from the parent's
+/// own calls of the same functions.
+fn merged_path(path: &AggregatePath, invocations: u64, lane: Option<ThreadRef>) -> Merged {
     let mut merged = Merged::new(path.func, 0);
     merged.calls = path.calls;
     merged.timed_calls = path.timed;
@@ -291,7 +294,17 @@ fn merged_path(path: &AggregatePath, invocations: u64) -> Merged {
     merged.folded_calls = path.calls - path.timed.min(path.calls);
     merged.invocations = invocations;
     merged.histogram = path.histogram.clone();
-    merged.children = path.children.iter().map(|child| merged_path(child, invocations)).collect();
+    merged.lane = lane;
+    for child in &path.children {
+        match crate::trace::spawned_kind(child.func) {
+            Some(kind) => {
+                let lane = ThreadRef { kind, id: 0, name: String::new() };
+                let spawned = child.children.iter().map(|call| merged_path(call, invocations, Some(lane.clone())));
+                merged.children.extend(spawned);
+            }
+            None => merged.children.push(merged_path(child, invocations, None)),
+        }
+    }
     let children_ns: u64 = merged.children.iter().map(|c| c.total_ns).sum();
     merged.self_ns = merged.total_ns.saturating_sub(children_ns);
     merged
