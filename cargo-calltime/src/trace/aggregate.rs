@@ -80,6 +80,24 @@ pub struct AggregatePath {
 }
 
 impl AggregatePath {
+    /// The children split by where they ran: the path's own calls, then the calls of the work it spawned on other
+    /// threads and as tasks (the children of its marker paths, a marker's own markers flattened: work spawned by
+    /// spawned work hangs under the same call), merged by function.
+    pub fn children_by_lane(&self) -> [Vec<AggregatePath>; 3] {
+        fn spread(children: &[AggregatePath], lane: usize, out: &mut [Vec<AggregatePath>; 3]) {
+            for child in children {
+                match spawned_kind(child.func) {
+                    Some(super::ThreadKind::Thread) => spread(&child.children, 1, out),
+                    Some(super::ThreadKind::Task) => spread(&child.children, 2, out),
+                    None => merge_paths(&mut out[lane], std::slice::from_ref(child)),
+                }
+            }
+        }
+        let mut out = [Vec::new(), Vec::new(), Vec::new()];
+        spread(&self.children, 0, &mut out);
+        out
+    }
+
     /// The duration under which a fraction `q` of the timed calls fall (a bucket's middle); `None` when no call was
     /// timed.
     pub fn percentile_ns(&self, q: f64) -> Option<u64> {

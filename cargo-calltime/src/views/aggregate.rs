@@ -5,7 +5,9 @@
 //! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
-use crate::trace::{bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, ThreadRef, Trace};
+use crate::trace::{
+    bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, ThreadKind, ThreadRef, Trace,
+};
 
 /// Every call of one function at one call path, merged.
 #[derive(Debug, Clone, PartialEq)]
@@ -295,15 +297,11 @@ fn merged_path(path: &AggregatePath, invocations: u64, lane: Option<ThreadRef>) 
     merged.invocations = invocations;
     merged.histogram = path.histogram.clone();
     merged.lane = lane;
-    for child in &path.children {
-        match crate::trace::spawned_kind(child.func) {
-            Some(kind) => {
-                let lane = ThreadRef { kind, id: 0, name: String::new() };
-                let spawned = child.children.iter().map(|call| merged_path(call, invocations, Some(lane.clone())));
-                merged.children.extend(spawned);
-            }
-            None => merged.children.push(merged_path(child, invocations, None)),
-        }
+    let [own, threads, tasks] = path.children_by_lane();
+    let lanes = [(own, None), (threads, Some(ThreadKind::Thread)), (tasks, Some(ThreadKind::Task))];
+    for (children, kind) in lanes {
+        let lane = kind.map(|kind| ThreadRef { kind, id: 0, name: String::new() });
+        merged.children.extend(children.iter().map(|call| merged_path(call, invocations, lane.clone())));
     }
     let children_ns: u64 = merged.children.iter().map(|c| c.total_ns).sum();
     merged.self_ns = merged.total_ns.saturating_sub(children_ns);
