@@ -377,33 +377,38 @@ impl Recorder {
     /// `adopted_path`, then the function indices from its first node down to that frame (a part's first node as its
     /// marker). Cold: taken at a spawn.
     pub(crate) fn aggregate_path_of(&self, key: u32) -> Vec<u32> {
-        let mut chain = Vec::new();
-        if key & PATH_KEY != 0 {
-            let mut at = (key & !PATH_KEY) as usize;
-            while let Some(path) = self.paths.get(at) {
-                chain.push(path.index);
-                if at == 0 || path.parent as usize >= at {
-                    break;
-                }
-                at = path.parent as usize;
-            }
-        } else {
-            let mut at = key as usize;
-            while let Some(node) = self.nodes.get(at) {
-                chain.push(node.index);
-                let parent = (node.link & PARENT_MASK) as usize;
-                if at == 0 || parent >= at {
-                    break;
-                }
-                at = parent;
-            }
+        // The parent of entry `at` (node slot or call path), None at the first one; parents come earlier.
+        let by_path = key & PATH_KEY != 0;
+        let parent_of = |at: usize| -> Option<usize> {
+            let parent = if by_path {
+                self.paths.get(at)?.parent as usize
+            } else {
+                (self.nodes.get(at)?.link & PARENT_MASK) as usize
+            };
+            (at != 0 && parent < at).then_some(parent)
+        };
+        let index_of =
+            |at: usize| if by_path { self.paths.get(at).map(|p| p.index) } else { self.nodes.get(at).map(|n| n.index) };
+        let start = (key & !PATH_KEY) as usize;
+        // Counted first, so the path is one allocation filled from its end (a spawn that runs inline pays it too).
+        let mut depth = 0;
+        let mut at = Some(start);
+        while let Some(entry) = at.filter(|&e| index_of(e).is_some()) {
+            depth += 1;
+            at = parent_of(entry);
         }
-        chain.reverse();
-        if let (Some(first), true) = (chain.first_mut(), self.part_marker != 0) {
+        let own = self.adopted_path.len();
+        let mut path = vec![0; own + depth];
+        path[..own].copy_from_slice(&self.adopted_path);
+        let mut at = Some(start);
+        for slot in path[own..].iter_mut().rev() {
+            let Some(entry) = at else { break };
+            *slot = index_of(entry).unwrap_or(0);
+            at = parent_of(entry);
+        }
+        if let (Some(first), true) = (path.get_mut(own), self.part_marker != 0 && depth > 0) {
             *first = self.part_marker;
         }
-        let mut path = self.adopted_path.clone();
-        path.extend(chain);
         path
     }
 
