@@ -30,6 +30,10 @@ use crate::recorder::{OwnerKind, Recorder, FLAG_CANCELLED, FLAG_PANICKED};
 
 /// Function index of a part's first node: the spawned closure or future itself (no function of the plan).
 pub(crate) const PART_ROOT: u32 = 0x1FFF_FFFF;
+/// In the whole-run aggregate, the call path of a part's first node when it ran on another thread (the index of
+/// `PART_ROOT`), and when it ran as its own task: its calls are the path's children.
+pub(crate) const PART_THREAD_PATH: u32 = PART_ROOT;
+pub(crate) const PART_TASK_PATH: u32 = PART_ROOT - 1;
 /// Spawns noted per invocation at most; later ones that run elsewhere are counted (`unrecorded`) and run
 /// unrecorded.
 const MAX_PARTS: usize = 1 << 16;
@@ -64,6 +68,8 @@ pub(crate) struct PartEntry {
     /// Thread number (shared with the `inv` lines' numbering) or task number.
     pub(crate) id: u64,
     pub(crate) state: PartState,
+    /// The aggregate's call path of the spawning frame (`Recorder::aggregate_path_of`), taken by the part.
+    pub(crate) path: Vec<u32>,
 }
 
 /// The work spawned from one recording context (an invocation, or a part that spawns in turn).
@@ -80,8 +86,10 @@ pub(crate) struct AdoptState {
 }
 
 impl Adoption {
-    fn new() -> Adoption {
-        Adoption { state: Mutex::new(AdoptState { written: false, entries: Vec::new(), unrecorded: 0 }) }
+    /// `aggregate_only`: the invocation is never written, so its parts count in the aggregate only and hand their
+    /// recorders back as soon as they end.
+    fn new(aggregate_only: bool) -> Adoption {
+        Adoption { state: Mutex::new(AdoptState { written: aggregate_only, entries: Vec::new(), unrecorded: 0 }) }
     }
 
     /// For the writer: the spawns, marked written (a part that ends from now on is outlived).
@@ -204,11 +212,10 @@ unsafe fn note_spawn(cur: *mut Recorder, kind: PartKind) -> Ticket {
     let _paused = crate::alloc::Paused::new();
     // SAFETY: the caller's contract; counting is paused, so the allocator does not touch it meanwhile.
     let r = unsafe { &mut *cur };
-    if r.aggregate_only {
-        return Ticket::NONE;
-    }
     let key = r.spawn_key();
-    let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new())));
+    let path = if crate::aggregate::enabled() { r.aggregate_path_of(key) } else { Vec::new() };
+    let aggregate_only = r.aggregate_only;
+    let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new(aggregate_only))));
     let at = {
         let mut state = lock(&adoption.state);
         if state.entries.len() >= MAX_PARTS {
@@ -216,34 +223,43 @@ unsafe fn note_spawn(cur: *mut Recorder, kind: PartKind) -> Ticket {
             drop(state);
             return Ticket { noted: Some((adoption, CAPPED)), invocation: r.invocation(), skip: false };
         }
-        state.entries.push(PartEntry { key, kind, id: 0, state: PartState::Pending });
+        state.entries.push(PartEntry { key, kind, id: 0, state: PartState::Pending, path });
         state.entries.len() - 1
     };
     Ticket { noted: Some((adoption, at)), invocation: r.invocation(), skip: false }
 }
 
 thread_local! {
-    /// This thread's number for the parts it runs (from the counter `inv` lines' thread numbers come from).
-    static PART_THREAD: Cell<u64> = const { Cell::new(0) };
+    /// This thread's number, taken the first time it runs a root or a part: one number per thread, shared by its
+    /// `inv` lines and its parts' `p` lines.
+    static THREAD_NUMBER: Cell<u64> = const { Cell::new(0) };
 }
 
-fn part_thread_id() -> u64 {
-    PART_THREAD
+/// This thread's number (a fresh one at thread teardown, when the thread-local is gone).
+pub(crate) fn thread_number() -> u64 {
+    THREAD_NUMBER
         .try_with(|id| {
             if id.get() == 0 {
                 id.set(THREAD_IDS.fetch_add(1, Relaxed));
             }
             id.get()
         })
-        .unwrap_or(0)
+        .unwrap_or_else(|_| THREAD_IDS.fetch_add(1, Relaxed))
 }
 
 /// A recorder begun for a part, its first node (the part itself) entered at `start`; `None` without a runtime or
 /// a free recorder.
-fn begin_part(start: u64) -> Option<Box<Recorder>> {
+fn begin_part(start: u64, kind: PartKind, adoption: &Adoption, at: usize) -> Option<Box<Recorder>> {
     let rt = RUNTIME.get()?;
     let mut rec = spare_recorder(rt)?;
     rec.begin(OwnerKind::Task, 0, None);
+    if let Some(entry) = lock(&adoption.state).entries.get_mut(at) {
+        rec.adopted_path = mem::take(&mut entry.path);
+    }
+    rec.part_marker = match kind {
+        PartKind::Thread => PART_THREAD_PATH,
+        PartKind::Task => PART_TASK_PATH,
+    };
     rec.push(PART_ROOT, start);
     Some(rec)
 }
@@ -274,6 +290,8 @@ impl Drop for PartScope {
 }
 
 fn finish(adoption: &Adoption, at: usize, kind: PartKind, id: u64, rec: Box<Recorder>) {
+    // Every part counts in the whole-run aggregate under its spawning call, written as a tree or not.
+    crate::aggregate::fold_part(&rec);
     let mut state = lock(&adoption.state);
     if state.written {
         drop(state);
@@ -309,10 +327,12 @@ fn run_noted<R>(mut ticket: Ticket, f: impl FnOnce() -> R) -> R {
         return f();
     }
     let rec = match noted {
-        Some((_, at)) if at != CAPPED => begin_part(now()).map_or(SKIP, Box::into_raw),
+        Some((ref adoption, at)) if at != CAPPED => {
+            begin_part(now(), PartKind::Thread, adoption, at).map_or(SKIP, Box::into_raw)
+        }
         _ => SKIP,
     };
-    let id = if rec == SKIP { 0 } else { part_thread_id() };
+    let id = if rec == SKIP { 0 } else { thread_number() };
     let _scope = PartScope { rec, prev: set_current(rec), noted, id };
     f()
 }
@@ -363,7 +383,7 @@ impl FutureState {
             None if !ticket.skip => FutureState::Inert,
             None => FutureState::Skipped(None),
             Some((adoption, CAPPED)) => FutureState::Skipped(Some((adoption, CAPPED))),
-            Some((adoption, at)) => match begin_part(now()) {
+            Some((adoption, at)) => match begin_part(now(), PartKind::Task, &adoption, at) {
                 Some(rec) => {
                     let id = TASK_IDS.fetch_add(1, Relaxed);
                     FutureState::Running { rec: OwnedRecorder::new(rec), adoption, at, id }

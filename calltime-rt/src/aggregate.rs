@@ -265,29 +265,61 @@ pub(crate) fn fold(rec: &Recorder) {
 
 fn fold_into(agg: &mut ThreadAggregate, rec: &Recorder) {
     agg.trie.invocations += 1;
+    fold_under(agg, rec, TOP, None);
+}
+
+/// Folds a finished part of spawned work (`adopt.rs`) into this thread's aggregate, under the call path of the
+/// call that spawned it: its first node on the path of its marker (`adopt::PART_THREAD_PATH`, `PART_TASK_PATH`),
+/// its calls below. Where the part ends, once; not counted as an invocation.
+pub(crate) fn fold_part(rec: &Recorder) {
+    if !enabled() || rec.nodes().is_empty() || rec.adopted_path.is_empty() {
+        return;
+    }
+    // The trie's allocations are the runtime's, not the context's this thread returns to.
+    let _paused = crate::alloc::Paused::new();
+    let _ = MINE.try_with(|mine| {
+        let mut agg = lock(mine.get_or_init(register));
+        let mut top = TOP;
+        for &index in &rec.adopted_path {
+            top = agg.trie.child(top, index);
+        }
+        // The shape cache is of this thread's invocations, under the trie's top: not valid under `top`.
+        agg.shape.clear();
+        fold_under(&mut agg, rec, top, Some(rec.part_marker));
+        agg.shape.clear();
+    });
+}
+
+/// Folds `rec`'s nodes (or call paths) under trie path `top`, its first node's function as `first` when given.
+fn fold_under(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option<u32>) {
     let slots = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
     if slots > 0 {
         agg.trie.add_retired(&rec.retired_calls()[..=slots]);
     }
     if rec.folded {
-        fold_paths(agg, rec);
+        fold_paths(agg, rec, top, first);
     } else {
-        fold_nodes(&mut agg.trie, &mut agg.shape, rec.nodes());
+        fold_nodes(&mut agg.trie, &mut agg.shape, rec.nodes(), top, first);
     }
 }
 
 /// A per-call invocation: each node is one call, its parent an earlier node. `shape` is what the last invocation
 /// folded on this thread had at each slot: a request handler's invocations mostly have the same shape, so most nodes
 /// find their path with one comparison, and the per-node work is the path's counters and histogram (about 30
-/// instructions; docs/performance.md "Fourth round").
-fn fold_nodes(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, nodes: &[Node]) {
+/// instructions; docs/performance.md "Fourth round"). Nodes fold under trie path `top`, the first one as function
+/// `first` when given (a part of spawned work); the caller clears `shape` when `top` is not the trie's top.
+fn fold_nodes(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, nodes: &[Node], top: u32, first: Option<u32>) {
     shape.truncate(nodes.len());
     for (slot, node) in nodes.iter().enumerate() {
         let parent_slot = if slot == 0 { NONE } else { node.link & PARENT_MASK };
-        let key = ShapeSlot::key(node.index, parent_slot);
+        let node_index = match first {
+            Some(marker) if slot == 0 => marker,
+            _ => node.index,
+        };
+        let key = ShapeSlot::key(node_index, parent_slot);
         let path = match shape.get(slot) {
             Some(known) if known.key == key => known.path,
-            _ => new_shape_slot(trie, shape, slot, node.index, parent_slot),
+            _ => new_shape_slot(trie, shape, slot, node_index, parent_slot, top),
         };
         let Some(stats) = trie.paths.get_mut(path as usize) else {
             trie.untracked_calls += 1;
@@ -303,9 +335,16 @@ fn fold_nodes(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, nodes: &[Node]) {
 /// Slot `slot` differs from the last invocation's: finds (or makes) its path and makes it the shape's last slot.
 #[cold]
 #[inline(never)]
-fn new_shape_slot(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, slot: usize, index: u32, parent_slot: u32) -> u32 {
+fn new_shape_slot(
+    trie: &mut Trie,
+    shape: &mut Vec<ShapeSlot>,
+    slot: usize,
+    index: u32,
+    parent_slot: u32,
+    top: u32,
+) -> u32 {
     let parent = match parent_slot {
-        NONE => TOP,
+        NONE => top,
         at => shape.get(at as usize).map_or(NONE, |known| known.path),
     };
     let path = if parent == NONE { NONE } else { trie.child(parent, index) };
@@ -316,12 +355,15 @@ fn new_shape_slot(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, slot: usize, inde
 
 /// A folded invocation: exact counts per call path; the calls recorded one node each before the fold go into the
 /// histogram with their own durations, the later ones into the total only, as the trace's unbiased estimate.
-fn fold_paths(agg: &mut ThreadAggregate, rec: &Recorder) {
+fn fold_paths(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option<u32>) {
     let (trie, path_of, before_fold) = (&mut agg.trie, &mut agg.path_of, &mut agg.before_fold);
     path_of.clear();
     for path in rec.paths() {
-        let parent = if path_of.is_empty() { TOP } else { path_of.get(path.parent as usize).copied().unwrap_or(NONE) };
-        path_of.push(if parent == NONE { NONE } else { trie.child(parent, path.index) });
+        let (parent, index) = match path_of.is_empty() {
+            true => (top, first.unwrap_or(path.index)),
+            false => (path_of.get(path.parent as usize).copied().unwrap_or(NONE), path.index),
+        };
+        path_of.push(if parent == NONE { NONE } else { trie.child(parent, index) });
     }
     before_fold.clear();
     before_fold.resize(rec.paths().len(), 0);
@@ -506,7 +548,7 @@ mod tests {
         let mut trie = Trie::new();
         let mut shape = Vec::new();
         for nodes in &invocations {
-            fold_nodes(&mut trie, &mut shape, nodes);
+            fold_nodes(&mut trie, &mut shape, nodes, TOP, None);
         }
         let expected: Vec<(Vec<u32>, u64, u64, u64)> = vec![
             (vec![0], 6, 6, 50 + 60 + 70 + 80 + 90 + 40),

@@ -427,7 +427,8 @@ fn set_up_thread(slot: &mut ThreadSlot, rt: &Runtime) {
     let rec = lock(&POOL).pop().unwrap_or_else(|| Recorder::boxed(&rt.config));
     slot.rec = Box::into_raw(rec);
     if slot.outbox.is_none() {
-        slot.id = THREAD_IDS.fetch_add(1, Relaxed);
+        // The same number as the parts this thread runs (`adopt::thread_number`).
+        slot.id = crate::adopt::thread_number();
         let name = std::thread::current().name().map(|n| Arc::from(n.replace(['\n', '\r'], " ")));
         slot.outbox = Some(outbox::claim(rt.outbox_slots, slot.id, name));
     }

@@ -176,6 +176,10 @@ pub(crate) struct Recorder {
     pub(crate) aggregate_only: bool,
     /// Work spawned from this invocation on other threads or tasks (`adopt.rs`): created at its first spawn.
     pub(crate) adoption: Option<Arc<crate::adopt::Adoption>>,
+    /// For a part: the whole-run aggregate's call path its first node hangs under (function indices from the
+    /// root, spawned frames as their markers, `adopt::PART_THREAD_PATH`), and its own first node's marker.
+    pub(crate) adopted_path: Vec<u32>,
+    pub(crate) part_marker: u32,
 }
 
 impl Recorder {
@@ -247,6 +251,8 @@ impl Recorder {
             retired_calls: [0; RETIRED_COUNTERS],
             aggregate_only: false,
             adoption: None,
+            adopted_path: Vec::new(),
+            part_marker: 0,
         })
     }
 
@@ -268,6 +274,8 @@ impl Recorder {
         self.name = name;
         self.aggregate_only = false;
         self.adoption = None;
+        self.adopted_path.clear();
+        self.part_marker = 0;
         // Only the slots handed out so far can have been counted (a recorder dropped unwritten keeps its counts).
         let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
         self.retired_calls[..=used].fill(0);
@@ -363,6 +371,45 @@ impl Recorder {
         } else {
             PATH_KEY | path
         }
+    }
+
+    /// The aggregate's call path of the frame `key` names ([`Recorder::spawn_key`]): this recorder's own
+    /// `adopted_path`, then the function indices from its first node down to that frame (a part's first node as its
+    /// marker). Cold: taken at a spawn.
+    pub(crate) fn aggregate_path_of(&self, key: u32) -> Vec<u32> {
+        // The parent of entry `at` (node slot or call path), None at the first one; parents come earlier.
+        let by_path = key & PATH_KEY != 0;
+        let parent_of = |at: usize| -> Option<usize> {
+            let parent = if by_path {
+                self.paths.get(at)?.parent as usize
+            } else {
+                (self.nodes.get(at)?.link & PARENT_MASK) as usize
+            };
+            (at != 0 && parent < at).then_some(parent)
+        };
+        let index_of =
+            |at: usize| if by_path { self.paths.get(at).map(|p| p.index) } else { self.nodes.get(at).map(|n| n.index) };
+        let start = (key & !PATH_KEY) as usize;
+        // Counted first, so the path is one allocation filled from its end (a spawn that runs inline pays it too).
+        let mut depth = 0;
+        let mut at = Some(start);
+        while let Some(entry) = at.filter(|&e| index_of(e).is_some()) {
+            depth += 1;
+            at = parent_of(entry);
+        }
+        let own = self.adopted_path.len();
+        let mut path = vec![0; own + depth];
+        path[..own].copy_from_slice(&self.adopted_path);
+        let mut at = Some(start);
+        for slot in path[own..].iter_mut().rev() {
+            let Some(entry) = at else { break };
+            *slot = index_of(entry).unwrap_or(0);
+            at = parent_of(entry);
+        }
+        if let (Some(first), true) = (path.get_mut(own), self.part_marker != 0 && depth > 0) {
+            *first = self.part_marker;
+        }
+        path
     }
 
     /// Re-enters the frame of an existing node (an async function polled again).

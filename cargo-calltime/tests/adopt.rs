@@ -68,6 +68,20 @@ fn dump_invocations(json: &Value) -> String {
     out
 }
 
+/// The runtime's whole-run aggregate (`--format aggregate`, JSON `whole_run`): spawned calls under the spawning
+/// call, marked with their kind of lane, counted exactly (also the work that outlived its invocation).
+fn dump_whole_run(json: &Value) -> String {
+    let mut out = String::new();
+    let aggregates = json["whole_run"]["aggregate"].as_array().cloned().unwrap_or_default();
+    let mut trees: Vec<&Value> = aggregates.iter().map(|agg| &agg["tree"]).collect();
+    trees.sort_by_key(|tree| tree["display"].as_str().unwrap_or("").to_owned());
+    for tree in trees {
+        out.push_str("whole run:\n");
+        dump(&[tree], 1, &mut out);
+    }
+    out
+}
+
 /// Scoped threads, joined threads and a thread that outlives its root: one invocation per root call (the joined
 /// thread that enters `handle` again records a call, not an invocation), and the program prints what a plain
 /// build prints.
@@ -77,6 +91,7 @@ fn threads_spawned_in_a_root_hang_under_the_spawning_call() {
     let args = ["--root", "handle", "--root", "serve", "--depth", "5", "--probe-trivial"];
     let (json, stdout) = report(tmp.path(), &dir, &args);
     util::check(&util::data("adopt/threads-tree.txt"), &dump_invocations(&json));
+    util::check(&util::data("adopt/threads-whole-run.txt"), &dump_whole_run(&json));
     let mut plain = Command::new("cargo");
     plain.args(["run", "-q", "--offline", "--target-dir"]).arg(tmp.path().join("plain-target")).current_dir(&dir);
     let plain = util::run(plain.env_remove("CARGO_TARGET_DIR").env_remove("RUSTFLAGS"), true);
@@ -97,14 +112,44 @@ fn threads_spawned_in_a_root_hang_under_the_spawning_call() {
     let chrome = util::run(util::calltime().args(["report", "--format", "chrome"]).current_dir(&dir), true);
     let chrome = String::from_utf8_lossy(&chrome.stdout);
     assert_eq!(chrome.matches(" (spawned)\"}").count(), 8, "{chrome}");
+
+    // `diff` counts spawned calls on their call paths (per invocation, exact) and marks the frames that ran
+    // elsewhere.
+    let last = dir.join("target/calltime/last.trace");
+    let diff = util::run(util::calltime().arg("diff").arg(&last).arg(&last).args(["--format", "json"]), true);
+    let diff: Value = serde_json::from_slice(&diff.stdout).unwrap();
+    let mut rows: Vec<String> = diff["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| format!("{} calls={}\n", p["display"].as_str().unwrap_or("?"), p["calls"]["base"]))
+        .collect();
+    rows.sort();
+    util::check(&util::data("adopt/threads-diff.txt"), &rows.concat());
 }
 
 /// rayon's `join` and `scope` (with spawns inside), and tokio tasks and blocking work spawned by a handler.
 #[test]
 fn rayon_jobs_and_tokio_tasks_hang_under_the_spawning_call() {
     let (tmp, dir) = util::copy_test_crate("e2e-spawn-pools");
-    let args = ["--root", "pool", "--root", "handler", "--depth", "4", "--probe-trivial"];
+    let args = ["--root", "pool", "--root", "handler", "--root", "tag", "--depth", "4", "--probe-trivial"];
     let (json, stdout) = report(tmp.path(), &dir, &args);
     util::check(&util::data("adopt/pools-tree.txt"), &dump_invocations(&json));
+    util::check(&util::data("adopt/pools-whole-run.txt"), &dump_whole_run(&json));
     assert!(stdout.starts_with("pool "), "{stdout}");
+
+    // A rayon worker that ran parts of `pool` and then a `tag` root of its own has one number for both: every
+    // thread a part of `pool` names is one of the `tag` invocations' threads (one per worker, all different).
+    let invocations = json["invocations"].as_array().unwrap();
+    let of = |root: &'static str| invocations.iter().filter(move |inv| inv["tree"]["display"] == root);
+    let mut tag_threads: Vec<u64> = of("tag").map(|inv| inv["thread"]["id"].as_u64().unwrap()).collect();
+    tag_threads.sort_unstable();
+    tag_threads.dedup();
+    assert_eq!(tag_threads.len(), 2, "{tag_threads:?}");
+    let part_threads: Vec<u64> = of("pool")
+        .flat_map(|inv| inv["spawned"].as_array().unwrap())
+        .map(|part| part["thread"]["id"].as_u64().unwrap())
+        .collect();
+    assert!(!part_threads.is_empty());
+    assert!(part_threads.iter().all(|id| tag_threads.contains(id)), "parts {part_threads:?}, roots {tag_threads:?}");
 }

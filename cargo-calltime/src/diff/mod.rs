@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{hints_of, UserError};
-use crate::trace::Trace;
+use crate::trace::{ThreadKind, Trace};
 use crate::units::format_calls;
 use stats::Bootstrap;
 
@@ -110,6 +110,10 @@ struct PathSamples {
     /// Where each run's samples start in `total_ns`: the bootstrap resamples runs, then invocations within them.
     run_starts: Vec<usize>,
     last_run: Option<usize>,
+    /// The path's last call ran as spawned work on another thread or task in some invocation: its frame is shown
+    /// `name [thread]` / `name [task]` (the key stays the function path, so work a pool ran inline in one run and
+    /// on another thread in the next still matches).
+    spawned: Option<ThreadKind>,
 }
 
 impl PathSamples {
@@ -307,6 +311,11 @@ impl Side {
                 }
                 samples.total_ns.push(stat.total_ns as f64);
                 samples.self_ns.push(stat.self_ns as f64);
+            }
+            for (indices, kind) in invocation.spawned_paths() {
+                if let Some(samples) = names.get(&indices).and_then(|key| self.paths.get_mut(key)) {
+                    samples.spawned.get_or_insert(kind);
+                }
             }
         }
     }
@@ -712,10 +721,24 @@ fn fold_callers(paths: &mut [PathDiff]) {
     }
 }
 
+/// Display names joined, each frame that ran as spawned work (on either side) marked ` [thread]` / ` [task]`.
+fn marked_display(key: &PathKey, display: &[String], base: &Side, head: &Side) -> String {
+    let frames = display.iter().enumerate().map(|(depth, name)| {
+        let prefix = &key[..(depth + 1).min(key.len())];
+        let kind = [base, head].iter().find_map(|side| side.paths.get(prefix).and_then(|p| p.spawned));
+        match kind {
+            Some(ThreadKind::Thread) => format!("{name} [thread]"),
+            Some(ThreadKind::Task) => format!("{name} [task]"),
+            None => name.clone(),
+        }
+    });
+    frames.collect::<Vec<_>>().join(PATH_SEPARATOR)
+}
+
 fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) -> PathDiff {
     let in_base = base.paths.get(key);
     let in_head = head.paths.get(key);
-    let display = in_base.or(in_head).map(|p| p.display.join(PATH_SEPARATOR)).unwrap_or_default();
+    let display = in_base.or(in_head).map(|p| marked_display(key, &p.display, base, head)).unwrap_or_default();
     let function = key.last().map(String::as_str).unwrap_or_default();
     let retired = base.retired.contains(function) || head.retired.contains(function);
     let (calls_base, calls_head) = if retired {

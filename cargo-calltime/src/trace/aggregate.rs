@@ -47,6 +47,21 @@ pub struct RunAggregate {
     pub processes: u64,
 }
 
+/// A whole-run aggregate path of this function index is not a call: it stands for the work spawned from its parent
+/// path that ran on other threads (and `SPAWNED_TASKS_INDEX`: as tasks); its children are that work's calls
+/// (docs/trace-format.md, "Spawned work").
+pub const SPAWNED_THREADS_INDEX: u32 = 0x1FFF_FFFF;
+pub const SPAWNED_TASKS_INDEX: u32 = 0x1FFF_FFFE;
+
+/// Where the calls under a path of `func` ran, when it is a spawned-work marker.
+pub fn spawned_kind(func: u32) -> Option<super::ThreadKind> {
+    match func {
+        SPAWNED_THREADS_INDEX => Some(super::ThreadKind::Thread),
+        SPAWNED_TASKS_INDEX => Some(super::ThreadKind::Task),
+        _ => None,
+    }
+}
+
 /// Every call of one function under one chain of ancestors, over the whole run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct AggregatePath {
@@ -65,6 +80,24 @@ pub struct AggregatePath {
 }
 
 impl AggregatePath {
+    /// The children split by where they ran: the path's own calls, then the calls of the work it spawned on other
+    /// threads and as tasks (the children of its marker paths, a marker's own markers flattened: work spawned by
+    /// spawned work hangs under the same call), merged by function.
+    pub fn children_by_lane(&self) -> [Vec<AggregatePath>; 3] {
+        fn spread(children: &[AggregatePath], lane: usize, out: &mut [Vec<AggregatePath>; 3]) {
+            for child in children {
+                match spawned_kind(child.func) {
+                    Some(super::ThreadKind::Thread) => spread(&child.children, 1, out),
+                    Some(super::ThreadKind::Task) => spread(&child.children, 2, out),
+                    None => merge_paths(&mut out[lane], std::slice::from_ref(child)),
+                }
+            }
+        }
+        let mut out = [Vec::new(), Vec::new(), Vec::new()];
+        spread(&self.children, 0, &mut out);
+        out
+    }
+
     /// The duration under which a fraction `q` of the timed calls fall (a bucket's middle); `None` when no call was
     /// timed.
     pub fn percentile_ns(&self, q: f64) -> Option<u64> {

@@ -29,7 +29,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-pub use aggregate::{bucket_low, bucket_middle, AggregatePath, RunAggregate};
+pub use aggregate::{
+    bucket_low, bucket_middle, spawned_kind, AggregatePath, RunAggregate, SPAWNED_TASKS_INDEX, SPAWNED_THREADS_INDEX,
+};
 pub use build::TraceBuilder;
 pub use files::run_files;
 pub use read::{parse, parse_bytes, text_of};
@@ -480,24 +482,20 @@ impl Node {
                 && (c.lane.is_some() || c.start_ns.saturating_add(c.duration_ns) <= end)
         };
         if !self.children.iter().all(has_interval) {
-            return self.children_sum_ns().min(if self.children.iter().any(|c| c.lane.is_some()) {
-                self.duration_ns
-            } else {
-                u64::MAX
-            });
-        }
-        let mut spans: Vec<(u64, u64)> =
-            self.children.iter().map(|c| (c.start_ns, c.start_ns.saturating_add(c.duration_ns).min(end))).collect();
-        spans.sort_unstable();
-        let (mut busy, mut covered_to) = (0u64, 0u64);
-        for (start, end) in spans {
-            let from = start.max(covered_to);
-            if end > from {
-                busy = busy.saturating_add(end - from);
-                covered_to = end;
+            if !self.children.iter().any(|c| c.lane.is_some()) {
+                return self.children_sum_ns();
             }
+            // A folded path (or a parent with folded children): the spawned calls that are one call each ran
+            // alongside each other on other threads, so they count by the union of their intervals; the other
+            // children have no interval and add up.
+            let single = |c: &&Node| c.lane.is_some() && c.calls == 1 && c.timed_calls == 1;
+            let spans =
+                self.children.iter().filter(single).map(|c| (c.start_ns, c.start_ns.saturating_add(c.duration_ns)));
+            let others =
+                self.children.iter().filter(|c| !single(c)).fold(0u64, |sum, c| sum.saturating_add(c.duration_ns));
+            return others.saturating_add(union_ns(spans)).min(self.duration_ns);
         }
-        busy
+        union_ns(self.children.iter().map(|c| (c.start_ns, c.start_ns.saturating_add(c.duration_ns).min(end))))
     }
 
     /// Time the children ran concurrently with each other: their sum less their union (0 when they ran one after
@@ -510,6 +508,21 @@ impl Node {
     pub fn count(&self) -> usize {
         1 + self.children.iter().map(Node::count).sum::<usize>()
     }
+}
+
+/// The time covered by at least one of the `(start, end)` spans.
+fn union_ns(spans: impl Iterator<Item = (u64, u64)>) -> u64 {
+    let mut spans: Vec<(u64, u64)> = spans.collect();
+    spans.sort_unstable();
+    let (mut busy, mut covered_to) = (0u64, 0u64);
+    for (start, end) in spans {
+        let from = start.max(covered_to);
+        if end > from {
+            busy = busy.saturating_add(end - from);
+            covered_to = end;
+        }
+    }
+    busy
 }
 
 /// Totals for one call path (root first) within one invocation; times of a folded tree may be estimates.
@@ -547,6 +560,24 @@ impl Invocation {
 
 impl Invocation {
     /// Every call path in the tree (as function indices from the root) with its calls, total and self time.
+    /// The call paths (as in [`Invocation::path_stats`]) whose last call ran as spawned work on another thread or
+    /// task, with where.
+    pub fn spawned_paths(&self) -> BTreeMap<Vec<u32>, ThreadKind> {
+        fn walk(node: &Node, path: &mut Vec<u32>, out: &mut BTreeMap<Vec<u32>, ThreadKind>) {
+            path.push(node.func);
+            if let Some(lane) = &node.lane {
+                out.insert(path.clone(), lane.kind);
+            }
+            for child in &node.children {
+                walk(child, path, out);
+            }
+            path.pop();
+        }
+        let mut out = BTreeMap::new();
+        walk(&self.root, &mut Vec::new(), &mut out);
+        out
+    }
+
     pub fn path_stats(&self) -> BTreeMap<Vec<u32>, PathStat> {
         fn walk(node: &Node, path: &mut Vec<u32>, out: &mut BTreeMap<Vec<u32>, PathStat>) {
             path.push(node.func);

@@ -156,4 +156,36 @@ end 0
         // Two calls of 30 and 20 under a spawner of 80 from other threads: self time is the time they left.
         assert_eq!(spawner.self_ns(), 30);
     }
+
+    /// A folded path (4 calls, 800 ns) whose calls each spawned two 150 ns closures that ran side by side.
+    const FOLDED: &str = "calltime-trace 3
+process 42 1700000000000000000 /tmp/demo
+plan abc123 /tmp/t.functions.json
+inv 0 thread 1 100 1000 2 0 0 main
+a 0 0 1 1 100 1000 1000 1000 0 1 1000
+a 1 1 4 4 110 800 200 200 0 4 800
+p 1 thread 7 120 150 2 0 0 0
+n 0 536870911 120 150 0
+n 1 2 120 150 0
+p 1 thread 8 121 150 2 0 0 0
+n 0 536870911 121 150 0
+n 1 2 121 150 0
+p 1 thread 7 500 150 2 0 0 0
+n 0 536870911 500 150 0
+n 1 2 500 150 0
+p 1 thread 8 501 150 2 0 0 0
+n 0 536870911 501 150 0
+n 1 2 501 150 0
+end 0
+";
+
+    #[test]
+    fn a_folded_spawner_counts_its_spawned_calls_by_the_union_of_their_intervals() {
+        let trace = parse(FOLDED).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        let spawner = &trace.invocations[0].root.children[0];
+        assert_eq!((spawner.calls, spawner.children.len()), (4, 4));
+        // Busy 151 + 151 ns (two pairs of overlapping closures), not their 600 ns sum: 498 ns of its own.
+        assert_eq!(spawner.self_ns(), 800 - 302);
+    }
 }

@@ -6,7 +6,9 @@
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
 pub use crate::trace::compensate::{callers_of_retired, Callers};
-use crate::trace::{bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, ThreadRef, Trace};
+use crate::trace::{
+    bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, ThreadKind, ThreadRef, Trace,
+};
 
 /// Every call of one function at one call path, merged.
 #[derive(Debug, Clone, PartialEq)]
@@ -361,7 +363,7 @@ pub fn whole_run(trace: &Trace) -> Option<Vec<Aggregate>> {
         run.roots
             .iter()
             .map(|root| Aggregate {
-                tree: merged_path(root, root.calls),
+                tree: merged_path(root, root.calls, None),
                 invocations: root.calls,
                 // Retired calls are per function, not per root: with several roots they show under the first.
                 retired: if root.func == run.roots[0].func { run.retired.clone() } else { Vec::new() },
@@ -370,7 +372,10 @@ pub fn whole_run(trace: &Trace) -> Option<Vec<Aggregate>> {
     )
 }
 
-fn merged_path(path: &AggregatePath, invocations: u64) -> Merged {
+/// One whole-run path as a merged node; the calls under a spawned-work marker path hang directly under its parent,
+/// marked with where they ran (`lane`, no thread number: they merge over the whole run), apart from the parent's
+/// own calls of the same functions.
+fn merged_path(path: &AggregatePath, invocations: u64, lane: Option<ThreadRef>) -> Merged {
     let mut merged = Merged::new(path.func, 0);
     merged.calls = path.calls;
     merged.timed_calls = path.timed;
@@ -380,7 +385,13 @@ fn merged_path(path: &AggregatePath, invocations: u64) -> Merged {
     merged.folded_calls = path.calls - path.timed.min(path.calls);
     merged.invocations = invocations;
     merged.histogram = path.histogram.clone();
-    merged.children = path.children.iter().map(|child| merged_path(child, invocations)).collect();
+    merged.lane = lane;
+    let [own, threads, tasks] = path.children_by_lane();
+    let lanes = [(own, None), (threads, Some(ThreadKind::Thread)), (tasks, Some(ThreadKind::Task))];
+    for (children, kind) in lanes {
+        let lane = kind.map(|kind| ThreadRef { kind, id: 0, name: String::new() });
+        merged.children.extend(children.iter().map(|call| merged_path(call, invocations, lane.clone())));
+    }
     let children_ns: u64 = merged.children.iter().map(|c| c.total_ns).sum();
     merged.self_ns = merged.total_ns.saturating_sub(children_ns);
     merged

@@ -264,6 +264,10 @@ struct JsonAggregateNode {
     /// Over all its invocations (divide by `invocations` of the aggregate for a mean).
     #[serde(flatten)]
     allocs: Option<JsonAllocs>,
+    /// Calls made by spawned work: where they ran (`kind` only: thread numbers mean nothing across invocations);
+    /// absent for the spawner's own calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lane: Option<ThreadRef>,
     children: Vec<JsonAggregateNode>,
 }
 
@@ -429,6 +433,7 @@ fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged) -> JsonAggregateNo
         panicked: m.panicked,
         outcomes: outcomes(m),
         allocs: allocs(trace, m),
+        lane: m.lane.clone(),
         children: m.children.iter().map(|c| aggregate_node(trace, agg, c)).collect(),
     }
 }

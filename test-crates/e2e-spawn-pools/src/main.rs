@@ -1,6 +1,6 @@
 //! Work a root hands to rayon's pool and to a tokio multi-thread runtime (issue 13 item 1): `rayon::join`,
 //! `rayon::scope` with spawns inside, and a request handler that spawns tasks and blocking work, waits for them,
-//! and leaves one task running past its return.
+//! and leaves one task running past its return. Then every rayon worker runs a root of its own (`tag`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -9,7 +9,11 @@ use std::time::Duration;
 static SLOW_DONE: AtomicBool = AtomicBool::new(false);
 
 fn main() {
+    // Two workers whatever the machine, so the trees and thread numbers compare across machines.
+    rayon::ThreadPoolBuilder::new().num_threads(2).build_global().expect("rayon's global pool");
     let pooled = pool(10);
+    // Each worker that ran parts of `pool` now runs a root of its own: one thread number for both.
+    let tagged: u64 = rayon::broadcast(|ctx| tag(ctx.index() as u64)).iter().sum();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().expect("a tokio runtime");
     let served = runtime.block_on(async {
         let mut total = 0;
@@ -22,7 +26,7 @@ fn main() {
         std::thread::sleep(Duration::from_millis(10));
     }
     drop(runtime);
-    println!("pool {pooled}, served {served}");
+    println!("pool {pooled}, served {served}, tagged {tagged}");
 }
 
 /// Root: rayon's join, then a scope whose body spawns two jobs.
@@ -66,6 +70,11 @@ async fn slow() {
     pause.await.expect("the pause ends");
     step(9);
     SLOW_DONE.store(true, Ordering::Release);
+}
+
+/// Root: run once on every rayon worker.
+fn tag(n: u64) -> u64 {
+    step(n)
 }
 
 fn work(n: u64) -> u64 {
