@@ -153,3 +153,43 @@ fn rayon_jobs_and_tokio_tasks_hang_under_the_spawning_call() {
     assert!(!part_threads.is_empty());
     assert!(part_threads.iter().all(|id| tag_threads.contains(id)), "parts {part_threads:?}, roots {tag_threads:?}");
 }
+
+/// The README's example (issue 13): one tree with work on scoped threads under the spawning call, allocations per
+/// node and `Err` returns, all exact. The root's own allocations (std's thread spawning) vary with the toolchain,
+/// so the dump gives them for the probed functions below it only.
+#[test]
+fn one_tree_shows_threads_allocations_and_errors() {
+    let (tmp, dir) = util::copy_test_crate("e2e-complete");
+    let (json, stdout) = report(tmp.path(), &dir, &["--root", "handle", "--depth", "3", "--probe-trivial"]);
+    assert_eq!(stdout, "parsed 8 fields\n");
+    fn line(node: &Value, depth: usize, out: &mut String) {
+        let lane = node["lane"]["kind"].as_str().map(|k| format!(" [{k}]")).unwrap_or_default();
+        let allocs = match depth {
+            0 => String::new(),
+            _ => format!(" self_allocs={} self_bytes={}", node["self_allocs"], node["self_alloc_bytes"]),
+        };
+        out.push_str(&format!(
+            "{}{}{lane} calls={} errs={}{allocs}\n",
+            "  ".repeat(depth),
+            node["display"].as_str().unwrap_or("?"),
+            node["calls"],
+            node["errs"]
+        ));
+        // Siblings in a stable order: the two threads' parts are told apart by what they parsed.
+        let mut children: Vec<String> = Vec::new();
+        for child in node["children"].as_array().into_iter().flatten() {
+            let mut text = String::new();
+            line(child, depth + 1, &mut text);
+            children.push(text);
+        }
+        children.sort();
+        out.push_str(&children.concat());
+    }
+    let mut out = String::new();
+    for inv in json["invocations"].as_array().unwrap() {
+        let spawned = inv["spawned"].as_array().map_or(0, Vec::len);
+        out.push_str(&format!("invocation: {spawned} parts spawned\n"));
+        line(&inv["tree"], 0, &mut out);
+    }
+    util::check(&util::data("adopt/complete-tree.txt"), &out);
+}
