@@ -6,7 +6,8 @@
 //! function (it never retires: its wrapper does not check the byte), or `QUIET` (the high bit) once it went quiet.
 //! The probe reads the byte (a relaxed load) first, before any thread-local access. A retired function first counts
 //! its calls exactly: that load, a branch and a per-thread counter (`RETIRED_CALLS`), settled into the current
-//! recorder whenever `CURRENT` changes. Once `quiet_after` invocations have counted its calls, it goes quiet: its probe is then the load and one branch on the sign bit, nothing else, and the tool
+//! recorder whenever `CURRENT` changes. Once `quiet_after` invocations have counted its calls (or one long
+//! invocation has counted `QUIET_WITHIN_CALLS` of them: `Recorder::consider_quiet_within`), it goes quiet: its probe is then the load and one branch on the sign bit, nothing else, and the tool
 //! estimates its later calls from the counted ones (a `quiet` record; docs/trace-format.md).
 //! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the
 //! timed exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for
