@@ -52,8 +52,10 @@ pub(crate) fn enter(index: u32) -> Guard {
 /// the exit, so a quiet call of a tiny function inlined into a loop costs the byte's load and one branch. Every
 /// other call goes through `run_probed`, out of line: the guard and its unwind cleanup stay out of the probed
 /// function. Measured alternatives (docs/truth-bench.md, "Fourth round"): sending counted calls to `run_probed`
-/// (or to a `run_counted` taking the closure) makes the quiet path one branch shorter but costs pulldown-cmark,
-/// whose one invocation never lets its retired functions go quiet, 5-8% more instructions.
+/// (or to a `run_counted` taking the closure) makes the quiet path one branch shorter but costs pulldown-cmark 4-8%
+/// more instructions: its busiest retired functions (`CowStr::deref`, `HtmlWriter::write`) are called from a loop
+/// that runs once for the whole document, so they stay counted even now that functions go quiet within an
+/// invocation (docs/truth-bench.md, "Fifth round").
 #[inline(always)]
 pub(crate) fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
     let state = retired_state(index);

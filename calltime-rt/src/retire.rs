@@ -6,7 +6,8 @@
 //! function (it never retires: its wrapper does not check the byte), or `QUIET` (the high bit) once it went quiet.
 //! The probe reads the byte (a relaxed load) first, before any thread-local access. A retired function first counts
 //! its calls exactly: that load, a branch and a per-thread counter (`RETIRED_CALLS`), settled into the current
-//! recorder whenever `CURRENT` changes. Once `quiet_after` invocations have counted its calls, it goes quiet: its probe is then the load and one branch on the sign bit, nothing else, and the tool
+//! recorder whenever `CURRENT` changes. Once `quiet_after` invocations have counted its calls (or one long
+//! invocation has counted `QUIET_WITHIN_CALLS` of them: `Recorder::consider_quiet_within`), it goes quiet: its probe is then the load and one branch on the sign bit, nothing else, and the tool
 //! estimates its later calls from the counted ones (a `quiet` record; docs/trace-format.md).
 //! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the
 //! timed exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for
@@ -52,7 +53,9 @@ struct Records {
     total: u64,
 }
 
-/// One `retire` record of the trace, or (`quiet`) a `quiet` record (`calls` and `mean_ns` are then 0).
+/// One `retire` record of the trace, or (`quiet`) a `quiet` record: then `calls` and `mean_ns` are the function's
+/// calls and its callers' calls in the invocation it went quiet in, so far (both 0 when it went quiet as an
+/// invocation ended).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Retirement {
     pub(crate) index: u32,
@@ -251,6 +254,19 @@ fn note_counted(slot: usize) {
 #[cold]
 #[inline(never)]
 pub(crate) fn go_quiet(index: u32) {
+    go_quiet_with(index, 0, 0);
+}
+
+/// `go_quiet` within a long invocation: `calls` of the function and `caller_calls` of its callers made in it so
+/// far, with no call of a caller open, so that their ratio is its calls per caller call (the tool's estimate of the
+/// rest; docs/trace-format.md, `quiet` records).
+#[cold]
+#[inline(never)]
+pub(crate) fn go_quiet_within(index: u32, calls: u64, caller_calls: u64) {
+    go_quiet_with(index, calls, caller_calls);
+}
+
+fn go_quiet_with(index: u32, calls: u64, caller_calls: u64) {
     let Some(state) = STATE.get(index as usize) else { return };
     let mut records = lock(&RECORDS);
     let slot = state.load(Relaxed);
@@ -260,8 +276,30 @@ pub(crate) fn go_quiet(index: u32) {
     // Read before the store: an invocation that ended before `at_ns` counted every call it made.
     let at_ns = crate::clock::clock().elapsed_ns();
     state.store(QUIET, Relaxed);
-    records.pending.push(Retirement { index, at_ns, calls: 0, mean_ns: 0, quiet: true });
+    records.pending.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true });
     PENDING.store(true, Relaxed);
+}
+
+/// Counted calls of a retired function in one invocation past which it goes quiet within that invocation (when
+/// `quiet_after` is not 0): a program whose root runs once for a long time would otherwise count its retired calls
+/// to the end. Enough calls that the ratio to its callers' calls is known.
+pub(crate) const QUIET_WITHIN_CALLS: u64 = 1 << 16;
+
+/// Whether retired functions may go quiet within an invocation (retirement on, `quiet_after` not 0).
+#[inline]
+pub(crate) fn quiet_within_enabled() -> bool {
+    SETTINGS.get().is_some_and(|s| s.enabled && s.quiet_after != 0)
+}
+
+/// This thread's calls of retirement slot `slot`'s function not yet settled into a recorder.
+pub(crate) fn unsettled_calls(slot: usize) -> u64 {
+    RETIRED_CALLS.try_with(|counts| counts.get(slot).map_or(0, Cell::get)).unwrap_or(0)
+}
+
+/// The state byte of retirement slot `slot`'s function still names the slot: its calls are being counted.
+pub(crate) fn slot_is_counted(slot: usize) -> bool {
+    let index = slot_index(slot);
+    usize::from(retired_state(index)) == slot && index != u32::MAX
 }
 
 /// The rule: enough calls, and a compensated mean (ticks) under `factor x recorded_outer`.

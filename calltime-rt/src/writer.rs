@@ -487,7 +487,10 @@ impl Sink {
         retire::take_pending(&mut taken);
         self.close_block();
         for r in &taken {
-            if r.quiet {
+            if r.quiet && r.mean_ns != 0 {
+                // Went quiet within an invocation: its calls and its callers' calls in it so far.
+                push_fields(&mut self.pending, b"quiet", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
+            } else if r.quiet {
                 push_fields(&mut self.pending, b"quiet", &[u64::from(r.index), r.at_ns]);
             } else {
                 push_fields(&mut self.pending, b"retire", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);

@@ -226,7 +226,8 @@ fn a_fast_caller_retires_once_its_callees_did() {
         }
         return;
     }
-    let trace = run_ok("a_fast_caller_retires_once_its_callees_did", &[]);
+    // Counted to the end (the callee would otherwise go quiet within this long invocation): the counts are checked.
+    let trace = run_ok("a_fast_caller_retires_once_its_callees_did", &[("CALLTIME_QUIET_AFTER", "0")]);
     // The callee retires at the fold (a leaf); the caller, whose path has the callee's as a child, retires on a
     // later sampled exit, once every child path is of a retired function. `two_faced` calls only the retired
     // callee on its busy path, but `holder` under `wrap`: it stays probed, so `holder` stays under it.

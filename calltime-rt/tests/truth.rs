@@ -218,6 +218,68 @@ fn tiny_function_retires_at_the_fold() {
     assert_eq!(r.calls + 1, in_trees);
 }
 
+const LONG_CALLERS: u64 = 20_000;
+const TINY_PER_CALLER: u64 = 64;
+
+/// Calls `tiny` `TINY_PER_CALLER` times, and works long enough (a few us) never to retire itself.
+#[inline(never)]
+fn caller(round: u64) {
+    let __calltime_guard = enter(4);
+    let mut sum = round;
+    for i in 0..TINY_PER_CALLER {
+        sum = sum.wrapping_add(tiny(i));
+    }
+    for i in 0..3000u64 {
+        sum = black_box(sum.wrapping_mul(31).wrapping_add(i));
+    }
+    black_box(sum);
+}
+
+/// One long invocation (the root runs once), as pulldown-cmark's default plan: `tiny` retires at the fold and,
+/// its calls counted past `QUIET_WITHIN_CALLS` (65,536), goes quiet in the middle of it.
+fn one_long_invocation() {
+    let __calltime_guard = enter_root(0, &PLAN);
+    for round in 0..LONG_CALLERS {
+        caller(round);
+    }
+}
+
+/// A retired function goes quiet within the one invocation that counts it: its `quiet` record gives its calls and
+/// its caller's so far (exactly 64 per caller call: taken with no caller's call open), the invocation's `r` line
+/// only the calls counted before, and the tool's estimate of all of them is exact, the ratio being constant.
+#[test]
+fn retired_function_goes_quiet_within_one_long_invocation() {
+    let name = "retired_function_goes_quiet_within_one_long_invocation";
+    if is_child(name) {
+        one_long_invocation();
+        return;
+    }
+    let (output, text) = common::run_child(name, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let ours = common::parse(&text);
+    assert_eq!(ours.retirements.iter().map(|r| r.index).collect::<Vec<_>>(), [1], "only tiny retires");
+    let [inv] = &ours.invocations[..] else { panic!("one invocation: {:?}", ours.invocations) };
+    let [(1, counted)] = inv.retired[..] else { panic!("tiny's counted calls: {:?}", inv.retired) };
+    let mut trace = cargo_calltime::trace::parse(&text).expect("the tool reads the trace");
+    let [quiet] = trace.quiet[..] else { panic!("one quiet record: {:?}", trace.quiet) };
+    assert_eq!(quiet.func, 1);
+    assert!(quiet.at_ns > inv.start && quiet.at_ns < inv.start + inv.duration, "{quiet:?} within {inv:?}");
+    assert!(quiet.caller_calls > 0 && quiet.caller_calls < LONG_CALLERS, "{quiet:?}");
+    assert_eq!(quiet.calls, TINY_PER_CALLER * quiet.caller_calls, "{quiet:?}");
+    let (in_trees, _) = calls_of(&ours, 1);
+    assert_eq!(in_trees + counted, quiet.calls, "counted up to the quiet record, none after");
+    cargo_calltime::trace::quiet::estimate_quiet_calls(&mut trace);
+    let estimate = &trace.invocations[0].retired;
+    assert_eq!(estimate.len(), 1, "{estimate:?}");
+    let (calls, counted_by_tool) = (estimate[0].calls, estimate[0].counted);
+    assert!(estimate[0].estimated && counted_by_tool == counted, "{estimate:?}");
+    assert_eq!(in_trees + calls, LONG_CALLERS * TINY_PER_CALLER, "the estimate is exact");
+    // `CALLTIME_QUIET_AFTER=0` counts forever: no quiet record, every call counted.
+    let forever = run_ok(name, &[("CALLTIME_QUIET_AFTER", "0")]);
+    assert!(forever.quiet.is_empty(), "{:?}", forever.quiet);
+    assert_eq!(calls_of(&forever, 1).0 + calls_of(&forever, 1).1, LONG_CALLERS * TINY_PER_CALLER);
+}
+
 #[test]
 fn exact_mode_retires_nothing() {
     if is_child("exact_mode_retires_nothing") {

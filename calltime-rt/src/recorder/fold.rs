@@ -8,7 +8,11 @@ use std::mem;
 
 use super::{DepthArray, Recorder, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, NO_PATH, PARENT_MASK, TIMED_KEY, UNTIMED};
 use crate::clock::now;
-use crate::retire::{consider_path, retired_state, CHECK_EVERY, QUIET, RETIRE_SLOTS};
+use crate::recorder::RETIRED_COUNTERS;
+use crate::retire::{
+    consider_path, go_quiet_within, quiet_within_enabled, retired_state, slot_index, slot_is_counted, slots_used,
+    unsettled_calls, CHECK_EVERY, QUIET, QUIET_WITHIN_CALLS, RETIRE_SLOTS,
+};
 
 /// Call paths a folded invocation may have for `calls_only_retired` to scan them (a few thousand instructions, once
 /// per `CHECK_EVERY` samples of a path).
@@ -253,6 +257,7 @@ impl Recorder {
                     if self.calls_only_retired(index) {
                         consider_path(index, self.paths[0].index, calls, samples, sample_ticks);
                     }
+                    self.consider_quiet_within();
                 }
             }
         }
@@ -262,6 +267,68 @@ impl Recorder {
             }
         }
         true
+    }
+
+    /// Lets the retired functions this invocation has counted `QUIET_WITHIN_CALLS` calls of go quiet now rather than
+    /// when it ends (a root that runs once for a long time would otherwise count them to the end), with their calls
+    /// and their callers' calls so far (`calls_so_far`). Checked on a timed exit every `CHECK_EVERY` samples: a loop
+    /// over the slots in use.
+    #[cold]
+    #[inline(never)]
+    fn consider_quiet_within(&self) {
+        if !quiet_within_enabled() {
+            return;
+        }
+        for slot in 1..=slots_used().min(RETIRED_COUNTERS - 1) {
+            if !slot_is_counted(slot) || self.retired_calls[slot] + unsettled_calls(slot) < QUIET_WITHIN_CALLS {
+                continue;
+            }
+            let index = slot_index(slot);
+            if let Some((calls, caller_calls)) = self.calls_so_far(index, slot) {
+                go_quiet_within(index, calls, caller_calls);
+            }
+        }
+    }
+
+    /// Calls of retired function `index` (slot `slot`) in this invocation so far (its call paths, from before it
+    /// retired, and its counted calls), and calls of its callers (the functions of its paths' parents: their paths,
+    /// and their counted calls if they retired too). None while a caller's call is open, whose calls of it are not
+    /// all made yet (the ratio would be off), when it has no caller here (it retired in an earlier invocation: it
+    /// goes quiet at an invocation's end instead), when a caller is quiet (its calls are not counted), or when the
+    /// invocation has too many paths or callers to scan.
+    fn calls_so_far(&self, index: u32, slot: usize) -> Option<(u64, u64)> {
+        const MAX_CALLERS: usize = 16;
+        if self.paths.len() > 4 * SCANNED_PATHS {
+            return None;
+        }
+        let (mut callers, mut found, mut calls) = ([u32::MAX; MAX_CALLERS], 0, 0);
+        for p in self.paths.iter().filter(|p| p.index == index) {
+            calls += p.calls;
+            let caller = self.paths.get(p.parent as usize)?.index;
+            if !callers[..found].contains(&caller) {
+                *callers.get_mut(found)? = caller;
+                found += 1;
+            }
+        }
+        let callers = &callers[..found];
+        let open = (0..self.depth).any(|i| {
+            // SAFETY: i < depth <= max_depth; frames 0..depth have their path (set on entry or by the fold).
+            let path = unsafe { self.frame_path.get(i) };
+            self.paths.get(path as usize).is_some_and(|p| callers.contains(&p.index))
+        });
+        if callers.is_empty() || open {
+            return None;
+        }
+        let mut caller_calls: u64 = self.paths.iter().filter(|p| callers.contains(&p.index)).map(|p| p.calls).sum();
+        for &caller in callers {
+            match usize::from(retired_state(caller)) {
+                0 => {}
+                s if s <= RETIRE_SLOTS => caller_calls += self.retired_calls[s] + unsettled_calls(s),
+                s if s >= usize::from(QUIET) => return None,
+                _ => {} // pinned: an async caller, probed
+            }
+        }
+        Some((calls + self.retired_calls[slot] + unsettled_calls(slot), caller_calls))
     }
 
     /// True when, on every call path of function `index`, every child path is of a function that retired (or

@@ -247,6 +247,13 @@ pub struct Quiet {
     /// When it went quiet (ns since the trace epoch, read before its probes stopped counting): an invocation that
     /// ended before counted every call it made.
     pub at_ns: u64,
+    /// When it went quiet within an invocation (a long one): its calls and its callers' calls in that invocation
+    /// so far, with no caller's call open, so their ratio is its calls per caller call. 0 and 0 when it went quiet
+    /// as an invocation ended.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub calls: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub caller_calls: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

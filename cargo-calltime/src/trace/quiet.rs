@@ -9,6 +9,10 @@
 //! was running when the function went quiet has some calls counted: the estimate is never below them. The
 //! whole-run aggregate's `gr` count stops growing when the function goes quiet: it becomes the same rate times its
 //! callers' calls over the run, less its calls on call paths (made before it retired), never below the count.
+//!
+//! A function can also go quiet within a long invocation (its `quiet` record then carries its calls and its
+//! callers' calls in that invocation so far, taken with no caller's call open): those counts join the rate, so a
+//! program whose root runs once still gets an estimate, exact when the ratio is constant.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,7 +42,9 @@ pub fn estimate_quiet_calls(trace: &mut Trace) {
         }
         for inv in trace.invocations.iter_mut().filter(|inv| !ended_before(inv, &quiet)) {
             let (_, by) = invocation_calls(inv, quiet.func, callers);
-            let estimate = rate.estimate(if rate.by_callers { by } else { 1 });
+            // Its calls as nodes or paths (made before it retired, in the invocation it went quiet in) are exact.
+            let (on_paths, _) = calls_in(&inv.root, quiet.func, callers);
+            let estimate = rate.estimate(if rate.by_callers { by } else { 1 }).saturating_sub(on_paths);
             set_estimate(&mut inv.retired, quiet.func, estimate);
         }
         if let Some(aggregate) = trace.aggregate.as_mut() {
@@ -156,6 +162,10 @@ impl Rate {
             calls += own;
             caller_calls += by;
         }
+        // Went quiet within an invocation: its counts so far there (no caller's call open) are a ratio as exact.
+        if quiet.caller_calls != 0 {
+            (calls, caller_calls) = (calls + quiet.calls, caller_calls + quiet.caller_calls);
+        }
         match caller_calls {
             0 => Rate { calls, per: invocations, by_callers: false },
             per => Rate { calls, per, by_callers: true },
@@ -213,7 +223,7 @@ mod tests {
     fn quiet_calls_are_estimated_from_the_counted_rate_and_never_below_a_count() {
         let mut trace = parse(TEXT).unwrap();
         assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
-        assert_eq!(trace.quiet, [Quiet { func: 2, at_ns: 9500 }]);
+        assert_eq!(trace.quiet, [Quiet { func: 2, at_ns: 9500, calls: 0, caller_calls: 0 }]);
         assert_eq!(trace.calibration.unwrap().quiet_outer, Some(300));
         estimate_quiet_calls(&mut trace);
         let retired: Vec<&[RetiredCalls]> = trace.invocations.iter().map(|inv| inv.retired.as_slice()).collect();
@@ -226,6 +236,28 @@ mod tests {
         estimate_quiet_calls(&mut trace);
         assert_eq!(trace.invocations, again.invocations);
         assert_eq!(TraceBuilder::write(&trace), TEXT);
+    }
+
+    #[test]
+    fn a_function_quiet_within_its_one_invocation_is_estimated_from_the_counts_so_far() {
+        // One folded invocation: function 1 calls 2 three times per call, 1,000 calls. 2 retired after 6 calls (a
+        // path), was counted 1,194 more times, and went quiet with 1,200 calls over 400 of 1's: the other 1,800
+        // are estimated, and written back as the record was read.
+        let text = "calltime-trace 3\nprocess 1 0 /app\nplan p /t.json\nsettings fold_after=4 quiet_after=3\n\
+            retire 2 1300 6 10\n\
+            quiet 2 3000 1200 400\n\
+            inv 0 thread 1 1000 5000 3 0 0 main\n\
+            a 0 0 1 1 1000 5000 5000 5000 0 1 5000\n\
+            a 1 1 1000 1000 1100 4000 1 100 0 1000 4000\n\
+            a 2 2 6 6 1200 50 5 10 0 6 50\n\
+            r 2 1194\n\
+            end 0\n";
+        let mut trace = parse(text).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        assert_eq!(trace.quiet, [Quiet { func: 2, at_ns: 3000, calls: 1200, caller_calls: 400 }]);
+        estimate_quiet_calls(&mut trace);
+        assert_eq!(trace.invocations[0].retired, [RetiredCalls::estimated(2, 2994, 1194)]);
+        assert_eq!(TraceBuilder::write(&trace), text);
     }
 
     #[test]

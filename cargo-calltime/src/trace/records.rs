@@ -164,14 +164,21 @@ pub(super) fn write_retire(out: &mut String, r: &Retirement) {
     let _ = writeln!(out, "retire {} {} {} {}", r.func, r.at_ns, r.calls, r.mean_ns);
 }
 
-/// `quiet <index> <at_ns>` (version 3, between invocations).
+/// `quiet <index> <at_ns> [<calls> <caller_calls>]` (version 3, between invocations; the last two when it went quiet
+/// within an invocation).
 pub(super) fn read_quiet(rest: &str) -> Result<Quiet> {
-    let mut f = Fields::new(rest, 2);
-    Ok(Quiet { func: f.index()?, at_ns: f.num()? })
+    let mut f = Fields::new(rest, 4);
+    let (func, at_ns) = (f.index()?, f.num()?);
+    let (calls, caller_calls) = (f.optional_num()?.unwrap_or(0), f.optional_num()?.unwrap_or(0));
+    Ok(Quiet { func, at_ns, calls, caller_calls })
 }
 
 pub(super) fn write_quiet(out: &mut String, q: &Quiet) {
-    let _ = writeln!(out, "quiet {} {}", q.func, q.at_ns);
+    if q.caller_calls != 0 {
+        let _ = writeln!(out, "quiet {} {} {} {}", q.func, q.at_ns, q.calls, q.caller_calls);
+    } else {
+        let _ = writeln!(out, "quiet {} {}", q.func, q.at_ns);
+    }
 }
 
 /// `r <index> <calls>` (version 3, inside an invocation after its nodes).
