@@ -81,6 +81,9 @@ pub(crate) struct AdoptState {
     /// Set by the writer when it wrote the invocation: parts ending later are outlived.
     pub(crate) written: bool,
     pub(crate) entries: Vec<PartEntry>,
+    /// The entries' aggregate paths, kept when the writer took the entries: a part whose thread or task starts
+    /// only after its invocation was written still counts under its spawning call in the whole-run aggregate.
+    paths_after_writing: Vec<Vec<u32>>,
     /// Spawns past `MAX_PARTS`.
     pub(crate) unrecorded: u64,
 }
@@ -89,14 +92,23 @@ impl Adoption {
     /// `aggregate_only`: the invocation is never written, so its parts count in the aggregate only and hand their
     /// recorders back as soon as they end.
     fn new(aggregate_only: bool) -> Adoption {
-        Adoption { state: Mutex::new(AdoptState { written: aggregate_only, entries: Vec::new(), unrecorded: 0 }) }
+        Adoption {
+            state: Mutex::new(AdoptState {
+                written: aggregate_only,
+                entries: Vec::new(),
+                paths_after_writing: Vec::new(),
+                unrecorded: 0,
+            }),
+        }
     }
 
     /// For the writer: the spawns, marked written (a part that ends from now on is outlived).
     pub(crate) fn take_for_writing(&self) -> (Vec<PartEntry>, u64) {
         let mut state = lock(&self.state);
         state.written = true;
-        (mem::take(&mut state.entries), state.unrecorded)
+        let mut entries = mem::take(&mut state.entries);
+        state.paths_after_writing = entries.iter_mut().map(|entry| mem::take(&mut entry.path)).collect();
+        (entries, state.unrecorded)
     }
 
     fn set(&self, at: usize, state: PartState) {
@@ -253,9 +265,13 @@ fn begin_part(start: u64, kind: PartKind, adoption: &Adoption, at: usize) -> Opt
     let rt = RUNTIME.get()?;
     let mut rec = spare_recorder(rt)?;
     rec.begin(OwnerKind::Task, 0, None);
-    if let Some(entry) = lock(&adoption.state).entries.get_mut(at) {
+    let mut state = lock(&adoption.state);
+    if let Some(entry) = state.entries.get_mut(at) {
         rec.adopted_path = mem::take(&mut entry.path);
+    } else if let Some(path) = state.paths_after_writing.get_mut(at) {
+        rec.adopted_path = mem::take(path);
     }
+    drop(state);
     rec.part_marker = match kind {
         PartKind::Thread => PART_THREAD_PATH,
         PartKind::Task => PART_TASK_PATH,

@@ -87,6 +87,13 @@ fn root_leaving(go: mpsc::Receiver<()>) -> std::thread::JoinHandle<()> {
     })
 }
 
+/// A root that hands back a future it spawned, first polled by the caller (after the invocation was written).
+fn root_handing_back_a_future() -> impl Future<Output = ()> {
+    let __calltime_guard = enter_root(0, &PLAN);
+    let __calltime_guard = enter(1);
+    adopt_future(async { work() })
+}
+
 fn only_invocation(trace: &Trace) -> &Invocation {
     assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
     assert_eq!(trace.invocations.len(), 1, "adopted work never starts an invocation of its own");
@@ -196,4 +203,33 @@ fn work_ending_after_the_invocation_is_written_is_outlived() {
     let spawner = spawner_of(inv);
     assert_eq!((spawner.outlived, spawner.children.len()), (1, 0), "never lost silently, never put elsewhere");
     assert!(inv.spawned[0].outlived);
+}
+
+/// A task first polled after its invocation was written is outlived in the tree, and still counts under its
+/// spawning call in the whole-run aggregate (`g` paths: root, spawner, the task marker, then `work`).
+#[test]
+fn work_starting_after_the_invocation_is_written_counts_in_the_whole_run() {
+    if is_child("work_starting_after_the_invocation_is_written_counts_in_the_whole_run") {
+        let fut = root_handing_back_a_future();
+        calltime_rt::flush();
+        let mut fut = std::pin::pin!(fut);
+        let waker = std::task::Waker::from(std::sync::Arc::new(NoWake));
+        assert_eq!(fut.as_mut().poll(&mut Context::from_waker(&waker)), Poll::Ready(()));
+        return calltime_rt::flush();
+    }
+    let (output, text) = run_child("work_starting_after_the_invocation_is_written_counts_in_the_whole_run", &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let trace = parse(&text).unwrap();
+    assert!(spawner_of(only_invocation(&trace)).outlived == 1, "{text}");
+    let last_aggregate = text.rsplit("\naggregate ").next().unwrap_or_default();
+    let paths: Vec<(&str, &str, &str)> = last_aggregate
+        .lines()
+        .filter_map(|l| l.strip_prefix("g "))
+        .map(|l| {
+            let mut f = l.split(' ');
+            (f.next().unwrap_or(""), f.next().unwrap_or(""), f.next().unwrap_or(""))
+        })
+        .collect();
+    assert!(paths.contains(&("2", "536870910", "1")), "the task's marker under the spawner: {text}");
+    assert!(paths.contains(&("3", "2", "1")), "the task's call of work: {text}");
 }

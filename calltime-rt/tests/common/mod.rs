@@ -275,8 +275,12 @@ fn flatten(inv: &reader::Invocation) -> Inv {
         let (calls, timed, min, max) = (node.calls, node.timed_calls, node.min_ns, node.max_ns);
         let path = folded.then_some(Folded { calls, timed, min, max, exact_calls: 0, exact_ns: 0 });
         if let Some(f) = path {
+            // Ticks become nanoseconds value by value (the sum, the min and the max each rounded), so the sum may
+            // be off by up to a nanosecond per timed call.
             let ok = f.timed == 0
-                || (f.min <= f.max && f.min * f.timed <= node.timed_ns && node.timed_ns <= f.max * f.timed);
+                || (f.min <= f.max
+                    && f.min * f.timed <= node.timed_ns + f.timed
+                    && node.timed_ns <= f.max * f.timed + f.timed);
             assert!(ok, "timed calls of a path disagree with its extremes: {node:?}");
         }
         out.push(Node {
