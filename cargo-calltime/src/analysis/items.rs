@@ -583,39 +583,19 @@ impl Extractor {
                 return None;
             }
         }
-        if errs == ErrCounting::Counted {
-            // The body is wrapped: its closing text goes before the body's `}`, its type pinned to the return type.
-            let return_type = self.return_type(&sig.output);
-            return Some(ProbeDraft {
-                kind: ProbeKind::Sync,
-                line,
-                open,
-                close,
-                return_type,
-                errs,
-                body_in_closure: body_fits_a_closure(attrs, sig),
-            });
-        }
-        if errs == ErrCounting::NotAResult && body_fits_a_closure(attrs, sig) {
-            let return_type = self.return_type(&sig.output);
-            return Some(ProbeDraft {
-                kind: ProbeKind::Sync,
-                line,
-                open,
-                close,
-                return_type,
-                errs,
-                body_in_closure: true,
-            });
-        }
+        // A body whose `Err`s are counted is wrapped, and so is one that fits the runtime's closure (`run`): its
+        // closing text goes before the body's `}`, its type pinned to the return type. Otherwise the probe is a guard
+        // declared first.
+        let in_closure = body_fits_a_closure(attrs, sig);
+        let wrapped = errs == ErrCounting::Counted || (errs == ErrCounting::NotAResult && in_closure);
         Some(ProbeDraft {
             kind: ProbeKind::Sync,
             line,
             open,
-            close: open,
-            return_type: None,
+            close: if wrapped { close } else { open },
+            return_type: if wrapped { self.return_type(&sig.output) } else { None },
             errs,
-            body_in_closure: false,
+            body_in_closure: wrapped && in_closure,
         })
     }
 
