@@ -152,6 +152,12 @@ fn rayon_jobs_and_tokio_tasks_hang_under_the_spawning_call() {
         .collect();
     assert!(!part_threads.is_empty());
     assert!(part_threads.iter().all(|id| tag_threads.contains(id)), "parts {part_threads:?}, roots {tag_threads:?}");
+
+    // Parallel iterators are not adopted, and the plan says so, naming the function that starts one.
+    let graph = util::run(util::calltime().args(["graph", "--root", "pool", "--depth", "4"]).current_dir(&dir), true);
+    let said = format!("{}{}", String::from_utf8_lossy(&graph.stdout), String::from_utf8_lossy(&graph.stderr));
+    let warning = said.lines().find(|l| l.contains("calls made inside rayon parallel iterators are not recorded"));
+    assert!(warning.is_some_and(|w| w.ends_with(": tally")), "{said}");
 }
 
 /// The README's example (issue 13): one tree with work on scoped threads under the spawning call, allocations per

@@ -94,9 +94,11 @@ impl Analysis {
             .map(|(f, _)| (index.crates[index.fns[*f].krate].spec.name.as_str(), index.fns[*f].match_path.as_str()))
             .collect();
         let filter_warning = filter_leaves_only_roots(options, &functions, &names);
+        let parallel_warning = parallel_iterator_warning(index, &order, &functions);
         let Analysis { mut index, counts, mut warnings } = self;
         let global_allocators = std::mem::take(&mut index.global_allocators);
         warnings.extend(filter_warning);
+        warnings.extend(parallel_warning);
         // Freeing tens of thousands of small allocations takes a noticeable share of the analysis time; nothing
         // waits for it, so it happens off the main thread.
         let _ = std::thread::Builder::new().name("calltime-free-index".into()).spawn(move || drop(index));
@@ -113,6 +115,28 @@ impl Analysis {
             global_allocators,
         })
     }
+}
+
+/// Probed functions that start rayon parallel iterators: the calls their closures make on the pool's threads are
+/// not recorded (one part per item would cost more than most items), so the plan says so, naming them.
+fn parallel_iterator_warning(index: &Index, order: &[(FnId, u32)], functions: &[PlannedFunction]) -> Option<String> {
+    let named: Vec<&str> = order
+        .iter()
+        .zip(functions)
+        .filter(|((f, _), planned)| {
+            planned.probe.is_some() && index.fns[*f].item.spawns.iter().any(super::spawns::is_parallel_iterator)
+        })
+        .map(|(_, planned)| planned.display.as_str())
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "calls made inside rayon parallel iterators are not recorded (the work runs on the pool's threads, one call \
+         per item; it shows in the caller's self time, and calls run on the caller's own thread count as its calls): \
+         {}\n  hint: to see that work in a tree, make the function the closures call a --root of its own",
+        named.join(", ")
+    ))
 }
 
 /// A root that is not found because it is in a proc-macro crate, which is never indexed: the crate is named by

@@ -41,6 +41,35 @@ const SPAWN_NAMES: &[&str] = &[
     "install",
 ];
 
+/// Methods that start a rayon parallel iterator: the closures given to its adaptors run on the pool's threads, one
+/// call per item, which adoption does not cover (a part per item would cost more than the item). They are noted so
+/// the plan can say that those calls are not recorded, never silently.
+const PARALLEL_ITERATOR_NAMES: &[&str] = &[
+    "par_iter",
+    "par_iter_mut",
+    "into_par_iter",
+    "par_bridge",
+    "par_chunks",
+    "par_chunks_mut",
+    "par_chunks_exact",
+    "par_windows",
+    "par_split",
+    "par_lines",
+    "par_bytes",
+    "par_chars",
+    "par_drain",
+    "par_extend",
+    "par_sort_by",
+    "par_sort_by_key",
+    "par_sort_unstable_by",
+    "par_sort_unstable_by_key",
+];
+
+/// Whether a spawn draft is the start of a rayon parallel iterator (see [`PARALLEL_ITERATOR_NAMES`]).
+pub fn is_parallel_iterator(draft: &SpawnDraft) -> bool {
+    matches!(&draft.callee, SpawnCallee::Method(name) if PARALLEL_ITERATOR_NAMES.contains(&name.as_str()))
+}
+
 /// Free functions that run their arguments elsewhere, by full path, with what each argument is.
 const KNOWN_PATHS: &[(&str, &[Adopter])] = &[
     ("std::thread::spawn", &[Adopter::Closure]),
@@ -139,7 +168,7 @@ pub(super) fn path_draft(call: &ExprCall, base: usize) -> Option<SpawnDraft> {
 /// A method call that may spawn (its name is a spawn name).
 pub(super) fn method_draft(call: &ExprMethodCall, base: usize) -> Option<SpawnDraft> {
     let name = call.method.to_string();
-    if !SPAWN_NAMES.contains(&name.as_str()) {
+    if !SPAWN_NAMES.contains(&name.as_str()) && !PARALLEL_ITERATOR_NAMES.contains(&name.as_str()) {
         return None;
     }
     Some(SpawnDraft { callee: SpawnCallee::Method(name), args: args_of(call.args.iter(), base) })
@@ -155,6 +184,8 @@ pub fn wraps(index: &Index, f: FnId) -> Vec<SpawnWrap> {
                 Some(known) => known.iter().copied().map(Some).collect(),
                 None => continue,
             },
+            // Nothing to wrap: the plan notes them (`parallel_iterator_warning`).
+            SpawnCallee::Method(_) if is_parallel_iterator(draft) => continue,
             SpawnCallee::Method(name) => method_adopters(name, &draft.args),
         };
         for ((open, close, shape, called), adopter) in draft.args.iter().zip(adopters) {

@@ -42,7 +42,7 @@ fn pool(n: u64) -> u64 {
         });
         c = step(3);
     });
-    a + b + c
+    a + b + c + tally(4)
 }
 
 /// Root: a request handler that spawns two tasks and blocking work and waits for them; the second request also
@@ -79,6 +79,13 @@ fn tag(n: u64) -> u64 {
 
 fn work(n: u64) -> u64 {
     step(n) + step(n * 2)
+}
+
+/// A parallel iterator: its closures' calls run on the pool's threads, one per item, and are not recorded (the
+/// plan says so).
+fn tally(n: u64) -> u64 {
+    use rayon::prelude::*;
+    (0..n).into_par_iter().map(step).sum()
 }
 
 fn step(n: u64) -> u64 {
