@@ -48,7 +48,12 @@ static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
 static PENDING: AtomicBool = AtomicBool::new(false);
 static RECORDS: Mutex<Records> = Mutex::new(Records { pending: Vec::new(), total: 0 });
 
-struct Records {
+/// The retirements, locked (last: nothing is locked under it) by the fork handler (see `control::watch_forks`).
+pub(crate) fn lock_for_fork() -> std::sync::MutexGuard<'static, Records> {
+    lock(&RECORDS)
+}
+
+pub(crate) struct Records {
     pending: Vec<Retirement>,
     total: u64,
 }

@@ -1,12 +1,13 @@
-//! A process that forks without exec (unix): the child has no writer thread and shares the parent's trace file
-//! descriptor, so it records nothing and writes nothing, even from its exit handler, and does not hang there; the
-//! parent's trace holds exactly the parent's invocations, whole. (docs/trace-format.md, "Files of a run".)
+//! A process that forks without exec (unix), as a prefork server does: the child records its own roots in its own
+//! file (`<CALLTIME_OUT>.p<pid>`, as a spawned copy of the program does), from its exit handler without hanging on a
+//! lock the parent's writer held at the fork; the parent's file holds exactly the parent's invocations, whole; and
+//! the tool's reader merges the two. (docs/trace-format.md, "Files of a run".)
 #![cfg(unix)]
 
 mod common;
 
 use calltime_rt::__private::{enter, enter_root, PlanInfo};
-use common::{is_child, run_ok};
+use common::{is_child, out_path, parse, read_trace, run_child};
 use std::hint::black_box;
 
 static PLAN: PlanInfo = PlanInfo { id: "plan-fork", table: "", functions: 2 };
@@ -51,15 +52,15 @@ fn leaf(step: u64) {
     black_box(step);
 }
 
-/// Roots before the fork, in the parent after it, and in the child (which would add its own to the parent's file
-/// if it wrote from its copy of the runtime).
+/// Roots before the fork, in the parent after it, and in the child.
 const BEFORE: u64 = 30;
 const PARENT_AFTER: u64 = 20;
 const CHILD: u64 = 50;
+const NAME: &str = "a_forked_child_records_its_own_roots_in_its_own_file";
 
 #[test]
-fn a_child_forked_without_exec_records_nothing_and_the_parent_everything() {
-    if is_child("a_child_forked_without_exec_records_nothing_and_the_parent_everything") {
+fn a_forked_child_records_its_own_roots_in_its_own_file() {
+    if is_child(NAME) {
         for step in 0..BEFORE {
             root(step);
         }
@@ -70,10 +71,10 @@ fn a_child_forked_without_exec_records_nothing_and_the_parent_everything() {
             for step in 0..CHILD {
                 root(step);
             }
-            // Runs the C library's exit handlers, the runtime's included: the child must neither write nor hang.
-            calltime_rt::flush();
+            // Runs the C library's exit handlers, the runtime's included: the child writes its file and exits.
             std::process::exit(7);
         }
+        println!("forked child pid={pid}");
         let status = wait_for(pid).expect("the child hung in its exit handler");
         // WIFEXITED and WEXITSTATUS, as both Linux and macOS encode them.
         assert_eq!((status & 0x7f, (status >> 8) & 0xff), (0, 7), "the child exited on its own, status {status:#x}");
@@ -82,10 +83,41 @@ fn a_child_forked_without_exec_records_nothing_and_the_parent_everything() {
         }
         return;
     }
-    let trace = run_ok("a_child_forked_without_exec_records_nothing_and_the_parent_everything", &[]);
-    assert_eq!(trace.invocations.len() as u64, BEFORE + PARENT_AFTER, "only the parent's roots");
-    let seqs: Vec<u64> = trace.invocations.iter().map(|inv| inv.seq).collect();
+    let out = out_path(NAME);
+    // Files of earlier runs' children would be merged into this run's.
+    let stale = format!("{}.p", out.file_name().unwrap().to_string_lossy());
+    for entry in std::fs::read_dir(out.parent().unwrap()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&stale) {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    let (output, text) = run_child(NAME, &[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the forking process failed: {}\n{stdout}", output.status);
+    let pid: u32 = stdout
+        .lines()
+        // The harness prints the test's name on the same line.
+        .find_map(|line| line.split_once("forked child pid=").map(|(_, pid)| pid))
+        .and_then(|pid| pid.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no child pid in:\n{stdout}"));
+
+    let parent = parse(&text);
+    assert_eq!(parent.invocations.len() as u64, BEFORE + PARENT_AFTER, "only the parent's roots");
+    let seqs: Vec<u64> = parent.invocations.iter().map(|inv| inv.seq).collect();
     assert_eq!(seqs, (0..BEFORE + PARENT_AFTER).collect::<Vec<_>>(), "one writer, one sequence");
-    assert!(trace.invocations.iter().all(|inv| inv.nodes.len() == 2), "whole trees");
-    assert_eq!(trace.stats_fields[..2], [BEFORE + PARENT_AFTER, BEFORE + PARENT_AFTER], "seen and kept: the parent's");
+    assert!(parent.invocations.iter().all(|inv| inv.nodes.len() == 2), "whole trees");
+    assert_eq!(parent.stats_fields[..2], [BEFORE + PARENT_AFTER, BEFORE + PARENT_AFTER], "seen and kept: the parent's");
+
+    let child_file = out.with_file_name(format!("{}{pid}", stale));
+    let child = parse(&read_trace(&child_file));
+    assert!(child.header.iter().any(|line| line.starts_with(&format!("process {pid} "))), "{:?}", child.header);
+    assert_eq!(child.invocations.len() as u64, CHILD, "the child's roots, in its own file");
+    let seqs: Vec<u64> = child.invocations.iter().map(|inv| inv.seq).collect();
+    assert_eq!(seqs, (0..CHILD).collect::<Vec<_>>(), "the child's writer numbers its own");
+    assert!(child.invocations.iter().all(|inv| inv.nodes.len() == 2), "whole trees");
+    assert_eq!(child.stats_fields[..2], [CHILD, CHILD], "seen and kept: the child's alone");
+
+    let merged = cargo_calltime::trace::Trace::load(&out, None).expect("the run's files load");
+    assert_eq!(merged.invocations.len() as u64, BEFORE + PARENT_AFTER + CHILD, "`report` merges both processes");
+    assert_eq!(merged.stats.seen, BEFORE + PARENT_AFTER + CHILD);
 }
