@@ -54,8 +54,7 @@ struct ForkLocks {
     poller: MutexGuard<'static, Poller>,
     outboxes: MutexGuard<'static, Vec<&'static crate::outbox::Outbox>>,
     pool: MutexGuard<'static, Vec<Box<crate::recorder::Recorder>>>,
-    /// Kept as they are in the child: its functions stay retired.
-    _retirements: MutexGuard<'static, crate::retire::Records>,
+    retirements: MutexGuard<'static, crate::retire::Records>,
 }
 
 thread_local! {
@@ -65,12 +64,13 @@ thread_local! {
 
 /// Registers the fork handler once (at the runtime's start), so a child forked without exec records its own trees
 /// in its own file, as a spawned copy does. Before the fork, `prepare` takes the runtime's locks (the sink, the
-/// aggregates, the control poller, the outboxes' list, the recorders' pool, the retirements) in the writer's order, so no other
-/// thread is inside them and the child's copies are consistent; `parent` releases them. `child` (the child's only
-/// thread) forgets what was the parent's while it holds them: its queued, held and outboxed trees, its aggregate
-/// and counters, its trace file (the child opens `<out>.p<pid>` at its first write) and its control state; then
-/// releases them. The child starts its own writer thread at its first wake. A root open on the forking thread
-/// goes on in both processes, and is recorded by each.
+/// aggregates, the control poller, the outboxes' list, the recorders' pool, the retirements) in the writer's order,
+/// so no other thread is inside them and the child's copies are consistent, and opens this process's file, so the
+/// forking process keeps its name; `parent` releases them. `child` (the child's only thread) forgets what was the
+/// parent's while it holds them: its queued, held and outboxed trees, its aggregate and counters, its trace file
+/// (the child opens `<out>.p<pid>` at its first write) and its control state; its retirements are written again
+/// (its functions stay retired); then it releases them. The child starts its own writer thread at its first wake.
+/// A root open on the forking thread goes on in both processes, and is recorded by each.
 #[cfg(unix)]
 fn watch_forks() {
     extern "C" {
@@ -87,7 +87,7 @@ fn watch_forks() {
             poller: lock(&POLLER),
             outboxes: crate::outbox::lock_for_fork(),
             pool: crate::invocation::lock_pool_for_fork(),
-            _retirements: crate::retire::lock_for_fork(),
+            retirements: crate::retire::lock_for_fork(),
         };
         let _ = HELD.try_with(|held| *held.borrow_mut() = Some(locks));
     }
@@ -102,6 +102,7 @@ fn watch_forks() {
             locks.aggregate.forget_parent();
             locks.outboxes.iter().for_each(|outbox| outbox.forget_parent());
             crate::invocation::forget_parent_counters();
+            locks.retirements.forget_parent();
             *locks.poller = Poller { dir: None, applied: 0, last_status: None, trace: String::new() };
         });
     }

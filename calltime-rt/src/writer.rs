@@ -64,9 +64,15 @@ pub(crate) fn child_writer() -> Option<&'static std::thread::Thread> {
     CHILD_WRITER.get_or_init(spawn_writer).as_ref()
 }
 
-/// The sink, locked by the fork handler (see `control::watch_forks`).
+/// The sink, locked by the fork handler (see `control::watch_forks`), with this process's file open: the forking
+/// process keeps `CALLTIME_OUT` (or the name it had) and the child always writes its own `.p<pid>` sibling, whoever
+/// writes first.
 pub(crate) fn lock_sink_for_fork() -> MutexGuard<'static, Sink> {
-    lock(&SINK)
+    let mut sink = lock(&SINK);
+    if let Some(rt) = RUNTIME.get() {
+        sink.open(rt);
+    }
+    sink
 }
 
 /// In a child forked without exec, with the sink and the pool held: the parent's file, queued and held trees are

@@ -121,3 +121,70 @@ fn a_forked_child_records_its_own_roots_in_its_own_file() {
     assert_eq!(merged.invocations.len() as u64, BEFORE + PARENT_AFTER + CHILD, "`report` merges both processes");
     assert_eq!(merged.stats.seen, BEFORE + PARENT_AFTER + CHILD);
 }
+
+const BUSY_NAME: &str = "forks_while_another_thread_records_leave_each_child_only_its_own_roots";
+const FORKS: usize = 4;
+
+/// Forks while another thread runs roots and the writer drains them, so the fork often falls while a lock is held:
+/// every child still exits (no lock left held by a thread it lacks) and its file holds exactly its own roots (none
+/// of the parent's queued or outboxed ones).
+#[test]
+fn forks_while_another_thread_records_leave_each_child_only_its_own_roots() {
+    if is_child(BUSY_NAME) {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let busy = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut step = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    root(step);
+                    step += 1;
+                }
+            })
+        };
+        for _ in 0..FORKS {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            // SAFETY: fork has no preconditions; the child below only runs roots and exits.
+            let pid = unsafe { fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                for step in 0..CHILD {
+                    root(step);
+                }
+                std::process::exit(7);
+            }
+            println!("forked child pid={pid}");
+            let status = wait_for(pid).expect("the child hung");
+            assert_eq!((status & 0x7f, (status >> 8) & 0xff), (0, 7), "status {status:#x}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        busy.join().unwrap();
+        return;
+    }
+    let out = out_path(BUSY_NAME);
+    let stale = format!("{}.p", out.file_name().unwrap().to_string_lossy());
+    for entry in std::fs::read_dir(out.parent().unwrap()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&stale) {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    let (output, text) = run_child(BUSY_NAME, &[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the forking process failed: {}\n{stdout}", output.status);
+    let pids: Vec<u32> = stdout
+        .lines()
+        .filter_map(|line| line.split_once("forked child pid=").and_then(|(_, pid)| pid.trim().parse().ok()))
+        .collect();
+    assert_eq!(pids.len(), FORKS, "{stdout}");
+    let parent = parse(&text);
+    let parent_roots = parent.stats_fields[0];
+    // Its trees' shapes are not checked: `leaf`, called this often, retires (its calls then counted, not noded).
+    assert!(parent_roots > 0, "the parent's busy thread recorded");
+    for pid in pids {
+        let child = parse(&read_trace(out.with_file_name(format!("{stale}{pid}"))));
+        assert_eq!(child.invocations.len() as u64, CHILD, "child {pid}: its own roots only");
+        assert_eq!(child.stats_fields[..2], [CHILD, CHILD], "child {pid}: seen and kept");
+    }
+    let merged = cargo_calltime::trace::Trace::load(&out, None).expect("the run's files load");
+    assert_eq!(merged.stats.seen, parent_roots + FORKS as u64 * CHILD, "`report` sums the processes");
+}
