@@ -53,7 +53,7 @@ struct ForkLocks {
     aggregate: crate::aggregate::ForkLocks,
     poller: MutexGuard<'static, Poller>,
     outboxes: MutexGuard<'static, Vec<&'static crate::outbox::Outbox>>,
-    pool: MutexGuard<'static, Vec<Box<crate::recorder::Recorder>>>,
+    pool: MutexGuard<'static, crate::invocation::Pool>,
     retirements: MutexGuard<'static, crate::retire::Records>,
 }
 

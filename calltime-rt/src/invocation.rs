@@ -386,8 +386,12 @@ fn wake_writer(rt: &Runtime) {
     }
 }
 
+/// The recorders' pool (boxed, as `POOL` says why).
+#[allow(clippy::vec_box)]
+pub(crate) type Pool = Vec<Box<Recorder>>;
+
 /// The recorders' pool, locked by the fork handler (see `control::watch_forks`).
-pub(crate) fn lock_pool_for_fork() -> MutexGuard<'static, Vec<Box<Recorder>>> {
+pub(crate) fn lock_pool_for_fork() -> MutexGuard<'static, Pool> {
     lock(&POOL)
 }
 

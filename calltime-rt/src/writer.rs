@@ -78,7 +78,7 @@ pub(crate) fn lock_sink_for_fork() -> MutexGuard<'static, Sink> {
 /// In a child forked without exec, with the sink and the pool held: the parent's file, queued and held trees are
 /// forgotten (the queued recorders go back to the pool); the child opens its own file (`<out>.p<pid>`, see
 /// `output`) at its first write.
-pub(crate) fn forget_parent_sink(sink: &mut Sink, pool: &mut Vec<Box<Recorder>>) {
+pub(crate) fn forget_parent_sink(sink: &mut Sink, pool: &mut crate::invocation::Pool) {
     while let Some(rec) = sink.receiver.as_ref().and_then(|r| r.try_recv().ok()) {
         if pool.len() < pool.capacity() {
             pool.push(rec);
