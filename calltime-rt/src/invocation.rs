@@ -418,6 +418,13 @@ pub(crate) fn forget_parent_counters() {
     }
     FIRST_TASK_START.store(u64::MAX, Relaxed);
     QUEUED.store(0, Relaxed);
+    // The forking thread's next outbox push counts as after a quiet spell, so it wakes (starts) the child's writer.
+    let _ = THREAD.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            // `end - last_push` wraps to at least QUIET_TICKS for any `end`, however soon after the start.
+            slot.last_push = u64::MAX - QUIET_TICKS;
+        }
+    });
 }
 
 /// Hands a completed invocation to the writer in its recorder; drops it (counted) when the queue is full.

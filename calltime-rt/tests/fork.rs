@@ -52,6 +52,11 @@ fn leaf(step: u64) {
     black_box(step);
 }
 
+/// Whole invocation records in a trace text being written (each ends with an `end` line).
+fn whole_records(text: &str) -> u64 {
+    text.lines().filter(|line| *line == "end" || line.starts_with("end ")).count() as u64
+}
+
 /// Roots before the fork, in the parent after it, and in the child.
 const BEFORE: u64 = 30;
 const PARENT_AFTER: u64 = 20;
@@ -71,8 +76,15 @@ fn a_forked_child_records_its_own_roots_in_its_own_file() {
             for step in 0..CHILD {
                 root(step);
             }
-            // Runs the C library's exit handlers, the runtime's included: the child writes its file and exits.
-            std::process::exit(7);
+            // Its own writer thread writes them while it runs, before any exit drain (within 10 s, under load).
+            let own = format!("{}.p{}", out_path(NAME).display(), std::process::id());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while whole_records(&read_trace(&own)) < CHILD && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let written_while_running = whole_records(&read_trace(&own));
+            // Runs the C library's exit handlers, the runtime's included: the child drains the rest and exits.
+            std::process::exit(if written_while_running == CHILD { 7 } else { 8 });
         }
         println!("forked child pid={pid}");
         let status = wait_for(pid).expect("the child hung in its exit handler");
