@@ -10,7 +10,7 @@
 
 use std::cell::OnceCell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::clock::Scale;
 use crate::invocation::lock;
@@ -237,6 +237,43 @@ static THREADS: Mutex<Vec<Shared>> = Mutex::new(Vec::new());
 
 thread_local! {
     static MINE: OnceCell<Shared> = const { OnceCell::new() };
+}
+
+/// What the fork handler holds (see `control::watch_forks`): the merged trie, the threads' list and every thread's
+/// aggregate, locked in the writer's order.
+pub(crate) struct ForkLocks {
+    _merged: MutexGuard<'static, (Trie, Vec<u32>)>,
+    _threads: MutexGuard<'static, Vec<Shared>>,
+    each: Vec<MutexGuard<'static, ThreadAggregate>>,
+}
+
+pub(crate) fn lock_for_fork() -> ForkLocks {
+    let merged = lock(&MERGED);
+    let threads = lock(&THREADS);
+    // The `Arc`s live in THREADS for good (never removed), so their mutexes outlive the guards.
+    let each = threads
+        .iter()
+        .map(|shared| {
+            // SAFETY: see above: the aggregate is never freed, as THREADS keeps it.
+            let mutex: &'static Mutex<ThreadAggregate> = unsafe { &*Arc::as_ptr(shared) };
+            lock(mutex)
+        })
+        .collect();
+    ForkLocks { _merged: merged, _threads: threads, each }
+}
+
+impl ForkLocks {
+    /// In the child: every thread's aggregate emptied, so the child's counts are its own.
+    pub(crate) fn forget_parent(&mut self) {
+        for agg in &mut self.each {
+            let retired = agg.trie.retired.len();
+            agg.trie.clear();
+            agg.trie.retired.resize(retired, 0);
+            agg.path_of.clear();
+            agg.before_fold.clear();
+            agg.shape.clear();
+        }
+    }
 }
 
 /// This thread's aggregate, registered at its first fold.

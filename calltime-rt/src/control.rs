@@ -16,8 +16,8 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::invocation::lock;
@@ -26,32 +26,51 @@ use crate::invocation::lock;
 const UNSET: u8 = 0;
 const ON: u8 = 1;
 const OFF: u8 = 2;
-/// In a child forked without exec: off for good (see `forked`).
-const FORKED: u8 = 3;
 static STATE: AtomicU8 = AtomicU8::new(UNSET);
+/// This process is a child forked without exec from one that had started the runtime (see `watch_forks`).
+static FORKED: AtomicBool = AtomicBool::new(false);
 /// Record 1 in N roots (`CALLTIME_SAMPLE`, then `ctl sample N`).
 static SAMPLE: AtomicU64 = AtomicU64::new(1);
 /// How often the status file is rewritten without a command.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 
-/// The root probe's check: recording was switched off (or this is a forked child).
+/// The root probe's check: recording was switched off.
 #[inline(always)]
 pub(crate) fn is_off() -> bool {
     STATE.load(Relaxed) >= OFF
 }
 
-/// This process is a child forked (without exec) from one that had started the runtime. It has no writer thread,
-/// its copy of the runtime's locks may be held by threads that do not exist in it, and its trace file descriptor is
-/// the parent's: so it records nothing (its root probes return at once, a root open at the fork ends unrecorded),
-/// writes nothing (no drain at exit, in the panic hook or in `flush`) and touches no control file. Its roots are
-/// not counted anywhere; the parent's trace is unaffected.
+/// This process is a child forked (without exec) from one that had started the runtime: its writer thread is its
+/// own (see `writer::child_writer`).
 #[inline]
 pub(crate) fn forked() -> bool {
-    STATE.load(Relaxed) == FORKED
+    FORKED.load(Relaxed)
 }
 
-/// Registers the fork handler once (at the runtime's start): a child forked without exec is switched to `FORKED`.
-/// Only an atomic store runs in the child, which is async-signal-safe as a child of a threaded process requires.
+/// The runtime's locks, held across a fork (see `watch_forks`), in the order the writer takes them.
+struct ForkLocks {
+    sink: MutexGuard<'static, crate::writer::Sink>,
+    aggregate: crate::aggregate::ForkLocks,
+    poller: MutexGuard<'static, Poller>,
+    outboxes: MutexGuard<'static, Vec<&'static crate::outbox::Outbox>>,
+    pool: MutexGuard<'static, crate::invocation::Pool>,
+    retirements: MutexGuard<'static, crate::retire::Records>,
+}
+
+thread_local! {
+    /// Between the fork handler's `prepare` and its `parent` or `child`, on the forking thread.
+    static HELD: std::cell::RefCell<Option<ForkLocks>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Registers the fork handler once (at the runtime's start), so a child forked without exec records its own trees
+/// in its own file, as a spawned copy does. Before the fork, `prepare` takes the runtime's locks (the sink, the
+/// aggregates, the control poller, the outboxes' list, the recorders' pool, the retirements) in the writer's order,
+/// so no other thread is inside them and the child's copies are consistent, and opens this process's file, so the
+/// forking process keeps its name; `parent` releases them. `child` (the child's only thread) forgets what was the
+/// parent's while it holds them: its queued, held and outboxed trees, its aggregate and counters, its trace file
+/// (the child opens `<out>.p<pid>` at its first write) and its control state; its retirements are written again
+/// (its functions stay retired); then it releases them. The child starts its own writer thread at its first wake.
+/// A root open on the forking thread goes on in both processes, and is recorded by each.
 #[cfg(unix)]
 fn watch_forks() {
     extern "C" {
@@ -61,14 +80,37 @@ fn watch_forks() {
             child: Option<extern "C" fn()>,
         ) -> std::os::raw::c_int;
     }
-    extern "C" fn in_child() {
-        STATE.store(FORKED, Relaxed);
+    extern "C" fn prepare() {
+        let locks = ForkLocks {
+            sink: crate::writer::lock_sink_for_fork(),
+            aggregate: crate::aggregate::lock_for_fork(),
+            poller: lock(&POLLER),
+            outboxes: crate::outbox::lock_for_fork(),
+            pool: crate::invocation::lock_pool_for_fork(),
+            retirements: crate::retire::lock_for_fork(),
+        };
+        let _ = HELD.try_with(|held| *held.borrow_mut() = Some(locks));
+    }
+    extern "C" fn parent() {
+        let _ = HELD.try_with(|held| held.borrow_mut().take());
+    }
+    extern "C" fn child() {
+        let _ = HELD.try_with(|held| {
+            let Some(mut locks) = held.borrow_mut().take() else { return };
+            FORKED.store(true, Relaxed);
+            crate::writer::forget_parent_sink(&mut locks.sink, &mut locks.pool);
+            locks.aggregate.forget_parent();
+            locks.outboxes.iter().for_each(|outbox| outbox.forget_parent());
+            crate::invocation::forget_parent_counters();
+            locks.retirements.forget_parent();
+            *locks.poller = Poller { dir: None, applied: 0, last_status: None, trace: String::new() };
+        });
     }
     static REGISTERED: std::sync::Once = std::sync::Once::new();
-    // SAFETY: pthread_atfork is the C library's (libc on Linux, libSystem on macOS); the handler is a plain extern
-    // "C" fn with no captured state that only stores an atomic.
+    // SAFETY: pthread_atfork is the C library's (libc on Linux, libSystem on macOS); the handlers are plain extern
+    // "C" fns with no captured state.
     REGISTERED.call_once(|| unsafe {
-        pthread_atfork(None, None, Some(in_child));
+        pthread_atfork(Some(prepare), Some(parent), Some(child));
     });
 }
 
@@ -170,8 +212,6 @@ fn apply(text: &str, applied: u64) -> Option<u64> {
         return None;
     }
     match (words.next(), words.next().and_then(|n| n.parse::<u64>().ok())) {
-        // A forked child never polls; checked anyway, so nothing switches it back on.
-        _ if forked() => {}
         (Some("on"), _) => STATE.store(ON, Relaxed),
         (Some("off"), _) => STATE.store(OFF, Relaxed),
         (Some("sample"), Some(n)) => SAMPLE.store(n.max(1), Relaxed),
@@ -209,10 +249,6 @@ fn write_status(poller: &Poller) {
 
 /// At exit: the process is no longer controllable.
 pub(crate) fn remove_files() {
-    // A forked child's lock may be held by the parent's writer, and the files are the parent's.
-    if forked() {
-        return;
-    }
     if lock(&POLLER).dir.is_some() {
         let _ = std::fs::remove_file(file("status"));
         let _ = std::fs::remove_file(file("cmd"));

@@ -379,9 +379,52 @@ static LAST_WAKE_NS: AtomicU64 = AtomicU64::new(0);
 static QUEUED: AtomicUsize = AtomicUsize::new(0);
 
 fn wake_writer(rt: &Runtime) {
-    if let Some(writer) = &rt.writer {
+    // A forked child's writer is its own, started at its first wake (the parent's thread is not in the child).
+    let writer = if crate::control::forked() { crate::writer::child_writer() } else { rt.writer.as_ref() };
+    if let Some(writer) = writer {
         writer.unpark();
     }
+}
+
+/// The recorders' pool (boxed, as `POOL` says why).
+#[allow(clippy::vec_box)]
+pub(crate) type Pool = Vec<Box<Recorder>>;
+
+/// The recorders' pool, locked by the fork handler (see `control::watch_forks`).
+pub(crate) fn lock_pool_for_fork() -> MutexGuard<'static, Pool> {
+    lock(&POOL)
+}
+
+/// In a child forked without exec (its only thread, the fork handler holding every lock): the parent's counters
+/// are zeroed, so the child's `stats` count its own roots.
+pub(crate) fn forget_parent_counters() {
+    for counter in [
+        &SEEN,
+        &ADMITTED,
+        &SAMPLED_OUT,
+        &DROPPED_LIMIT,
+        &DROPPED_QUEUE_FULL,
+        &DROPPED_NO_BUFFER,
+        &DROPPED,
+        &KEPT,
+        &LEFT_OUT_FAST,
+        &LEFT_OUT_UNSELECTED,
+        &TRUNCATED,
+        &LAST_WAKE_NS,
+        &LAST_TASK_START,
+        &crate::writer::DROPPED_CAP,
+    ] {
+        counter.store(0, Relaxed);
+    }
+    FIRST_TASK_START.store(u64::MAX, Relaxed);
+    QUEUED.store(0, Relaxed);
+    // The forking thread's next outbox push counts as after a quiet spell, so it wakes (starts) the child's writer.
+    let _ = THREAD.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            // `end - last_push` wraps to at least QUIET_TICKS for any `end`, however soon after the start.
+            slot.last_push = u64::MAX - QUIET_TICKS;
+        }
+    });
 }
 
 /// Hands a completed invocation to the writer in its recorder; drops it (counted) when the queue is full.
@@ -492,11 +535,6 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
 pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
     set_current(ptr::null_mut());
     let Some(rt) = RUNTIME.get() else { return };
-    // A root open when the process forked ends unrecorded in the child: the aggregate and the writer's locks may be
-    // held by threads the child does not have (see `control::forked`).
-    if crate::control::forked() {
-        return;
-    }
     let handed = THREAD.try_with(|slot| {
         let mut slot = slot.try_borrow_mut().ok()?;
         let slot = &mut *slot;
@@ -594,10 +632,6 @@ pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recor
 /// A root task's invocation ended: hand its tree to the writer.
 pub(crate) fn finish_task(owned: OwnedRecorder) {
     let rec = owned.into_box();
-    // As `complete_thread_invocation`: a forked child touches no shared state (the recorder is leaked, not pooled).
-    if crate::control::forked() {
-        return std::mem::forget(rec);
-    }
     crate::retire::note_invocation(&rec);
     crate::aggregate::fold(&rec);
     let Some(rt) = RUNTIME.get() else { return drop(rec) };

@@ -72,6 +72,11 @@ unsafe impl Sync for Outbox {}
 /// the counters (`crate::stats`).
 static OUTBOXES: Mutex<Vec<&'static Outbox>> = Mutex::new(Vec::new());
 
+/// The outboxes' list, locked by the fork handler (see `control::watch_forks`).
+pub(crate) fn lock_for_fork() -> std::sync::MutexGuard<'static, Vec<&'static Outbox>> {
+    lock(&OUTBOXES)
+}
+
 /// A header slot: `index` holds the node count, `link` the count of retired-call entries that follow the nodes
 /// (`index` the retirement slot, `start` the calls) and `start` the truncated calls of the invocation; or, for an
 /// invocation too big to copy, `end` holds its recorder (`Box::into_raw`) and nothing follows.
@@ -108,6 +113,15 @@ impl Outbox {
             first_start: AtomicU64::new(u64::MAX),
             last_start: AtomicU64::new(0),
         }
+    }
+
+    /// In a child forked without exec, under the sink's lock: forgets the records the parent had not written (they
+    /// are the parent's; a big one's recorder is leaked) and its counters, so the child counts only its own.
+    pub(crate) fn forget_parent(&self) {
+        self.tail.store(self.head.load(Relaxed), Relaxed);
+        self.counters.iter().for_each(|c| c.store(0, Relaxed));
+        self.first_start.store(u64::MAX, Relaxed);
+        self.last_start.store(0, Relaxed);
     }
 
     /// Largest invocation (in nodes) that goes through the outbox; bigger ones are handed over in their recorder.

@@ -46,11 +46,30 @@ static COUNTED_IN: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) };
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
 /// Retirements not yet written by the writer, and the count ever made (under one lock: retirements are rare).
 static PENDING: AtomicBool = AtomicBool::new(false);
-static RECORDS: Mutex<Records> = Mutex::new(Records { pending: Vec::new(), total: 0 });
+static RECORDS: Mutex<Records> = Mutex::new(Records { pending: Vec::new(), total: 0, made: Vec::new() });
 
-struct Records {
+/// The retirements, locked (last: nothing is locked under it) by the fork handler (see `control::watch_forks`).
+pub(crate) fn lock_for_fork() -> std::sync::MutexGuard<'static, Records> {
+    lock(&RECORDS)
+}
+
+pub(crate) struct Records {
     pending: Vec<Retirement>,
     total: u64,
+    /// Every retirement made, written or not: a forked child writes them all again (see `forget_parent`).
+    made: Vec<Retirement>,
+}
+
+impl Records {
+    /// In a child forked without exec: its functions stay retired (and quiet), so its own file must say so from the
+    /// start: every retirement made so far is written again, in order (no allocation: both hold at most
+    /// `2 * RETIRE_SLOTS`, reserved).
+    pub(crate) fn forget_parent(&mut self) {
+        self.pending.clear();
+        let Records { pending, made, .. } = self;
+        pending.extend_from_slice(made);
+        PENDING.store(!pending.is_empty(), Relaxed);
+    }
 }
 
 /// One `retire` record of the trace, or (`quiet`) a `quiet` record: then `calls` and `mean_ns` are the function's
@@ -89,7 +108,10 @@ pub(crate) fn settings() -> Settings {
             }),
         };
         let exact = std::env::var("CALLTIME_EXACT").is_ok_and(|v| !matches!(v.trim(), "" | "0"));
-        lock(&RECORDS).pending.reserve(2 * RETIRE_SLOTS);
+        let mut records = lock(&RECORDS);
+        records.pending.reserve(2 * RETIRE_SLOTS);
+        records.made.reserve(2 * RETIRE_SLOTS);
+        drop(records);
         Settings {
             enabled: !exact,
             factor: number("CALLTIME_RETIRE_FACTOR", 20),
@@ -222,6 +244,7 @@ pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
     }
     let at_ns = crate::clock::clock().elapsed_ns();
     records.pending.push(Retirement { index, at_ns, calls, mean_ns, quiet: false });
+    records.made.push(Retirement { index, at_ns, calls, mean_ns, quiet: false });
     records.total += 1;
     PENDING.store(true, Relaxed);
 }
@@ -277,6 +300,7 @@ fn go_quiet_with(index: u32, calls: u64, caller_calls: u64) {
     let at_ns = crate::clock::clock().elapsed_ns();
     state.store(QUIET, Relaxed);
     records.pending.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true });
+    records.made.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true });
     PENDING.store(true, Relaxed);
 }
 

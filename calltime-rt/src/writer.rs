@@ -8,7 +8,7 @@ mod block;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::Receiver;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use std::{mem, ptr};
 
@@ -55,6 +55,50 @@ pub(crate) fn hold_writer(hold: bool) {
 /// could not be spawned (the panic hook, the exit handler and `flush` still write).
 pub(crate) fn start_writer(receiver: Receiver<Box<Recorder>>) -> Option<std::thread::Thread> {
     lock(&SINK).receiver = Some(receiver);
+    spawn_writer()
+}
+
+/// A forked child's writer thread, started at its first wake (see `control::watch_forks`).
+pub(crate) fn child_writer() -> Option<&'static std::thread::Thread> {
+    static CHILD_WRITER: std::sync::OnceLock<Option<std::thread::Thread>> = std::sync::OnceLock::new();
+    CHILD_WRITER.get_or_init(spawn_writer).as_ref()
+}
+
+/// The sink, locked by the fork handler (see `control::watch_forks`), with this process's file open: the forking
+/// process keeps `CALLTIME_OUT` (or the name it had) and the child always writes its own `.p<pid>` sibling, whoever
+/// writes first.
+pub(crate) fn lock_sink_for_fork() -> MutexGuard<'static, Sink> {
+    let mut sink = lock(&SINK);
+    if let Some(rt) = RUNTIME.get() {
+        sink.open(rt);
+    }
+    sink
+}
+
+/// In a child forked without exec, with the sink and the pool held: the parent's file, queued and held trees are
+/// forgotten (the queued recorders go back to the pool); the child opens its own file (`<out>.p<pid>`, see
+/// `output`) at its first write.
+pub(crate) fn forget_parent_sink(sink: &mut Sink, pool: &mut crate::invocation::Pool) {
+    while let Some(rec) = sink.receiver.as_ref().and_then(|r| r.try_recv().ok()) {
+        if pool.len() < pool.capacity() {
+            pool.push(rec);
+        }
+    }
+    // Dropped without flushing: the parent's descriptor stays the parent's to write.
+    sink.output = Output::new();
+    sink.opened = false;
+    sink.seq = 0;
+    sink.last_stats = None;
+    sink.last_span = (0, 0);
+    sink.last_periodic = false;
+    sink.pending.clear();
+    sink.block = None;
+    sink.pending_records = 0;
+    sink.pending_truncated = 0;
+    sink.holder = Holder::new();
+}
+
+fn spawn_writer() -> Option<std::thread::Thread> {
     std::thread::Builder::new()
         .name("calltime-writer".into())
         .spawn(|| {
@@ -75,7 +119,7 @@ pub(crate) fn start_writer(receiver: Receiver<Box<Recorder>>) -> Option<std::thr
 }
 
 /// The trace file and the receiving end of the queue; whoever holds the lock writes.
-struct Sink {
+pub(crate) struct Sink {
     receiver: Option<Receiver<Box<Recorder>>>,
     output: Output,
     opened: bool,
@@ -312,10 +356,6 @@ fn drain_at_exit() {
 /// Records taken from the queue and the outboxes (written or left out).
 fn drain_then(stats_line: bool, held: bool) -> u64 {
     let Some(rt) = RUNTIME.get() else { return 0 };
-    // A child forked without exec writes nothing: the file and the sink are the parent's (see `control::forked`).
-    if crate::control::forked() {
-        return 0;
-    }
     if DRAINING.try_with(Cell::get).unwrap_or(true) {
         return 0;
     }

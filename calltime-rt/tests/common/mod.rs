@@ -21,12 +21,9 @@ pub fn is_child(name: &str) -> bool {
 /// Runs test `name` of this test binary in a child process (where `is_child(name)` holds) with `CALLTIME_OUT` set to
 /// a fresh file and `env` added; returns the child's output and the trace text ("" when no file was written).
 pub fn run_child(name: &str, env: &[(&str, &str)]) -> (Output, String) {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("calltime-rt-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let stem = exe.file_stem().unwrap().to_string_lossy().into_owned();
-    let out = dir.join(format!("{stem}-{name}.trace"));
+    let out = out_path(name);
     let _ = std::fs::remove_file(&out);
+    let exe = std::env::current_exe().unwrap();
     let mut cmd = Command::new(&exe);
     cmd.args(["--exact", name, "--nocapture", "--test-threads=1"]).env(CHILD_VAR, name).env("CALLTIME_OUT", &out);
     for (k, v) in env {
@@ -35,6 +32,15 @@ pub fn run_child(name: &str, env: &[(&str, &str)]) -> (Output, String) {
     let output = cmd.output().unwrap();
     let text = read_trace(&out);
     (output, text)
+}
+
+/// The `CALLTIME_OUT` that [`run_child`] gives test `name`'s child (its directory created).
+pub fn out_path(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("calltime-rt-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let stem = exe.file_stem().unwrap().to_string_lossy().into_owned();
+    dir.join(format!("{stem}-{name}.trace"))
 }
 
 /// A trace file's text, version 4's binary blocks written out as the lines they stand for ("" when unreadable).
