@@ -38,6 +38,12 @@ pub(crate) fn enter(index: u32) -> Guard {
         count_retired_call(state);
         return Guard::INERT;
     }
+    enter_unretired(index)
+}
+
+/// The entry probe of a function that has not retired: records when an invocation is in progress on this thread.
+#[inline(always)]
+fn enter_unretired(index: u32) -> Guard {
     let rec = current();
     if rec as usize <= SKIP as usize {
         return Guard::INERT;
@@ -79,7 +85,8 @@ fn count_retired_call_here(slot: u8) {
 /// `run`'s probed case: the entry probe, the body, the exit probe.
 #[inline(never)]
 fn run_probed<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
-    let _guard = enter(index);
+    // `run` has read the state byte: not retired.
+    let _guard = enter_unretired(index);
     body()
 }
 

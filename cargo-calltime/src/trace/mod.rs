@@ -566,29 +566,36 @@ impl Invocation {
 }
 
 impl Invocation {
-    /// Every call path in the tree (as function indices from the root) with its calls, total and self time.
-    /// The call paths (as in [`Invocation::path_stats`]) whose last call ran as spawned work on another thread or
-    /// task, with where.
-    pub fn spawned_paths(&self) -> BTreeMap<Vec<u32>, ThreadKind> {
-        fn walk(node: &Node, path: &mut Vec<u32>, out: &mut BTreeMap<Vec<u32>, ThreadKind>) {
+    /// Calls `visit` with every node of the tree, preorder, and its call path (function indices from the root).
+    fn for_each_path(&self, mut visit: impl FnMut(&[u32], &Node)) {
+        fn walk(node: &Node, path: &mut Vec<u32>, visit: &mut impl FnMut(&[u32], &Node)) {
             path.push(node.func);
-            if let Some(lane) = &node.lane {
-                out.insert(path.clone(), lane.kind);
-            }
+            visit(path, node);
             for child in &node.children {
-                walk(child, path, out);
+                walk(child, path, visit);
             }
             path.pop();
         }
+        walk(&self.root, &mut Vec::new(), &mut visit);
+    }
+
+    /// The call paths (as in [`Invocation::path_stats`]) whose last call ran as spawned work on another thread or
+    /// task, with where.
+    pub fn spawned_paths(&self) -> BTreeMap<Vec<u32>, ThreadKind> {
         let mut out = BTreeMap::new();
-        walk(&self.root, &mut Vec::new(), &mut out);
+        self.for_each_path(|path, node| {
+            if let Some(lane) = &node.lane {
+                out.insert(path.to_vec(), lane.kind);
+            }
+        });
         out
     }
 
+    /// Every call path in the tree (as function indices from the root) with its calls, total and self time.
     pub fn path_stats(&self) -> BTreeMap<Vec<u32>, PathStat> {
-        fn walk(node: &Node, path: &mut Vec<u32>, out: &mut BTreeMap<Vec<u32>, PathStat>) {
-            path.push(node.func);
-            let stat = out.entry(path.clone()).or_default();
+        let mut out = BTreeMap::<Vec<u32>, PathStat>::new();
+        self.for_each_path(|path, node| {
+            let stat = out.entry(path.to_vec()).or_default();
             stat.calls += node.calls;
             stat.total_ns = stat.total_ns.saturating_add(node.duration_ns);
             stat.self_ns = stat.self_ns.saturating_add(node.self_ns());
@@ -596,13 +603,7 @@ impl Invocation {
             stat.self_alloc_bytes += node.self_alloc_bytes;
             stat.errs += node.errs;
             stat.cancelled += u64::from(node.cancelled);
-            for child in &node.children {
-                walk(child, path, out);
-            }
-            path.pop();
-        }
-        let mut out = BTreeMap::new();
-        walk(&self.root, &mut Vec::new(), &mut out);
+        });
         out
     }
 }
