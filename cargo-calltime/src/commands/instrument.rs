@@ -8,7 +8,7 @@ use super::options;
 use crate::cargo::{self, BuildOptions, NamedTarget, Target};
 use crate::cli::{CargoArgs, GlobalArgs, PlanArgs, TargetArgs};
 use crate::error::UserError;
-use crate::plan::Plan;
+use crate::plan::{Plan, PlannedFunction, ProbeSite};
 use crate::rewrite::PlanInfo;
 use crate::shadow::{self, CopyLock};
 use crate::ui;
@@ -220,18 +220,31 @@ fn report_copy(ws: &Workspace, plan: &Plan, opts: &BuildPlan, shadow_dir: &Path,
             found.site.line
         ));
     }
-    if !stats.column_shifts.is_empty() {
-        let names: Vec<&str> = plan
-            .instrumented()
-            .filter(|(_, site)| stats.column_shifts.binary_search(&site.index).is_ok())
-            .map(|(function, _)| function.path.as_str())
-            .collect();
+    // A one-line body and a spawn argument wrapped where it stands both move the tokens after them on their line;
+    // the note names the cause, since only the first is the user's layout.
+    let shifted = plan.instrumented().filter(|(_, site)| stats.column_shifts.binary_search(&site.index).is_ok());
+    let (by_spawns, by_braces): (Vec<_>, Vec<_>) = shifted.partition(|(_, site)| !site.spawns.is_empty());
+    let names = |found: &[(&PlannedFunction, &ProbeSite)]| -> Vec<String> {
+        found.iter().map(|(function, _)| function.path.clone()).collect()
+    };
+    if !by_braces.is_empty() {
+        let names = names(&by_braces);
         ui::note(&format!(
             "{} {} code on the line of {} opening brace: the probe goes before it, so column!(), panic locations \
              and diagnostics on that line report columns shifted right: {}",
             plural(names.len() as u64, "probed function"),
             if names.len() == 1 { "has" } else { "have" },
             if names.len() == 1 { "its" } else { "their" },
+            names.join(", ")
+        ));
+    }
+    if !by_spawns.is_empty() {
+        let names = names(&by_spawns);
+        ui::note(&format!(
+            "{} {} a spawned closure where it stands, so column!(), panic locations and diagnostics after it on \
+             its line report columns shifted right: {}",
+            plural(names.len() as u64, "probed function"),
+            if names.len() == 1 { "wraps" } else { "wrap" },
             names.join(", ")
         ));
     }
