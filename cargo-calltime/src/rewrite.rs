@@ -151,6 +151,10 @@ pub fn apply_keeping_columns(source: &str, probes: &[Probe<'_>], plan: &PlanInfo
 pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<(Vec<Insertion>, Vec<u32>)> {
     let mut edits: Vec<(usize, String)> = Vec::new();
     let mut shifted = Vec::new();
+    let (closings, openings) = spawn_insertions(probes);
+    // At one offset: what closes a wrap comes before a probe's text (the body's closing text may follow the last
+    // wrapped argument directly), which comes before what opens a wrap.
+    edits.extend(closings);
     for probe in probes {
         let mut moves_a_column = false;
         for (i, (offset, text)) in insertions(probe, plan).into_iter().enumerate() {
@@ -176,16 +180,39 @@ pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> 
             edits.push((offset, text));
         }
         // A spawn's argument is wrapped where it stands: what follows on its line shifts right.
-        for wrap in &probe.site.spawns {
-            edits.extend(wrap.insertions());
-            moves_a_column = true;
-        }
-        if moves_a_column {
+        if moves_a_column || !probe.site.spawns.is_empty() {
             shifted.push(probe.site.index);
         }
     }
+    edits.extend(openings);
     shifted.sort_unstable();
     Ok((edits, shifted))
+}
+
+/// The insertions that wrap spawned arguments and parallel chains: those that close a wrap, then those that open
+/// one, each ordered so that nested wraps nest at a shared offset (a chain that is a closure's whole body: the
+/// closure's opening text first, the chain's closing text first).
+fn spawn_insertions(probes: &[Probe<'_>]) -> (Vec<Insertion>, Vec<Insertion>) {
+    let mut closings: Vec<(usize, std::cmp::Reverse<usize>, usize, String)> = Vec::new();
+    let mut openings: Vec<(usize, usize, usize, String)> = Vec::new();
+    for wrap in probes.iter().flat_map(|probe| &probe.site.spawns) {
+        let opened = wrap.openings();
+        for (i, (offset, text)) in wrap.insertions().into_iter().enumerate() {
+            let seq = closings.len() + openings.len();
+            if i < opened {
+                openings.push((offset, wrap.open, seq, text));
+            } else {
+                closings.push((offset, std::cmp::Reverse(wrap.open), seq, text));
+            }
+        }
+    }
+    closings.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+    openings.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+    let strip = |(offset, _, _, text)| (offset, text);
+    (
+        closings.into_iter().map(|(o, r, s, t)| strip((o, r.0, s, t))).collect(),
+        openings.into_iter().map(strip).collect(),
+    )
 }
 
 /// Text to insert at a byte offset of a file.
