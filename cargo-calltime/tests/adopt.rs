@@ -210,3 +210,48 @@ fn one_tree_shows_threads_allocations_and_errors() {
     }
     util::check(&util::data("adopt/complete-tree.txt"), &out);
 }
+
+/// Rayon parallel iterators as a program writes them (test-crates/e2e-parallel, edition 2018): the calls the
+/// closures of a chain make hang under the call that starts it, on the workers' lanes, with exact counts, whatever
+/// the closures' form (borrowing, `move`, `?`, a declared return type, a zipped chain, a chain nested in a closure,
+/// a sort's comparator); the program behaves as its plain build; a chain stored before it is consumed and a closure
+/// passed by name are not adopted, and the plan names their function.
+#[test]
+fn parallel_iterator_closures_hang_under_the_call_that_starts_them() {
+    let (tmp, dir) = util::copy_test_crate("e2e-parallel");
+    let args = ["--root", "summarise", "--root", "sorted", "--depth", "3", "--probe-trivial"];
+    let (json, stdout) = report(tmp.path(), &dir, &args);
+    let mut out = String::new();
+    let mut invocations: Vec<&Value> = json["invocations"].as_array().unwrap().iter().collect();
+    invocations.sort_by_key(|inv| inv["tree"]["display"].as_str().unwrap_or("").to_owned());
+    for inv in invocations {
+        // Parts ran on the pool's workers only, never on the root's thread (`main` is no worker).
+        let root_thread = &inv["thread"]["id"];
+        for part in inv["spawned"].as_array().into_iter().flatten() {
+            assert_eq!(part["thread"]["kind"], "thread", "{part}");
+            assert_ne!(&part["thread"]["id"], root_thread, "{part}");
+        }
+        out.push_str("invocation:\n");
+        dump(&[&inv["tree"]], 1, &mut out);
+    }
+    out.push_str(&dump_whole_run(&json));
+    util::check(&util::data("adopt/parallel-tree.txt"), &out);
+
+    let mut plain = Command::new("cargo");
+    plain.args(["run", "-q", "--offline", "--target-dir"]).arg(tmp.path().join("plain-target")).current_dir(&dir);
+    let plain = util::run(plain.env_remove("CARGO_TARGET_DIR").env_remove("RUSTFLAGS"), true);
+    assert_eq!(stdout, String::from_utf8_lossy(&plain.stdout));
+
+    // What the rewrite made of each chain: insertions only, on the chain's own line.
+    let sibling = dir.join("target/calltime/shadow/src/.main.calltime.rs");
+    let rewritten = std::fs::read_to_string(&sibling).unwrap();
+    let original = std::fs::read_to_string(dir.join("src/main.rs")).unwrap();
+    assert_eq!(rewritten.lines().count(), original.lines().count());
+    let chains: Vec<&str> = rewritten.lines().filter(|l| l.contains("__calltime_par")).map(str::trim).collect();
+    util::check(&util::data("adopt/parallel-rewrite.txt"), &(chains.join("\n") + "\n"));
+
+    let graph = util::run(util::calltime().args(["graph", "--root", "summarise", "--root", "sorted"]).current_dir(&dir), true);
+    let said = format!("{}{}", String::from_utf8_lossy(&graph.stdout), String::from_utf8_lossy(&graph.stderr));
+    let warning = said.lines().find(|l| l.contains("calls made inside these rayon parallel iterators are not recorded"));
+    assert!(warning.is_some_and(|w| w.ends_with(": summarise")), "{said}");
+}
