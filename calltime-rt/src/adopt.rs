@@ -68,8 +68,6 @@ pub(crate) struct PartEntry {
     /// Thread number (shared with the `inv` lines' numbering) or task number.
     pub(crate) id: u64,
     pub(crate) state: PartState,
-    /// The aggregate's call path of the spawning frame (`Recorder::aggregate_path_of`), taken by the part.
-    pub(crate) path: Vec<u32>,
 }
 
 /// The work spawned from one recording context (an invocation, or a part that spawns in turn).
@@ -81,9 +79,11 @@ pub(crate) struct AdoptState {
     /// Set by the writer when it wrote the invocation: parts ending later are outlived.
     pub(crate) written: bool,
     pub(crate) entries: Vec<PartEntry>,
-    /// The entries' aggregate paths, kept when the writer took the entries: a part whose thread or task starts
-    /// only after its invocation was written still counts under its spawning call in the whole-run aggregate.
-    paths_after_writing: Vec<Vec<u32>>,
+    /// The aggregate's call path of each entry's spawning frame (`Recorder::append_aggregate_path`), as a range of
+    /// `paths`: one buffer that grows, not an allocation per spawn. Kept when the writer takes the entries: a part
+    /// whose thread or task starts only after its invocation was written still counts under its spawning call.
+    path_ranges: Vec<(u32, u32)>,
+    paths: Vec<u32>,
     /// Spawns past `MAX_PARTS`.
     pub(crate) unrecorded: u64,
 }
@@ -96,7 +96,8 @@ impl Adoption {
             state: Mutex::new(AdoptState {
                 written: aggregate_only,
                 entries: Vec::new(),
-                paths_after_writing: Vec::new(),
+                path_ranges: Vec::new(),
+                paths: Vec::new(),
                 unrecorded: 0,
             }),
         }
@@ -106,8 +107,7 @@ impl Adoption {
     pub(crate) fn take_for_writing(&self) -> (Vec<PartEntry>, u64) {
         let mut state = lock(&self.state);
         state.written = true;
-        let mut entries = mem::take(&mut state.entries);
-        state.paths_after_writing = entries.iter_mut().map(|entry| mem::take(&mut entry.path)).collect();
+        let entries = mem::take(&mut state.entries);
         (entries, state.unrecorded)
     }
 
@@ -225,7 +225,6 @@ unsafe fn note_spawn(cur: *mut Recorder, kind: PartKind) -> Ticket {
     // SAFETY: the caller's contract; counting is paused, so the allocator does not touch it meanwhile.
     let r = unsafe { &mut *cur };
     let key = r.spawn_key();
-    let path = if crate::aggregate::enabled() { r.aggregate_path_of(key) } else { Vec::new() };
     let aggregate_only = r.aggregate_only;
     let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new(aggregate_only))));
     let at = {
@@ -235,7 +234,13 @@ unsafe fn note_spawn(cur: *mut Recorder, kind: PartKind) -> Ticket {
             drop(state);
             return Ticket { noted: Some((adoption, CAPPED)), invocation: r.invocation(), skip: false };
         }
-        state.entries.push(PartEntry { key, kind, id: 0, state: PartState::Pending, path });
+        state.entries.push(PartEntry { key, kind, id: 0, state: PartState::Pending });
+        let from = state.paths.len();
+        if crate::aggregate::enabled() {
+            r.append_aggregate_path(key, &mut state.paths);
+        }
+        let range = (from as u32, state.paths.len() as u32);
+        state.path_ranges.push(range);
         state.entries.len() - 1
     };
     Ticket { noted: Some((adoption, at)), invocation: r.invocation(), skip: false }
@@ -265,11 +270,11 @@ fn begin_part(start: u64, kind: PartKind, adoption: &Adoption, at: usize) -> Opt
     let rt = RUNTIME.get()?;
     let mut rec = spare_recorder(rt)?;
     rec.begin(OwnerKind::Task, 0, None);
-    let mut state = lock(&adoption.state);
-    if let Some(entry) = state.entries.get_mut(at) {
-        rec.adopted_path = mem::take(&mut entry.path);
-    } else if let Some(path) = state.paths_after_writing.get_mut(at) {
-        rec.adopted_path = mem::take(path);
+    let state = lock(&adoption.state);
+    if let Some(&(from, to)) = state.path_ranges.get(at) {
+        if let Some(path) = state.paths.get(from as usize..to as usize) {
+            rec.adopted_path.extend_from_slice(path);
+        }
     }
     drop(state);
     rec.part_marker = match kind {
@@ -583,7 +588,10 @@ unsafe fn note_parallel(cur: *mut Recorder) -> ParContext {
     // SAFETY: the caller's contract; counting is paused, so the allocator does not touch it meanwhile.
     let r = unsafe { &mut *cur };
     let key = r.spawn_key();
-    let path = if crate::aggregate::enabled() { r.aggregate_path_of(key) } else { Vec::new() };
+    let mut path = Vec::new();
+    if crate::aggregate::enabled() {
+        r.append_aggregate_path(key, &mut path);
+    }
     let aggregate_only = r.aggregate_only;
     let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new(aggregate_only))));
     let spawner = ParSpawner { adoption, key, path, parts: Mutex::new(Vec::new()) };
@@ -634,14 +642,11 @@ impl ParContext {
             } else {
                 // Also when the invocation counts in the aggregate only (written from the start): the part then
                 // counts there when it ends, like a spawned thread's.
-                let path = spawner.path.clone();
-                state.entries.push(PartEntry {
-                    key: spawner.key,
-                    kind: PartKind::Thread,
-                    id: 0,
-                    state: PartState::Pending,
-                    path,
-                });
+                state.entries.push(PartEntry { key: spawner.key, kind: PartKind::Thread, id: 0, state: PartState::Pending });
+                let from = state.paths.len();
+                state.paths.extend_from_slice(&spawner.path);
+                let range = (from as u32, state.paths.len() as u32);
+                state.path_ranges.push(range);
                 Some(state.entries.len() - 1)
             }
         };

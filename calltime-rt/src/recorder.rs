@@ -373,10 +373,10 @@ impl Recorder {
         }
     }
 
-    /// The aggregate's call path of the frame `key` names ([`Recorder::spawn_key`]): this recorder's own
-    /// `adopted_path`, then the function indices from its first node down to that frame (a part's first node as its
-    /// marker). Cold: taken at a spawn.
-    pub(crate) fn aggregate_path_of(&self, key: u32) -> Vec<u32> {
+    /// Appends to `out` the aggregate's call path of the frame `key` names ([`Recorder::spawn_key`]): this
+    /// recorder's own `adopted_path`, then the function indices from its first node down to that frame (a part's
+    /// first node as its marker). Into a buffer the caller reuses, so that a spawn allocates nothing once it grew.
+    pub(crate) fn append_aggregate_path(&self, key: u32, out: &mut Vec<u32>) {
         // The parent of entry `at` (node slot or call path), None at the first one; parents come earlier.
         let by_path = key & PATH_KEY != 0;
         let parent_of = |at: usize| -> Option<usize> {
@@ -389,27 +389,17 @@ impl Recorder {
         };
         let index_of =
             |at: usize| if by_path { self.paths.get(at).map(|p| p.index) } else { self.nodes.get(at).map(|n| n.index) };
-        let start = (key & !PATH_KEY) as usize;
-        // Counted first, so the path is one allocation filled from its end (a spawn that runs inline pays it too).
-        let mut depth = 0;
-        let mut at = Some(start);
-        while let Some(entry) = at.filter(|&e| index_of(e).is_some()) {
-            depth += 1;
-            at = parent_of(entry);
+        out.extend_from_slice(&self.adopted_path);
+        let own_end = out.len();
+        let mut at = Some((key & !PATH_KEY) as usize);
+        while let Some(index) = at.and_then(index_of) {
+            out.push(index);
+            at = at.and_then(parent_of);
         }
-        let own = self.adopted_path.len();
-        let mut path = vec![0; own + depth];
-        path[..own].copy_from_slice(&self.adopted_path);
-        let mut at = Some(start);
-        for slot in path[own..].iter_mut().rev() {
-            let Some(entry) = at else { break };
-            *slot = index_of(entry).unwrap_or(0);
-            at = parent_of(entry);
-        }
-        if let (Some(first), true) = (path.get_mut(own), self.part_marker != 0 && depth > 0) {
+        out[own_end..].reverse();
+        if let (Some(first), true) = (out.get_mut(own_end), self.part_marker != 0) {
             *first = self.part_marker;
         }
-        path
     }
 
     /// Re-enters the frame of an existing node (an async function polled again).
