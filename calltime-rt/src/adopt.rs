@@ -72,7 +72,7 @@ pub(crate) struct PartEntry {
 
 /// The work spawned from one recording context (an invocation, or a part that spawns in turn).
 pub(crate) struct Adoption {
-    state: Mutex<AdoptState>,
+    pub(crate) state: Mutex<AdoptState>,
 }
 
 pub(crate) struct AdoptState {
@@ -642,7 +642,12 @@ impl ParContext {
             } else {
                 // Also when the invocation counts in the aggregate only (written from the start): the part then
                 // counts there when it ends, like a spawned thread's.
-                state.entries.push(PartEntry { key: spawner.key, kind: PartKind::Thread, id: 0, state: PartState::Pending });
+                state.entries.push(PartEntry {
+                    key: spawner.key,
+                    kind: PartKind::Thread,
+                    id: 0,
+                    state: PartState::Pending,
+                });
                 let from = state.paths.len();
                 state.paths.extend_from_slice(&spawner.path);
                 let range = (from as u32, state.paths.len() as u32);

@@ -257,7 +257,12 @@ pub enum SpawnCallee {
     Path(PathRef),
     Method(String),
     /// A parallel iterator's chain consumed in one expression ([`parallel_chain`]), over bytes `start..end`.
-    ParallelChain { start: usize, end: usize, items: Vec<ParallelItem>, by_name: usize },
+    ParallelChain {
+        start: usize,
+        end: usize,
+        items: Vec<ParallelItem>,
+        by_name: usize,
+    },
 }
 
 /// A call that may spawn: what it calls and each argument's byte range (in the file as on disk) and form.
