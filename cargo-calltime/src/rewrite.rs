@@ -193,25 +193,25 @@ pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> 
 /// one, each ordered so that nested wraps nest at a shared offset (a chain that is a closure's whole body: the
 /// closure's opening text first, the chain's closing text first).
 fn spawn_insertions(probes: &[Probe<'_>]) -> (Vec<Insertion>, Vec<Insertion>) {
-    let mut closings: Vec<(usize, std::cmp::Reverse<usize>, usize, String)> = Vec::new();
-    let mut openings: Vec<(usize, usize, usize, String)> = Vec::new();
+    // (offset, nesting order, text): an opening of an outer wrap (opened earlier) first, a closing of an inner
+    // wrap (opened later) first; the sort is stable, so a wrap's own texts keep their order.
+    let mut closings: Vec<(usize, std::cmp::Reverse<usize>, String)> = Vec::new();
+    let mut openings: Vec<(usize, usize, String)> = Vec::new();
     for wrap in probes.iter().flat_map(|probe| &probe.site.spawns) {
         let opened = wrap.openings();
         for (i, (offset, text)) in wrap.insertions().into_iter().enumerate() {
-            let seq = closings.len() + openings.len();
             if i < opened {
-                openings.push((offset, wrap.open, seq, text));
+                openings.push((offset, wrap.open, text));
             } else {
-                closings.push((offset, std::cmp::Reverse(wrap.open), seq, text));
+                closings.push((offset, std::cmp::Reverse(wrap.open), text));
             }
         }
     }
-    closings.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-    openings.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-    let strip = |(offset, _, _, text)| (offset, text);
+    closings.sort_by_key(|&(offset, order, _)| (offset, order));
+    openings.sort_by_key(|&(offset, order, _)| (offset, order));
     (
-        closings.into_iter().map(|(o, r, s, t)| strip((o, r.0, s, t))).collect(),
-        openings.into_iter().map(strip).collect(),
+        closings.into_iter().map(|(offset, _, text)| (offset, text)).collect(),
+        openings.into_iter().map(|(offset, _, text)| (offset, text)).collect(),
     )
 }
 

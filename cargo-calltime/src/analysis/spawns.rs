@@ -482,6 +482,30 @@ mod tests {
     }
 
     #[test]
+    fn parallel_chains_are_found_from_the_call_that_consumes_them() {
+        let chain = |code: &str| match syn::parse_str::<Expr>(code).unwrap() {
+            Expr::MethodCall(m) => parallel_chain(&m, 0),
+            _ => None,
+        };
+        let code = "v.par_iter().zip(w.par_iter().map(|x| f(x))).filter(|p| g(p)).map(h).sum::<u64>()";
+        let (draft, starts) = chain(code).unwrap();
+        let SpawnCallee::ParallelChain { start, end, items, by_name } = draft.callee else { panic!("{draft:?}") };
+        assert_eq!((start, end, by_name, starts.len()), (0, code.len(), 1, 2));
+        let texts: Vec<&str> = items.iter().map(|item| &code[item.open..item.close]).collect();
+        assert_eq!(texts, ["|p| g(p)", "|x| f(x)"]);
+        assert!(items.iter().all(|item| !item.typed && code[item.body..].starts_with(['f', 'g'])));
+        let typed = "v.into_par_iter().map(|x| -> u64 { f(x) }).reduce(|| 0, |a, b| a + b)";
+        let (draft, _) = chain(typed).unwrap();
+        let SpawnCallee::ParallelChain { items, .. } = draft.callee else { panic!("{draft:?}") };
+        assert_eq!(items.iter().map(|item| item.typed).collect::<Vec<_>>(), [false, false, true]);
+        assert!(chain("v.par_sort_by(|a, b| a.cmp(b))").is_some(), "a sort consumes its own iterator");
+        // Not consumed where it starts (returned, stored), no parallel iterator, or consumed by an earlier call.
+        assert!(chain("v.par_iter().map(|x| f(x))").is_none());
+        assert!(chain("v.iter().map(|x| f(x)).sum::<u64>()").is_none());
+        assert!(chain("v.par_iter().map(|x| f(x)).collect::<Vec<_>>().iter().max()").is_none());
+    }
+
+    #[test]
     fn known_paths_accept_core_and_rayon_core_spellings() {
         let segs = |p: &str| p.split("::").map(String::from).collect::<Vec<_>>();
         assert!(lookup(&segs("std::thread::spawn")).is_some());
