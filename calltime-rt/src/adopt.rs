@@ -89,12 +89,12 @@ pub(crate) struct AdoptState {
 }
 
 impl Adoption {
-    /// `aggregate_only`: the invocation is never written, so its parts count in the aggregate only and hand their
-    /// recorders back as soon as they end.
-    fn new(aggregate_only: bool) -> Adoption {
+    /// An invocation that is never written (`aggregate_only`) keeps its parts that end before its root returns
+    /// too, for the aggregate's self time of their spawning calls, and hands them back then ([`root_returned`]).
+    fn new() -> Adoption {
         Adoption {
             state: Mutex::new(AdoptState {
-                written: aggregate_only,
+                written: false,
                 entries: Vec::new(),
                 path_ranges: Vec::new(),
                 paths: Vec::new(),
@@ -124,6 +124,19 @@ impl Adoption {
             adoption.unrecorded += u64::from(matches!(state, PartState::Unrecorded));
         } else if let Some(entry) = adoption.entries.get_mut(at) {
             entry.state = state;
+        }
+    }
+}
+
+/// An invocation's root returned and it was folded into the aggregate: one that is never written hands back the
+/// parts that ended so far, and those that end later hand theirs back as they end (they count in the aggregate
+/// where they end).
+pub(crate) fn root_returned(rec: &Recorder) {
+    let Some(adoption) = rec.adoption.as_ref().filter(|_| rec.aggregate_only) else { return };
+    let (entries, _) = adoption.take_for_writing();
+    for entry in entries {
+        if let PartState::Done(part) = entry.state {
+            give_back(part);
         }
     }
 }
@@ -225,8 +238,7 @@ unsafe fn note_spawn(cur: *mut Recorder, kind: PartKind) -> Ticket {
     // SAFETY: the caller's contract; counting is paused, so the allocator does not touch it meanwhile.
     let r = unsafe { &mut *cur };
     let key = r.spawn_key();
-    let aggregate_only = r.aggregate_only;
-    let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new(aggregate_only))));
+    let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new())));
     let at = {
         let mut state = lock(&adoption.state);
         if state.entries.len() >= MAX_PARTS {
@@ -592,8 +604,7 @@ unsafe fn note_parallel(cur: *mut Recorder) -> ParContext {
     if crate::aggregate::enabled() {
         r.append_aggregate_path(key, &mut path);
     }
-    let aggregate_only = r.aggregate_only;
-    let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new(aggregate_only))));
+    let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new())));
     let spawner = ParSpawner { adoption, key, path, parts: Mutex::new(Vec::new()) };
     ParContext { id, invocation: r.invocation(), skip: false, spawner: Some(spawner) }
 }
