@@ -72,10 +72,15 @@ struct PathStats {
     timed: u64,
     /// Total time: the timed calls' sum plus the estimated time of a folded invocation's other calls.
     total: u64,
-    /// The part of `total` its children cover: per call, the union of its children's intervals cut to its own
-    /// (children on other threads, and futures polled together, overlap), so self time is `total - covered`, as
-    /// in the trees. A folded invocation's calls have no single interval: their children's summed totals, at most
-    /// the path's own total in that invocation.
+    /// What these calls covered of their parents' time: per call, the part of its interval (cut to its parent's)
+    /// that its earlier siblings had not covered yet. A path's children's `covers` add up to the union of their
+    /// intervals per call of the path, so its self time is `total - covered - children's covers`, as in the trees
+    /// (children on other threads, and futures polled together, overlap). Added to the call's own path, which the
+    /// fold has at hand, rather than to its parent's.
+    covers: u64,
+    /// What children cover of this path's time beyond their `covers`: spawned work that ended before its root
+    /// returned (the union taken again with the parts' calls), and a folded invocation's children (no single
+    /// interval: their summed totals, at most the path's own total in that invocation).
     covered: u64,
     min: u64,
     max: u64,
@@ -92,6 +97,7 @@ impl PathStats {
             calls: 0,
             timed: 0,
             total: 0,
+            covers: 0,
             covered: 0,
             min: u64::MAX,
             max: 0,
@@ -194,6 +200,7 @@ impl Trie {
             to.calls += from.calls;
             to.timed += from.timed;
             to.total = to.total.saturating_add(from.total);
+            to.covers = to.covers.saturating_add(from.covers);
             to.covered = to.covered.saturating_add(from.covered);
             to.min = to.min.min(from.min);
             to.max = to.max.max(from.max);
@@ -425,7 +432,8 @@ fn fold_under(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option
     if rec.folded {
         fold_paths(agg, rec, top, first);
     } else {
-        fold_nodes(&mut agg.trie, &mut agg.shape, &mut agg.covered_until, rec.nodes(), top, first);
+        let until = rec.may_overlap.then_some(&mut agg.covered_until);
+        fold_nodes(&mut agg.trie, &mut agg.shape, until, rec.nodes(), top, first);
     }
 }
 
@@ -435,21 +443,25 @@ fn fold_under(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option
 /// instructions; docs/performance.md "Fourth round"). Nodes fold under trie path `top`, the first one as function
 /// `first` when given (a part of spawned work); the caller clears `shape` when `top` is not the trie's top.
 ///
-/// Each node also adds what it covers of its parent to the parent's path (`PathStats::covered`): nodes come in order
-/// of entry, so a parent's children come in order of start, and `covered_until` (per slot) is how far the children
-/// so far reach: the union of intervals in one pass, about 6 instructions a node.
+/// Each node also adds what it covers of its parent (`PathStats::covers`): nodes come in order of entry, so a
+/// parent's children come in order of start, and `covered_until` (per slot) is how far the children so far reach:
+/// the union of intervals in one pass (scripts/fold-cost-bench.sh). Without `covered_until` (no nested future, so
+/// calls on the one thread nest: a child lies within its parent, after its earlier siblings) a node covers its
+/// duration.
 fn fold_nodes(
     trie: &mut Trie,
     shape: &mut Vec<ShapeSlot>,
-    covered_until: &mut Vec<u64>,
+    mut covered_until: Option<&mut Vec<u64>>,
     nodes: &[Node],
     top: u32,
     first: Option<u32>,
 ) {
     shape.truncate(nodes.len());
-    covered_until.clear();
+    if let Some(until) = covered_until.as_deref_mut() {
+        until.clear();
+        until.extend(nodes.iter().map(|node| node.start));
+    }
     for (slot, node) in nodes.iter().enumerate() {
-        covered_until.push(node.start);
         let parent_slot = if slot == 0 { NONE } else { node.link & PARENT_MASK };
         let node_index = match first {
             Some(marker) if slot == 0 => marker,
@@ -460,34 +472,35 @@ fn fold_nodes(
             Some(known) if known.key == key => known.path,
             _ => new_shape_slot(trie, shape, slot, node_index, parent_slot, top),
         };
-        if slot != 0 && node.end != OPEN {
-            cover_parent(trie, shape, covered_until, nodes, parent_slot as usize, node);
-        }
         let Some(stats) = trie.paths.get_mut(path as usize) else {
             trie.untracked_calls += 1;
             continue;
         };
         stats.calls += 1;
         if node.end != OPEN {
-            stats.add_timed(node.end.saturating_sub(node.start));
+            let duration = node.end.saturating_sub(node.start);
+            stats.add_timed(duration);
+            stats.covers += match covered_until.as_deref_mut() {
+                None if slot != 0 => duration,
+                None => 0,
+                Some(until) => cover_parent(until, nodes, parent_slot as usize, node),
+            };
         }
     }
 }
 
-/// Adds the part of `node`'s interval its parent (slot `parent`) does not have covered yet, cut to the parent's end.
+/// The part of `node`'s interval its parent (slot `parent`; none for the first node) has not covered yet, cut to
+/// the parent's end; the parent's reach moves to its end.
 #[inline(always)]
-fn cover_parent(trie: &mut Trie, shape: &[ShapeSlot], until: &mut [u64], nodes: &[Node], parent: usize, node: &Node) {
-    let (Some(reached), Some(parent_node)) = (until.get(parent).copied(), nodes.get(parent)) else { return };
+fn cover_parent(until: &mut [u64], nodes: &[Node], parent: usize, node: &Node) -> u64 {
+    let (Some(reached), Some(parent_node)) = (until.get_mut(parent), nodes.get(parent)) else { return 0 };
     let to = node.end.min(parent_node.end);
-    let from = node.start.max(reached);
+    let from = node.start.max(*reached);
     if to <= from {
-        return;
+        return 0;
     }
-    until[parent] = to;
-    let path = shape.get(parent).map_or(NONE, |known| known.path);
-    if let Some(stats) = trie.paths.get_mut(path as usize) {
-        stats.covered += to - from;
-    }
+    *reached = to;
+    to - from
 }
 
 /// Slot `slot` differs from the last invocation's: finds (or makes) its path and makes it the shape's last slot.
@@ -621,7 +634,14 @@ pub(crate) fn write_snapshot(
         let p = &trie.paths[id as usize];
         let (min, max) = if p.timed == 0 { (0, 0) } else { (scale.span(p.min), scale.span(p.max)) };
         // Self time by the union of the children's intervals, before its path's `g` line (older readers skip it).
-        push(out, "gs", &[scale.span(p.total.saturating_sub(p.covered))]);
+        let mut covered = p.covered;
+        let mut child = p.first_child;
+        while child != NONE {
+            let c = &trie.paths[child as usize];
+            covered = covered.saturating_add(c.covers);
+            child = c.next_sibling;
+        }
+        push(out, "gs", &[scale.span(p.total.saturating_sub(covered))]);
         push(out, "g", &[depth, u64::from(p.index), p.calls, p.timed, scale.span(p.total), min, max]);
         // The histogram's non-empty buckets as `bucket:count`, on the same line.
         out.pop();
@@ -728,7 +748,7 @@ mod tests {
         let mut shape = Vec::new();
         let mut covered_until = Vec::new();
         for nodes in &invocations {
-            fold_nodes(&mut trie, &mut shape, &mut covered_until, nodes, TOP, None);
+            fold_nodes(&mut trie, &mut shape, Some(&mut covered_until), nodes, TOP, None);
         }
         let expected: Vec<(Vec<u32>, u64, u64, u64)> = vec![
             (vec![0], 6, 6, 50 + 60 + 70 + 80 + 90 + 40),
@@ -755,12 +775,18 @@ mod tests {
             at(5, 0, 90, 130),
         ];
         let (mut trie, mut shape, mut until) = (Trie::new(), Vec::new(), Vec::new());
-        fold_nodes(&mut trie, &mut shape, &mut until, &nodes, TOP, None);
-        let covered: Vec<(u32, u64, u64)> = trie.paths[1..].iter().map(|p| (p.index, p.total, p.covered)).collect();
-        assert_eq!(covered, [(0, 100, 50 + 10 + 10), (1, 30, 5), (3, 5, 0), (2, 30, 0), (4, 10, 0), (5, 40, 0)]);
+        fold_nodes(&mut trie, &mut shape, Some(&mut until), &nodes, TOP, None);
+        // What a path's children cover of it: their `covers` (and its own `covered`, 0 here).
+        let covered = |trie: &Trie, id: usize| -> u64 {
+            let children = trie.paths.iter().filter(|c| c.parent as usize == id);
+            trie.paths[id].covered + children.map(|c| c.covers).sum::<u64>()
+        };
+        let all: Vec<(u32, u64, u64)> =
+            (1..trie.paths.len()).map(|id| (trie.paths[id].index, trie.paths[id].total, covered(&trie, id))).collect();
+        assert_eq!(all, [(0, 100, 50 + 10 + 10), (1, 30, 5), (3, 5, 0), (2, 30, 0), (4, 10, 0), (5, 40, 0)]);
         // Summed over invocations: the same one again doubles it.
-        fold_nodes(&mut trie, &mut shape, &mut until, &nodes, TOP, None);
-        assert_eq!(trie.paths[1].covered, 140);
+        fold_nodes(&mut trie, &mut shape, Some(&mut until), &nodes, TOP, None);
+        assert_eq!(covered(&trie, 1), 140);
         let mut intervals = [(30, 60), (10, 40), (70, 80), (90, 130)];
         assert_eq!(union_within(&mut intervals, 0, 100), 70);
     }

@@ -180,6 +180,10 @@ pub(crate) struct Recorder {
     /// root, spawned frames as their markers, `adopt::PART_THREAD_PATH`), and its own first node's marker.
     pub(crate) adopted_path: Vec<u32>,
     pub(crate) part_marker: u32,
+    /// A nested future was entered (`future.rs`, at its first poll): sibling futures polled together may overlap,
+    /// so the aggregate takes the union of the children's intervals; without one, calls on one thread nest, and a
+    /// call's children cover its time by their sum.
+    pub(crate) may_overlap: bool,
 }
 
 impl Recorder {
@@ -253,6 +257,7 @@ impl Recorder {
             adoption: None,
             adopted_path: Vec::new(),
             part_marker: 0,
+            may_overlap: false,
         })
     }
 
@@ -276,6 +281,7 @@ impl Recorder {
         self.adoption = None;
         self.adopted_path.clear();
         self.part_marker = 0;
+        self.may_overlap = false;
         // Only the slots handed out so far can have been counted (a recorder dropped unwritten keeps its counts).
         let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
         self.retired_calls[..=used].fill(0);
