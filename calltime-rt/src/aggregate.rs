@@ -635,11 +635,11 @@ pub(crate) fn write_snapshot(
         let (min, max) = if p.timed == 0 { (0, 0) } else { (scale.span(p.min), scale.span(p.max)) };
         // Self time by the union of the children's intervals, before its path's `g` line (older readers skip it).
         let mut covered = p.covered;
-        let mut child = p.first_child;
-        while child != NONE {
-            let c = &trie.paths[child as usize];
+        let mut kid = p.first_child;
+        while kid != NONE {
+            let c = &trie.paths[kid as usize];
             covered = covered.saturating_add(c.covers);
-            child = c.next_sibling;
+            kid = c.next_sibling;
         }
         push(out, "gs", &[scale.span(p.total.saturating_sub(covered))]);
         push(out, "g", &[depth, u64::from(p.index), p.calls, p.timed, scale.span(p.total), min, max]);
