@@ -68,35 +68,36 @@ pub(crate) struct PartEntry {
     /// Thread number (shared with the `inv` lines' numbering) or task number.
     pub(crate) id: u64,
     pub(crate) state: PartState,
-    /// The aggregate's call path of the spawning frame (`Recorder::aggregate_path_of`), taken by the part.
-    pub(crate) path: Vec<u32>,
 }
 
 /// The work spawned from one recording context (an invocation, or a part that spawns in turn).
 pub(crate) struct Adoption {
-    state: Mutex<AdoptState>,
+    pub(crate) state: Mutex<AdoptState>,
 }
 
 pub(crate) struct AdoptState {
     /// Set by the writer when it wrote the invocation: parts ending later are outlived.
     pub(crate) written: bool,
     pub(crate) entries: Vec<PartEntry>,
-    /// The entries' aggregate paths, kept when the writer took the entries: a part whose thread or task starts
-    /// only after its invocation was written still counts under its spawning call in the whole-run aggregate.
-    paths_after_writing: Vec<Vec<u32>>,
+    /// The aggregate's call path of each entry's spawning frame (`Recorder::append_aggregate_path`), as a range of
+    /// `paths`: one buffer that grows, not an allocation per spawn. Kept when the writer takes the entries: a part
+    /// whose thread or task starts only after its invocation was written still counts under its spawning call.
+    path_ranges: Vec<(u32, u32)>,
+    paths: Vec<u32>,
     /// Spawns past `MAX_PARTS`.
     pub(crate) unrecorded: u64,
 }
 
 impl Adoption {
-    /// `aggregate_only`: the invocation is never written, so its parts count in the aggregate only and hand their
-    /// recorders back as soon as they end.
-    fn new(aggregate_only: bool) -> Adoption {
+    /// An invocation that is never written (`aggregate_only`) keeps its parts that end before its root returns
+    /// too, for the aggregate's self time of their spawning calls, and hands them back then ([`root_returned`]).
+    fn new() -> Adoption {
         Adoption {
             state: Mutex::new(AdoptState {
-                written: aggregate_only,
+                written: false,
                 entries: Vec::new(),
-                paths_after_writing: Vec::new(),
+                path_ranges: Vec::new(),
+                paths: Vec::new(),
                 unrecorded: 0,
             }),
         }
@@ -106,8 +107,7 @@ impl Adoption {
     pub(crate) fn take_for_writing(&self) -> (Vec<PartEntry>, u64) {
         let mut state = lock(&self.state);
         state.written = true;
-        let mut entries = mem::take(&mut state.entries);
-        state.paths_after_writing = entries.iter_mut().map(|entry| mem::take(&mut entry.path)).collect();
+        let entries = mem::take(&mut state.entries);
         (entries, state.unrecorded)
     }
 
@@ -124,6 +124,19 @@ impl Adoption {
             adoption.unrecorded += u64::from(matches!(state, PartState::Unrecorded));
         } else if let Some(entry) = adoption.entries.get_mut(at) {
             entry.state = state;
+        }
+    }
+}
+
+/// An invocation's root returned and it was folded into the aggregate: one that is never written hands back the
+/// parts that ended so far, and those that end later hand theirs back as they end (they count in the aggregate
+/// where they end).
+pub(crate) fn root_returned(rec: &Recorder) {
+    let Some(adoption) = rec.adoption.as_ref().filter(|_| rec.aggregate_only) else { return };
+    let (entries, _) = adoption.take_for_writing();
+    for entry in entries {
+        if let PartState::Done(part) = entry.state {
+            give_back(part);
         }
     }
 }
@@ -225,9 +238,7 @@ unsafe fn note_spawn(cur: *mut Recorder, kind: PartKind) -> Ticket {
     // SAFETY: the caller's contract; counting is paused, so the allocator does not touch it meanwhile.
     let r = unsafe { &mut *cur };
     let key = r.spawn_key();
-    let path = if crate::aggregate::enabled() { r.aggregate_path_of(key) } else { Vec::new() };
-    let aggregate_only = r.aggregate_only;
-    let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new(aggregate_only))));
+    let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new())));
     let at = {
         let mut state = lock(&adoption.state);
         if state.entries.len() >= MAX_PARTS {
@@ -235,7 +246,13 @@ unsafe fn note_spawn(cur: *mut Recorder, kind: PartKind) -> Ticket {
             drop(state);
             return Ticket { noted: Some((adoption, CAPPED)), invocation: r.invocation(), skip: false };
         }
-        state.entries.push(PartEntry { key, kind, id: 0, state: PartState::Pending, path });
+        state.entries.push(PartEntry { key, kind, id: 0, state: PartState::Pending });
+        let from = state.paths.len();
+        if crate::aggregate::enabled() {
+            r.append_aggregate_path(key, &mut state.paths);
+        }
+        let range = (from as u32, state.paths.len() as u32);
+        state.path_ranges.push(range);
         state.entries.len() - 1
     };
     Ticket { noted: Some((adoption, at)), invocation: r.invocation(), skip: false }
@@ -265,11 +282,11 @@ fn begin_part(start: u64, kind: PartKind, adoption: &Adoption, at: usize) -> Opt
     let rt = RUNTIME.get()?;
     let mut rec = spare_recorder(rt)?;
     rec.begin(OwnerKind::Task, 0, None);
-    let mut state = lock(&adoption.state);
-    if let Some(entry) = state.entries.get_mut(at) {
-        rec.adopted_path = mem::take(&mut entry.path);
-    } else if let Some(path) = state.paths_after_writing.get_mut(at) {
-        rec.adopted_path = mem::take(path);
+    let state = lock(&adoption.state);
+    if let Some(&(from, to)) = state.path_ranges.get(at) {
+        if let Some(path) = state.paths.get(from as usize..to as usize) {
+            rec.adopted_path.extend_from_slice(path);
+        }
     }
     drop(state);
     rec.part_marker = match kind {
@@ -503,6 +520,207 @@ impl<F> Drop for Adopted<F> {
             unsafe { ManuallyDrop::drop(&mut self.fut) };
         }
         finish_future(state);
+    }
+}
+
+/// Parallel calls (rayon parallel iterators) started so far; a context's id, so a worker's cached part can never
+/// be taken for another call's (0: a context made outside any invocation).
+static PAR_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+thread_local! {
+    /// The part this thread records the items of one parallel call into: the call's context id, and the part's
+    /// recorder (`SKIP`: items run unrecorded; null: items run inline, in the spawning invocation itself).
+    static PAR_SLOT: Cell<(u64, *mut Recorder)> = const { Cell::new((0, std::ptr::null_mut())) };
+}
+
+/// One parallel call (a rayon parallel iterator's chain, up to the call that consumes it) started inside an
+/// invocation: the rewrite makes it at the start of the chain, as `let __calltime_par = &par_context();` in a block
+/// around the chain, and each closure written in the chain runs its item through [`ParContext::run`].
+///
+/// The closures run once per item, mostly on the pool's threads, and one part per item would cost more than most
+/// items: a worker enters the call's context once, the first time an item of it runs there (a part of its own,
+/// its first node spanning its first item's start to its last item's end), and every later item on that worker
+/// only makes that part current while it runs. The parts are closed and handed to the invocation when the context
+/// is dropped, after the chain was consumed (its closures borrow the context, so none can still run). Items that
+/// run on the spawning thread itself record as ordinary calls of the frame that started the chain. `Sync`.
+pub struct ParContext {
+    /// 0 outside any invocation: items run as they are.
+    id: u64,
+    /// The spawning context's invocation id, to tell items that run inline.
+    invocation: u64,
+    /// Started in an invocation that is not recorded: items elsewhere run with recording off.
+    skip: bool,
+    spawner: Option<ParSpawner>,
+}
+
+/// Where a recorded parallel call hangs, and the parts its workers made.
+struct ParSpawner {
+    adoption: Arc<Adoption>,
+    key: u32,
+    path: Vec<u32>,
+    /// (entry in the adoption, the part's recorder or `SKIP`, its thread's number).
+    parts: Mutex<Vec<(usize, *mut Recorder, u64)>>,
+}
+
+// SAFETY: the parts' recorders are owned by the context: a worker uses one only while its item runs (the context is
+// borrowed meanwhile), and the context's drop, after every borrow ended, is the only other user.
+unsafe impl Send for ParContext {}
+// SAFETY: as above; each part's recorder is used by the one thread that made it.
+unsafe impl Sync for ParContext {}
+
+impl std::fmt::Debug for ParContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParContext").field("id", &self.id).finish()
+    }
+}
+
+/// Starts a parallel call's context (one thread-local load when no invocation records on this thread).
+#[inline(always)]
+pub fn par_context() -> ParContext {
+    let cur = current();
+    if cur.is_null() {
+        return ParContext { id: 0, invocation: 0, skip: false, spawner: None };
+    }
+    // SAFETY: a real CURRENT is the live recorder of this thread's invocation (or of the task being polled).
+    unsafe { note_parallel(cur) }
+}
+
+/// [`par_context`] inside an invocation. Cold: once per parallel call.
+///
+/// # Safety
+/// `cur` is null-checked and, unless `SKIP`, the live recorder current on this thread.
+#[cold]
+#[inline(never)]
+unsafe fn note_parallel(cur: *mut Recorder) -> ParContext {
+    let id = PAR_IDS.fetch_add(1, Relaxed);
+    if cur == SKIP {
+        return ParContext { id, invocation: 0, skip: true, spawner: None };
+    }
+    let _paused = crate::alloc::Paused::new();
+    // SAFETY: the caller's contract; counting is paused, so the allocator does not touch it meanwhile.
+    let r = unsafe { &mut *cur };
+    let key = r.spawn_key();
+    let mut path = Vec::new();
+    if crate::aggregate::enabled() {
+        r.append_aggregate_path(key, &mut path);
+    }
+    let adoption = Arc::clone(r.adoption.get_or_insert_with(|| Arc::new(Adoption::new())));
+    let spawner = ParSpawner { adoption, key, path, parts: Mutex::new(Vec::new()) };
+    ParContext { id, invocation: r.invocation(), skip: false, spawner: Some(spawner) }
+}
+
+impl ParContext {
+    /// Runs one item of the parallel call where it landed (see the type). Returns what `f` returns; a panic passes
+    /// through.
+    #[inline(always)]
+    pub fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+        if self.id == 0 {
+            return f();
+        }
+        let (id, rec) = PAR_SLOT.with(Cell::get);
+        // SAFETY: a slot of this context holds its part (live until the context drops) or SKIP or null.
+        if id == self.id && (rec as usize <= SKIP as usize || unsafe { (*rec).depth } == 1) {
+            return run_item(rec, f);
+        }
+        self.run_cold(f)
+    }
+
+    /// The first item of this call on this thread, or an item that lands while another one's probed call is open
+    /// on this thread (work stealing): inline, a new part, or unrecorded.
+    #[cold]
+    #[inline(never)]
+    fn run_cold<R>(&self, f: impl FnOnce() -> R) -> R {
+        let cur = current();
+        // SAFETY: a real CURRENT is the live recorder of this thread's invocation (or of the task being polled).
+        if cur as usize > SKIP as usize && unsafe { (*cur).invocation() } == self.invocation {
+            PAR_SLOT.with(|slot| slot.set((self.id, std::ptr::null_mut())));
+            return f();
+        }
+        let rec = self.begin_worker();
+        PAR_SLOT.with(|slot| slot.set((self.id, rec)));
+        run_item(rec, f)
+    }
+
+    /// A part for this thread's items (`SKIP` when not recorded), noted in the spawning invocation.
+    fn begin_worker(&self) -> *mut Recorder {
+        let Some(spawner) = self.spawner.as_ref().filter(|_| !self.skip) else { return SKIP };
+        let _paused = crate::alloc::Paused::new();
+        let at = {
+            let mut state = lock(&spawner.adoption.state);
+            if state.entries.len() >= MAX_PARTS {
+                state.unrecorded += 1;
+                None
+            } else {
+                // Also when the invocation counts in the aggregate only (written from the start): the part then
+                // counts there when it ends, like a spawned thread's.
+                state.entries.push(PartEntry {
+                    key: spawner.key,
+                    kind: PartKind::Thread,
+                    id: 0,
+                    state: PartState::Pending,
+                });
+                let from = state.paths.len();
+                state.paths.extend_from_slice(&spawner.path);
+                let range = (from as u32, state.paths.len() as u32);
+                state.path_ranges.push(range);
+                Some(state.entries.len() - 1)
+            }
+        };
+        let rec = match at {
+            Some(at) => begin_part(now(), PartKind::Thread, &spawner.adoption, at).map_or(SKIP, Box::into_raw),
+            None => SKIP,
+        };
+        let thread = if rec == SKIP { 0 } else { thread_number() };
+        lock(&spawner.parts).push((at.unwrap_or(CAPPED), rec, thread));
+        rec
+    }
+}
+
+/// Runs an item with `rec` current (null: inline, as it is), the part's end moved to the item's end.
+#[inline(always)]
+fn run_item<R>(rec: *mut Recorder, f: impl FnOnce() -> R) -> R {
+    if rec.is_null() {
+        return f();
+    }
+    /// Restores the context also when the item unwinds.
+    struct Item {
+        rec: *mut Recorder,
+        prev: *mut Recorder,
+    }
+    impl Drop for Item {
+        #[inline(always)]
+        fn drop(&mut self) {
+            if self.rec != SKIP {
+                // SAFETY: the part's recorder, used by this thread alone while the context is borrowed.
+                unsafe { (*self.rec).close(0, now(), 0) };
+            }
+            set_current(self.prev);
+        }
+    }
+    let _item = Item { rec, prev: set_current(rec) };
+    f()
+}
+
+impl Drop for ParContext {
+    /// The call was consumed: each worker's part is closed at its last item's end and handed to the invocation.
+    fn drop(&mut self) {
+        let Some(spawner) = self.spawner.take() else { return };
+        let parts = mem::take(&mut *lock(&spawner.parts));
+        let panicked = std::thread::panicking();
+        for (at, rec, thread) in parts {
+            if rec == SKIP {
+                if at != CAPPED {
+                    spawner.adoption.set(at, PartState::Unrecorded);
+                }
+                continue;
+            }
+            // SAFETY: made by Box::into_raw in `begin_worker`; no item runs any more (see the type).
+            let mut rec = unsafe { Box::from_raw(rec) };
+            let end = rec.nodes().first().map_or_else(now, |first| first.end);
+            rec.pop(0, end);
+            rec.close(0, end, if panicked { FLAG_PANICKED } else { 0 });
+            finish(&spawner.adoption, at, PartKind::Thread, thread, rec);
+        }
     }
 }
 

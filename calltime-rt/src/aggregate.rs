@@ -72,6 +72,16 @@ struct PathStats {
     timed: u64,
     /// Total time: the timed calls' sum plus the estimated time of a folded invocation's other calls.
     total: u64,
+    /// What these calls covered of their parents' time: per call, the part of its interval (cut to its parent's)
+    /// that its earlier siblings had not covered yet. A path's children's `covers` add up to the union of their
+    /// intervals per call of the path, so its self time is `total - covered - children's covers`, as in the trees
+    /// (children on other threads, and futures polled together, overlap). Added to the call's own path, which the
+    /// fold has at hand, rather than to its parent's.
+    covers: u64,
+    /// What children cover of this path's time beyond their `covers`: spawned work that ended before its root
+    /// returned (the union taken again with the parts' calls), and a folded invocation's children (no single
+    /// interval: their summed totals, at most the path's own total in that invocation).
+    covered: u64,
     min: u64,
     max: u64,
     histogram: Box<[u32; BUCKETS]>,
@@ -87,6 +97,8 @@ impl PathStats {
             calls: 0,
             timed: 0,
             total: 0,
+            covers: 0,
+            covered: 0,
             min: u64::MAX,
             max: 0,
             histogram: Box::new([0; BUCKETS]),
@@ -188,6 +200,8 @@ impl Trie {
             to.calls += from.calls;
             to.timed += from.timed;
             to.total = to.total.saturating_add(from.total);
+            to.covers = to.covers.saturating_add(from.covers);
+            to.covered = to.covered.saturating_add(from.covered);
             to.min = to.min.min(from.min);
             to.max = to.max.max(from.max);
             // Only the buckets between the path's extremes can be non-empty: a snapshot converts a few dozen buckets
@@ -212,6 +226,11 @@ struct ThreadAggregate {
     before_fold: Vec<u64>,
     /// Per node of the last per-call invocation: its shape and path (see `fold_nodes`).
     shape: Vec<ShapeSlot>,
+    /// Per node of the invocation being folded: how far its children's intervals cover it so far (see
+    /// `fold_nodes`); per call path of a folded one: its time in that invocation.
+    covered_until: Vec<u64>,
+    /// The intervals of a spawning call's children, its parts' calls included (see `cover_parts`).
+    intervals: Vec<(u64, u64)>,
 }
 
 /// One slot of the last per-call invocation folded on a thread: its function and parent slot in one word (a slot of
@@ -272,6 +291,8 @@ impl ForkLocks {
             agg.path_of.clear();
             agg.before_fold.clear();
             agg.shape.clear();
+            agg.covered_until.clear();
+            agg.intervals.clear();
         }
     }
 }
@@ -286,6 +307,8 @@ fn register() -> Shared {
         path_of: Vec::with_capacity(256),
         before_fold: Vec::with_capacity(256),
         shape: Vec::with_capacity(256),
+        covered_until: Vec::with_capacity(256),
+        intervals: Vec::new(),
     }));
     lock(&THREADS).push(shared.clone());
     shared
@@ -303,6 +326,79 @@ pub(crate) fn fold(rec: &Recorder) {
 fn fold_into(agg: &mut ThreadAggregate, rec: &Recorder) {
     agg.trie.invocations += 1;
     fold_under(agg, rec, TOP, None);
+    if let (Some(adoption), false) = (&rec.adoption, rec.folded) {
+        cover_parts(agg, rec, adoption);
+    }
+}
+
+/// The spawning calls of a per-call invocation whose parts ended before its root returned: their children's union
+/// (counted by `fold_nodes` from the calls on the invocation's own thread) taken again with the parts' calls,
+/// which ran on other threads and may overlap each other and the spawning call's own children, as the trees
+/// count them. Parts that end later (outlived, or attached as the invocation is written) are not in it. Cold: only
+/// invocations that spawned, once per spawning call.
+#[cold]
+#[inline(never)]
+fn cover_parts(agg: &mut ThreadAggregate, rec: &Recorder, adoption: &crate::adopt::Adoption) {
+    let nodes = rec.nodes();
+    let state = lock(&adoption.state);
+    let mut spawners: Vec<u32> = state
+        .entries
+        .iter()
+        .filter(|entry| matches!(entry.state, crate::adopt::PartState::Done(_)))
+        .map(|entry| entry.key)
+        .filter(|&key| (key as usize) < nodes.len())
+        .collect();
+    spawners.sort_unstable();
+    spawners.dedup();
+    for spawner in spawners {
+        let Some(parent) = nodes.get(spawner as usize).filter(|n| n.end != OPEN) else { continue };
+        let (start, end) = (parent.start, parent.end);
+        let intervals = &mut agg.intervals;
+        intervals.clear();
+        let own = nodes.iter().enumerate().skip(spawner as usize + 1);
+        intervals.extend(
+            own.filter(|(_, n)| n.link & PARENT_MASK == spawner && n.end != OPEN).map(|(_, n)| (n.start, n.end)),
+        );
+        let inline = union_within(intervals, start, end);
+        for entry in state.entries.iter().filter(|entry| entry.key == spawner) {
+            if let crate::adopt::PartState::Done(part) = &entry.state {
+                part_calls(part, intervals, 0);
+            }
+        }
+        let all = union_within(intervals, start, end);
+        let path = agg.shape.get(spawner as usize).map_or(NONE, |slot| slot.path);
+        if let Some(stats) = agg.trie.stats(path) {
+            stats.covered = stats.covered.saturating_add(all.saturating_sub(inline));
+        }
+    }
+}
+
+/// The intervals of a part's calls (the children of its first node, the closure or future itself), and of the
+/// parts it spawned from that first node in turn, which hang under the same call in the trees.
+fn part_calls(part: &Recorder, intervals: &mut Vec<(u64, u64)>, nesting: u32) {
+    let calls = part.nodes().iter().skip(1).filter(|n| n.link & PARENT_MASK == 0 && n.end != OPEN);
+    intervals.extend(calls.map(|n| (n.start, n.end)));
+    let Some(adoption) = part.adoption.as_ref().filter(|_| nesting < 8 && !part.folded) else { return };
+    let state = lock(&adoption.state);
+    for entry in state.entries.iter().filter(|entry| entry.key == 0) {
+        if let crate::adopt::PartState::Done(inner) = &entry.state {
+            part_calls(inner, intervals, nesting + 1);
+        }
+    }
+}
+
+/// The length of the union of `intervals` cut to `start..end` (sorts them).
+fn union_within(intervals: &mut [(u64, u64)], start: u64, end: u64) -> u64 {
+    intervals.sort_unstable();
+    let (mut covered, mut until) = (0, start);
+    for &(from, to) in intervals.iter() {
+        let (from, to) = (from.max(until), to.min(end));
+        if to > from {
+            covered += to - from;
+            until = to;
+        }
+    }
+    covered
 }
 
 /// Folds a finished part of spawned work (`adopt.rs`) into this thread's aggregate, under the call path of the
@@ -336,7 +432,8 @@ fn fold_under(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option
     if rec.folded {
         fold_paths(agg, rec, top, first);
     } else {
-        fold_nodes(&mut agg.trie, &mut agg.shape, rec.nodes(), top, first);
+        let until = rec.may_overlap.then_some(&mut agg.covered_until);
+        fold_nodes(&mut agg.trie, &mut agg.shape, until, rec.nodes(), top, first);
     }
 }
 
@@ -345,8 +442,25 @@ fn fold_under(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option
 /// find their path with one comparison, and the per-node work is the path's counters and histogram (about 30
 /// instructions; docs/performance.md "Fourth round"). Nodes fold under trie path `top`, the first one as function
 /// `first` when given (a part of spawned work); the caller clears `shape` when `top` is not the trie's top.
-fn fold_nodes(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, nodes: &[Node], top: u32, first: Option<u32>) {
+///
+/// Each node also adds what it covers of its parent (`PathStats::covers`): nodes come in order of entry, so a
+/// parent's children come in order of start, and `covered_until` (per slot) is how far the children so far reach:
+/// the union of intervals in one pass (scripts/fold-cost-bench.sh). Without `covered_until` (no nested future, so
+/// calls on the one thread nest: a child lies within its parent, after its earlier siblings) a node covers its
+/// duration.
+fn fold_nodes(
+    trie: &mut Trie,
+    shape: &mut Vec<ShapeSlot>,
+    mut covered_until: Option<&mut Vec<u64>>,
+    nodes: &[Node],
+    top: u32,
+    first: Option<u32>,
+) {
     shape.truncate(nodes.len());
+    if let Some(until) = covered_until.as_deref_mut() {
+        until.clear();
+        until.extend(nodes.iter().map(|node| node.start));
+    }
     for (slot, node) in nodes.iter().enumerate() {
         let parent_slot = if slot == 0 { NONE } else { node.link & PARENT_MASK };
         let node_index = match first {
@@ -364,9 +478,29 @@ fn fold_nodes(trie: &mut Trie, shape: &mut Vec<ShapeSlot>, nodes: &[Node], top: 
         };
         stats.calls += 1;
         if node.end != OPEN {
-            stats.add_timed(node.end.saturating_sub(node.start));
+            let duration = node.end.saturating_sub(node.start);
+            stats.add_timed(duration);
+            stats.covers += match covered_until.as_deref_mut() {
+                None if slot != 0 => duration,
+                None => 0,
+                Some(until) => cover_parent(until, nodes, parent_slot as usize, node),
+            };
         }
     }
+}
+
+/// The part of `node`'s interval its parent (slot `parent`; none for the first node) has not covered yet, cut to
+/// the parent's end; the parent's reach moves to its end.
+#[inline(always)]
+fn cover_parent(until: &mut [u64], nodes: &[Node], parent: usize, node: &Node) -> u64 {
+    let (Some(reached), Some(parent_node)) = (until.get_mut(parent), nodes.get(parent)) else { return 0 };
+    let to = node.end.min(parent_node.end);
+    let from = node.start.max(*reached);
+    if to <= from {
+        return 0;
+    }
+    *reached = to;
+    to - from
 }
 
 /// Slot `slot` differs from the last invocation's: finds (or makes) its path and makes it the shape's last slot.
@@ -394,6 +528,10 @@ fn new_shape_slot(
 /// histogram with their own durations, the later ones into the total only, as the trace's unbiased estimate.
 fn fold_paths(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option<u32>) {
     let (trie, path_of, before_fold) = (&mut agg.trie, &mut agg.path_of, &mut agg.before_fold);
+    // Each path's time in this invocation, for what its children cover of it.
+    let own_total = &mut agg.covered_until;
+    own_total.clear();
+    own_total.resize(rec.paths().len(), 0);
     path_of.clear();
     for path in rec.paths() {
         let (parent, index) = match path_of.is_empty() {
@@ -411,7 +549,9 @@ fn fold_paths(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option
         }
         let id = path_of.get(path as usize).copied().unwrap_or(NONE);
         if let (Some(stats), false) = (trie.stats(id), node.end == OPEN) {
-            stats.add_timed(node.end.saturating_sub(node.start));
+            let duration = node.end.saturating_sub(node.start);
+            stats.add_timed(duration);
+            own_total[path as usize] += duration;
         }
     }
     for (at, path) in rec.paths().iter().enumerate() {
@@ -432,6 +572,19 @@ fn fold_paths(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option
             0
         };
         stats.total = stats.total.saturating_add(estimated);
+        own_total[at] = own_total[at].saturating_add(estimated);
+    }
+    // Children's summed totals per path, at most the path's own.
+    before_fold.fill(0);
+    for (at, path) in rec.paths().iter().enumerate().skip(1) {
+        if let Some(sum) = before_fold.get_mut(path.parent as usize).filter(|_| (path.parent as usize) < at) {
+            *sum = sum.saturating_add(own_total[at]);
+        }
+    }
+    for (at, &children) in before_fold.iter().enumerate() {
+        if let Some(stats) = trie.stats(path_of[at]) {
+            stats.covered = stats.covered.saturating_add(children.min(own_total[at]));
+        }
     }
 }
 
@@ -480,6 +633,15 @@ pub(crate) fn write_snapshot(
     while let Some((id, depth)) = walk.pop() {
         let p = &trie.paths[id as usize];
         let (min, max) = if p.timed == 0 { (0, 0) } else { (scale.span(p.min), scale.span(p.max)) };
+        // Self time by the union of the children's intervals, before its path's `g` line (older readers skip it).
+        let mut covered = p.covered;
+        let mut kid = p.first_child;
+        while kid != NONE {
+            let c = &trie.paths[kid as usize];
+            covered = covered.saturating_add(c.covers);
+            kid = c.next_sibling;
+        }
+        push(out, "gs", &[scale.span(p.total.saturating_sub(covered))]);
         push(out, "g", &[depth, u64::from(p.index), p.calls, p.timed, scale.span(p.total), min, max]);
         // The histogram's non-empty buckets as `bucket:count`, on the same line.
         out.pop();
@@ -584,8 +746,9 @@ mod tests {
         ];
         let mut trie = Trie::new();
         let mut shape = Vec::new();
+        let mut covered_until = Vec::new();
         for nodes in &invocations {
-            fold_nodes(&mut trie, &mut shape, nodes, TOP, None);
+            fold_nodes(&mut trie, &mut shape, Some(&mut covered_until), nodes, TOP, None);
         }
         let expected: Vec<(Vec<u32>, u64, u64, u64)> = vec![
             (vec![0], 6, 6, 50 + 60 + 70 + 80 + 90 + 40),
@@ -596,6 +759,36 @@ mod tests {
         ];
         assert_eq!(paths_of(&trie), expected);
         assert_eq!(trie.untracked_calls, 0);
+    }
+
+    #[test]
+    fn children_cover_their_parent_by_the_union_of_their_intervals() {
+        // Two children that overlap (futures polled together), one after them, one that outlasts its parent, and a
+        // grandchild: self time is the parent's interval less the union of its children's, cut to it.
+        let at = |index, parent, start, end| Node { start, end, index, link: parent, allocs: 0, alloc_bytes: 0 };
+        let nodes = [
+            at(0, PARENT_MASK, 0, 100),
+            at(1, 0, 10, 40),
+            at(3, 1, 15, 20),
+            at(2, 0, 30, 60),
+            at(4, 0, 70, 80),
+            at(5, 0, 90, 130),
+        ];
+        let (mut trie, mut shape, mut until) = (Trie::new(), Vec::new(), Vec::new());
+        fold_nodes(&mut trie, &mut shape, Some(&mut until), &nodes, TOP, None);
+        // What a path's children cover of it: their `covers` (and its own `covered`, 0 here).
+        let covered = |trie: &Trie, id: usize| -> u64 {
+            let children = trie.paths.iter().filter(|c| c.parent as usize == id);
+            trie.paths[id].covered + children.map(|c| c.covers).sum::<u64>()
+        };
+        let all: Vec<(u32, u64, u64)> =
+            (1..trie.paths.len()).map(|id| (trie.paths[id].index, trie.paths[id].total, covered(&trie, id))).collect();
+        assert_eq!(all, [(0, 100, 50 + 10 + 10), (1, 30, 5), (3, 5, 0), (2, 30, 0), (4, 10, 0), (5, 40, 0)]);
+        // Summed over invocations: the same one again doubles it.
+        fold_nodes(&mut trie, &mut shape, Some(&mut until), &nodes, TOP, None);
+        assert_eq!(covered(&trie, 1), 140);
+        let mut intervals = [(30, 60), (10, 40), (70, 80), (90, 130)];
+        assert_eq!(union_within(&mut intervals, 0, 100), 70);
     }
 
     #[test]

@@ -74,6 +74,7 @@ fn begin_task_node(index: u32, plan: Option<&'static PlanInfo>) -> TaskState {
             None => TaskState::Inert,
         };
     }
+    r.may_overlap = true;
     let slot = r.push(index, now());
     if slot == NO_SLOT {
         TaskState::Inert

@@ -543,6 +543,7 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         let r = unsafe { &*rec };
         crate::retire::note_invocation(r);
         crate::aggregate::fold(r);
+        crate::adopt::root_returned(r);
         let root = r.nodes().first()?;
         outbox.note_root_start(root.start);
         if r.aggregate_only {
@@ -634,6 +635,7 @@ pub(crate) fn finish_task(owned: OwnedRecorder) {
     let rec = owned.into_box();
     crate::retire::note_invocation(&rec);
     crate::aggregate::fold(&rec);
+    crate::adopt::root_returned(&rec);
     let Some(rt) = RUNTIME.get() else { return drop(rec) };
     let root = rec.nodes().first().copied();
     if let Some(root) = root {

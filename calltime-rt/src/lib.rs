@@ -143,7 +143,7 @@ pub use probe::Guard;
 /// What the code rewritten by `cargo calltime` calls. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::adopt::{adopt, adopt_future, ticket, Adopted, Ticket};
+    pub use crate::adopt::{adopt, adopt_future, par_context, ticket, Adopted, ParContext, Ticket};
     pub use crate::alloc::CountingAlloc;
     pub use crate::outcome::{call_once, NotAResult, Outcome};
     pub use crate::{Guard, Instrumented};

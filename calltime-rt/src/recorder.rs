@@ -180,6 +180,10 @@ pub(crate) struct Recorder {
     /// root, spawned frames as their markers, `adopt::PART_THREAD_PATH`), and its own first node's marker.
     pub(crate) adopted_path: Vec<u32>,
     pub(crate) part_marker: u32,
+    /// A nested future was entered (`future.rs`, at its first poll): sibling futures polled together may overlap,
+    /// so the aggregate takes the union of the children's intervals; without one, calls on one thread nest, and a
+    /// call's children cover its time by their sum.
+    pub(crate) may_overlap: bool,
 }
 
 impl Recorder {
@@ -253,6 +257,7 @@ impl Recorder {
             adoption: None,
             adopted_path: Vec::new(),
             part_marker: 0,
+            may_overlap: false,
         })
     }
 
@@ -276,6 +281,7 @@ impl Recorder {
         self.adoption = None;
         self.adopted_path.clear();
         self.part_marker = 0;
+        self.may_overlap = false;
         // Only the slots handed out so far can have been counted (a recorder dropped unwritten keeps its counts).
         let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
         self.retired_calls[..=used].fill(0);
@@ -373,10 +379,10 @@ impl Recorder {
         }
     }
 
-    /// The aggregate's call path of the frame `key` names ([`Recorder::spawn_key`]): this recorder's own
-    /// `adopted_path`, then the function indices from its first node down to that frame (a part's first node as its
-    /// marker). Cold: taken at a spawn.
-    pub(crate) fn aggregate_path_of(&self, key: u32) -> Vec<u32> {
+    /// Appends to `out` the aggregate's call path of the frame `key` names ([`Recorder::spawn_key`]): this
+    /// recorder's own `adopted_path`, then the function indices from its first node down to that frame (a part's
+    /// first node as its marker). Into a buffer the caller reuses, so that a spawn allocates nothing once it grew.
+    pub(crate) fn append_aggregate_path(&self, key: u32, out: &mut Vec<u32>) {
         // The parent of entry `at` (node slot or call path), None at the first one; parents come earlier.
         let by_path = key & PATH_KEY != 0;
         let parent_of = |at: usize| -> Option<usize> {
@@ -389,27 +395,17 @@ impl Recorder {
         };
         let index_of =
             |at: usize| if by_path { self.paths.get(at).map(|p| p.index) } else { self.nodes.get(at).map(|n| n.index) };
-        let start = (key & !PATH_KEY) as usize;
-        // Counted first, so the path is one allocation filled from its end (a spawn that runs inline pays it too).
-        let mut depth = 0;
-        let mut at = Some(start);
-        while let Some(entry) = at.filter(|&e| index_of(e).is_some()) {
-            depth += 1;
-            at = parent_of(entry);
+        out.extend_from_slice(&self.adopted_path);
+        let own_end = out.len();
+        let mut at = Some((key & !PATH_KEY) as usize);
+        while let Some(index) = at.and_then(index_of) {
+            out.push(index);
+            at = at.and_then(parent_of);
         }
-        let own = self.adopted_path.len();
-        let mut path = vec![0; own + depth];
-        path[..own].copy_from_slice(&self.adopted_path);
-        let mut at = Some(start);
-        for slot in path[own..].iter_mut().rev() {
-            let Some(entry) = at else { break };
-            *slot = index_of(entry).unwrap_or(0);
-            at = parent_of(entry);
-        }
-        if let (Some(first), true) = (path.get_mut(own), self.part_marker != 0 && depth > 0) {
+        out[own_end..].reverse();
+        if let (Some(first), true) = (out.get_mut(own_end), self.part_marker != 0) {
             *first = self.part_marker;
         }
-        path
     }
 
     /// Re-enters the frame of an existing node (an async function polled again).

@@ -1,7 +1,8 @@
 //! Work spawned inside an invocation (adopt.rs), with the probes and wrappers written as cargo-calltime's rewrite
 //! inserts them: threads joined inside the root, work that runs inline, a future polled on another thread, a
 //! thread that ends after its root but before the invocation is written (attached), one that ends after it was
-//! written (outlived), and adopted work that enters the root function again (a call, not a new invocation).
+//! written (outlived), adopted work that enters the root function again (a call, not a new invocation), and a
+//! parallel iterator's items (one part per worker).
 
 mod common;
 
@@ -9,13 +10,13 @@ use std::future::Future;
 use std::sync::mpsc;
 use std::task::{Context, Poll};
 
-use calltime_rt::__private::{adopt_future, enter, enter_root, hold_writer, ticket, PlanInfo};
+use calltime_rt::__private::{adopt_future, enter, enter_root, hold_writer, par_context, ticket, ParContext, PlanInfo};
 use cargo_calltime::trace::{parse, Invocation, Node, ThreadKind, Trace};
 use common::{is_child, run_child};
 
 static PLAN: PlanInfo = PlanInfo { id: "plan-adopt", table: "", functions: 8 };
 
-// Function indices: 0 root, 1 spawner, 2 work.
+// Function indices: 0 root, 1 spawner, 2 work, 3 stealing.
 fn root(scenario: &str) {
     let __calltime_guard = enter_root(0, &PLAN);
     spawner(scenario);
@@ -59,12 +60,33 @@ fn spawner(scenario: &str) {
             .join()
             .unwrap();
         }
+        "parallel" => {
+            // A rayon chain's context and closure as the rewrite makes them; scoped threads stand for the pool's
+            // workers: two run 3 items each, the spawning thread runs 2 (inline), and a third runs an item that
+            // calls a probed function, inside which it runs another item (work stealing).
+            let __calltime_par = &par_context();
+            let item = |_: u32| __calltime_par.run(work);
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| (0..3).for_each(item));
+                }
+            });
+            (0..2).for_each(item);
+            std::thread::scope(|s| {
+                s.spawn(|| __calltime_par.run(|| stealing(__calltime_par)));
+            });
+        }
         "reentered" => {
             let t = ticket();
             std::thread::spawn(move || t.run(|| root("none"))).join().unwrap();
         }
         _ => {}
     }
+}
+
+fn stealing(par: &ParContext) {
+    let __calltime_guard = enter(3);
+    par.run(work);
 }
 
 /// A waker for a future that is ready at its first poll.
@@ -126,6 +148,32 @@ fn threads_joined_in_the_root_hang_under_their_spawner() {
     assert_eq!(inv.spawned.len(), 3);
     assert!(inv.spawned.iter().all(|s| !s.outlived && s.thread.id != inv.thread.id));
     assert!(spawner.self_ns() <= spawner.duration_ns);
+}
+
+/// A parallel iterator's items: one part per worker thread (not per item), entered at its first item; the items
+/// run on the spawning thread are ordinary calls; an item that lands while its worker's part has a probed call open
+/// takes a part of its own. Calls are exact.
+#[test]
+fn parallel_items_record_into_one_part_per_worker() {
+    if is_child("parallel_items_record_into_one_part_per_worker") {
+        return root("parallel");
+    }
+    let trace = child_trace("parallel_items_record_into_one_part_per_worker");
+    let inv = only_invocation(&trace);
+    let spawner = spawner_of(inv);
+    let calls = |func: u32, on_lane: bool| -> u64 {
+        spawner.children.iter().filter(|c| c.lane.is_some() == on_lane && c.func == func).map(|c| c.calls).sum()
+    };
+    assert_eq!((calls(2, true), calls(3, true), calls(2, false)), (7, 1, 2), "{:#?}", spawner.children);
+    let mut threads: Vec<u64> = inv.spawned.iter().map(|s| s.thread.id).collect();
+    assert_eq!(threads.len(), 4, "2 workers, and the stealing thread twice: {:?}", inv.spawned);
+    threads.sort_unstable();
+    threads.dedup();
+    assert_eq!(threads.len(), 3);
+    assert!(inv
+        .spawned
+        .iter()
+        .all(|s| !s.outlived && s.thread.id != inv.thread.id && s.thread.kind == ThreadKind::Thread));
 }
 
 /// Folded after one call: the spawner is a call path, each part folds on its own; the calls stay exact.

@@ -324,6 +324,12 @@ pub enum Wrap {
     ClosureValue,
     /// A future: `adopt_future(fut)`.
     Future,
+    /// A rayon parallel iterator's chain, up to the call that consumes it: `({ let __calltime_par =
+    /// &par_context(); chain })`, so its closures can borrow the parallel call's context.
+    ParallelChain,
+    /// A closure written in such a chain: `|args| __calltime_par.run(|| body)`; with a declared return type, inside
+    /// its block's braces.
+    ParallelItem { body: usize, typed: bool },
 }
 
 impl SpawnWrap {
@@ -339,6 +345,24 @@ impl SpawnWrap {
             ],
             Wrap::ClosureValue => vec![(self.open, format!("{RT}::adopt(")), (self.close, ")".to_owned())],
             Wrap::Future => vec![(self.open, format!("{RT}::adopt_future(")), (self.close, ")".to_owned())],
+            Wrap::ParallelChain => vec![
+                (self.open, format!("({{ let __calltime_par = &{RT}::par_context(); ")),
+                (self.close, " })".to_owned()),
+            ],
+            Wrap::ParallelItem { body, typed: false } => {
+                vec![(body, "__calltime_par.run(|| ".to_owned()), (self.close, ")".to_owned())]
+            }
+            Wrap::ParallelItem { body, typed: true } => {
+                vec![(body + 1, "__calltime_par.run(|| {".to_owned()), (self.close - 1, "})".to_owned())]
+            }
+        }
+    }
+
+    /// How many of [`SpawnWrap::insertions`] open the wrap (the first ones); the others close it.
+    pub fn openings(&self) -> usize {
+        match self.wrap {
+            Wrap::ClosureLiteral { .. } => 2,
+            _ => 1,
         }
     }
 }

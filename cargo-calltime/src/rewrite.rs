@@ -151,6 +151,10 @@ pub fn apply_keeping_columns(source: &str, probes: &[Probe<'_>], plan: &PlanInfo
 pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> Result<(Vec<Insertion>, Vec<u32>)> {
     let mut edits: Vec<(usize, String)> = Vec::new();
     let mut shifted = Vec::new();
+    let (closings, openings) = spawn_insertions(probes);
+    // At one offset: what closes a wrap comes before a probe's text (the body's closing text may follow the last
+    // wrapped argument directly), which comes before what opens a wrap.
+    edits.extend(closings);
     for probe in probes {
         let mut moves_a_column = false;
         for (i, (offset, text)) in insertions(probe, plan).into_iter().enumerate() {
@@ -176,16 +180,39 @@ pub fn probe_insertions(source: &str, probes: &[Probe<'_>], plan: &PlanInfo) -> 
             edits.push((offset, text));
         }
         // A spawn's argument is wrapped where it stands: what follows on its line shifts right.
-        for wrap in &probe.site.spawns {
-            edits.extend(wrap.insertions());
-            moves_a_column = true;
-        }
-        if moves_a_column {
+        if moves_a_column || !probe.site.spawns.is_empty() {
             shifted.push(probe.site.index);
         }
     }
+    edits.extend(openings);
     shifted.sort_unstable();
     Ok((edits, shifted))
+}
+
+/// The insertions that wrap spawned arguments and parallel chains: those that close a wrap, then those that open
+/// one, each ordered so that nested wraps nest at a shared offset (a chain that is a closure's whole body: the
+/// closure's opening text first, the chain's closing text first).
+fn spawn_insertions(probes: &[Probe<'_>]) -> (Vec<Insertion>, Vec<Insertion>) {
+    // (offset, nesting order, text): an opening of an outer wrap (opened earlier) first, a closing of an inner
+    // wrap (opened later) first; the sort is stable, so a wrap's own texts keep their order.
+    let mut closings: Vec<(usize, std::cmp::Reverse<usize>, String)> = Vec::new();
+    let mut openings: Vec<(usize, usize, String)> = Vec::new();
+    for wrap in probes.iter().flat_map(|probe| &probe.site.spawns) {
+        let opened = wrap.openings();
+        for (i, (offset, text)) in wrap.insertions().into_iter().enumerate() {
+            if i < opened {
+                openings.push((offset, wrap.open, text));
+            } else {
+                closings.push((offset, std::cmp::Reverse(wrap.open), text));
+            }
+        }
+    }
+    closings.sort_by_key(|&(offset, order, _)| (offset, order));
+    openings.sort_by_key(|&(offset, order, _)| (offset, order));
+    (
+        closings.into_iter().map(|(offset, _, text)| (offset, text)).collect(),
+        openings.into_iter().map(|(offset, _, text)| (offset, text)).collect(),
+    )
 }
 
 /// Text to insert at a byte offset of a file.

@@ -195,7 +195,7 @@ fn split_version_3(text: &str) -> (String, Extras) {
         let whole = line.ends_with('\n');
         match words[0] {
             // The whole-run aggregate (between invocations) is read and checked by the tool's tests.
-            "aggregate" | "g" | "gr" if whole => {
+            "aggregate" | "gs" | "g" | "gr" if whole => {
                 assert!(open.is_none(), "aggregate records come between invocations: {line}");
                 continue;
             }

@@ -68,6 +68,8 @@ pub(super) struct BodyVisitor<'a> {
     pub(super) statics_seen: std::collections::HashSet<String>,
     /// Calls that may spawn work elsewhere, outside macro bodies (whose text the rewrite cannot wrap safely).
     pub(super) spawns: Vec<super::spawns::SpawnDraft>,
+    /// Byte offsets of the parallel iterators started in the chains adopted in `spawns`.
+    pub(super) adopted_parallel_starts: Vec<usize>,
     pub(super) macro_depth: u32,
 }
 
@@ -542,7 +544,17 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
         });
         let site = self.calls.len() - 1;
         if self.macro_depth == 0 {
-            self.spawns.extend(super::spawns::method_draft(call, self.ex.base));
+            let base = self.ex.base;
+            if let Some((chain, starts)) = super::spawns::parallel_chain(call, base) {
+                self.adopted_parallel_starts.extend(starts);
+                self.spawns.push(chain);
+            } else if let Some(draft) = super::spawns::method_draft(call, base) {
+                // A parallel iterator started in a chain adopted above (its consumer was visited first).
+                let start = base + call.method.span().byte_range().start;
+                if !(super::spawns::is_parallel_iterator(&draft) && self.adopted_parallel_starts.contains(&start)) {
+                    self.spawns.push(draft);
+                }
+            }
         }
         self.visit_expr(&call.receiver);
         self.visit_args(site, call.args.iter());

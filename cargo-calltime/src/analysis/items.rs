@@ -496,6 +496,7 @@ impl Extractor {
             closure_calls: HashMap::new(),
             statics_seen: Default::default(),
             spawns: Vec::new(),
+            adopted_parallel_starts: Vec::new(),
             macro_depth: 0,
         };
         for input in &sig.inputs {

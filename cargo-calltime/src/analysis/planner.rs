@@ -117,8 +117,9 @@ impl Analysis {
     }
 }
 
-/// Probed functions that start rayon parallel iterators: the calls their closures make on the pool's threads are
-/// not recorded (one part per item would cost more than most items), so the plan says so, naming them.
+/// Probed functions that start rayon parallel iterators whose closures are not adopted: a chain that is not consumed
+/// in the expression that starts it (stored, returned, handed to `par_extend`), or a closure passed by name. The
+/// calls those closures make on the pool's threads are not recorded, so the plan says so, naming the functions.
 fn parallel_iterator_warning(index: &Index, order: &[(FnId, u32)], functions: &[PlannedFunction]) -> Option<String> {
     let named: Vec<&str> = order
         .iter()
@@ -132,9 +133,11 @@ fn parallel_iterator_warning(index: &Index, order: &[(FnId, u32)], functions: &[
         return None;
     }
     Some(format!(
-        "calls made inside rayon parallel iterators are not recorded (the work runs on the pool's threads, one call \
-         per item; it shows in the caller's self time, and calls run on the caller's own thread count as its calls): \
-         {}\n  hint: to see that work in a tree, make the function the closures call a --root of its own",
+        "calls made inside these rayon parallel iterators are not recorded (a closure passed by name, or a chain not \
+         consumed in the expression that starts it: its work runs on the pool's threads and shows in the caller's \
+         self time; calls run on the caller's own thread count as its calls): {}\n  hint: write the closure at the \
+         call (`.map(|x| f(x))`) and consume the chain where it starts, or make the function it calls a --root of \
+         its own",
         named.join(", ")
     ))
 }

@@ -42,8 +42,8 @@ const SPAWN_NAMES: &[&str] = &[
 ];
 
 /// Methods that start a rayon parallel iterator: the closures given to its adaptors run on the pool's threads, one
-/// call per item, which adoption does not cover (a part per item would cost more than the item). They are noted so
-/// the plan can say that those calls are not recorded, never silently.
+/// call per item. A chain consumed where it starts is adopted ([`parallel_chain`]); the others are noted so the
+/// plan can say that their calls are not recorded, never silently.
 const PARALLEL_ITERATOR_NAMES: &[&str] = &[
     "par_iter",
     "par_iter_mut",
@@ -65,9 +65,159 @@ const PARALLEL_ITERATOR_NAMES: &[&str] = &[
     "par_sort_unstable_by_key",
 ];
 
-/// Whether a spawn draft is the start of a rayon parallel iterator (see [`PARALLEL_ITERATOR_NAMES`]).
+/// Methods of a parallel iterator (and of its parallel slices) that start one and consume it in the same call: a
+/// chain may end there.
+const SELF_CONSUMING: &[&str] = &["par_sort_by", "par_sort_by_key", "par_sort_unstable_by", "par_sort_unstable_by_key"];
+
+/// Methods that consume a rayon parallel iterator (`ParallelIterator`, `IndexedParallelIterator`): the chain's
+/// closures have all run when the call returns, so a context made before the chain can be dropped after it.
+const PARALLEL_CONSUMERS: &[&str] = &[
+    "for_each",
+    "for_each_with",
+    "for_each_init",
+    "try_for_each",
+    "try_for_each_with",
+    "try_for_each_init",
+    "count",
+    "reduce",
+    "reduce_with",
+    "try_reduce",
+    "try_reduce_with",
+    "sum",
+    "product",
+    "min",
+    "min_by",
+    "min_by_key",
+    "max",
+    "max_by",
+    "max_by_key",
+    "find_any",
+    "find_first",
+    "find_last",
+    "find_map_any",
+    "find_map_first",
+    "find_map_last",
+    "any",
+    "all",
+    "collect",
+    "collect_into_vec",
+    "collect_vec_list",
+    "unzip",
+    "unzip_into_vecs",
+    "partition",
+    "partition_map",
+    "position_any",
+    "position_first",
+    "position_last",
+    "cmp",
+    "partial_cmp",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+];
+
+/// Whether a spawn draft is the start of a rayon parallel iterator that is not adopted (see
+/// [`PARALLEL_ITERATOR_NAMES`]), or an adopted chain given a closure by name (whose calls are not recorded).
 pub fn is_parallel_iterator(draft: &SpawnDraft) -> bool {
-    matches!(&draft.callee, SpawnCallee::Method(name) if PARALLEL_ITERATOR_NAMES.contains(&name.as_str()))
+    match &draft.callee {
+        SpawnCallee::Method(name) => PARALLEL_ITERATOR_NAMES.contains(&name.as_str()),
+        SpawnCallee::ParallelChain { by_name, .. } => *by_name > 0,
+        SpawnCallee::Path(_) => false,
+    }
+}
+
+/// A closure written in a parallel iterator's chain: its range, where its body starts, and whether it declares its
+/// return type (its body is then a block, wrapped inside its braces).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParallelItem {
+    pub open: usize,
+    pub close: usize,
+    pub body: usize,
+    pub typed: bool,
+}
+
+/// A rayon parallel iterator's chain that ends in a consumer (`v.par_iter().map(|x| ..).sum()`), found from the
+/// consuming call: the chain's range, the closures written in it, the closures passed by name (not adopted) and the
+/// byte offsets of the calls that start a parallel iterator in it (the plan warns about the others). None when the
+/// call consumes no chain that starts a parallel iterator, or when the chain goes through another consumer first
+/// (that one is its own chain). Names are all syn gives: a receiver that is no rayon iterator gets the same
+/// wrapping, which keeps compiling and behaving the same (the closures run as they are).
+pub(super) fn parallel_chain(call: &ExprMethodCall, base: usize) -> Option<(SpawnDraft, Vec<usize>)> {
+    let name = call.method.to_string();
+    if !PARALLEL_CONSUMERS.contains(&name.as_str()) && !SELF_CONSUMING.contains(&name.as_str()) {
+        return None;
+    }
+    let mut items = Vec::new();
+    let mut by_name = 0;
+    let mut starts = Vec::new();
+    let mut at = call;
+    loop {
+        collect_args(at, base, &mut items, &mut by_name, &mut starts);
+        if PARALLEL_ITERATOR_NAMES.contains(&at.method.to_string().as_str()) {
+            starts.push(base + at.method.span().byte_range().start);
+            break;
+        }
+        match strip_parens(&at.receiver) {
+            Expr::MethodCall(next) if !PARALLEL_CONSUMERS.contains(&next.method.to_string().as_str()) => at = next,
+            _ => return None,
+        }
+    }
+    let range = Spanned::span(call).byte_range();
+    let callee = SpawnCallee::ParallelChain { start: base + range.start, end: base + range.end, items, by_name };
+    Some((SpawnDraft { callee, args: Vec::new() }, starts))
+}
+
+fn strip_parens(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Paren(p) => strip_parens(&p.expr),
+        other => other,
+    }
+}
+
+/// The closures of one call of a chain; an argument that is itself a chain starting a parallel iterator (`zip(b
+/// .par_iter().map(..))`) runs in the same parallel call: its closures too.
+fn collect_args(
+    call: &ExprMethodCall,
+    base: usize,
+    items: &mut Vec<ParallelItem>,
+    by_name: &mut usize,
+    starts: &mut Vec<usize>,
+) {
+    for arg in &call.args {
+        match strip_parens(arg) {
+            Expr::Closure(c) if c.asyncness.is_none() => {
+                let range = Spanned::span(c).byte_range();
+                let body = base + Spanned::span(&*c.body).byte_range().start;
+                let typed = !matches!(c.output, syn::ReturnType::Default);
+                items.push(ParallelItem { open: base + range.start, close: base + range.end, body, typed });
+            }
+            Expr::Closure(_) | Expr::Path(_) => *by_name += 1,
+            Expr::MethodCall(inner) => {
+                let mut inner_items = Vec::new();
+                let mut inner_by_name = 0;
+                let mut inner_starts = Vec::new();
+                let mut at = inner;
+                loop {
+                    collect_args(at, base, &mut inner_items, &mut inner_by_name, &mut inner_starts);
+                    if PARALLEL_ITERATOR_NAMES.contains(&at.method.to_string().as_str()) {
+                        inner_starts.push(base + at.method.span().byte_range().start);
+                        items.extend(inner_items);
+                        *by_name += inner_by_name;
+                        starts.extend(inner_starts);
+                        break;
+                    }
+                    match strip_parens(&at.receiver) {
+                        Expr::MethodCall(next) => at = next,
+                        _ => break,
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Free functions that run their arguments elsewhere, by full path, with what each argument is.
@@ -106,6 +256,13 @@ pub enum ArgShape {
 pub enum SpawnCallee {
     Path(PathRef),
     Method(String),
+    /// A parallel iterator's chain consumed in one expression ([`parallel_chain`]), over bytes `start..end`.
+    ParallelChain {
+        start: usize,
+        end: usize,
+        items: Vec<ParallelItem>,
+        by_name: usize,
+    },
 }
 
 /// A call that may spawn: what it calls and each argument's byte range (in the file as on disk) and form.
@@ -186,6 +343,17 @@ pub fn wraps(index: &Index, f: FnId) -> Vec<SpawnWrap> {
             },
             // Nothing to wrap: the plan notes them (`parallel_iterator_warning`).
             SpawnCallee::Method(_) if is_parallel_iterator(draft) => continue,
+            SpawnCallee::ParallelChain { start, end, items, .. } => {
+                if items.is_empty() || start >= end {
+                    continue;
+                }
+                out.push(SpawnWrap { open: *start, close: *end, wrap: Wrap::ParallelChain });
+                for item in items.iter().filter(|item| item.open < item.body && item.body < item.close) {
+                    let wrap = Wrap::ParallelItem { body: item.body, typed: item.typed };
+                    out.push(SpawnWrap { open: item.open, close: item.close, wrap });
+                }
+                continue;
+            }
             SpawnCallee::Method(name) => method_adopters(name, &draft.args),
         };
         for ((open, close, shape, called), adopter) in draft.args.iter().zip(adopters) {
@@ -311,6 +479,30 @@ mod tests {
         assert_eq!(method_adopters("join", &shapes(closure(0))), [None]);
         assert_eq!(method_adopters("spawn_blocking", &shapes(ArgShape::Call)), [None]);
         assert_eq!(method_adopters("install", &shapes(closure(0))), [Some(Adopter::Closure)]);
+    }
+
+    #[test]
+    fn parallel_chains_are_found_from_the_call_that_consumes_them() {
+        let chain = |code: &str| match syn::parse_str::<Expr>(code).unwrap() {
+            Expr::MethodCall(m) => parallel_chain(&m, 0),
+            _ => None,
+        };
+        let code = "v.par_iter().zip(w.par_iter().map(|x| f(x))).filter(|p| g(p)).map(h).sum::<u64>()";
+        let (draft, starts) = chain(code).unwrap();
+        let SpawnCallee::ParallelChain { start, end, items, by_name } = draft.callee else { panic!("{draft:?}") };
+        assert_eq!((start, end, by_name, starts.len()), (0, code.len(), 1, 2));
+        let texts: Vec<&str> = items.iter().map(|item| &code[item.open..item.close]).collect();
+        assert_eq!(texts, ["|p| g(p)", "|x| f(x)"]);
+        assert!(items.iter().all(|item| !item.typed && code[item.body..].starts_with(['f', 'g'])));
+        let typed = "v.into_par_iter().map(|x| -> u64 { f(x) }).reduce(|| 0, |a, b| a + b)";
+        let (draft, _) = chain(typed).unwrap();
+        let SpawnCallee::ParallelChain { items, .. } = draft.callee else { panic!("{draft:?}") };
+        assert_eq!(items.iter().map(|item| item.typed).collect::<Vec<_>>(), [false, false, true]);
+        assert!(chain("v.par_sort_by(|a, b| a.cmp(b))").is_some(), "a sort consumes its own iterator");
+        // Not consumed where it starts (returned, stored), no parallel iterator, or consumed by an earlier call.
+        assert!(chain("v.par_iter().map(|x| f(x))").is_none());
+        assert!(chain("v.iter().map(|x| f(x)).sum::<u64>()").is_none());
+        assert!(chain("v.par_iter().map(|x| f(x)).collect::<Vec<_>>().iter().max()").is_none());
     }
 
     #[test]

@@ -76,6 +76,11 @@ pub struct AggregatePath {
     pub max_ns: u64,
     /// `(bucket, calls)` of the non-empty histogram buckets, in bucket order (see [`bucket_low`]).
     pub histogram: Vec<(u32, u64)>,
+    /// Self time: per call, its time less the union of its children's intervals (spawned work included), summed
+    /// over the run (the `gs` line before the path's `g` line); None from a runtime that did not write it, whose
+    /// self time is the total less the children's summed totals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_ns: Option<u64>,
     pub children: Vec<AggregatePath>,
 }
 
@@ -121,6 +126,10 @@ impl AggregatePath {
         self.calls += other.calls;
         self.timed += other.timed;
         self.total_ns = self.total_ns.saturating_add(other.total_ns);
+        self.self_ns = match (self.self_ns, other.self_ns) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            _ => None,
+        };
         if other.timed > 0 {
             self.min_ns = if timed_before == 0 { other.min_ns } else { self.min_ns.min(other.min_ns) };
             self.max_ns = self.max_ns.max(other.max_ns);
@@ -181,7 +190,7 @@ mod tests {
             (Some(&(lo, _)), Some(&(hi, _))) => (bucket_low(lo), bucket_low(hi + 1) - 1),
             _ => (0, 0),
         };
-        AggregatePath { func, calls, timed, total_ns: 0, min_ns, max_ns, histogram, children }
+        AggregatePath { func, calls, timed, total_ns: 0, min_ns, max_ns, histogram, self_ns: None, children }
     }
 
     #[test]

@@ -300,7 +300,9 @@ mod tests {
     fn aggregate_records_read_back_and_write_back() {
         let head = "calltime-trace 3\nprocess 1 0 /app\nplan p \nsettings sample=1\n";
         let first = "aggregate 500 1 1 0 0 0\ng 0 0 1 1 900 900 900 93:1\n";
-        let last = "aggregate 900 3 3 2 7 1\ng 0 0 3 3 3000 900 1200 93:2 95:1\ng 1 4 5 2 400 100 300 55:1 61:1\n\
+        // The root's `gs` line: self time by the union of its children's intervals, not 3000 - 400.
+        let last =
+            "aggregate 900 3 3 2 7 1\ngs 2800\ng 0 0 3 3 3000 900 1200 93:2 95:1\ng 1 4 5 2 400 100 300 55:1 61:1\n\
                     g 0 9 1 0 70 0 0\ngr 6 40\n";
         let text = format!("{head}{first}{last}stats 3 3 0 0 0 0 0 0 1\n");
         let trace = parse(&text).unwrap();
@@ -311,6 +313,7 @@ mod tests {
         let root = &aggregate.roots[0];
         assert_eq!((root.calls, root.histogram.clone()), (3, vec![(93, 2), (95, 1)]));
         assert_eq!((root.children[0].func, root.children[0].timed), (4, 2));
+        assert_eq!((root.self_ns, root.children[0].self_ns, aggregate.roots[1].self_ns), (Some(2800), None, None));
         assert_eq!(aggregate.retired, [crate::trace::RetiredCalls::counted(6, 40)]);
         assert_eq!(TraceBuilder::write(&trace), format!("{head}{last}stats 3 3 0 0 0 0 0 0 1\n"));
         // A record cut off by a crash leaves the previous one.

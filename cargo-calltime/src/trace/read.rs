@@ -96,6 +96,8 @@ struct OpenAggregate {
     aggregate: RunAggregate,
     count: u64,
     paths: Vec<(u32, AggregatePath)>,
+    /// The self time a `gs` line gave the next path.
+    next_self: Option<u64>,
 }
 
 struct Reader {
@@ -180,12 +182,19 @@ impl Reader {
             "end" => self.end(records::read_end(rest)?),
             "aggregate" => {
                 let (aggregate, count) = records::read_aggregate(rest)?;
-                self.aggregate = Some(OpenAggregate { aggregate, count, paths: Vec::new() });
+                self.aggregate = Some(OpenAggregate { aggregate, count, paths: Vec::new(), next_self: None });
                 self.aggregate_path(None)
             }
+            "gs" => {
+                let self_ns = records::read_aggregate_self(rest)?;
+                let Some(open) = self.aggregate.as_mut() else { bail!("a `gs` line outside any aggregate record") };
+                open.next_self = Some(self_ns);
+                Ok(())
+            }
             "g" => {
-                let path = records::read_aggregate_path(rest)?;
-                self.aggregate_path(Some(path))
+                let (depth, mut path) = records::read_aggregate_path(rest)?;
+                path.self_ns = self.aggregate.as_mut().and_then(|open| open.next_self.take());
+                self.aggregate_path(Some((depth, path)))
             }
             "gr" => {
                 let retired = records::read_aggregate_retired(rest)?;

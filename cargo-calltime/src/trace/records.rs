@@ -509,8 +509,15 @@ pub(super) fn read_aggregate_path(rest: &str) -> Result<(u32, AggregatePath)> {
         }
         histogram.push((bucket, count));
     }
-    let path = AggregatePath { func, calls, timed, total_ns, min_ns, max_ns, histogram, children: Vec::new() };
+    let path =
+        AggregatePath { func, calls, timed, total_ns, min_ns, max_ns, histogram, self_ns: None, children: Vec::new() };
     Ok((depth, path))
+}
+
+/// `gs <self_ns>`: the self time of the path whose `g` line follows (docs/trace-format.md).
+pub(super) fn read_aggregate_self(rest: &str) -> Result<u64> {
+    let mut f = Fields::new(rest, 1);
+    f.num()
 }
 
 /// `gr <index> <calls>`: calls of a retired function after it retired, over the whole run (after the `g` lines).
@@ -523,6 +530,9 @@ pub(super) fn write_aggregate_retired(out: &mut String, r: &RetiredCalls) {
 }
 
 pub(super) fn write_aggregate_path(out: &mut String, depth: u32, p: &AggregatePath) {
+    if let Some(self_ns) = p.self_ns {
+        let _ = writeln!(out, "gs {self_ns}");
+    }
     let _ = write!(out, "g {depth} {} {} {} {} {} {}", p.func, p.calls, p.timed, p.total_ns, p.min_ns, p.max_ns);
     for (bucket, count) in &p.histogram {
         let _ = write!(out, " {bucket}:{count}");

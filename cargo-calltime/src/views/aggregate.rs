@@ -392,8 +392,10 @@ fn merged_path(path: &AggregatePath, invocations: u64, lane: Option<ThreadRef>) 
         let lane = kind.map(|kind| ThreadRef { kind, id: 0, name: String::new() });
         merged.children.extend(children.iter().map(|call| merged_path(call, invocations, lane.clone())));
     }
+    // The runtime's self time counts overlapping children once, as the trees do; without it (an older runtime),
+    // the total less the children's summed totals.
     let children_ns: u64 = merged.children.iter().map(|c| c.total_ns).sum();
-    merged.self_ns = merged.total_ns.saturating_sub(children_ns);
+    merged.self_ns = path.self_ns.unwrap_or_else(|| merged.total_ns.saturating_sub(children_ns)).min(merged.total_ns);
     merged
 }
 

@@ -42,7 +42,7 @@ fn pool(n: u64) -> u64 {
         });
         c = step(3);
     });
-    a + b + c + tally(4)
+    a + b + c + tally(4) + named(2)
 }
 
 /// Root: a request handler that spawns two tasks and blocking work and waits for them; the second request also
@@ -81,9 +81,18 @@ fn work(n: u64) -> u64 {
     step(n) + step(n * 2)
 }
 
-/// A parallel iterator: its closures' calls run on the pool's threads, one per item, and are not recorded (the
-/// plan says so).
+/// Parallel iterators: the closures written in a chain run on the pool's threads, one call per item; their calls
+/// hang under `tally`, one part per worker and chain.
 fn tally(n: u64) -> u64 {
+    use rayon::prelude::*;
+    let squares: u64 = (0..n).into_par_iter().map(|i| step(i)).sum();
+    let kept = [1u64, 2, 3].par_iter().filter(|&&i| step(i) > 0).count() as u64;
+    let longest = vec![5u64, 6].into_par_iter().map(|i| -> u64 { step(i) }).reduce(|| 0, |a, b| a.max(b));
+    squares + kept + longest
+}
+
+/// A closure passed by name to a parallel iterator: its calls are not recorded (the plan says so).
+fn named(n: u64) -> u64 {
     use rayon::prelude::*;
     (0..n).into_par_iter().map(step).sum()
 }
