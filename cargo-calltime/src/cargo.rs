@@ -487,6 +487,12 @@ fn record_runtime_dependency(args: &[std::ffi::OsString], rlib: &Path) -> Result
         .with_context(|| format!("cannot write {}", dep_info.display()))
 }
 
+/// Whether the build uses the dev profile (or `test`, which inherits it): the one cargo compiles unoptimised unless
+/// the user set an `opt-level`, and the one the runtime's dev variant serves.
+pub fn is_dev_profile(build: &BuildOptions) -> bool {
+    profile_dir(build) == "debug"
+}
+
 /// The profile directory cargo builds into (`debug`, `release`, or a custom profile's name).
 fn profile_dir(build: &BuildOptions) -> &str {
     match build.profile.as_deref() {

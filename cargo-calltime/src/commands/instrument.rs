@@ -66,7 +66,8 @@ pub fn analyse_and_build(
     std::fs::create_dir_all(&plans).with_context(|| format!("cannot create {}", plans.display()))?;
     let table_path = plans.join(format!("{id}.functions.json"));
     plan.function_table(&id).save(&table_path)?;
-    let info = PlanInfo { id, table: table_path.display().to_string(), functions };
+    let dev_profile = cargo::is_dev_profile(&opts.build);
+    let info = PlanInfo { id, table: table_path.display().to_string(), functions, dev_profile };
 
     // Two runs at once on one workspace would write the same copy: the second waits for the first's build.
     let _lock = match CopyLock::try_acquire(&calltime_dir)? {
