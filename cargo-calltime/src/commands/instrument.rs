@@ -38,6 +38,8 @@ pub fn analyse_and_build(
     target_args: &TargetArgs,
     plan_args: &PlanArgs,
 ) -> Result<Built> {
+    // Asked now, answered while the workspace is read and analysed.
+    let rustc_version = cargo::RustcVersion::start();
     let mut plan_options = options::plan_options(plan_args)?;
     let opts = BuildPlan {
         cargo: options::cargo_options(global, cargo_args),
@@ -87,7 +89,7 @@ pub fn analyse_and_build(
     let prebuilt = home
         .as_deref()
         .filter(|_| !ws_has_runtime_package(&ws))
-        .and_then(|home| cargo::prebuilt_runtime(home, &ws.root, &opts.build));
+        .and_then(|home| cargo::prebuilt_runtime(home, &ws.root, &opts.build, rustc_version));
     let runtime = match prebuilt {
         Some(_) => {
             if opts.build.echo {
