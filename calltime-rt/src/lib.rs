@@ -176,8 +176,10 @@ pub mod __private {
         crate::probe::run(index, body)
     }
 
-    /// Probe of a root sync function: starts an invocation when none is in progress on this thread.
-    #[inline(always)]
+    /// Probe of a root sync function: starts an invocation when none is in progress on this thread. Out of line in
+    /// the dev profile's runtime, as [`enter`] is.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
         crate::probe::enter_root(index, plan)
     }
