@@ -145,52 +145,7 @@ impl<F: Future> Future for Instrumented<F> {
         let this = unsafe { self.get_unchecked_mut() };
         // SAFETY: as above: `fut` is never moved while `this` is pinned.
         let fut = unsafe { Pin::new_unchecked(&mut *this.fut) };
-        let mut first = false;
-        if let TaskState::Unpolled = this.state {
-            this.state = begin_task_node(this.index, this.plan);
-            first = true;
-        }
-        let mut path_call = None;
-        let (rec, slot, pushed, restore) = match &this.state {
-            TaskState::Unpolled | TaskState::Inert | TaskState::Done => return fut.poll(cx),
-            TaskState::Skipped => (ptr::null_mut(), NO_SLOT, false, Some(set_current(SKIP))),
-            TaskState::NestedPath { invocation, path, start, key } => {
-                let cur = current();
-                // SAFETY: a real CURRENT is live for the duration of this poll.
-                if cur as usize > SKIP as usize && unsafe { (*cur).invocation() } == *invocation {
-                    path_call = Some((*path, *start));
-                    // SAFETY: as above.
-                    let key = if first { Some(*key) } else { unsafe { (*cur).push_path_frame(*path) } };
-                    match key {
-                        Some(key) => (cur, key, true, None),
-                        None => (cur, NO_SLOT, false, None),
-                    }
-                } else {
-                    (ptr::null_mut(), NO_SLOT, false, None)
-                }
-            }
-            TaskState::Root(owned) => {
-                let rec = owned.ptr();
-                let prev = set_current(rec);
-                // SAFETY: our own recorder; between polls its stack is empty.
-                let pushed = first || unsafe { (*rec).push_frame(0) };
-                (rec, 0, pushed, Some(prev))
-            }
-            TaskState::Nested { invocation, slot } => {
-                let cur = current();
-                // SAFETY: a real CURRENT is live for the duration of this poll.
-                if cur as usize > SKIP as usize && unsafe { (*cur).invocation() } == *invocation {
-                    // SAFETY: as above.
-                    let pushed = first || unsafe { (*cur).push_frame(*slot) };
-                    (cur, *slot, pushed, None)
-                } else {
-                    // Polled outside the invocation it started in: record nothing more.
-                    (ptr::null_mut(), NO_SLOT, false, None)
-                }
-            }
-        };
-        let mut scope =
-            PollScope { state: &mut this.state, rec, slot, pushed, restore, path_call, returned: false, ready: false };
+        let Some(mut scope) = enter_poll(&mut this.state, this.index, this.plan) else { return fut.poll(cx) };
         let out = fut.poll(cx);
         scope.returned = true;
         scope.ready = out.is_ready();
@@ -199,58 +154,139 @@ impl<F: Future> Future for Instrumented<F> {
     }
 }
 
+/// The frame one poll enters, `None` when the poll records nothing. Not generic, so the code shared by every
+/// async function is compiled once; out of line in the dev profile's runtime, where inlined it would be rustc's
+/// work again in every `Instrumented<F>` of an unoptimised build.
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn enter_poll<'a>(state: &'a mut TaskState, index: u32, plan: Option<&'static PlanInfo>) -> Option<PollScope<'a>> {
+    let mut first = false;
+    if let TaskState::Unpolled = state {
+        *state = begin_task_node(index, plan);
+        first = true;
+    }
+    let mut path_call = None;
+    let (rec, slot, pushed, restore) = match &*state {
+        TaskState::Unpolled | TaskState::Inert | TaskState::Done => return None,
+        TaskState::Skipped => (ptr::null_mut(), NO_SLOT, false, Some(set_current(SKIP))),
+        TaskState::NestedPath { invocation, path, start, key } => {
+            let cur = current();
+            // SAFETY: a real CURRENT is live for the duration of this poll.
+            if cur as usize > SKIP as usize && unsafe { (*cur).invocation() } == *invocation {
+                path_call = Some((*path, *start));
+                // SAFETY: as above.
+                let key = if first { Some(*key) } else { unsafe { (*cur).push_path_frame(*path) } };
+                match key {
+                    Some(key) => (cur, key, true, None),
+                    None => (cur, NO_SLOT, false, None),
+                }
+            } else {
+                (ptr::null_mut(), NO_SLOT, false, None)
+            }
+        }
+        TaskState::Root(owned) => {
+            let rec = owned.ptr();
+            let prev = set_current(rec);
+            // SAFETY: our own recorder; between polls its stack is empty.
+            let pushed = first || unsafe { (*rec).push_frame(0) };
+            (rec, 0, pushed, Some(prev))
+        }
+        TaskState::Nested { invocation, slot } => {
+            let cur = current();
+            // SAFETY: a real CURRENT is live for the duration of this poll.
+            if cur as usize > SKIP as usize && unsafe { (*cur).invocation() } == *invocation {
+                // SAFETY: as above.
+                let pushed = first || unsafe { (*cur).push_frame(*slot) };
+                (cur, *slot, pushed, None)
+            } else {
+                // Polled outside the invocation it started in: record nothing more.
+                (ptr::null_mut(), NO_SLOT, false, None)
+            }
+        }
+    };
+    Some(PollScope { state, rec, slot, pushed, restore, path_call, returned: false, ready: false })
+}
+
 impl<F> Drop for Instrumented<F> {
     fn drop(&mut self) {
-        /// Restores `CURRENT` even if the inner future's destructor panics.
-        struct Restore(Option<*mut Recorder>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                if let Some(prev) = self.0 {
-                    set_current(prev);
-                }
+        let cancel = begin_cancel(mem::replace(&mut self.state, TaskState::Done));
+        // SAFETY: dropped in place exactly once; never used again.
+        unsafe { ManuallyDrop::drop(&mut self.fut) };
+        finish_cancel(cancel);
+    }
+}
+
+/// Restores `CURRENT` even if the inner future's destructor panics.
+struct Restore(*mut Recorder);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        set_current(self.0);
+    }
+}
+
+/// What a dropped `Instrumented` does around dropping its inner future (cancelled, or done).
+enum Cancel {
+    Nothing,
+    /// Descendants close their nodes in the root's context while the inner future is dropped. `restore` comes
+    /// first: fields drop in order, and an unwinding inner drop must restore `CURRENT` before the recorder goes.
+    Root {
+        restore: Restore,
+        owned: OwnedRecorder,
+    },
+    Nested {
+        invocation: u64,
+        slot: u32,
+    },
+    NestedPath {
+        invocation: u64,
+        path: u32,
+        start: u64,
+    },
+    Skipped(#[allow(dead_code)] Restore),
+}
+
+/// Before the inner future is dropped (not generic, and out of line in the dev profile's runtime: see
+/// [`enter_poll`]).
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn begin_cancel(state: TaskState) -> Cancel {
+    match state {
+        TaskState::Root(owned) => Cancel::Root { restore: Restore(set_current(owned.ptr())), owned },
+        TaskState::Nested { invocation, slot } => Cancel::Nested { invocation, slot },
+        TaskState::NestedPath { invocation, path, start, .. } => Cancel::NestedPath { invocation, path, start },
+        TaskState::Skipped => Cancel::Skipped(Restore(set_current(SKIP))),
+        TaskState::Unpolled | TaskState::Inert | TaskState::Done => Cancel::Nothing,
+    }
+}
+
+/// After the inner future is dropped: closes the cancelled node.
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn finish_cancel(cancel: Cancel) {
+    match cancel {
+        Cancel::Root { restore, owned } => {
+            // SAFETY: our own recorder, live until `owned` is dropped or sent.
+            unsafe { (*owned.ptr()).close(0, now(), FLAG_CANCELLED) };
+            drop(restore);
+            finish_task(owned);
+        }
+        Cancel::Nested { invocation, slot } => {
+            let cur = current();
+            // SAFETY: a real CURRENT is live on this thread.
+            if cur as usize > SKIP as usize && unsafe { (*cur).invocation() } == invocation {
+                // SAFETY: as above.
+                unsafe { (*cur).close(slot, now(), FLAG_CANCELLED) };
             }
         }
-        match mem::replace(&mut self.state, TaskState::Done) {
-            TaskState::Root(owned) => {
-                // Cancelled: descendants close their nodes in our context while the inner future is dropped.
-                let rec = owned.ptr();
-                let restore = Restore(Some(set_current(rec)));
-                // SAFETY: dropped in place exactly once; never used again.
-                unsafe { ManuallyDrop::drop(&mut self.fut) };
-                // SAFETY: our own recorder, live until `owned` is dropped or sent.
-                unsafe { (*rec).close(0, now(), FLAG_CANCELLED) };
-                drop(restore);
-                finish_task(owned);
-            }
-            TaskState::Nested { invocation, slot } => {
-                // SAFETY: dropped in place exactly once; never used again.
-                unsafe { ManuallyDrop::drop(&mut self.fut) };
-                let cur = current();
-                // SAFETY: a real CURRENT is live on this thread.
-                if cur as usize > SKIP as usize && unsafe { (*cur).invocation() } == invocation {
-                    // SAFETY: as above.
-                    unsafe { (*cur).close(slot, now(), FLAG_CANCELLED) };
-                }
-            }
-            TaskState::NestedPath { invocation, path, start, .. } => {
-                // SAFETY: dropped in place exactly once; never used again.
-                unsafe { ManuallyDrop::drop(&mut self.fut) };
-                let cur = current();
-                // SAFETY: a real CURRENT is live on this thread.
-                if cur as usize > SKIP as usize && unsafe { (*cur).invocation() } == invocation {
-                    // SAFETY: as above.
-                    unsafe { (*cur).close_path(path, start, now(), FLAG_CANCELLED) };
-                }
-            }
-            TaskState::Skipped => {
-                let _restore = Restore(Some(set_current(SKIP)));
-                // SAFETY: dropped in place exactly once; never used again.
-                unsafe { ManuallyDrop::drop(&mut self.fut) };
-            }
-            TaskState::Unpolled | TaskState::Inert | TaskState::Done => {
-                // SAFETY: dropped in place exactly once; never used again.
-                unsafe { ManuallyDrop::drop(&mut self.fut) };
+        Cancel::NestedPath { invocation, path, start } => {
+            let cur = current();
+            // SAFETY: a real CURRENT is live on this thread.
+            if cur as usize > SKIP as usize && unsafe { (*cur).invocation() } == invocation {
+                // SAFETY: as above.
+                unsafe { (*cur).close_path(path, start, now(), FLAG_CANCELLED) };
             }
         }
+        Cancel::Skipped(_) | Cancel::Nothing => {}
     }
 }

@@ -160,8 +160,11 @@ pub mod __private {
         pub functions: u32,
     }
 
-    /// Probe of a non-root sync function; the guard records the exit when dropped.
-    #[inline(always)]
+    /// Probe of a non-root sync function; the guard records the exit when dropped. Out of line in the dev
+    /// profile's runtime: inlined, its body is rustc's work again in every probed function of an unoptimised
+    /// build, where no call is cheap anyway.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn enter(index: u32) -> Guard {
         crate::probe::enter(index)
     }
@@ -173,8 +176,10 @@ pub mod __private {
         crate::probe::run(index, body)
     }
 
-    /// Probe of a root sync function: starts an invocation when none is in progress on this thread.
-    #[inline(always)]
+    /// Probe of a root sync function: starts an invocation when none is in progress on this thread. Out of line in
+    /// the dev profile's runtime, as [`enter`] is.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
         crate::probe::enter_root(index, plan)
     }

@@ -165,8 +165,9 @@ pub(crate) unsafe fn record_enter(rec: *mut Recorder, index: u32) -> Guard {
 impl Drop for Guard {
     /// Small enough to be inlined into every probed function: one test of the pointer (null for an inert guard,
     /// which the optimizer often sees from `enter`); the rest, the end of a skipped invocation included, is one
-    /// direct call.
-    #[inline(always)]
+    /// direct call. Out of line in the dev profile's runtime, as `__private::enter` is.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn drop(&mut self) {
         let rec = self.rec;
         if !rec.is_null() {

@@ -487,6 +487,12 @@ fn record_runtime_dependency(args: &[std::ffi::OsString], rlib: &Path) -> Result
         .with_context(|| format!("cannot write {}", dep_info.display()))
 }
 
+/// Whether the build uses the dev profile (or `test`, which inherits it): the one cargo compiles unoptimised unless
+/// the user set an `opt-level`, and the one the runtime's dev variant serves.
+pub fn is_dev_profile(build: &BuildOptions) -> bool {
+    profile_dir(build) == "debug"
+}
+
 /// The profile directory cargo builds into (`debug`, `release`, or a custom profile's name).
 fn profile_dir(build: &BuildOptions) -> &str {
     match build.profile.as_deref() {
@@ -583,7 +589,12 @@ const PREBUILT_SWITCH_VAR: &str = "CALLTIME_PREBUILT_RUNTIME";
 /// host target (no `CARGO_BUILD_TARGET`), with no `-Z` rustflags (nightly flags that must match across crates), the
 /// wrapper that passes it ours alone, a dev/test or release/bench profile, and no `[profile.*.package.calltime-rt]`
 /// of the user's. A build that still fails on it is retried with the runtime compiled ([`failed_on_prebuilt_runtime`]).
-pub fn prebuilt_runtime(home: &Path, ws_root: &Path, build: &BuildOptions) -> Option<PathBuf> {
+pub fn prebuilt_runtime(
+    home: &Path,
+    ws_root: &Path,
+    build: &BuildOptions,
+    rustc_version: RustcVersion,
+) -> Option<PathBuf> {
     use crate::runtime_sources::{PREBUILT_RUNTIMES, PREBUILT_RUSTC};
     let profile = match profile_dir(build) {
         "debug" => "dev",
@@ -606,7 +617,7 @@ pub fn prebuilt_runtime(home: &Path, ws_root: &Path, build: &BuildOptions) -> Op
     } else if !PREBUILT_RUNTIMES.iter().any(|(name, _)| *name == profile) {
         Some("the tool was built without prebuilt runtimes".to_owned())
     } else {
-        match user_rustc_version() {
+        match rustc_version.wait() {
             Some(version) if version == PREBUILT_RUSTC => None,
             Some(version) => Some(format!(
                 "the workspace's rustc is not the one that built the tool ({} against {})",
@@ -629,6 +640,21 @@ pub fn prebuilt_runtime(home: &Path, ws_root: &Path, build: &BuildOptions) -> Op
             tracing::info!("compiling the runtime: cannot write {}: {e:#}", rlib.display());
             None
         }
+    }
+}
+
+/// `rustc -vV` of the rustc the copy's build will use, run in the background from the start of a build (it is a
+/// process or two, rustup's proxy and rustc, that the analysis need not wait for).
+pub struct RustcVersion(std::thread::JoinHandle<Option<String>>);
+
+impl RustcVersion {
+    pub fn start() -> RustcVersion {
+        RustcVersion(std::thread::spawn(user_rustc_version))
+    }
+
+    /// Its output; `None` when it failed.
+    fn wait(self) -> Option<String> {
+        self.0.join().ok().flatten()
     }
 }
 

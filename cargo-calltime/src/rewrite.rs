@@ -15,6 +15,10 @@ pub struct PlanInfo {
     /// Absolute path of the function table JSON.
     pub table: String,
     pub functions: u32,
+    /// The copy is built in the dev profile: sync bodies keep the guard form instead of `run(index, move || ..)`,
+    /// whose closure, `run::<R, F>` and `run_probed::<R, F>` rustc would compile for every probed function of an
+    /// unoptimised build, where nothing inlines them (the form exists for inlining under optimisation).
+    pub dev_profile: bool,
 }
 
 /// One probe to insert: where, and whether it marks a root.
@@ -58,7 +62,7 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             } else {
                 format!("enter({index})")
             };
-            if site.body_in_closure && !probe.is_root {
+            if site.body_in_closure && !probe.is_root && !plan.dev_profile {
                 let run = format!("::calltime_rt::__private::run({index}, move || {{");
                 if counts_errs {
                     let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
@@ -375,7 +379,12 @@ mod tests {
     use crate::plan::{SpawnWrap, Wrap};
 
     fn plan() -> PlanInfo {
-        PlanInfo { id: "00000000deadbeef".into(), table: "/t/x \"q\".functions.json".into(), functions: 3 }
+        PlanInfo {
+            id: "00000000deadbeef".into(),
+            table: "/t/x \"q\".functions.json".into(),
+            functions: 3,
+            dev_profile: false,
+        }
     }
 
     fn site(kind: ProbeKind, index: u32, open: usize, close: usize, ret: Option<&str>) -> ProbeSite {
@@ -521,6 +530,16 @@ mod tests {
             format!(
                 "fn f(b: u8) -> Result<u8, E> {{::calltime_rt::__private::run(4, move || {{{counting_open}\n    \
                  Ok(b){counting_close}}})\n}}\n"
+            )
+        );
+        // In the dev profile the same bodies keep the guard form (the counting wrap stays).
+        let dev = PlanInfo { dev_profile: true, ..plan() };
+        let out = apply(src, &[Probe { site: &s, is_root: false }], &dev).unwrap();
+        assert_eq!(
+            out,
+            format!(
+                "fn f(b: u8) -> Result<u8, E> {{let __calltime_guard = ::calltime_rt::__private::enter(4);\
+                 {counting_open}\n    Ok(b){counting_close}\n}}\n"
             )
         );
     }

@@ -38,6 +38,8 @@ pub fn analyse_and_build(
     target_args: &TargetArgs,
     plan_args: &PlanArgs,
 ) -> Result<Built> {
+    // Asked now, answered while the workspace is read and analysed.
+    let rustc_version = cargo::RustcVersion::start();
     let mut plan_options = options::plan_options(plan_args)?;
     let opts = BuildPlan {
         cargo: options::cargo_options(global, cargo_args),
@@ -66,7 +68,8 @@ pub fn analyse_and_build(
     std::fs::create_dir_all(&plans).with_context(|| format!("cannot create {}", plans.display()))?;
     let table_path = plans.join(format!("{id}.functions.json"));
     plan.function_table(&id).save(&table_path)?;
-    let info = PlanInfo { id, table: table_path.display().to_string(), functions };
+    let dev_profile = cargo::is_dev_profile(&opts.build);
+    let info = PlanInfo { id, table: table_path.display().to_string(), functions, dev_profile };
 
     // Two runs at once on one workspace would write the same copy: the second waits for the first's build.
     let _lock = match CopyLock::try_acquire(&calltime_dir)? {
@@ -86,7 +89,7 @@ pub fn analyse_and_build(
     let prebuilt = home
         .as_deref()
         .filter(|_| !ws_has_runtime_package(&ws))
-        .and_then(|home| cargo::prebuilt_runtime(home, &ws.root, &opts.build));
+        .and_then(|home| cargo::prebuilt_runtime(home, &ws.root, &opts.build, rustc_version));
     let runtime = match prebuilt {
         Some(_) => {
             if opts.build.echo {
