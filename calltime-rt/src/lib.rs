@@ -146,6 +146,7 @@ pub mod __private {
     pub use crate::adopt::{adopt, adopt_future, ticket, Adopted, Ticket};
     pub use crate::alloc::CountingAlloc;
     pub use crate::outcome::{call_once, NotAResult, Outcome};
+    pub use crate::retire::States;
     pub use crate::{Guard, Instrumented};
     use std::future::Future;
 
@@ -171,6 +172,19 @@ pub mod __private {
     #[inline(always)]
     pub fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
         crate::probe::run(index, body)
+    }
+
+    /// `enter` with the function's state byte read from its crate's own table, which the shadow copy declares in
+    /// the crate root (`static __CALLTIME_STATE: States<N>`).
+    #[inline(always)]
+    pub fn enter_in<const N: usize>(states: &'static States<N>, index: u32) -> Guard {
+        crate::probe::enter_in(states, index)
+    }
+
+    /// `run` with the function's state byte read from its crate's own table (see [`enter_in`]).
+    #[inline(always)]
+    pub fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+        crate::probe::run_in(states, index, body)
     }
 
     /// Probe of a root sync function: starts an invocation when none is in progress on this thread.

@@ -7,7 +7,7 @@ use crate::__private::PlanInfo;
 use crate::clock::now;
 use crate::invocation::{complete_thread_invocation, current, end_skipped_invocation, start_thread_invocation, SKIP};
 use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, NO_SLOT};
-use crate::retire::{count_retired_call, retired_state};
+use crate::retire::{count_retired_call, retired_state, States};
 
 /// The guard returned by a sync function's probe: records the function's exit when dropped. Inert (and free to
 /// drop) outside any invocation. Not `Send`: it refers to the current thread's recording context.
@@ -80,6 +80,44 @@ pub(crate) fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
 #[inline(never)]
 fn count_retired_call_here(slot: u8) {
     count_retired_call(slot);
+}
+
+/// `enter` reading the state byte from the probed function's own crate table (`States`): a fixed address, one
+/// RIP-relative load, where `enter` loads the runtime array's address from the GOT first.
+#[inline(always)]
+pub(crate) fn enter_in<const N: usize>(states: &'static States<N>, index: u32) -> Guard {
+    let state = states.state(index);
+    if (state as i8) < 0 {
+        return Guard::INERT;
+    }
+    if state != 0 {
+        count_retired_call(state);
+        return Guard::INERT;
+    }
+    states.register_once();
+    enter_unretired(index)
+}
+
+/// `run` reading the state byte from the probed function's own crate table (see `enter_in`).
+#[inline(always)]
+pub(crate) fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+    let state = states.state(index);
+    if (state as i8) < 0 {
+        return body();
+    }
+    if state != 0 {
+        count_retired_call_here(state);
+        return body();
+    }
+    run_probed_in(states, index, body)
+}
+
+/// `run_in`'s probed case: registers the crate's table (once), then as `run_probed`.
+#[inline(never)]
+fn run_probed_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+    states.register_once();
+    let _guard = enter_unretired(index);
+    body()
 }
 
 /// `run`'s probed case: the entry probe, the body, the exit probe.

@@ -46,6 +46,20 @@ fn return_pin(return_type: Option<&str>) -> String {
     }
 }
 
+/// The crate table of state bytes the non-root sync probes read (`calltime_rt::__private::States`), declared in
+/// every crate root of an instrumented package (`states_declaration`).
+pub const STATES: &str = "__CALLTIME_STATE";
+
+/// The declaration of a crate's table of state bytes, one per function of the plan (indexed by the dense global
+/// index): appended after the crate root's last token, without a newline.
+pub fn states_declaration(plan: &PlanInfo) -> String {
+    format!(
+        " #[doc(hidden)] #[allow(dead_code)] pub(crate) static {STATES}: ::calltime_rt::__private::States<{}> = \
+         ::calltime_rt::__private::States::new();",
+        plan.functions
+    )
+}
+
 /// The text insertions `(offset, text)` for one probe, in no particular order.
 pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
     let site = probe.site;
@@ -56,10 +70,10 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             let call = if probe.is_root {
                 format!("enter_root({index}, {})", plan_info_expr(plan))
             } else {
-                format!("enter({index})")
+                format!("enter_in(&crate::{STATES}, {index})")
             };
             if site.body_in_closure && !probe.is_root {
-                let run = format!("::calltime_rt::__private::run({index}, move || {{");
+                let run = format!("::calltime_rt::__private::run_in(&crate::{STATES}, {index}, move || {{");
                 if counts_errs {
                     let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
                     return vec![(site.open, format!("{run}{open}")), (site.close, format!("{close}}})"))];
