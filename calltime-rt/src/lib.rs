@@ -187,6 +187,12 @@ pub mod __private {
         crate::probe::run_in(states, index, body)
     }
 
+    /// `run_in` for a big body: only a quiet call runs it in place, every other call is one out-of-line call.
+    #[inline(always)]
+    pub fn run_big_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+        crate::probe::run_big_in(states, index, body)
+    }
+
     /// Probe of a root sync function: starts an invocation when none is in progress on this thread.
     #[inline(always)]
     pub fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {

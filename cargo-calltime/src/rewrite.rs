@@ -50,6 +50,15 @@ fn return_pin(return_type: Option<&str>) -> String {
 /// every crate root of an instrumented package (`states_declaration`).
 pub const STATES: &str = "__CALLTIME_STATE";
 
+/// Bytes of source of a wrapped body probed with `run_big_in` (one copy of the body in place, for quiet calls)
+/// rather than `run_in` (two: quiet and counted calls). A tiny body (a getter, a `deref`) is inlined even twice, and
+/// is cheapest counted in place; a medium one copied twice is no longer inlined, so every quiet call would call its
+/// closure (about 10 instructions). A big one stays with `run_in`: its closure call is a small share of the body,
+/// and `run_big_in`'s wrapper, holding a copy of the body, is no longer inlined into its callers, which costs a
+/// recorded function's every call one call more (docs/truth-bench.md, "Sixth round": pulldown-cmark's
+/// `Parser::next`).
+pub const BIG_BODY: std::ops::Range<usize> = 200..1000;
+
 /// The declaration of a crate's table of state bytes, one per function of the plan (indexed by the dense global
 /// index): appended after the crate root's last token, without a newline.
 pub fn states_declaration(plan: &PlanInfo) -> String {
@@ -73,7 +82,8 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
                 format!("enter_in(&crate::{STATES}, {index})")
             };
             if site.body_in_closure && !probe.is_root {
-                let run = format!("::calltime_rt::__private::run_in(&crate::{STATES}, {index}, move || {{");
+                let run = if BIG_BODY.contains(&site.close.saturating_sub(site.open)) { "run_big_in" } else { "run_in" };
+                let run = format!("::calltime_rt::__private::{run}(&crate::{STATES}, {index}, move || {{");
                 if counts_errs {
                     let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
                     return vec![(site.open, format!("{run}{open}")), (site.close, format!("{close}}})"))];
