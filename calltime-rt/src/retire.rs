@@ -46,8 +46,13 @@ static COUNTED_IN: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) };
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
 /// Retirements not yet written by the writer, and the count ever made (under one lock: retirements are rare).
 static PENDING: AtomicBool = AtomicBool::new(false);
-static RECORDS: Mutex<Records> =
-    Mutex::new(Records { pending: Vec::new(), total: 0, made: Vec::new(), tables: [NO_TABLE; MAX_TABLES], tables_used: 0 });
+static RECORDS: Mutex<Records> = Mutex::new(Records {
+    pending: Vec::new(),
+    total: 0,
+    made: Vec::new(),
+    tables: [NO_TABLE; MAX_TABLES],
+    tables_used: 0,
+});
 
 /// Crates whose state tables (`States`) the runtime keeps in step with `STATE`; a crate past this many keeps its
 /// functions probed (its table is never written).

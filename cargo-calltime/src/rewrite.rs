@@ -82,7 +82,8 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
                 format!("enter_in(&crate::{STATES}, {index})")
             };
             if site.body_in_closure && !probe.is_root {
-                let run = if BIG_BODY.contains(&site.close.saturating_sub(site.open)) { "run_big_in" } else { "run_in" };
+                let run =
+                    if BIG_BODY.contains(&site.close.saturating_sub(site.open)) { "run_big_in" } else { "run_in" };
                 let run = format!("::calltime_rt::__private::{run}(&crate::{STATES}, {index}, move || {{");
                 if counts_errs {
                     let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
@@ -402,7 +403,7 @@ mod tests {
             out,
             "fn a() {let __calltime_guard = ::calltime_rt::__private::enter_root(0, &::calltime_rt::__private::PlanInfo \
              { id: \"00000000deadbeef\", table: \"/t/x \\\"q\\\".functions.json\", functions: 3 });\n    b();\n}\n\
-             fn b() {let __calltime_guard = ::calltime_rt::__private::enter(1); }\n"
+             fn b() {let __calltime_guard = ::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 1); }\n"
         );
         assert_eq!(out.lines().count(), src.lines().count());
     }
@@ -498,7 +499,7 @@ mod tests {
         assert!(shifted.is_empty(), "{out}");
         assert_eq!(
             out,
-            "fn f(b: u8) -> u8 {::calltime_rt::__private::run(3, move || { if false { #[allow(unreachable_code)] let \
+            "fn f(b: u8) -> u8 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, move || { if false { #[allow(unreachable_code)] let \
              __calltime_r: u8 = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    b + 1 \
              })\n}\n"
         );
@@ -516,10 +517,39 @@ mod tests {
         assert_eq!(
             out,
             format!(
-                "fn f(b: u8) -> Result<u8, E> {{::calltime_rt::__private::run(4, move || {{{counting_open}\n    \
+                "fn f(b: u8) -> Result<u8, E> {{::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 4, move || \
+                 {{{counting_open}\n    \
                  Ok(b){counting_close}}})\n}}\n"
             )
         );
+    }
+
+    #[test]
+    fn a_medium_body_takes_the_form_that_runs_only_quiet_calls_in_place() {
+        let body = format!("\n    let x = b as u64;{}\n    x\n", " ".repeat(BIG_BODY.start));
+        let src = format!("fn f(b: u8) -> u64 {{{body}}}\n");
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
+        s.body_in_closure = true;
+        let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(
+            out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_big_in(&crate::__CALLTIME_STATE, 3, ")
+        );
+        assert_eq!(out.lines().count(), src.lines().count());
+        // Past the range, the tiny-body form again.
+        let src = format!("fn f(b: u8) -> u64 {{{}{body}}}\n", " ".repeat(BIG_BODY.end));
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
+        s.body_in_closure = true;
+        let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, "));
+    }
+
+    #[test]
+    fn the_state_table_declaration_is_one_line_sized_by_the_plan() {
+        let text = states_declaration(&plan());
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("static __CALLTIME_STATE: ::calltime_rt::__private::States<3> ="), "{text}");
     }
 
     fn counting(mut site: ProbeSite) -> ProbeSite {
@@ -537,7 +567,8 @@ mod tests {
         assert!(shifted.is_empty(), "{out}");
         assert_eq!(
             out,
-            "fn f() -> Result<u8, E> {let __calltime_guard = ::calltime_rt::__private::enter(4); match \
+            "fn f() -> Result<u8, E> {let __calltime_guard = ::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 4); \
+             match \
              ::calltime_rt::__private::call_once(move || { if false { #[allow(unreachable_code)] let __calltime_r: \
              Result<u8, E> = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    g()?;\n    \
              Ok(1) }) { __calltime_result => { { #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as \

@@ -315,8 +315,14 @@ impl<'p> Edits<'p> {
             }
         }
         let declaring = edits.alloc_root.iter().map(|(rel, _)| rel);
-        let edited: BTreeSet<PathBuf> =
-            edits.per_file.keys().chain(&edits.extern_crate_roots).chain(&edits.states_roots).chain(declaring).cloned().collect();
+        let edited: BTreeSet<PathBuf> = edits
+            .per_file
+            .keys()
+            .chain(&edits.extern_crate_roots)
+            .chain(&edits.states_roots)
+            .chain(declaring)
+            .cloned()
+            .collect();
         edits.redirects = redirect::plan(ws, &edited, &edits.runtime_manifests, shadow_dir);
         edits.registry_runtime = ws.metadata.packages.iter().any(|p| {
             p.name.as_str() == "calltime-rt" && p.source.as_ref().is_some_and(|s| s.repr.starts_with("registry+"))
