@@ -2,8 +2,9 @@
 //! root function, at the cost of two clock reads per instrumented call.
 //!
 //! You normally never write code against this crate: `cargo calltime` rewrites a shadow copy of your workspace so that
-//! every picked function starts with a probe (`::calltime_rt::__private::enter(7)`, an index assigned by the tool's
-//! plan; or, for a body whose parameters drop nothing, `run(7, move || { body })`, whose retired calls run the body
+//! every picked function starts with a probe (`::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 7)`, an
+//! index assigned by the tool's plan, reading the function's state byte from a table the copy declares in each crate
+//! root; or, for a body whose parameters drop nothing, `run_in(&crate::__CALLTIME_STATE, 7, move || { body })`, whose retired calls run the body
 //! with no guard), adds this crate as a path dependency, builds and runs the program, then reads the trace file this crate
 //! writes. The file format is documented in `docs/trace-format.md` of the cargo-calltime repository.
 //!

@@ -563,6 +563,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_crates_state_table_follows_retirements_made_before_and_after_it_registers() {
+        static EARLY: States<62_010> = States::new();
+        static LATE: States<62_010> = States::new();
+        // Function indices no other test uses.
+        let (before, after) = (62_000u32, 62_001u32);
+        EARLY.register_once();
+        retire(before, 0, 0);
+        assert_eq!(EARLY.state(before), retired_state(before), "written on retirement");
+        assert_ne!(EARLY.state(before), 0);
+        LATE.register_once();
+        assert_eq!(LATE.state(before), retired_state(before), "copied when it registers");
+        retire(after, 0, 0);
+        go_quiet(after);
+        assert_eq!((EARLY.state(after), LATE.state(after)), (QUIET, QUIET), "written when it goes quiet");
+        assert_eq!(EARLY.state(62_002), 0);
+        assert_eq!(EARLY.state(70_000), 0, "past the table's end");
+    }
+
+    #[test]
     fn the_writers_watch_samples_trees_once_their_functions_are_mature() {
         settings();
         crate::calibrate::at_start_up();
