@@ -2,8 +2,9 @@
 //! root function, at the cost of two clock reads per instrumented call.
 //!
 //! You normally never write code against this crate: `cargo calltime` rewrites a shadow copy of your workspace so that
-//! every picked function starts with a probe (`::calltime_rt::__private::enter(7)`, an index assigned by the tool's
-//! plan; or, for a body whose parameters drop nothing, `run(7, move || { body })`, whose retired calls run the body
+//! every picked function starts with a probe (`::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 7)`, an
+//! index assigned by the tool's plan, reading the function's state byte from a table the copy declares in each crate
+//! root; or, for a body whose parameters drop nothing, `run_in(&crate::__CALLTIME_STATE, 7, move || { body })`, whose retired calls run the body
 //! with no guard), adds this crate as a path dependency, builds and runs the program, then reads the trace file this crate
 //! writes. The file format is documented in `docs/trace-format.md` of the cargo-calltime repository.
 //!
@@ -146,6 +147,7 @@ pub mod __private {
     pub use crate::adopt::{adopt, adopt_future, par_context, ticket, Adopted, ParContext, Ticket};
     pub use crate::alloc::CountingAlloc;
     pub use crate::outcome::{call_once, NotAResult, Outcome};
+    pub use crate::retire::States;
     pub use crate::{Guard, Instrumented};
     use std::future::Future;
 
@@ -174,6 +176,27 @@ pub mod __private {
     #[inline(always)]
     pub fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
         crate::probe::run(index, body)
+    }
+
+    /// `enter` with the function's state byte read from its crate's own table, which the shadow copy declares in
+    /// the crate root (`static __CALLTIME_STATE: States<N>`). Out of line in the dev profile's runtime, as
+    /// [`enter`] is.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn enter_in<const N: usize>(states: &'static States<N>, index: u32) -> Guard {
+        crate::probe::enter_in(states, index)
+    }
+
+    /// `run` with the function's state byte read from its crate's own table (see [`enter_in`]).
+    #[inline(always)]
+    pub fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+        crate::probe::run_in(states, index, body)
+    }
+
+    /// `run_in` for a big body: only a quiet call runs it in place, every other call is one out-of-line call.
+    #[inline(always)]
+    pub fn run_big_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+        crate::probe::run_big_in(states, index, body)
     }
 
     /// Probe of a root sync function: starts an invocation when none is in progress on this thread. Out of line in

@@ -7,7 +7,7 @@ use crate::__private::PlanInfo;
 use crate::clock::now;
 use crate::invocation::{complete_thread_invocation, current, end_skipped_invocation, start_thread_invocation, SKIP};
 use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, NO_SLOT};
-use crate::retire::{count_retired_call, retired_state};
+use crate::retire::{count_retired_call, retired_state, States};
 
 /// The guard returned by a sync function's probe: records the function's exit when dropped. Inert (and free to
 /// drop) outside any invocation. Not `Send`: it refers to the current thread's recording context.
@@ -80,6 +80,81 @@ pub(crate) fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
 #[inline(never)]
 fn count_retired_call_here(slot: u8) {
     count_retired_call(slot);
+}
+
+/// `enter` reading the state byte from the probed function's own crate table (`States`): a fixed address, one
+/// RIP-relative load, where `enter` loads the runtime array's address from the GOT first.
+#[inline(always)]
+pub(crate) fn enter_in<const N: usize>(states: &'static States<N>, index: u32) -> Guard {
+    let state = states.state(index);
+    if (state as i8) < 0 {
+        return Guard::INERT;
+    }
+    if state != 0 {
+        count_retired_call(state);
+        return Guard::INERT;
+    }
+    states.register_once();
+    enter_unretired(index)
+}
+
+/// `run` reading the state byte from the probed function's own crate table (see `enter_in`).
+#[inline(always)]
+pub(crate) fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+    let state = states.state(index);
+    if (state as i8) < 0 {
+        return body();
+    }
+    if state != 0 {
+        count_retired_call_here(state);
+        return body();
+    }
+    unlikely();
+    run_probed_in(states, index, body)
+}
+
+/// `run_in` for a body too big to be copied twice into the probed function (the tool decides from its source:
+/// `rewrite::BIG_BODY`): only a quiet call runs the body in place, every other call is one out-of-line call
+/// (`run_unquiet_in`), so the body has one copy in the probed function and the optimiser inlines it there, where
+/// `run_in`'s two in-place copies (quiet and counted) leave it an out-of-line closure that every quiet call calls
+/// (docs/truth-bench.md, "Sixth round").
+#[inline(always)]
+pub(crate) fn run_big_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+    if (states.state(index) as i8) < 0 {
+        return body();
+    }
+    unlikely();
+    run_unquiet_in(states, index, body)
+}
+
+/// Marks the path it is called on as the unlikely one, so that the optimiser lays the quiet path out straight (in
+/// a loop, no jump out to the body and back).
+#[cold]
+#[inline(always)]
+fn unlikely() {}
+
+/// `run_big_in`'s calls that are not quiet: counted, or probed. One copy of the body, under an inert guard when the
+/// call is only counted: with two, the optimiser calls the body's closure out of line from both, and a recorded
+/// function's every call pays for it (pulldown-cmark's `Parser::next`: 4% more instructions).
+#[inline(never)]
+fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+    let state = states.state(index);
+    let _guard = if state != 0 {
+        count_retired_call(state);
+        Guard::INERT
+    } else {
+        states.register_once();
+        enter_unretired(index)
+    };
+    body()
+}
+
+/// `run_in`'s probed case: registers the crate's table (once), then as `run_probed`.
+#[inline(never)]
+fn run_probed_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+    states.register_once();
+    let _guard = enter_unretired(index);
+    body()
 }
 
 /// `run`'s probed case: the entry probe, the body, the exit probe.

@@ -46,7 +46,76 @@ static COUNTED_IN: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) };
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
 /// Retirements not yet written by the writer, and the count ever made (under one lock: retirements are rare).
 static PENDING: AtomicBool = AtomicBool::new(false);
-static RECORDS: Mutex<Records> = Mutex::new(Records { pending: Vec::new(), total: 0, made: Vec::new() });
+static RECORDS: Mutex<Records> = Mutex::new(Records {
+    pending: Vec::new(),
+    total: 0,
+    made: Vec::new(),
+    tables: [NO_TABLE; MAX_TABLES],
+    tables_used: 0,
+});
+
+/// Crates whose state tables (`States`) the runtime keeps in step with `STATE`; a crate past this many keeps its
+/// functions probed (its table is never written).
+const MAX_TABLES: usize = 1024;
+const NO_TABLE: &[AtomicU8] = &[];
+
+/// A crate's copy of the state bytes of the functions it defines, indexed by the plan's dense function index. The
+/// shadow copy declares one in each crate root of an instrumented package, so that a probe reads its byte at a fixed
+/// address of its own crate (one RIP-relative load, no GOT load of the runtime's array: docs/truth-bench.md, "Sixth
+/// round"). The runtime's own array stays the truth; a table is registered at its crate's first probed call that
+/// reaches the recording path (before any of its functions can retire: retirement follows recorded calls), and from
+/// then on every retirement and every function going quiet is written to it as well.
+pub struct States<const N: usize> {
+    bytes: [AtomicU8; N],
+    registered: AtomicBool,
+}
+
+impl<const N: usize> States<N> {
+    /// Every function probed (all zero), not registered yet.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        States { bytes: [const { AtomicU8::new(0) }; N], registered: AtomicBool::new(false) }
+    }
+
+    /// The state byte of function `index` in this crate's table (0 past its end).
+    #[inline(always)]
+    pub(crate) fn state(&self, index: u32) -> u8 {
+        match self.bytes.get(index as usize) {
+            Some(state) => state.load(Relaxed),
+            None => 0,
+        }
+    }
+
+    /// Registers the table at its first call that may record (a load and a branch after that).
+    #[inline(always)]
+    pub(crate) fn register_once(&'static self) {
+        if !self.registered.load(Relaxed) {
+            register_states(&self.bytes, &self.registered);
+        }
+    }
+}
+
+/// Adds a crate's table to those kept in step, with every retirement made so far copied in. Cold: once per crate.
+#[cold]
+#[inline(never)]
+fn register_states(bytes: &'static [AtomicU8], registered: &'static AtomicBool) {
+    let mut records = lock(&RECORDS);
+    if registered.load(Relaxed) {
+        return;
+    }
+    if records.tables_used < MAX_TABLES {
+        for (state, mirror) in STATE.iter().zip(bytes) {
+            let value = state.load(Relaxed);
+            if value != 0 && value != PINNED {
+                mirror.store(value, Release);
+            }
+        }
+        let used = records.tables_used;
+        records.tables[used] = bytes;
+        records.tables_used += 1;
+    }
+    registered.store(true, Relaxed);
+}
 
 /// The retirements, locked (last: nothing is locked under it) by the fork handler (see `control::watch_forks`).
 pub(crate) fn lock_for_fork() -> std::sync::MutexGuard<'static, Records> {
@@ -58,6 +127,20 @@ pub(crate) struct Records {
     total: u64,
     /// Every retirement made, written or not: a forked child writes them all again (see `forget_parent`).
     made: Vec<Retirement>,
+    /// The crates' state tables kept in step with `STATE` (see `States`).
+    tables: [&'static [AtomicU8]; MAX_TABLES],
+    tables_used: usize,
+}
+
+impl Records {
+    /// Writes function `index`'s new state byte to every registered crate table (after `STATE`, under the lock).
+    fn mirror(&self, index: u32, value: u8) {
+        for table in &self.tables[..self.tables_used] {
+            if let Some(state) = table.get(index as usize) {
+                state.store(value, Release);
+            }
+        }
+    }
 }
 
 impl Records {
@@ -242,6 +325,7 @@ pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
         SLOTS_USED.store(slot as u32 - 1, Relaxed); // pinned meanwhile (we hold the lock: nobody took the slot)
         return;
     }
+    records.mirror(index, slot as u8);
     let at_ns = crate::clock::clock().elapsed_ns();
     records.pending.push(Retirement { index, at_ns, calls, mean_ns, quiet: false });
     records.made.push(Retirement { index, at_ns, calls, mean_ns, quiet: false });
@@ -299,6 +383,7 @@ fn go_quiet_with(index: u32, calls: u64, caller_calls: u64) {
     // Read before the store: an invocation that ended before `at_ns` counted every call it made.
     let at_ns = crate::clock::clock().elapsed_ns();
     state.store(QUIET, Relaxed);
+    records.mirror(index, QUIET);
     records.pending.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true });
     records.made.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true });
     PENDING.store(true, Relaxed);
@@ -476,6 +561,25 @@ pub(crate) fn observe_at_fold(nodes: &[Node]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crates_state_table_follows_retirements_made_before_and_after_it_registers() {
+        static EARLY: States<62_010> = States::new();
+        static LATE: States<62_010> = States::new();
+        // Function indices no other test uses.
+        let (before, after) = (62_000u32, 62_001u32);
+        EARLY.register_once();
+        retire(before, 0, 0);
+        assert_eq!(EARLY.state(before), retired_state(before), "written on retirement");
+        assert_ne!(EARLY.state(before), 0);
+        LATE.register_once();
+        assert_eq!(LATE.state(before), retired_state(before), "copied when it registers");
+        retire(after, 0, 0);
+        go_quiet(after);
+        assert_eq!((EARLY.state(after), LATE.state(after)), (QUIET, QUIET), "written when it goes quiet");
+        assert_eq!(EARLY.state(62_002), 0);
+        assert_eq!(EARLY.state(70_000), 0, "past the table's end");
+    }
 
     #[test]
     fn the_writers_watch_samples_trees_once_their_functions_are_mature() {

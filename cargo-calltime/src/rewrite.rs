@@ -50,6 +50,29 @@ fn return_pin(return_type: Option<&str>) -> String {
     }
 }
 
+/// The crate table of state bytes the non-root sync probes read (`calltime_rt::__private::States`), declared in
+/// every crate root of an instrumented package (`states_declaration`).
+pub const STATES: &str = "__CALLTIME_STATE";
+
+/// Bytes of source of a wrapped body probed with `run_big_in` (one copy of the body in place, for quiet calls)
+/// rather than `run_in` (two: quiet and counted calls). A tiny body (a getter, a `deref`) is inlined even twice, and
+/// is cheapest counted in place; a medium one copied twice is no longer inlined, so every quiet call would call its
+/// closure (about 10 instructions). A big one stays with `run_in`: its closure call is a small share of the body,
+/// and `run_big_in`'s wrapper, holding a copy of the body, is no longer inlined into its callers, which costs a
+/// recorded function's every call one call more (docs/truth-bench.md, "Sixth round": pulldown-cmark's
+/// `Parser::next`).
+pub const BIG_BODY: std::ops::Range<usize> = 200..1000;
+
+/// The declaration of a crate's table of state bytes, one per function of the plan (indexed by the dense global
+/// index): appended after the crate root's last token, without a newline.
+pub fn states_declaration(plan: &PlanInfo) -> String {
+    format!(
+        " #[doc(hidden)] #[allow(dead_code)] pub(crate) static {STATES}: ::calltime_rt::__private::States<{}> = \
+         ::calltime_rt::__private::States::new();",
+        plan.functions
+    )
+}
+
 /// The text insertions `(offset, text)` for one probe, in no particular order.
 pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
     let site = probe.site;
@@ -60,10 +83,12 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             let call = if probe.is_root {
                 format!("enter_root({index}, {})", plan_info_expr(plan))
             } else {
-                format!("enter({index})")
+                format!("enter_in(&crate::{STATES}, {index})")
             };
             if site.body_in_closure && !probe.is_root && !plan.dev_profile {
-                let run = format!("::calltime_rt::__private::run({index}, move || {{");
+                let run =
+                    if BIG_BODY.contains(&site.close.saturating_sub(site.open)) { "run_big_in" } else { "run_in" };
+                let run = format!("::calltime_rt::__private::{run}(&crate::{STATES}, {index}, move || {{");
                 if counts_errs {
                     let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
                     return vec![(site.open, format!("{run}{open}")), (site.close, format!("{close}}})"))];
@@ -414,7 +439,7 @@ mod tests {
             out,
             "fn a() {let __calltime_guard = ::calltime_rt::__private::enter_root(0, &::calltime_rt::__private::PlanInfo \
              { id: \"00000000deadbeef\", table: \"/t/x \\\"q\\\".functions.json\", functions: 3 });\n    b();\n}\n\
-             fn b() {let __calltime_guard = ::calltime_rt::__private::enter(1); }\n"
+             fn b() {let __calltime_guard = ::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 1); }\n"
         );
         assert_eq!(out.lines().count(), src.lines().count());
     }
@@ -510,7 +535,7 @@ mod tests {
         assert!(shifted.is_empty(), "{out}");
         assert_eq!(
             out,
-            "fn f(b: u8) -> u8 {::calltime_rt::__private::run(3, move || { if false { #[allow(unreachable_code)] let \
+            "fn f(b: u8) -> u8 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, move || { if false { #[allow(unreachable_code)] let \
              __calltime_r: u8 = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    b + 1 \
              })\n}\n"
         );
@@ -528,7 +553,8 @@ mod tests {
         assert_eq!(
             out,
             format!(
-                "fn f(b: u8) -> Result<u8, E> {{::calltime_rt::__private::run(4, move || {{{counting_open}\n    \
+                "fn f(b: u8) -> Result<u8, E> {{::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 4, move || \
+                 {{{counting_open}\n    \
                  Ok(b){counting_close}}})\n}}\n"
             )
         );
@@ -538,10 +564,38 @@ mod tests {
         assert_eq!(
             out,
             format!(
-                "fn f(b: u8) -> Result<u8, E> {{let __calltime_guard = ::calltime_rt::__private::enter(4);\
+                "fn f(b: u8) -> Result<u8, E> {{let __calltime_guard = ::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 4);\
                  {counting_open}\n    Ok(b){counting_close}\n}}\n"
             )
         );
+    }
+
+    #[test]
+    fn a_medium_body_takes_the_form_that_runs_only_quiet_calls_in_place() {
+        let body = format!("\n    let x = b as u64;{}\n    x\n", " ".repeat(BIG_BODY.start));
+        let src = format!("fn f(b: u8) -> u64 {{{body}}}\n");
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
+        s.body_in_closure = true;
+        let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(
+            out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_big_in(&crate::__CALLTIME_STATE, 3, ")
+        );
+        assert_eq!(out.lines().count(), src.lines().count());
+        // Past the range, the tiny-body form again.
+        let src = format!("fn f(b: u8) -> u64 {{{}{body}}}\n", " ".repeat(BIG_BODY.end));
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
+        s.body_in_closure = true;
+        let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, "));
+    }
+
+    #[test]
+    fn the_state_table_declaration_is_one_line_sized_by_the_plan() {
+        let text = states_declaration(&plan());
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("static __CALLTIME_STATE: ::calltime_rt::__private::States<3> ="), "{text}");
     }
 
     fn counting(mut site: ProbeSite) -> ProbeSite {
@@ -559,7 +613,8 @@ mod tests {
         assert!(shifted.is_empty(), "{out}");
         assert_eq!(
             out,
-            "fn f() -> Result<u8, E> {let __calltime_guard = ::calltime_rt::__private::enter(4); match \
+            "fn f() -> Result<u8, E> {let __calltime_guard = ::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 4); \
+             match \
              ::calltime_rt::__private::call_once(move || { if false { #[allow(unreachable_code)] let __calltime_r: \
              Result<u8, E> = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    g()?;\n    \
              Ok(1) }) { __calltime_result => { { #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as \

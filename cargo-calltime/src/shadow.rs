@@ -238,6 +238,9 @@ struct Edits<'p> {
     runtime_manifests: BTreeSet<PathBuf>,
     /// Crate roots of edition-2015 targets of instrumented packages: they need `extern crate calltime_rt;`.
     extern_crate_roots: BTreeSet<PathBuf>,
+    /// Crate roots of every target of the instrumented packages: each declares the crate's table of state bytes that
+    /// its probes read (`rewrite::states_declaration`).
+    states_roots: BTreeSet<PathBuf>,
     /// A package uses calltime-rt from crates.io (to hand a context to spawned work, say): it must get the very
     /// runtime the probes use, so the copy patches crates.io's calltime-rt with it.
     registry_runtime: bool,
@@ -263,6 +266,7 @@ impl<'p> Edits<'p> {
             plan_info: probes.map(|(_, info)| info),
             runtime_manifests: BTreeSet::new(),
             extern_crate_roots: BTreeSet::new(),
+            states_roots: BTreeSet::new(),
             registry_runtime: false,
             runtime_dir,
             redirects: redirect::Redirects::default(),
@@ -298,6 +302,11 @@ impl<'p> Edits<'p> {
             }
             for target in &package.targets {
                 let plain_rust = !target.is_custom_build() && !target.is_proc_macro();
+                if plain_rust {
+                    if let Ok(rel) = relative_inside(root, target.src_path.as_std_path()) {
+                        edits.states_roots.insert(rel);
+                    }
+                }
                 if target.edition == cargo_metadata::Edition::E2015 && plain_rust {
                     if let Ok(rel) = relative_inside(root, target.src_path.as_std_path()) {
                         edits.extern_crate_roots.insert(rel);
@@ -306,8 +315,14 @@ impl<'p> Edits<'p> {
             }
         }
         let declaring = edits.alloc_root.iter().map(|(rel, _)| rel);
-        let edited: BTreeSet<PathBuf> =
-            edits.per_file.keys().chain(&edits.extern_crate_roots).chain(declaring).cloned().collect();
+        let edited: BTreeSet<PathBuf> = edits
+            .per_file
+            .keys()
+            .chain(&edits.extern_crate_roots)
+            .chain(&edits.states_roots)
+            .chain(declaring)
+            .cloned()
+            .collect();
         edits.redirects = redirect::plan(ws, &edited, &edits.runtime_manifests, shadow_dir);
         edits.registry_runtime = ws.metadata.packages.iter().any(|p| {
             p.name.as_str() == "calltime-rt" && p.source.as_ref().is_some_and(|s| s.repr.starts_with("registry+"))
@@ -323,7 +338,7 @@ impl<'p> Edits<'p> {
             let wrote_sibling = self.write_edited(src, rel, &sibling, mod_paths, shifts)?;
             return Ok(copy::copy_if_changed(src, dst)? | wrote_sibling);
         }
-        if self.takes_edits(rel) || self.extern_crate_roots.contains(rel) {
+        if self.takes_edits(rel) || self.extern_crate_roots.contains(rel) || self.states_roots.contains(rel) {
             self.write_edited(src, rel, dst, &[], shifts)
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
             let text = std::fs::read_to_string(src).with_context(|| format!("cannot read {}", src.display()))?;
@@ -399,6 +414,11 @@ impl Edits<'_> {
             // trailing line comment stays after it), so no line moves.
             let at = alloc_root::end_of_code(&text).unwrap_or(text.len());
             insertions.push((at, EXTERN_CRATE.to_owned()));
+        }
+        if let Some(plan_info) = self.plan_info.filter(|_| self.states_roots.contains(rel)) {
+            // After the last token too: an item may come anywhere in the crate root, and no line moves.
+            let at = alloc_root::end_of_code(&text).unwrap_or(text.len());
+            insertions.push((at, rewrite::states_declaration(plan_info)));
         }
         let out = rewrite::insert(&text, insertions).with_context(|| format!("in {}", src.display()))?;
         write_if_changed(dst, out.as_bytes())
