@@ -527,7 +527,11 @@ impl Sink {
         retire::take_pending(&mut taken);
         self.close_block();
         for r in &taken {
-            if r.quiet && r.mean_ns != 0 {
+            if r.quiet && r.mean_ns != 0 && r.by != crate::retire::NO_BY {
+                // Went quiet within an invocation under a caller that stays open: its calls and a sibling's.
+                let fields = [u64::from(r.index), r.at_ns, r.calls, r.mean_ns, u64::from(r.by)];
+                push_fields(&mut self.pending, b"quiet", &fields);
+            } else if r.quiet && r.mean_ns != 0 {
                 // Went quiet within an invocation: its calls and its callers' calls in it so far.
                 push_fields(&mut self.pending, b"quiet", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
             } else if r.quiet {
