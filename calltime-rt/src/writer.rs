@@ -618,8 +618,8 @@ impl Sink {
         self.watch.observe_nodes(nodes);
         let Some(score) = self.choose(rt, root, root_end - root_start, owner) else { return };
         // Held records are kept as text (they are moved out of `pending` by themselves), and so are invocations
-        // that adopted spawned work (their `p` records follow the node lines).
-        let adopted = owner.spawner.is_some_and(|s| s.adoption.is_some());
+        // that adopted spawned work (their `p` records follow the node lines), unless no spawn has a part to write.
+        let adopted = owner.spawner.and_then(|s| s.adoption.as_ref()).is_some_and(|a| !a.taken_if_nothing_to_write());
         if score.is_none() && !adopted && nodes.len() * block::NODE_BYTES < block::MAX_PAYLOAD / 2 {
             self.push_binary(rt, nodes, owner, scale);
             return;

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 
 use calltime_rt::__private::{adopt_future, enter, enter_root, hold_writer, ticket, PlanInfo};
 use cargo_calltime::trace::{parse, Invocation, Node, ThreadKind, Trace};
-use common::{is_child, run_child};
+use common::{is_child, out_path, run_child};
 
 static PLAN: PlanInfo = PlanInfo { id: "plan-adopt", table: "", functions: 8 };
 
@@ -47,6 +47,13 @@ fn spawner(scenario: &str) {
             // Run where it was spawned (a rayon job nobody stole): an ordinary call of this frame.
             let t = ticket();
             t.run(work);
+        }
+        "inline" => {
+            // Spawns that nobody stole: both run where they were spawned.
+            for _ in 0..2 {
+                let t = ticket();
+                t.run(work);
+            }
         }
         "future" => {
             let fut = adopt_future(async { work() });
@@ -126,6 +133,24 @@ fn threads_joined_in_the_root_hang_under_their_spawner() {
     assert_eq!(inv.spawned.len(), 3);
     assert!(inv.spawned.iter().all(|s| !s.outlived && s.thread.id != inv.thread.id));
     assert!(spawner.self_ns() <= spawner.duration_ns);
+}
+
+/// Spawns that all ran inline (rayon jobs nobody stole, as in tokei's `LanguageType::parse`) leave nothing to write:
+/// the invocation goes out as a binary record, as one that spawned nothing does (the writer's cheap path), with its
+/// calls as ordinary nodes.
+#[test]
+fn spawns_that_all_ran_inline_leave_a_binary_record() {
+    let name = "spawns_that_all_ran_inline_leave_a_binary_record";
+    if is_child(name) {
+        return root("inline");
+    }
+    let trace = child_trace(name);
+    let inv = only_invocation(&trace);
+    let spawner = spawner_of(inv);
+    assert_eq!(spawner.children.iter().map(|c| (c.func, c.lane.is_none())).collect::<Vec<_>>(), [(2, true); 2]);
+    assert!(inv.spawned.is_empty(), "{:?}", inv.spawned);
+    let raw = std::fs::read(out_path(name)).unwrap();
+    assert!(!raw.windows(4).any(|w| w == b"\ninv"), "a binary record, not an `inv` text line");
 }
 
 /// Folded after one call: the spawner is a call path, each part folds on its own; the calls stay exact.
