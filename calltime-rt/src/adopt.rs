@@ -105,10 +105,21 @@ impl Adoption {
 
     /// For the writer: the spawns, marked written (a part that ends from now on is outlived).
     pub(crate) fn take_for_writing(&self) -> (Vec<PartEntry>, u64) {
+        lock(&self.state).take_for_writing()
+    }
+
+    /// For the writer: when no spawn left anything to write (each ran inline, or never ran), marks the adoption
+    /// written as `take_for_writing` does and returns true, so the invocation is written as one without spawns
+    /// (tokei's `LanguageType::parse` notes rayon spawns that all run inline). False, and nothing changed,
+    /// otherwise.
+    pub(crate) fn taken_if_nothing_to_write(&self) -> bool {
         let mut state = lock(&self.state);
-        state.written = true;
-        let entries = mem::take(&mut state.entries);
-        (entries, state.unrecorded)
+        let nothing = state.unrecorded == 0
+            && state.entries.iter().all(|entry| matches!(entry.state, PartState::Inline | PartState::Abandoned));
+        if nothing {
+            state.take_for_writing();
+        }
+        nothing
     }
 
     fn set(&self, at: usize, state: PartState) {
@@ -138,6 +149,14 @@ pub(crate) fn root_returned(rec: &Recorder) {
         if let PartState::Done(part) = entry.state {
             give_back(part);
         }
+    }
+}
+
+impl AdoptState {
+    fn take_for_writing(&mut self) -> (Vec<PartEntry>, u64) {
+        self.written = true;
+        let entries = mem::take(&mut self.entries);
+        (entries, self.unrecorded)
     }
 }
 

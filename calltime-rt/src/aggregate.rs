@@ -233,8 +233,10 @@ struct ThreadAggregate {
     intervals: Vec<(u64, u64)>,
 }
 
-/// One slot of the last per-call invocation folded on a thread: its function and parent slot in one word (a slot of
-/// the same shape matches with one comparison), and its trie path.
+/// One slot of the per-call invocations folded on a thread: the function and parent path it last had, in one word
+/// (a slot of the same shape matches with one comparison), and its trie path. A trie path is the one child of its
+/// parent path for its function, and a thread's trie loses no path (it is emptied only in a forked child, with the
+/// slots), so a match gives the right path whatever the other slots did.
 #[derive(Clone, Copy)]
 struct ShapeSlot {
     key: u64,
@@ -242,9 +244,12 @@ struct ShapeSlot {
 }
 
 impl ShapeSlot {
+    /// A slot no node has had yet (no function has index `u32::MAX`).
+    const EMPTY: ShapeSlot = ShapeSlot { key: u64::MAX, path: NONE };
+
     #[inline(always)]
-    fn key(index: u32, parent_slot: u32) -> u64 {
-        u64::from(index) << 32 | u64::from(parent_slot)
+    fn key(index: u32, parent_path: u32) -> u64 {
+        u64::from(index) << 32 | u64::from(parent_path)
     }
 }
 
@@ -416,10 +421,8 @@ pub(crate) fn fold_part(rec: &Recorder) {
         for &index in &rec.adopted_path {
             top = agg.trie.child(top, index);
         }
-        // The shape cache is of this thread's invocations, under the trie's top: not valid under `top`.
-        agg.shape.clear();
+        // The shape cache keys each slot by its parent's path, so it holds under `top` too.
         fold_under(&mut agg, rec, top, Some(rec.part_marker));
-        agg.shape.clear();
     });
 }
 
@@ -437,11 +440,13 @@ fn fold_under(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option
     }
 }
 
-/// A per-call invocation: each node is one call, its parent an earlier node. `shape` is what the last invocation
-/// folded on this thread had at each slot: a request handler's invocations mostly have the same shape, so most nodes
-/// find their path with one comparison, and the per-node work is the path's counters and histogram (about 30
-/// instructions; docs/performance.md "Fourth round"). Nodes fold under trie path `top`, the first one as function
-/// `first` when given (a part of spawned work); the caller clears `shape` when `top` is not the trie's top.
+/// A per-call invocation: each node is one call, its parent an earlier node. `shape` holds, per slot, the function
+/// and parent path the slot last had and its path: a request handler's invocations mostly have the same shape, so
+/// most nodes find their path with one comparison, and the per-node work is the path's counters and histogram (about
+/// 30 instructions; docs/performance.md "Fourth round"). Keyed by the parent's path, not its slot, a slot that
+/// differs does not make the later ones miss: invocations that differ in one place (tokei's, a loop of one more
+/// or one less call per file) still match after it. Nodes fold under trie path `top`, the first one as function
+/// `first` when given (a part of spawned work).
 ///
 /// Each node also adds what it covers of its parent (`PathStats::covers`): nodes come in order of entry, so a
 /// parent's children come in order of start, and `covered_until` (per slot) is how far the children so far reach:
@@ -456,21 +461,31 @@ fn fold_nodes(
     top: u32,
     first: Option<u32>,
 ) {
-    shape.truncate(nodes.len());
+    if shape.len() < nodes.len() {
+        shape.resize(nodes.len(), ShapeSlot::EMPTY);
+    }
     if let Some(until) = covered_until.as_deref_mut() {
         until.clear();
         until.extend(nodes.iter().map(|node| node.start));
     }
     for (slot, node) in nodes.iter().enumerate() {
         let parent_slot = if slot == 0 { NONE } else { node.link & PARENT_MASK };
+        let parent_path = match slot {
+            0 => top,
+            // Parents come before their children: the parent's slot already has this invocation's path.
+            _ => shape
+                .get((node.link & PARENT_MASK) as usize)
+                .filter(|_| node.link & PARENT_MASK < slot as u32)
+                .map_or(NONE, |p| p.path),
+        };
         let node_index = match first {
             Some(marker) if slot == 0 => marker,
             _ => node.index,
         };
-        let key = ShapeSlot::key(node_index, parent_slot);
-        let path = match shape.get(slot) {
-            Some(known) if known.key == key => known.path,
-            _ => new_shape_slot(trie, shape, slot, node_index, parent_slot, top),
+        let key = ShapeSlot::key(node_index, parent_path);
+        let path = match shape[slot] {
+            known if known.key == key => known.path,
+            _ => new_shape_slot(trie, &mut shape[slot], key, node_index, parent_path),
         };
         let Some(stats) = trie.paths.get_mut(path as usize) else {
             trie.untracked_calls += 1;
@@ -503,24 +518,12 @@ fn cover_parent(until: &mut [u64], nodes: &[Node], parent: usize, node: &Node) -
     to - from
 }
 
-/// Slot `slot` differs from the last invocation's: finds (or makes) its path and makes it the shape's last slot.
+/// A slot that differs from the last invocation's: finds (or makes) its path and remembers it.
 #[cold]
 #[inline(never)]
-fn new_shape_slot(
-    trie: &mut Trie,
-    shape: &mut Vec<ShapeSlot>,
-    slot: usize,
-    index: u32,
-    parent_slot: u32,
-    top: u32,
-) -> u32 {
-    let parent = match parent_slot {
-        NONE => top,
-        at => shape.get(at as usize).map_or(NONE, |known| known.path),
-    };
-    let path = if parent == NONE { NONE } else { trie.child(parent, index) };
-    shape.truncate(slot);
-    shape.push(ShapeSlot { key: ShapeSlot::key(index, parent_slot), path });
+fn new_shape_slot(trie: &mut Trie, known: &mut ShapeSlot, key: u64, index: u32, parent_path: u32) -> u32 {
+    let path = if parent_path == NONE { NONE } else { trie.child(parent_path, index) };
+    *known = ShapeSlot { key, path };
     path
 }
 
@@ -734,8 +737,8 @@ mod tests {
 
     #[test]
     fn invocations_of_changing_shapes_fold_into_their_own_paths() {
-        // Same shape twice, then a different child at slot 2, then a longer and a shorter invocation: the shape
-        // cache of the last invocation must never put a node on another node's path.
+        // Same shape twice, then a different child at slot 2, then a longer and a shorter invocation, then one
+        // that differs early and matches later: the shape cache must never put a node on another node's path.
         let invocations = [
             vec![node(0, PARENT_MASK, 50), node(1, 0, 10), node(2, 0, 20)],
             vec![node(0, PARENT_MASK, 60), node(1, 0, 11), node(2, 0, 21)],
@@ -743,6 +746,8 @@ mod tests {
             vec![node(0, PARENT_MASK, 80), node(1, 0, 13), node(3, 1, 6), node(2, 0, 22), node(1, 3, 1)],
             vec![node(0, PARENT_MASK, 90)],
             vec![node(0, PARENT_MASK, 40), node(2, 0, 23)],
+            // A slot that differs (3 at slot 1, where 1 was), then slots that match the earlier invocations again.
+            vec![node(0, PARENT_MASK, 30), node(3, 0, 7), node(1, 0, 14), node(2, 0, 24), node(1, 3, 2)],
         ];
         let mut trie = Trie::new();
         let mut shape = Vec::new();
@@ -751,11 +756,12 @@ mod tests {
             fold_nodes(&mut trie, &mut shape, Some(&mut covered_until), nodes, TOP, None);
         }
         let expected: Vec<(Vec<u32>, u64, u64, u64)> = vec![
-            (vec![0], 6, 6, 50 + 60 + 70 + 80 + 90 + 40),
-            (vec![0, 1], 4, 4, 10 + 11 + 12 + 13),
-            (vec![0, 2], 5, 4, 20 + 21 + 22 + 23),
+            (vec![0], 7, 7, 50 + 60 + 70 + 80 + 90 + 40 + 30),
+            (vec![0, 1], 5, 5, 10 + 11 + 12 + 13 + 14),
+            (vec![0, 2], 6, 5, 20 + 21 + 22 + 23 + 24),
             (vec![0, 1, 3], 2, 2, 5 + 6),
-            (vec![0, 2, 1], 1, 1, 1),
+            (vec![0, 2, 1], 2, 2, 1 + 2),
+            (vec![0, 3], 1, 1, 7),
         ];
         assert_eq!(paths_of(&trie), expected);
         assert_eq!(trie.untracked_calls, 0);

@@ -157,7 +157,7 @@ impl Records {
 
 /// One `retire` record of the trace, or (`quiet`) a `quiet` record: then `calls` and `mean_ns` are the function's
 /// calls and its callers' calls in the invocation it went quiet in, so far (both 0 when it went quiet as an
-/// invocation ended).
+/// invocation ended), or, when `by` names a function, that function's calls instead of its callers'.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Retirement {
     pub(crate) index: u32,
@@ -165,7 +165,13 @@ pub(crate) struct Retirement {
     pub(crate) calls: u64,
     pub(crate) mean_ns: u64,
     pub(crate) quiet: bool,
+    /// The function whose calls `mean_ns` counts, when not the callers' (`NO_BY`): a sibling of the quiet function
+    /// under a caller that stays open (see `Recorder::calls_so_far`).
+    pub(crate) by: u32,
 }
+
+/// `Retirement::by` when the denominator is the callers' calls.
+pub(crate) const NO_BY: u32 = u32::MAX;
 
 /// The retirement settings (`CALLTIME_EXACT`, `CALLTIME_RETIRE_FACTOR`, `CALLTIME_RETIRE_MIN_CALLS`,
 /// `CALLTIME_QUIET_AFTER`).
@@ -327,8 +333,9 @@ pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
     }
     records.mirror(index, slot as u8);
     let at_ns = crate::clock::clock().elapsed_ns();
-    records.pending.push(Retirement { index, at_ns, calls, mean_ns, quiet: false });
-    records.made.push(Retirement { index, at_ns, calls, mean_ns, quiet: false });
+    let retirement = Retirement { index, at_ns, calls, mean_ns, quiet: false, by: NO_BY };
+    records.pending.push(retirement);
+    records.made.push(retirement);
     records.total += 1;
     PENDING.store(true, Relaxed);
 }
@@ -361,19 +368,20 @@ fn note_counted(slot: usize) {
 #[cold]
 #[inline(never)]
 pub(crate) fn go_quiet(index: u32) {
-    go_quiet_with(index, 0, 0);
+    go_quiet_with(index, 0, 0, NO_BY);
 }
 
-/// `go_quiet` within a long invocation: `calls` of the function and `caller_calls` of its callers made in it so
-/// far, with no call of a caller open, so that their ratio is its calls per caller call (the tool's estimate of the
-/// rest; docs/trace-format.md, `quiet` records).
+/// `go_quiet` within a long invocation: `calls` of the function and `per` calls made in it so far, of its callers
+/// (with no call of a caller open, `by` = `NO_BY`) or of function `by` (a sibling under a caller that stays open),
+/// so that their ratio is its calls per such call (the tool's estimate of the rest; docs/trace-format.md, `quiet`
+/// records).
 #[cold]
 #[inline(never)]
-pub(crate) fn go_quiet_within(index: u32, calls: u64, caller_calls: u64) {
-    go_quiet_with(index, calls, caller_calls);
+pub(crate) fn go_quiet_within(index: u32, calls: u64, per: u64, by: u32) {
+    go_quiet_with(index, calls, per, by);
 }
 
-fn go_quiet_with(index: u32, calls: u64, caller_calls: u64) {
+fn go_quiet_with(index: u32, calls: u64, caller_calls: u64, by: u32) {
     let Some(state) = STATE.get(index as usize) else { return };
     let mut records = lock(&RECORDS);
     let slot = state.load(Relaxed);
@@ -384,8 +392,9 @@ fn go_quiet_with(index: u32, calls: u64, caller_calls: u64) {
     let at_ns = crate::clock::clock().elapsed_ns();
     state.store(QUIET, Relaxed);
     records.mirror(index, QUIET);
-    records.pending.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true });
-    records.made.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true });
+    let quiet = Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true, by };
+    records.pending.push(quiet);
+    records.made.push(quiet);
     PENDING.store(true, Relaxed);
 }
 

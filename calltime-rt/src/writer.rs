@@ -527,7 +527,11 @@ impl Sink {
         retire::take_pending(&mut taken);
         self.close_block();
         for r in &taken {
-            if r.quiet && r.mean_ns != 0 {
+            if r.quiet && r.mean_ns != 0 && r.by != crate::retire::NO_BY {
+                // Went quiet within an invocation under a caller that stays open: its calls and a sibling's.
+                let fields = [u64::from(r.index), r.at_ns, r.calls, r.mean_ns, u64::from(r.by)];
+                push_fields(&mut self.pending, b"quiet", &fields);
+            } else if r.quiet && r.mean_ns != 0 {
                 // Went quiet within an invocation: its calls and its callers' calls in it so far.
                 push_fields(&mut self.pending, b"quiet", &[u64::from(r.index), r.at_ns, r.calls, r.mean_ns]);
             } else if r.quiet {
@@ -614,8 +618,8 @@ impl Sink {
         self.watch.observe_nodes(nodes);
         let Some(score) = self.choose(rt, root, root_end - root_start, owner) else { return };
         // Held records are kept as text (they are moved out of `pending` by themselves), and so are invocations
-        // that adopted spawned work (their `p` records follow the node lines).
-        let adopted = owner.spawner.is_some_and(|s| s.adoption.is_some());
+        // that adopted spawned work (their `p` records follow the node lines), unless no spawn has a part to write.
+        let adopted = owner.spawner.and_then(|s| s.adoption.as_ref()).is_some_and(|a| !a.taken_if_nothing_to_write());
         if score.is_none() && !adopted && nodes.len() * block::NODE_BYTES < block::MAX_PAYLOAD / 2 {
             self.push_binary(rt, nodes, owner, scale);
             return;

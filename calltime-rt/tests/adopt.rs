@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 
 use calltime_rt::__private::{adopt_future, enter, enter_root, hold_writer, par_context, ticket, ParContext, PlanInfo};
 use cargo_calltime::trace::{parse, Invocation, Node, ThreadKind, Trace};
-use common::{is_child, run_child};
+use common::{is_child, out_path, run_child};
 
 static PLAN: PlanInfo = PlanInfo { id: "plan-adopt", table: "", functions: 8 };
 
@@ -48,6 +48,13 @@ fn spawner(scenario: &str) {
             // Run where it was spawned (a rayon job nobody stole): an ordinary call of this frame.
             let t = ticket();
             t.run(work);
+        }
+        "inline" => {
+            // Spawns that nobody stole: both run where they were spawned.
+            for _ in 0..2 {
+                let t = ticket();
+                t.run(work);
+            }
         }
         "future" => {
             let fut = adopt_future(async { work() });
@@ -174,6 +181,24 @@ fn parallel_items_record_into_one_part_per_worker() {
         .spawned
         .iter()
         .all(|s| !s.outlived && s.thread.id != inv.thread.id && s.thread.kind == ThreadKind::Thread));
+}
+
+/// Spawns that all ran inline (rayon jobs nobody stole, as in tokei's `LanguageType::parse`) leave nothing to write:
+/// the invocation goes out as a binary record, as one that spawned nothing does (the writer's cheap path), with its
+/// calls as ordinary nodes.
+#[test]
+fn spawns_that_all_ran_inline_leave_a_binary_record() {
+    let name = "spawns_that_all_ran_inline_leave_a_binary_record";
+    if is_child(name) {
+        return root("inline");
+    }
+    let trace = child_trace(name);
+    let inv = only_invocation(&trace);
+    let spawner = spawner_of(inv);
+    assert_eq!(spawner.children.iter().map(|c| (c.func, c.lane.is_none())).collect::<Vec<_>>(), [(2, true); 2]);
+    assert!(inv.spawned.is_empty(), "{:?}", inv.spawned);
+    let raw = std::fs::read(out_path(name)).unwrap();
+    assert!(!raw.windows(4).any(|w| w == b"\ninv"), "a binary record, not an `inv` text line");
 }
 
 /// Folded after one call: the spawner is a call path, each part folds on its own; the calls stay exact.

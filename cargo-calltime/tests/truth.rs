@@ -165,7 +165,7 @@ fn quiet_retired_calls_are_estimated_marked_and_compensated() {
     let mut counted = one_tokenize(1, 10_000);
     counted.retired.push(RetiredCalls::counted(3, 95_012));
     builder.invocation(&counted);
-    builder.quiet(&Quiet { func: 3, at_ns: 600_000, calls: 0, caller_calls: 0 });
+    builder.quiet(&Quiet { func: 3, at_ns: 600_000, calls: 0, caller_calls: 0, by: None });
     builder.invocation(&one_tokenize(2, 1_000_000));
     let mut trace = read(builder.text());
     cargo_calltime::trace::quiet::estimate_quiet_calls(&mut trace);

@@ -11,12 +11,14 @@ use crate::clock::now;
 use crate::recorder::RETIRED_COUNTERS;
 use crate::retire::{
     consider_path, go_quiet_within, quiet_within_enabled, retired_state, slot_index, slot_is_counted, slots_used,
-    unsettled_calls, CHECK_EVERY, QUIET, QUIET_WITHIN_CALLS, RETIRE_SLOTS,
+    unsettled_calls, CHECK_EVERY, NO_BY, QUIET, QUIET_WITHIN_CALLS, RETIRE_SLOTS,
 };
 
 /// Call paths a folded invocation may have for `calls_only_retired` to scan them (a few thousand instructions, once
 /// per `CHECK_EVERY` samples of a path).
 const SCANNED_PATHS: usize = 1024;
+/// Calls a sibling must have made for a quiet function's ratio to it to stand for the rest of the invocation.
+const MIN_SIBLING_CALLS: u64 = 1024;
 
 impl Recorder {
     /// Merges the per-call nodes into call paths. Cold: once per big invocation.
@@ -284,19 +286,24 @@ impl Recorder {
                 continue;
             }
             let index = slot_index(slot);
-            if let Some((calls, caller_calls)) = self.calls_so_far(index, slot) {
-                go_quiet_within(index, calls, caller_calls);
+            if let Some((calls, per, by)) = self.calls_so_far(index, slot) {
+                go_quiet_within(index, calls, per, by);
             }
         }
     }
 
     /// Calls of retired function `index` (slot `slot`) in this invocation so far (its call paths, from before it
-    /// retired, and its counted calls), and calls of its callers (the functions of its paths' parents: their paths,
-    /// and their counted calls if they retired too). None while a caller's call is open, whose calls of it are not
-    /// all made yet (the ratio would be off), when it has no caller here (it retired in an earlier invocation: it
-    /// goes quiet at an invocation's end instead), when a caller is quiet (its calls are not counted), or when the
-    /// invocation has too many paths or callers to scan.
-    fn calls_so_far(&self, index: u32, slot: usize) -> Option<(u64, u64)> {
+    /// retired, and its counted calls), the calls to take its ratio to, and whose they are (`NO_BY`: its callers').
+    /// With no call of a caller open: calls of its callers (the functions of its paths' parents: their paths, and
+    /// their counted calls if they retired too). With one open (a loop that runs for the whole invocation, such as
+    /// pulldown-cmark's `HtmlWriter::run`), whose calls of it are not all made yet: calls of its busiest probed
+    /// sibling under its callers (`Parser::next` there), a function called alongside it, so the tool estimates its
+    /// later calls from that one's (an estimate, marked `~`; test `quiet_within_an_open_caller_by_a_sibling` in
+    /// calltime-rt/tests/truth.rs states how far off). None when it has no caller here (it retired in an earlier
+    /// invocation: it goes quiet at an invocation's end instead), when a caller is quiet (its calls are not
+    /// counted), when an open caller has no busy probed sibling, or when the invocation has too many paths or
+    /// callers to scan.
+    fn calls_so_far(&self, index: u32, slot: usize) -> Option<(u64, u64, u32)> {
         const MAX_CALLERS: usize = 16;
         if self.paths.len() > 4 * SCANNED_PATHS {
             return None;
@@ -316,8 +323,13 @@ impl Recorder {
             let path = unsafe { self.frame_path.get(i) };
             self.paths.get(path as usize).is_some_and(|p| callers.contains(&p.index))
         });
-        if callers.is_empty() || open {
+        if callers.is_empty() {
             return None;
+        }
+        let calls = calls + self.retired_calls[slot] + unsettled_calls(slot);
+        if open {
+            let (sibling, sibling_calls) = self.busiest_sibling(index, callers)?;
+            return Some((calls, sibling_calls, sibling));
         }
         let mut caller_calls: u64 = self.paths.iter().filter(|p| callers.contains(&p.index)).map(|p| p.calls).sum();
         for &caller in callers {
@@ -328,7 +340,21 @@ impl Recorder {
                 _ => {} // pinned: an async caller, probed
             }
         }
-        Some((calls + self.retired_calls[slot] + unsettled_calls(slot), caller_calls))
+        Some((calls, caller_calls, NO_BY))
+    }
+
+    /// The probed function other than `index` with the most calls on a path under one of `callers`' paths, and its
+    /// calls in the invocation (on all its paths: what the tool counts of it); None under `MIN_SIBLING_CALLS`.
+    fn busiest_sibling(&self, index: u32, callers: &[u32]) -> Option<(u32, u64)> {
+        let under_caller = |p: &PathNode| self.paths.get(p.parent as usize).is_some_and(|c| callers.contains(&c.index));
+        let busiest = self
+            .paths
+            .iter()
+            .filter(|p| p.index != index && retired_state(p.index) == 0 && under_caller(p))
+            .max_by_key(|p| p.calls)?
+            .index;
+        let calls: u64 = self.paths.iter().filter(|p| p.index == busiest).map(|p| p.calls).sum();
+        (calls >= MIN_SIBLING_CALLS).then_some((busiest, calls))
     }
 
     /// True when, on every call path of function `index`, every child path is of a function that retired (or

@@ -254,6 +254,11 @@ pub struct Quiet {
     pub calls: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub caller_calls: u64,
+    /// When its callers' calls were still open as it went quiet within an invocation (a loop that runs for the
+    /// whole invocation): the function whose calls `caller_calls` counts instead, a busy sibling called alongside
+    /// it; its later calls are then estimated from that function's calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

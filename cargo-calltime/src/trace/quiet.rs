@@ -29,7 +29,9 @@ pub fn estimate_quiet_calls(trace: &mut Trace) {
     // their callees'.
     for quiet in trace.quiet.clone().into_iter().rev() {
         let no_callers = BTreeSet::new();
-        let callers = callers.get(&quiet.func).unwrap_or(&no_callers);
+        // Went quiet under a caller that stayed open: its calls are estimated per call of the sibling it names.
+        let by_sibling = quiet.by.map(|by| BTreeSet::from([by]));
+        let callers = by_sibling.as_ref().or(callers.get(&quiet.func)).unwrap_or(&no_callers);
         let rate = Rate::measure(trace.invocations.iter().filter(|inv| ended_before(inv, &quiet)), &quiet, callers);
         let warning = format!(
             "calls of function #{} after it went quiet are not estimated: no invocation in the trace counted them all \
@@ -223,7 +225,7 @@ mod tests {
     fn quiet_calls_are_estimated_from_the_counted_rate_and_never_below_a_count() {
         let mut trace = parse(TEXT).unwrap();
         assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
-        assert_eq!(trace.quiet, [Quiet { func: 2, at_ns: 9500, calls: 0, caller_calls: 0 }]);
+        assert_eq!(trace.quiet, [Quiet { func: 2, at_ns: 9500, calls: 0, caller_calls: 0, by: None }]);
         assert_eq!(trace.calibration.unwrap().quiet_outer, Some(300));
         estimate_quiet_calls(&mut trace);
         let retired: Vec<&[RetiredCalls]> = trace.invocations.iter().map(|inv| inv.retired.as_slice()).collect();
@@ -254,7 +256,30 @@ mod tests {
             end 0\n";
         let mut trace = parse(text).unwrap();
         assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
-        assert_eq!(trace.quiet, [Quiet { func: 2, at_ns: 3000, calls: 1200, caller_calls: 400 }]);
+        assert_eq!(trace.quiet, [Quiet { func: 2, at_ns: 3000, calls: 1200, caller_calls: 400, by: None }]);
+        estimate_quiet_calls(&mut trace);
+        assert_eq!(trace.invocations[0].retired, [RetiredCalls::estimated(2, 2994, 1194)]);
+        assert_eq!(TraceBuilder::write(&trace), text);
+    }
+
+    #[test]
+    fn a_function_quiet_under_an_open_caller_is_estimated_per_call_of_the_sibling_it_names() {
+        // One folded invocation: function 1 runs once for all of it and calls 3 (probed) 1,000 times and 2 three
+        // times per call of 3. 2 went quiet with 1,200 calls over 400 of 3's, 1 still open (its calls of 2 not all
+        // made): all 3,000 are estimated from 3's 1,000 calls, 2,994 of them past its 6 on a path.
+        let text = "calltime-trace 3\nprocess 1 0 /app\nplan p /t.json\nsettings fold_after=4 quiet_after=3\n\
+            retire 2 1300 6 10\n\
+            quiet 2 3000 1200 400 3\n\
+            inv 0 thread 1 1000 5000 4 0 0 main\n\
+            a 0 0 1 1 1000 5000 5000 5000 0 1 5000\n\
+            a 1 1 1 1 1100 4900 4900 4900 0 1 4900\n\
+            a 2 3 1000 1000 1200 4000 1 100 0 1000 4000\n\
+            a 2 2 6 6 1200 50 5 10 0 6 50\n\
+            r 2 1194\n\
+            end 0\n";
+        let mut trace = parse(text).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        assert_eq!(trace.quiet, [Quiet { func: 2, at_ns: 3000, calls: 1200, caller_calls: 400, by: Some(3) }]);
         estimate_quiet_calls(&mut trace);
         assert_eq!(trace.invocations[0].retired, [RetiredCalls::estimated(2, 2994, 1194)]);
         assert_eq!(TraceBuilder::write(&trace), text);

@@ -167,14 +167,20 @@ pub(super) fn write_retire(out: &mut String, r: &Retirement) {
 /// `quiet <index> <at_ns> [<calls> <caller_calls>]` (version 3, between invocations; the last two when it went quiet
 /// within an invocation).
 pub(super) fn read_quiet(rest: &str) -> Result<Quiet> {
-    let mut f = Fields::new(rest, 4);
+    let mut f = Fields::new(rest, 5);
     let (func, at_ns) = (f.index()?, f.num()?);
     let (calls, caller_calls) = (f.optional_num()?.unwrap_or(0), f.optional_num()?.unwrap_or(0));
-    Ok(Quiet { func, at_ns, calls, caller_calls })
+    let by = match f.optional_num()? {
+        Some(by) => Some(u32::try_from(by).with_context(|| format!("`{by}` is not a function index"))?),
+        None => None,
+    };
+    Ok(Quiet { func, at_ns, calls, caller_calls, by })
 }
 
 pub(super) fn write_quiet(out: &mut String, q: &Quiet) {
-    if q.caller_calls != 0 {
+    if let (Some(by), true) = (q.by, q.caller_calls != 0) {
+        let _ = writeln!(out, "quiet {} {} {} {} {by}", q.func, q.at_ns, q.calls, q.caller_calls);
+    } else if q.caller_calls != 0 {
         let _ = writeln!(out, "quiet {} {} {} {}", q.func, q.at_ns, q.calls, q.caller_calls);
     } else {
         let _ = writeln!(out, "quiet {} {}", q.func, q.at_ns);
