@@ -1,0 +1,207 @@
+//! Recursive clusters: a set of mutually recursive functions (a strongly connected component of the probed calls
+//! seen in a tree) retires together, since none of its members is ever a leaf and leaves alone retire one by one.
+//!
+//! The rule is the leaves' rule applied to the cluster as one function: over at least `min_calls` of its members'
+//! calls, the compensated time of its outermost calls (those with no member above them) per member call is under
+//! `factor x recorded_outer`, i.e. its probes cost more than a `1 / factor` share of the time they measure. A
+//! cluster is considered only when it is closed (every probed callee of a member is a member, or retired): its
+//! other callees retire first, as leaves, and its callers retire after it, as the leaves they then are.
+//!
+//! The invocation's root may be a member (a recursive parser's entry point): its outermost call is always recorded
+//! and timed; only its nested calls retire (`probe::enter_root` reads its state byte when an invocation is running).
+//! A cluster's calls stay counted, exactly, for the rest of the process: they never go quiet (`keeps_counting`),
+//! because a quiet function's later calls are estimated from its callers' calls, and within a cycle those callers
+//! are estimates themselves. A counted call costs the state byte's load and a per-thread counter.
+//!
+//! Decided on the writer's watch only (per-call invocations, every node closed); a folded invocation's fold sees
+//! open nodes and leaves its clusters probed.
+
+use super::{retire_cluster_member, retired_state, Settings, RETIRE_INDICES};
+use crate::calibrate::Calibration;
+use crate::recorder::{Node, OPEN, PARENT_MASK};
+
+/// Distinct probed functions in one tree past which its clusters are not looked for (bit sets of one `u64`).
+const MAX_FUNCTIONS: usize = 64;
+const NONE: u8 = u8::MAX;
+
+/// Per-observer scratch space and the sums of each cluster seen so far.
+pub(super) struct Clusters {
+    /// Per function index: its number among this tree's functions (`NONE` between observations).
+    local_of: Vec<u8>,
+    /// Per local number: the function index.
+    funcs: Vec<u32>,
+    /// Per node: its function's local number, or `NONE` (retired meanwhile, or beyond `RETIRE_INDICES`).
+    node_local: Vec<u8>,
+    /// Per node: some member of the cluster being summed is this node or above it.
+    under_member: Vec<bool>,
+    /// Per function index: the unretired functions it was ever seen calling (a cluster retires only when none
+    /// of its members calls outside it, in any tree seen: a tree of a cluster's other shape may call out of it).
+    callees: Vec<Vec<u32>>,
+    /// Per cluster ever seen: its members (function indices, ascending) and its sums over the observations.
+    sums: Vec<Sums>,
+}
+
+struct Sums {
+    members: Vec<u32>,
+    /// Member calls that would retire (every member node but the invocation's root).
+    calls: u64,
+    /// Compensated ticks of the outermost member calls.
+    outer_ticks: f64,
+    retired: bool,
+}
+
+impl Clusters {
+    pub(super) const fn new() -> Clusters {
+        Clusters {
+            local_of: Vec::new(),
+            funcs: Vec::new(),
+            node_local: Vec::new(),
+            under_member: Vec::new(),
+            callees: Vec::new(),
+            sums: Vec::new(),
+        }
+    }
+
+    /// Looks for the closed recursive clusters of a finished per-call tree (parents before children, slot 0 the
+    /// root; `descendants[slot]`: probed nodes under it), adds their calls and outermost times to their sums, and
+    /// retires each cluster whose sums meet the rule.
+    pub(super) fn observe(&mut self, nodes: &[Node], descendants: &[u32], settings: &Settings, cal: &Calibration) {
+        if self.collect(nodes) {
+            self.find_and_sum(nodes, descendants, settings, cal);
+        }
+        for &func in &self.funcs {
+            self.local_of[func as usize] = NONE;
+        }
+        self.funcs.clear();
+    }
+
+    /// Numbers the tree's functions that may retire. False when the tree cannot be analysed (an open node, too
+    /// many functions).
+    fn collect(&mut self, nodes: &[Node]) -> bool {
+        self.node_local.clear();
+        for node in nodes {
+            if node.end == OPEN {
+                return false;
+            }
+            let index = node.index as usize;
+            if index >= RETIRE_INDICES || retired_state(node.index) != 0 {
+                self.node_local.push(NONE);
+                continue;
+            }
+            if self.local_of.len() <= index {
+                self.local_of.resize(index + 1, NONE);
+            }
+            if self.local_of[index] == NONE {
+                if self.funcs.len() == MAX_FUNCTIONS {
+                    return false;
+                }
+                self.local_of[index] = self.funcs.len() as u8;
+                self.funcs.push(node.index);
+            }
+            self.node_local.push(self.local_of[index]);
+        }
+        true
+    }
+
+    fn find_and_sum(&mut self, nodes: &[Node], descendants: &[u32], settings: &Settings, cal: &Calibration) {
+        let n = self.funcs.len();
+        // Calls between this tree's unretired functions, then who reaches whom (Warshall, on bit sets).
+        // `calls_out` leaves out the calls of the invocation's root call itself: it is always recorded, so its
+        // callees never lose their place under it.
+        let (mut calls, mut calls_out) = ([0u64; MAX_FUNCTIONS], [0u64; MAX_FUNCTIONS]);
+        for (slot, node) in nodes.iter().enumerate().skip(1) {
+            let parent = (node.link & PARENT_MASK) as usize;
+            let (Some(&p), c) = (self.node_local.get(parent), self.node_local[slot]) else { continue };
+            if parent < slot && p != NONE && c != NONE {
+                calls[p as usize] |= 1 << c;
+                if parent != 0 {
+                    calls_out[p as usize] |= 1 << c;
+                }
+            }
+        }
+        for (f, &callees) in calls_out.iter().enumerate().take(n) {
+            let caller = self.funcs[f] as usize;
+            if self.callees.len() <= caller {
+                self.callees.resize(caller + 1, Vec::new());
+            }
+            for g in (0..n).filter(|&g| callees & (1 << g) != 0) {
+                if !self.callees[caller].contains(&self.funcs[g]) {
+                    self.callees[caller].push(self.funcs[g]);
+                }
+            }
+        }
+        let mut reach = calls;
+        for k in 0..n {
+            for i in 0..n {
+                if reach[i] & (1 << k) != 0 {
+                    reach[i] |= reach[k];
+                }
+            }
+        }
+        let mut done = 0u64;
+        for f in 0..n {
+            if reach[f] & (1 << f) == 0 || done & (1 << f) != 0 {
+                continue; // not recursive, or its cluster was handled
+            }
+            let members = (0..n).filter(|&g| reach[f] & (1 << g) != 0 && reach[g] & (1 << f) != 0);
+            let set = members.fold(0u64, |set, g| set | 1 << g);
+            done |= set;
+            let closed = (0..n).all(|g| set & (1 << g) == 0 || calls_out[g] & !set == 0);
+            if closed {
+                self.sum_cluster(set, nodes, descendants, settings, cal);
+            }
+        }
+    }
+
+    /// Adds one tree's calls of cluster `set` (local numbers) to its sums, and retires it when the rule holds.
+    fn sum_cluster(&mut self, set: u64, nodes: &[Node], descendants: &[u32], settings: &Settings, cal: &Calibration) {
+        let is_member = |local: u8| local != NONE && set & (1 << local) != 0;
+        let (mut calls, mut outer_ticks) = (0u64, 0f64);
+        self.under_member.clear();
+        for (slot, node) in nodes.iter().enumerate() {
+            let member = is_member(self.node_local[slot]);
+            let parent = (node.link & PARENT_MASK) as usize;
+            let above = slot > 0 && parent < slot && self.under_member[parent];
+            self.under_member.push(member || above);
+            if !member {
+                continue;
+            }
+            calls += u64::from(slot != 0);
+            if !above {
+                let raw = node.end.saturating_sub(node.start) as f64;
+                let probes = cal.recorded_inner_ticks + cal.recorded_outer_ticks * f64::from(descendants[slot]);
+                outer_ticks += (raw - probes).max(0.0);
+            }
+        }
+        let mut members: Vec<u32> =
+            (0..self.funcs.len()).filter(|&g| set & (1 << g) != 0).map(|g| self.funcs[g]).collect();
+        members.sort_unstable();
+        let at = match self.sums.iter().position(|s| s.members == members) {
+            Some(at) => at,
+            None => {
+                self.sums.push(Sums { members, calls: 0, outer_ticks: 0.0, retired: false });
+                self.sums.len() - 1
+            }
+        };
+        let sums = &mut self.sums[at];
+        sums.calls += calls;
+        sums.outer_ticks += outer_ticks;
+        let mean = sums.outer_ticks / sums.calls.max(1) as f64;
+        let fast = mean < settings.factor as f64 * cal.recorded_outer_ticks;
+        if sums.retired || sums.calls < settings.min_calls || !fast {
+            return;
+        }
+        let calls_out = |m: &u32| {
+            let callees = self.callees.get(*m as usize).map_or(&[][..], Vec::as_slice);
+            callees.iter().any(|c| !sums.members.contains(c) && retired_state(*c) == 0)
+        };
+        if sums.members.iter().any(calls_out) {
+            return;
+        }
+        sums.retired = true;
+        let mean_ns = (mean * cal.ns_per_tick).round() as u64;
+        for &index in &sums.members {
+            retire_cluster_member(index, sums.calls, mean_ns);
+        }
+    }
+}
