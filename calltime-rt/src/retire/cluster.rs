@@ -146,15 +146,23 @@ impl Clusters {
             let members = (0..n).filter(|&g| reach[f] & (1 << g) != 0 && reach[g] & (1 << f) != 0);
             let set = members.fold(0u64, |set, g| set | 1 << g);
             done |= set;
+            // Summed whether closed or not, so that it retires as soon as its other callees did.
             let closed = (0..n).all(|g| set & (1 << g) == 0 || calls_out[g] & !set == 0);
-            if closed {
-                self.sum_cluster(set, nodes, descendants, settings, cal);
-            }
+            self.sum_cluster(set, closed, nodes, descendants, settings, cal);
         }
     }
 
-    /// Adds one tree's calls of cluster `set` (local numbers) to its sums, and retires it when the rule holds.
-    fn sum_cluster(&mut self, set: u64, nodes: &[Node], descendants: &[u32], settings: &Settings, cal: &Calibration) {
+    /// Adds one tree's calls of cluster `set` (local numbers) to its sums, and retires it when the rule holds and it
+    /// is `closed` in this tree and every tree seen before.
+    fn sum_cluster(
+        &mut self,
+        set: u64,
+        closed: bool,
+        nodes: &[Node],
+        descendants: &[u32],
+        settings: &Settings,
+        cal: &Calibration,
+    ) {
         let is_member = |local: u8| local != NONE && set & (1 << local) != 0;
         let (mut calls, mut outer_ticks) = (0u64, 0f64);
         self.under_member.clear();
@@ -188,7 +196,7 @@ impl Clusters {
         sums.outer_ticks += outer_ticks;
         let mean = sums.outer_ticks / sums.calls.max(1) as f64;
         let fast = mean < settings.factor as f64 * cal.recorded_outer_ticks;
-        if sums.retired || sums.calls < settings.min_calls || !fast {
+        if !closed || sums.retired || sums.calls < settings.min_calls || !fast {
             return;
         }
         let calls_out = |m: &u32| {
