@@ -1,17 +1,19 @@
 //! Recursive clusters: a set of mutually recursive functions (a strongly connected component of the probed calls
 //! seen in a tree) retires together, since none of its members is ever a leaf and leaves alone retire one by one.
 //!
-//! The rule is the leaves' rule applied to the cluster as one function: over at least `min_calls` of its members'
-//! calls, the compensated time of its outermost calls (those with no member above them) per member call is under
-//! `factor x recorded_outer`, i.e. its probes cost more than a `1 / factor` share of the time they measure. A
-//! cluster is considered only when it is closed (every probed callee of a member is a member, or retired): its
-//! other callees retire first, as leaves, and its callers retire after it, as the leaves they then are.
+//! What retires is the cluster's unit: its members and every unretired function seen under their calls (those
+//! would otherwise hang under a retired caller, a tree that never happened). The rule is the leaves' rule applied
+//! to the unit as one function: over at least `min_calls` of its calls (summed from the cluster's first tree), the
+//! compensated time of its outermost calls (those with no unit call above them) per unit call is under `factor x
+//! recorded_outer`, i.e. its probes cost more than a `1 / factor` share of the time they measure. Its callers
+//! retire after it, as the leaves they then are.
 //!
 //! The invocation's root may be a member (a recursive parser's entry point): its outermost call is always recorded
-//! and timed; only its nested calls retire (`probe::enter_root` reads its state byte when an invocation is running).
-//! A cluster's calls stay counted, exactly, for the rest of the process: they never go quiet (`keeps_counting`),
-//! because a quiet function's later calls are estimated from its callers' calls, and within a cycle those callers
-//! are estimates themselves. A counted call costs the state byte's load and a per-thread counter.
+//! and timed, and the functions it calls directly stay under it; only its nested calls retire (`probe::enter_root`
+//! reads its state byte when an invocation is running). A unit's calls stay counted, exactly, for the rest of the
+//! process: they never go quiet (`KEEPS_COUNTING`), because a quiet function's later calls are estimated from its
+//! callers' calls, and within a cycle those callers are estimates themselves. A counted call costs the state byte's
+//! load and a per-thread counter.
 //!
 //! Decided on the writer's watch only (per-call invocations, every node closed); a folded invocation's fold sees
 //! open nodes and leaves its clusters probed.
@@ -119,6 +121,10 @@ impl Clusters {
                 }
             }
         }
+        let (reach, below) = (closure(calls, n), closure(calls_out, n));
+        if (0..n).all(|f| reach[f] & (1 << f) == 0) {
+            return; // no recursion among the unretired functions
+        }
         for (f, &callees) in calls_out.iter().enumerate().take(n) {
             let caller = self.funcs[f] as usize;
             if self.callees.len() <= caller {
@@ -130,14 +136,6 @@ impl Clusters {
                 }
             }
         }
-        let mut reach = calls;
-        for k in 0..n {
-            for i in 0..n {
-                if reach[i] & (1 << k) != 0 {
-                    reach[i] |= reach[k];
-                }
-            }
-        }
         let mut done = 0u64;
         for f in 0..n {
             if reach[f] & (1 << f) == 0 || done & (1 << f) != 0 {
@@ -146,28 +144,28 @@ impl Clusters {
             let members = (0..n).filter(|&g| reach[f] & (1 << g) != 0 && reach[g] & (1 << f) != 0);
             let set = members.fold(0u64, |set, g| set | 1 << g);
             done |= set;
-            // Summed whether closed or not, so that it retires as soon as its other callees did.
-            let closed = (0..n).all(|g| set & (1 << g) == 0 || calls_out[g] & !set == 0);
-            self.sum_cluster(set, closed, nodes, descendants, settings, cal);
+            // The unit: the cluster and every unretired function under its calls.
+            let unit = (0..n).filter(|&g| set & (1 << g) != 0).fold(set, |unit, g| unit | below[g]);
+            self.sum_cluster(set, unit, nodes, descendants, settings, cal);
         }
     }
 
-    /// Adds one tree's calls of cluster `set` (local numbers) to its sums, and retires it when the rule holds and it
-    /// is `closed` in this tree and every tree seen before.
+    /// Adds one tree's calls of the unit of cluster `set` (local numbers) to the cluster's sums, and retires the
+    /// unit when the rule holds.
     fn sum_cluster(
         &mut self,
         set: u64,
-        closed: bool,
+        unit: u64,
         nodes: &[Node],
         descendants: &[u32],
         settings: &Settings,
         cal: &Calibration,
     ) {
-        let is_member = |local: u8| local != NONE && set & (1 << local) != 0;
+        let in_unit = |local: u8| local != NONE && unit & (1 << local) != 0;
         let (mut calls, mut outer_ticks) = (0u64, 0f64);
         self.under_member.clear();
         for (slot, node) in nodes.iter().enumerate() {
-            let member = is_member(self.node_local[slot]);
+            let member = in_unit(self.node_local[slot]);
             let parent = (node.link & PARENT_MASK) as usize;
             let above = slot > 0 && parent < slot && self.under_member[parent];
             self.under_member.push(member || above);
@@ -181,8 +179,8 @@ impl Clusters {
                 outer_ticks += (raw - probes).max(0.0);
             }
         }
-        let mut members: Vec<u32> =
-            (0..self.funcs.len()).filter(|&g| set & (1 << g) != 0).map(|g| self.funcs[g]).collect();
+        let locals = (0..self.funcs.len()).filter(|&g| set & (1 << g) != 0);
+        let mut members: Vec<u32> = locals.map(|g| self.funcs[g]).collect();
         members.sort_unstable();
         let at = match self.sums.iter().position(|s| s.members == members) {
             Some(at) => at,
@@ -196,20 +194,41 @@ impl Clusters {
         sums.outer_ticks += outer_ticks;
         let mean = sums.outer_ticks / sums.calls.max(1) as f64;
         let fast = mean < settings.factor as f64 * cal.recorded_outer_ticks;
-        if !closed || sums.retired || sums.calls < settings.min_calls || !fast {
+        if sums.retired || sums.calls < settings.min_calls || !fast {
             return;
         }
-        let calls_out = |m: &u32| {
-            let callees = self.callees.get(*m as usize).map_or(&[][..], Vec::as_slice);
-            callees.iter().any(|c| !sums.members.contains(c) && retired_state(*c) == 0)
-        };
-        if sums.members.iter().any(calls_out) {
-            return;
+        // The unit over every tree seen: the members and every unretired function seen under their calls.
+        let mut unit: Vec<u32> = sums.members.clone();
+        let mut next = 0;
+        while next < unit.len() {
+            let callees = self.callees.get(unit[next] as usize).map_or(&[][..], Vec::as_slice);
+            for &callee in callees {
+                if !unit.contains(&callee) && retired_state(callee) == 0 {
+                    unit.push(callee);
+                }
+            }
+            next += 1;
+            if unit.len() > MAX_FUNCTIONS {
+                return; // too many to retire as one
+            }
         }
         sums.retired = true;
         let mean_ns = (mean * cal.ns_per_tick).round() as u64;
-        for &index in &sums.members {
+        for index in unit {
             retire_cluster_member(index, sums.calls, mean_ns);
         }
     }
+}
+
+/// Who reaches whom through `calls` (bit sets over `n` functions), by Warshall's algorithm.
+fn closure(calls: [u64; MAX_FUNCTIONS], n: usize) -> [u64; MAX_FUNCTIONS] {
+    let mut reach = calls;
+    for k in 0..n {
+        for i in 0..n {
+            if reach[i] & (1 << k) != 0 {
+                reach[i] |= reach[k];
+            }
+        }
+    }
+    reach
 }
