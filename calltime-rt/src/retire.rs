@@ -237,13 +237,13 @@ pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
     retire_with(index, calls, mean_ns, false);
 }
 
-/// Retires function `index` as a member of a recursive cluster whose `calls` calls had a compensated mean of
-/// `mean_ns` (its outermost calls' time per call): its calls stay counted for the rest of the process (see
-/// `cluster`). The root's state byte too: its nested calls then retire (`probe::enter_root`).
+/// Retires function `index` as part of a recursive cluster's unit whose `calls` calls had a compensated mean of
+/// `mean_ns` (its outermost calls' time per call); a member of the cycle (`in_cycle`) stays counted for the rest
+/// of the process (see `cluster`). The root's state byte too: its nested calls then retire (`probe::enter_root`).
 #[cold]
 #[inline(never)]
-fn retire_cluster_member(index: u32, calls: u64, mean_ns: u64) {
-    retire_with(index, calls, mean_ns, true);
+fn retire_cluster_member(index: u32, calls: u64, mean_ns: u64, in_cycle: bool) {
+    retire_with(index, calls, mean_ns, in_cycle);
 }
 
 fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {

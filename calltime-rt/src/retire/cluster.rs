@@ -10,10 +10,11 @@
 //!
 //! The invocation's root may be a member (a recursive parser's entry point): its outermost call is always recorded
 //! and timed, and the functions it calls directly stay under it; only its nested calls retire (`probe::enter_root`
-//! reads its state byte when an invocation is running). A unit's calls stay counted, exactly, for the rest of the
-//! process: they never go quiet (`KEEPS_COUNTING`), because a quiet function's later calls are estimated from its
-//! callers' calls, and within a cycle those callers are estimates themselves. A counted call costs the state byte's
-//! load and a per-thread counter.
+//! reads its state byte when an invocation is running). The cluster's calls stay counted, exactly, for the rest of
+//! the process: they never go quiet (`KEEPS_COUNTING`), because a quiet function's later calls are estimated from
+//! its callers' calls, and within a cycle those callers are estimates themselves. A counted call costs the state
+//! byte's load and a per-thread counter. The rest of the unit goes quiet as other retired functions do: its
+//! callers are the cluster's members, or functions under them, whose counts are exact or estimated from those.
 //!
 //! Decided on the writer's watch only (per-call invocations, every node closed); a folded invocation's fold sees
 //! open nodes and leaves its clusters probed.
@@ -215,7 +216,8 @@ impl Clusters {
         sums.retired = true;
         let mean_ns = (mean * cal.ns_per_tick).round() as u64;
         for index in unit {
-            retire_cluster_member(index, sums.calls, mean_ns);
+            let in_cycle = sums.members.contains(&index);
+            retire_cluster_member(index, sums.calls, mean_ns, in_cycle);
         }
     }
 }
