@@ -214,6 +214,13 @@ pub(crate) fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
     if rec == SKIP {
         return Guard::INERT;
     }
+    // A nested call of a root that retired with a recursive cluster (retire/cluster.rs) is counted; the
+    // outermost call, above, is always recorded. Such a cluster never goes quiet.
+    let state = retired_state(index);
+    if state != 0 {
+        count_retired_call(state);
+        return Guard::INERT;
+    }
     // SAFETY: as in `enter`.
     unsafe { record_enter(rec, index) }
 }

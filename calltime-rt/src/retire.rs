@@ -23,6 +23,8 @@ use crate::calibrate::Calibration;
 use crate::invocation::{lock, SKIP};
 use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK, RETIRED_COUNTERS};
 
+mod cluster;
+
 /// Function indices that can retire; higher ones stay probed.
 pub(crate) const RETIRE_INDICES: usize = 1 << 16;
 /// Retirement slots per process (the state byte's values 1..=126); once they are used up no function retires.
@@ -42,6 +44,9 @@ static SLOT_INDEX: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) };
 /// Per retirement slot: invocations that counted calls of its function (a relaxed load and store, not a
 /// read-modify-write: two threads ending invocations at once may count one; it then goes quiet one later).
 static COUNTED_IN: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) }; RETIRE_SLOTS + 2];
+/// Per retirement slot: its function retired with a recursive cluster and its calls stay counted (never quiet:
+/// see `cluster`).
+static KEEPS_COUNTING: [AtomicBool; RETIRE_SLOTS + 2] = [const { AtomicBool::new(false) }; RETIRE_SLOTS + 2];
 /// Slots handed out so far (the highest slot in use); readers scan counters `1..=SLOTS_USED`.
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
 /// Retirements not yet written by the writer, and the count ever made (under one lock: retirements are rare).
@@ -318,6 +323,19 @@ pub(crate) fn set_state_for_calibration(index: u32, state: u8) {
 #[cold]
 #[inline(never)]
 pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
+    retire_with(index, calls, mean_ns, false);
+}
+
+/// Retires function `index` as part of a recursive cluster's unit whose `calls` calls had a compensated mean of
+/// `mean_ns` (its outermost calls' time per call); a member of the cycle (`in_cycle`) stays counted for the rest
+/// of the process (see `cluster`). The root's state byte too: its nested calls then retire (`probe::enter_root`).
+#[cold]
+#[inline(never)]
+fn retire_cluster_member(index: u32, calls: u64, mean_ns: u64, in_cycle: bool) {
+    retire_with(index, calls, mean_ns, in_cycle);
+}
+
+fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {
     let Some(state) = STATE.get(index as usize) else { return };
     let mut records = lock(&RECORDS);
     let slot = SLOTS_USED.load(Relaxed) as usize + 1;
@@ -326,6 +344,7 @@ pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
     }
     // The slot is published before the state byte that makes probes count into it.
     SLOT_INDEX[slot].store(index, Relaxed);
+    KEEPS_COUNTING[slot].store(keeps_counting, Relaxed);
     SLOTS_USED.store(slot as u32, Relaxed);
     if state.compare_exchange(0, slot as u8, Release, Relaxed).is_err() {
         SLOTS_USED.store(slot as u32 - 1, Relaxed); // pinned meanwhile (we hold the lock: nobody took the slot)
@@ -385,7 +404,7 @@ fn go_quiet_with(index: u32, calls: u64, caller_calls: u64, by: u32) {
     let Some(state) = STATE.get(index as usize) else { return };
     let mut records = lock(&RECORDS);
     let slot = state.load(Relaxed);
-    if slot == 0 || slot >= PINNED {
+    if slot == 0 || slot >= PINNED || KEEPS_COUNTING[slot as usize].load(Relaxed) {
         return;
     }
     // Read before the store: an invocation that ended before `at_ns` counted every call it made.
@@ -461,6 +480,8 @@ pub(crate) struct Watch {
     skip: u32,
     /// Whether mature trees are sampled (the writer's watch); the fold's watch sees every big invocation.
     sample_mature: bool,
+    /// Recursive clusters seen in the observed trees (see `cluster`).
+    clusters: cluster::Clusters,
 }
 
 /// Once at most one node in this many of an observed tree is of a function short of `min_calls` observed calls (the
@@ -481,12 +502,21 @@ struct Seen {
 
 impl Watch {
     pub(crate) const fn new() -> Watch {
-        Watch { descendants: Vec::new(), seen: Vec::new(), observation: 0, skip: 0, sample_mature: false }
+        Watch {
+            descendants: Vec::new(),
+            seen: Vec::new(),
+            observation: 0,
+            skip: 0,
+            sample_mature: false,
+            clusters: cluster::Clusters::new(),
+        }
     }
 
     /// A watch that observes one tree in `MATURE_EVERY` once their functions are mature (the writer's).
     pub(crate) const fn sampling() -> Watch {
-        Watch { descendants: Vec::new(), seen: Vec::new(), observation: 0, skip: 0, sample_mature: true }
+        let mut watch = Watch::new();
+        watch.sample_mature = true;
+        watch
     }
 
     /// Adds the finished nodes of a per-call tree (parents before children, slot 0 the root) and retires the
@@ -547,6 +577,7 @@ impl Watch {
             let (calls, mean) = (seen.calls, seen.compensated_ticks / seen.calls as f64);
             retire_if_fast(node.index, calls, mean, root);
         }
+        self.clusters.observe(nodes, &self.descendants, settings, cal);
         if young * MATURE_EVERY as usize <= nodes.len() && self.sample_mature {
             self.skip = MATURE_EVERY - 1;
         }

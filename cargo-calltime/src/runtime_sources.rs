@@ -28,6 +28,7 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("recorder/fold.rs", include_str!("../../calltime-rt/src/recorder/fold.rs")),
     ("recorder/outcome.rs", include_str!("../../calltime-rt/src/recorder/outcome.rs")),
     ("retire.rs", include_str!("../../calltime-rt/src/retire.rs")),
+    ("retire/cluster.rs", include_str!("../../calltime-rt/src/retire/cluster.rs")),
     ("writer.rs", include_str!("../../calltime-rt/src/writer.rs")),
     ("writer/block.rs", include_str!("../../calltime-rt/src/writer/block.rs")),
 ];

@@ -493,3 +493,29 @@ fn real_crate_shapes_count_every_call_and_keep_means_within_extremes() {
     }
     compensated(trace).invocations.iter().for_each(|inv| within(&inv.root));
 }
+
+/// A recursive cluster that retired with the root (calltime-rt/src/retire/cluster.rs): `run` calls `tokenize`,
+/// which calls `next_token`, which calls `run` again. The first invocation is recorded in full; after the cluster
+/// retired (each member with a `retire` record), the second has only the root's node and exact `r` counts,
+/// including the root's nested calls: the views place those under their callers, never on the root node, whose
+/// count stays 1.
+#[test]
+fn a_retired_recursive_cluster_keeps_the_root_node_and_exact_counts() {
+    let mut builder = TraceBuilder::new(&header(Some(CALIBRATION)));
+    let nested = call(0, 1_400, 600, vec![call(1, 1_450, 500, vec![call(3, 1_500, 100, vec![])])]);
+    let first = call(0, 1_000, 5_000, vec![call(1, 1_100, 4_000, vec![call(2, 1_300, 1_000, vec![nested])])]);
+    builder.invocation(&Invocation::new(0, main_thread(), first));
+    builder.retire(&Retirement { func: 3, at_ns: 7_000, calls: 1_000, mean_ns: 3 });
+    for func in [0, 1, 2] {
+        builder.retire(&Retirement { func, at_ns: 8_000, calls: 1_200, mean_ns: 90 });
+    }
+    let mut second = Invocation::new(1, main_thread(), call(0, 10_000, 4_000, vec![]));
+    for (func, calls) in [(0, 1), (1, 2), (2, 1), (3, 1)] {
+        second.retired.push(RetiredCalls::counted(func, calls));
+    }
+    builder.invocation(&second);
+    let trace = read(builder.text());
+    assert_eq!(trace.invocations[1].retired.len(), 4);
+    let single = ViewOptions { invocation: Some(2), ..ViewOptions::default() };
+    check(&data("truth/expected/cluster.txt"), &text_view(&trace, &single));
+}

@@ -195,10 +195,26 @@ impl Merged {
     /// proportion to their calls. A count shared among several paths is marked estimated. Returns what found no
     /// place (neither the function nor a caller is in the tree): the views still name it after the tree.
     pub fn place_retired(&mut self, retired: &[RetiredCalls], callers: &Callers) -> Vec<RetiredCalls> {
+        // Placed in rounds: a function whose callers all retired too (a recursive cluster's) finds its place under
+        // the nodes the others' placing added.
+        let mut pending: Vec<RetiredCalls> = retired.iter().filter(|r| r.calls > 0).copied().collect();
+        loop {
+            let unplaced = self.place_retired_once(&pending, callers);
+            if unplaced.is_empty() || unplaced.len() == pending.len() {
+                return unplaced;
+            }
+            pending = unplaced;
+        }
+    }
+
+    fn place_retired_once(&mut self, retired: &[RetiredCalls], callers: &Callers) -> Vec<RetiredCalls> {
         let mut unplaced = Vec::new();
-        for r in retired.iter().filter(|r| r.calls > 0) {
+        for r in retired {
             let mut at = Vec::new();
             self.paths_of(&|m| m.func == r.func && m.calls > 0, &mut Vec::new(), &mut at);
+            // The tree's top is the root's outermost call, always recorded: a retired root's calls (its nested
+            // calls, retired with a recursive cluster) are never that call.
+            at.retain(|path| !path.is_empty());
             let under_callers = at.is_empty();
             if under_callers {
                 let of = callers.get(&r.func);

@@ -1,0 +1,236 @@
+//! Recursive clusters: a set of mutually recursive functions (a strongly connected component of the probed calls
+//! seen in a tree) retires together, since none of its members is ever a leaf and leaves alone retire one by one.
+//!
+//! What retires is the cluster's unit: its members and every unretired function seen under their calls (those
+//! would otherwise hang under a retired caller, a tree that never happened). The rule is the leaves' rule applied
+//! to the unit as one function: over at least `min_calls` of its calls (summed from the cluster's first tree), the
+//! compensated time of its outermost calls (those with no unit call above them) per unit call is under `factor x
+//! recorded_outer`, i.e. its probes cost more than a `1 / factor` share of the time they measure. Its callers
+//! retire after it, as the leaves they then are.
+//!
+//! The invocation's root may be a member (a recursive parser's entry point): its outermost call is always recorded
+//! and timed, and the functions it calls directly stay under it; only its nested calls retire (`probe::enter_root`
+//! reads its state byte when an invocation is running). The cluster's calls stay counted, exactly, for the rest of
+//! the process: they never go quiet (`KEEPS_COUNTING`), because a quiet function's later calls are estimated from
+//! its callers' calls, and within a cycle those callers are estimates themselves. A counted call costs the state
+//! byte's load and a per-thread counter. The rest of the unit goes quiet as other retired functions do: its
+//! callers are the cluster's members, or functions under them, whose counts are exact or estimated from those.
+//!
+//! Decided on the writer's watch only (per-call invocations, every node closed); a folded invocation's fold sees
+//! open nodes and leaves its clusters probed.
+
+use super::{retire_cluster_member, retired_state, Settings, RETIRE_INDICES};
+use crate::calibrate::Calibration;
+use crate::recorder::{Node, OPEN, PARENT_MASK};
+
+/// Distinct probed functions in one tree past which its clusters are not looked for (bit sets of one `u64`).
+const MAX_FUNCTIONS: usize = 64;
+const NONE: u8 = u8::MAX;
+
+/// Per-observer scratch space and the sums of each cluster seen so far.
+pub(super) struct Clusters {
+    /// Per function index: its number among this tree's functions (`NONE` between observations).
+    local_of: Vec<u8>,
+    /// Per local number: the function index.
+    funcs: Vec<u32>,
+    /// Per node: its function's local number, or `NONE` (retired meanwhile, or beyond `RETIRE_INDICES`).
+    node_local: Vec<u8>,
+    /// Per node: some member of the cluster being summed is this node or above it.
+    under_member: Vec<bool>,
+    /// Per function index: the unretired functions it was ever seen calling (a cluster retires only when none
+    /// of its members calls outside it, in any tree seen: a tree of a cluster's other shape may call out of it).
+    callees: Vec<Vec<u32>>,
+    /// Per cluster ever seen: its members (function indices, ascending) and its sums over the observations.
+    sums: Vec<Sums>,
+}
+
+struct Sums {
+    members: Vec<u32>,
+    /// Member calls that would retire (every member node but the invocation's root).
+    calls: u64,
+    /// Compensated ticks of the outermost member calls.
+    outer_ticks: f64,
+    retired: bool,
+}
+
+impl Clusters {
+    pub(super) const fn new() -> Clusters {
+        Clusters {
+            local_of: Vec::new(),
+            funcs: Vec::new(),
+            node_local: Vec::new(),
+            under_member: Vec::new(),
+            callees: Vec::new(),
+            sums: Vec::new(),
+        }
+    }
+
+    /// Looks for the closed recursive clusters of a finished per-call tree (parents before children, slot 0 the
+    /// root; `descendants[slot]`: probed nodes under it), adds their calls and outermost times to their sums, and
+    /// retires each cluster whose sums meet the rule.
+    pub(super) fn observe(&mut self, nodes: &[Node], descendants: &[u32], settings: &Settings, cal: &Calibration) {
+        if self.collect(nodes) {
+            self.find_and_sum(nodes, descendants, settings, cal);
+        }
+        for &func in &self.funcs {
+            self.local_of[func as usize] = NONE;
+        }
+        self.funcs.clear();
+    }
+
+    /// Numbers the tree's functions that may retire. False when the tree cannot be analysed (an open node, too
+    /// many functions).
+    fn collect(&mut self, nodes: &[Node]) -> bool {
+        self.node_local.clear();
+        for node in nodes {
+            if node.end == OPEN {
+                return false;
+            }
+            let index = node.index as usize;
+            if index >= RETIRE_INDICES || retired_state(node.index) != 0 {
+                self.node_local.push(NONE);
+                continue;
+            }
+            if self.local_of.len() <= index {
+                self.local_of.resize(index + 1, NONE);
+            }
+            if self.local_of[index] == NONE {
+                if self.funcs.len() == MAX_FUNCTIONS {
+                    return false;
+                }
+                self.local_of[index] = self.funcs.len() as u8;
+                self.funcs.push(node.index);
+            }
+            self.node_local.push(self.local_of[index]);
+        }
+        true
+    }
+
+    fn find_and_sum(&mut self, nodes: &[Node], descendants: &[u32], settings: &Settings, cal: &Calibration) {
+        let n = self.funcs.len();
+        // Calls between this tree's unretired functions, then who reaches whom (Warshall, on bit sets).
+        // `calls_out` leaves out the calls of the invocation's root call itself: it is always recorded, so its
+        // callees never lose their place under it.
+        let (mut calls, mut calls_out) = ([0u64; MAX_FUNCTIONS], [0u64; MAX_FUNCTIONS]);
+        for (slot, node) in nodes.iter().enumerate().skip(1) {
+            let parent = (node.link & PARENT_MASK) as usize;
+            let (Some(&p), c) = (self.node_local.get(parent), self.node_local[slot]) else { continue };
+            if parent < slot && p != NONE && c != NONE {
+                calls[p as usize] |= 1 << c;
+                if parent != 0 {
+                    calls_out[p as usize] |= 1 << c;
+                }
+            }
+        }
+        let (reach, below) = (closure(calls, n), closure(calls_out, n));
+        if (0..n).all(|f| reach[f] & (1 << f) == 0) {
+            return; // no recursion among the unretired functions
+        }
+        for (f, &callees) in calls_out.iter().enumerate().take(n) {
+            let caller = self.funcs[f] as usize;
+            if self.callees.len() <= caller {
+                self.callees.resize(caller + 1, Vec::new());
+            }
+            for g in (0..n).filter(|&g| callees & (1 << g) != 0) {
+                if !self.callees[caller].contains(&self.funcs[g]) {
+                    self.callees[caller].push(self.funcs[g]);
+                }
+            }
+        }
+        let mut done = 0u64;
+        for f in 0..n {
+            if reach[f] & (1 << f) == 0 || done & (1 << f) != 0 {
+                continue; // not recursive, or its cluster was handled
+            }
+            let members = (0..n).filter(|&g| reach[f] & (1 << g) != 0 && reach[g] & (1 << f) != 0);
+            let set = members.fold(0u64, |set, g| set | 1 << g);
+            done |= set;
+            // The unit: the cluster and every unretired function under its calls.
+            let unit = (0..n).filter(|&g| set & (1 << g) != 0).fold(set, |unit, g| unit | below[g]);
+            self.sum_cluster(set, unit, nodes, descendants, settings, cal);
+        }
+    }
+
+    /// Adds one tree's calls of the unit of cluster `set` (local numbers) to the cluster's sums, and retires the
+    /// unit when the rule holds.
+    fn sum_cluster(
+        &mut self,
+        set: u64,
+        unit: u64,
+        nodes: &[Node],
+        descendants: &[u32],
+        settings: &Settings,
+        cal: &Calibration,
+    ) {
+        let in_unit = |local: u8| local != NONE && unit & (1 << local) != 0;
+        let (mut calls, mut outer_ticks) = (0u64, 0f64);
+        self.under_member.clear();
+        for (slot, node) in nodes.iter().enumerate() {
+            let member = in_unit(self.node_local[slot]);
+            let parent = (node.link & PARENT_MASK) as usize;
+            let above = slot > 0 && parent < slot && self.under_member[parent];
+            self.under_member.push(member || above);
+            if !member {
+                continue;
+            }
+            calls += u64::from(slot != 0);
+            if !above {
+                let raw = node.end.saturating_sub(node.start) as f64;
+                let probes = cal.recorded_inner_ticks + cal.recorded_outer_ticks * f64::from(descendants[slot]);
+                outer_ticks += (raw - probes).max(0.0);
+            }
+        }
+        let locals = (0..self.funcs.len()).filter(|&g| set & (1 << g) != 0);
+        let mut members: Vec<u32> = locals.map(|g| self.funcs[g]).collect();
+        members.sort_unstable();
+        let at = match self.sums.iter().position(|s| s.members == members) {
+            Some(at) => at,
+            None => {
+                self.sums.push(Sums { members, calls: 0, outer_ticks: 0.0, retired: false });
+                self.sums.len() - 1
+            }
+        };
+        let sums = &mut self.sums[at];
+        sums.calls += calls;
+        sums.outer_ticks += outer_ticks;
+        let mean = sums.outer_ticks / sums.calls.max(1) as f64;
+        let fast = mean < settings.factor as f64 * cal.recorded_outer_ticks;
+        if sums.retired || sums.calls < settings.min_calls || !fast {
+            return;
+        }
+        // The unit over every tree seen: the members and every unretired function seen under their calls.
+        let mut unit: Vec<u32> = sums.members.clone();
+        let mut next = 0;
+        while next < unit.len() {
+            let callees = self.callees.get(unit[next] as usize).map_or(&[][..], Vec::as_slice);
+            for &callee in callees {
+                if !unit.contains(&callee) && retired_state(callee) == 0 {
+                    unit.push(callee);
+                }
+            }
+            next += 1;
+            if unit.len() > MAX_FUNCTIONS {
+                return; // too many to retire as one
+            }
+        }
+        sums.retired = true;
+        let mean_ns = (mean * cal.ns_per_tick).round() as u64;
+        for index in unit {
+            let in_cycle = sums.members.contains(&index);
+            retire_cluster_member(index, sums.calls, mean_ns, in_cycle);
+        }
+    }
+}
+
+/// Who reaches whom through `calls` (bit sets over `n` functions), by Warshall's algorithm.
+fn closure(calls: [u64; MAX_FUNCTIONS], n: usize) -> [u64; MAX_FUNCTIONS] {
+    let mut reach = calls;
+    for k in 0..n {
+        for i in 0..n {
+            if reach[i] & (1 << k) != 0 {
+                reach[i] |= reach[k];
+            }
+        }
+    }
+    reach
+}

@@ -1,0 +1,180 @@
+//! Recursive clusters (calltime-rt/src/retire/cluster.rs): mutually recursive functions whose calls are too fast
+//! to be worth their probes retire together with the functions under them, the root's nested calls too, and
+//! their calls stay counted exactly. Each scenario runs in its own child process.
+
+mod common;
+
+use calltime_rt::__private::{enter, enter_root, PlanInfo};
+use common::{is_child, run_ok, Trace};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+static PLAN: PlanInfo = PlanInfo { id: "plan-clusters", table: "", functions: 8 };
+
+// Function indices, in the shape of a recursive-descent parser (serde_json's `Value::deserialize`):
+// 0 `parse` (the root, also called nested), 1 `any`, 2 `map`, 3 `value`, 4 `leaf`, 5 `slow` (called by the root's
+// outermost call only).
+const DEPTH: u32 = 2;
+const INVOCATIONS: u64 = 3000;
+
+#[inline(never)]
+fn parse(depth: u32) -> u64 {
+    let __calltime_guard = enter_root(0, &PLAN);
+    any(depth)
+}
+
+#[inline(never)]
+fn any(depth: u32) -> u64 {
+    let __calltime_guard = enter(1);
+    map(depth)
+}
+
+#[inline(never)]
+fn map(depth: u32) -> u64 {
+    let __calltime_guard = enter(2);
+    value(depth) + value(depth)
+}
+
+#[inline(never)]
+fn value(depth: u32) -> u64 {
+    let __calltime_guard = enter(3);
+    if depth == 0 {
+        leaf(u64::from(depth))
+    } else {
+        parse(depth - 1)
+    }
+}
+
+#[inline(never)]
+fn leaf(i: u64) -> u64 {
+    let __calltime_guard = enter(4);
+    black_box(i) + 1
+}
+
+/// Busy for about 3 us: never fast enough to retire.
+#[inline(never)]
+fn slow() {
+    let __calltime_guard = enter(5);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_micros(3) {
+        black_box(());
+    }
+}
+
+/// One invocation: the root's outermost call does slow work besides the recursion.
+#[inline(never)]
+fn document() -> u64 {
+    let __calltime_guard = enter_root(0, &PLAN);
+    slow();
+    any(DEPTH)
+}
+
+/// Calls of each function per invocation: `parse` 1 + 2 + 4 (the first is the invocation's root), `any` and
+/// `map` as many, `value` twice as many, `leaf` 2 per innermost `parse`, `slow` 1.
+const PER_INVOCATION: [(u32, u64); 6] = [(0, 7), (1, 7), (2, 7), (3, 14), (4, 8), (5, 1)];
+
+fn calls_in(trace: &Trace, inv: usize, index: u32) -> (u64, u64) {
+    let inv = &trace.invocations[inv];
+    let nodes = inv.nodes.iter().filter(|n| n.index == index).map(|n| n.folded.map_or(1, |f| f.calls)).sum();
+    (nodes, inv.retired.iter().filter(|r| r.0 == index).map(|r| r.1).sum())
+}
+
+#[test]
+fn a_recursive_cluster_retires_together_and_its_calls_stay_exact() {
+    if is_child("a_recursive_cluster_retires_together_and_its_calls_stay_exact") {
+        for _ in 0..INVOCATIONS {
+            black_box(document());
+        }
+        return;
+    }
+    let trace = run_ok("a_recursive_cluster_retires_together_and_its_calls_stay_exact", &[]);
+    let mut retired: Vec<u32> = trace.retirements.iter().map(|r| r.index).collect();
+    retired.sort_unstable();
+    assert_eq!(retired, [0, 1, 2, 3, 4], "the cluster (0: its nested calls) and the leaf under it; not `slow`");
+    // The cycle never goes quiet, so its counts stay exact; the leaf under it does, as other retired functions.
+    let quiet: Vec<u32> = trace.quiet.iter().map(|q| q.0).collect();
+    assert_eq!(quiet, [4]);
+    let last_retired = trace.retirements.iter().map(|r| r.at_ns).max().unwrap();
+    let mut after = 0;
+    for (i, inv) in trace.invocations.iter().enumerate() {
+        assert_eq!(inv.nodes[0].index, 0, "the root's outermost call is always recorded");
+        for (index, calls) in PER_INVOCATION {
+            let (nodes, counted) = calls_in(&trace, i, index);
+            if index != 4 || inv.start + inv.duration < trace.quiet[0].1 {
+                assert_eq!(nodes + counted, calls, "function {index} in invocation {i}: {inv:?}");
+            }
+        }
+        if inv.start > last_retired {
+            after += 1;
+            assert_eq!(inv.shape(), "0[5]", "only the root and the slow call are recorded");
+            assert!(inv.nodes[0].duration >= inv.nodes[1].duration);
+        }
+    }
+    assert!(after > INVOCATIONS / 2, "the cluster retired late: {after} invocations after it");
+}
+
+#[test]
+fn exact_mode_retires_no_cluster() {
+    if is_child("exact_mode_retires_no_cluster") {
+        for _ in 0..INVOCATIONS / 4 {
+            black_box(document());
+        }
+        return;
+    }
+    let trace = run_ok("exact_mode_retires_no_cluster", &[("CALLTIME_EXACT", "1")]);
+    assert!(trace.retirements.is_empty(), "{:?}", trace.retirements);
+    for i in 0..trace.invocations.len() {
+        for (index, calls) in PER_INVOCATION {
+            assert_eq!(calls_in(&trace, i, index), (calls, 0), "function {index} in invocation {i}");
+        }
+    }
+}
+
+/// Busy for about 20 us.
+#[inline(never)]
+fn slower(i: u64) -> u64 {
+    let __calltime_guard = enter(6);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_micros(20) {
+        black_box(());
+    }
+    i
+}
+
+#[inline(never)]
+fn parse_slow(depth: u32) -> u64 {
+    let __calltime_guard = enter_root(0, &PLAN);
+    let __calltime_guard1 = enter(1);
+    let __calltime_guard2 = enter(2);
+    (0..2).map(|_| value_slow(depth)).sum()
+}
+
+#[inline(never)]
+fn value_slow(depth: u32) -> u64 {
+    let __calltime_guard = enter(3);
+    if depth == 0 {
+        slower(u64::from(depth))
+    } else {
+        parse_slow(depth - 1)
+    }
+}
+
+/// The same recursion with slow work under it: its probes cost a small share of the time they measure, so
+/// nothing retires and every call stays recorded.
+#[test]
+fn a_cluster_over_slow_work_stays_recorded() {
+    if is_child("a_cluster_over_slow_work_stays_recorded") {
+        for _ in 0..INVOCATIONS / 2 {
+            black_box(parse_slow(DEPTH));
+        }
+        return;
+    }
+    let trace = run_ok("a_cluster_over_slow_work_stays_recorded", &[]);
+    assert!(trace.retirements.is_empty(), "{:?}", trace.retirements);
+    for i in 0..trace.invocations.len() {
+        // `parse_slow` enters 0, 1 and 2 in one call: 7 calls each, as in `PER_INVOCATION`; 14 of 3, 8 of 6.
+        for (index, calls) in [(0, 7), (1, 7), (2, 7), (3, 14), (6, 8)] {
+            assert_eq!(calls_in(&trace, i, index), (calls, 0), "function {index} in invocation {i}");
+        }
+    }
+}
