@@ -14,21 +14,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$(mktemp -d /tmp/parallel-cost-bench.XXXXXX)}
 fail() { echo "parallel-cost-bench: $*" >&2; exit 1; }
 command -v valgrind >/dev/null || fail "valgrind is needed (callgrind); install it"
-mkdir -p "$work/src"
-cat > "$work/Cargo.toml" <<TOML
-[package]
-name = "parallel-cost"
-version = "0.1.0"
-edition = "2021"
-
-[workspace]
-
-[dependencies]
-calltime-rt = { path = "$repo/calltime-rt" }
-
-[profile.release]
-debug = 1
-TOML
+. "$repo/scripts/rt-bench-crate.sh"
+rt_bench_crate parallel-cost "$work" "$repo"
 cat > "$work/src/main.rs" <<'RS'
 use calltime_rt::__private::{enter_root, par_context, PlanInfo};
 use std::hint::black_box;
