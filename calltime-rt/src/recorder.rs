@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 pub(crate) use fold::PathNode;
 
+use crate::clock::now;
 use crate::invocation::Config;
 
 /// Frames deeper than `CALLTIME_max_depth` (default) are counted as truncated calls, not stored.
@@ -309,10 +310,10 @@ impl Recorder {
 
     /// Stores a node and enters its frame; `NO_SLOT` (and the call counted as truncated) past the caps.
     #[inline(always)]
-    pub(crate) fn push(&mut self, index: u32, start: u64) -> u32 {
+    pub(crate) fn push(&mut self, index: u32, mut start: u64) -> u32 {
         let slot = self.nodes.len();
         let depth = self.depth;
-        if depth >= self.max_depth || (slot >= self.limit && !self.grow()) {
+        if depth >= self.max_depth || (slot >= self.limit && !self.grow_excluding_pause(&mut start)) {
             self.truncated += 1;
             return NO_SLOT;
         }
@@ -342,6 +343,35 @@ impl Recorder {
             self.stack.set(depth, slot as u32);
         }
         self.depth = depth + 1;
+    }
+
+    /// [`grow`](Self::grow), whose time (a reallocation: copying and faulting in up to megabytes) is the runtime's,
+    /// not the program's: the call being entered (`start`) and every open call start that much later, so no
+    /// node's time includes it.
+    #[cold]
+    #[inline(never)]
+    fn grow_excluding_pause(&mut self, start: &mut u64) -> bool {
+        let before = now();
+        let grown = self.grow();
+        let pause = now().saturating_sub(before);
+        *start = start.saturating_add(pause);
+        self.shift_open_starts(pause);
+        grown
+    }
+
+    /// Moves the start of every open call recorded as a node, below the first (the root, whose start is the
+    /// invocation's), `pause` ticks later: runtime work done while they were open (growing the node buffer,
+    /// folding) is left out of their times. The root keeps it, as it keeps the rest of the runtime's cost.
+    pub(crate) fn shift_open_starts(&mut self, pause: u64) {
+        for depth in 1..self.depth {
+            // SAFETY: frames 0..depth were set when they were entered.
+            let slot = unsafe { self.stack.get(depth) } as usize;
+            if let Some(node) = self.nodes.get_mut(slot) {
+                if node.end == OPEN {
+                    node.start = node.start.saturating_add(pause);
+                }
+            }
+        }
     }
 
     /// Doubles the node buffer, up to the cap; false at the cap. Cold: it runs a few times per recorder, ever.
@@ -463,5 +493,35 @@ impl Recorder {
             node.end = end;
             node.link |= flags << PARENT_BITS;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Growing the node buffer is the runtime's work: the call being entered and the open calls below the root
+    /// start that much later (the root keeps it); calls already left keep theirs.
+    #[test]
+    fn growing_the_node_buffer_is_left_out_of_open_calls() {
+        crate::clock::clock(); // starts the clock `now` reads
+        let mut rec = Recorder::with_limits(1 << 20, 0, 1, DEFAULT_MAX_DEPTH);
+        rec.begin(OwnerKind::Thread, 0, None);
+        let root = rec.push(0, 1_000);
+        let open = rec.push(1, 2_000);
+        let closed = rec.push(2, 3_000);
+        assert!(rec.pop(closed, 4_000));
+        for start in 5_000..5_000 + (INITIAL_NODES as u64 - 3) {
+            let slot = rec.push(3, start);
+            assert!(rec.pop(slot, start));
+        }
+        assert_eq!(rec.nodes.len(), rec.limit, "the next push grows the buffer");
+        let grown = rec.push(4, 9_000);
+        assert!(rec.limit > INITIAL_NODES);
+        let pause = rec.nodes[grown as usize].start - 9_000;
+        assert!(pause > 0, "a reallocation takes at least a tick");
+        assert_eq!(rec.nodes[root as usize].start, 1_000);
+        assert_eq!(rec.nodes[open as usize].start, 2_000 + pause);
+        assert_eq!(rec.nodes[closed as usize].start, 3_000);
     }
 }

@@ -26,6 +26,7 @@ impl Recorder {
     #[inline(never)]
     pub(crate) fn fold(&mut self) {
         let _paused = crate::alloc::Paused::new();
+        let before = now();
         crate::retire::observe_at_fold(&self.nodes);
         if !self.frame_path.is_allocated(self.max_depth) {
             self.frame_path = DepthArray::new(self.max_depth);
@@ -68,6 +69,8 @@ impl Recorder {
         self.folded = true;
         self.fold_at = 0;
         self.limit = 0;
+        // The fold is the runtime's work (a pass over thousands of nodes): not in the open calls' times.
+        self.shift_open_starts(now().saturating_sub(before));
     }
 
     /// A new call path under `parent` (`NO_PATH` for the root's), or `NO_PATH` past the cap.
