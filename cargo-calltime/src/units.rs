@@ -85,6 +85,19 @@ pub fn format_calls(calls: f64) -> String {
     format!("{calls:.2}")
 }
 
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `1 invocation`, `2 invocations`.
 pub fn plural(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();

@@ -576,23 +576,10 @@ fn busy_functions_retire_by_themselves() {
         .unwrap_or_else(|| panic!("no retired line:\n{stderr}"));
     // The tree counts every call, those after it retired included, and says how many those were.
     assert_eq!(in_tree, 20_003, "every call of mix is counted exactly:\n{stderr}");
-    let after = format!("[+{} after it retired]", thousands(retired));
+    let after = format!("[+{} after it retired]", cargo_calltime::units::thousands(retired));
     assert!(stderr.lines().any(|l| l.contains("├─ mix") && l.contains(&after)), "{after}:\n{stderr}");
     assert!(stderr.contains("note: 1 probe retired during the run"), "{stderr}");
     assert!(!stderr.contains("--exclude '"), "no second run is asked for:\n{stderr}");
-}
-
-/// `15907` as the text view writes it: `15,907`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Recursion 5,000 levels deep: the report names the frame-depth limit (not the node cap), and `--max-depth`

@@ -266,10 +266,12 @@ fn still_running_report(dir: &Path, trace: &Path) {
         cmd.arg("report").arg(trace).current_dir(dir);
         let out = cmd.output().expect("cargo-calltime runs");
         let report = String::from_utf8_lossy(&out.stdout).into_owned();
-        if (out.status.success() && report.contains("is still running")) || started.elapsed() > Duration::from_secs(15)
-        {
-            util::run(&mut cmd, true); // a last report that fails prints its command and output
+        if out.status.success() && report.contains("is still running") {
             break report;
+        }
+        if started.elapsed() > Duration::from_secs(15) {
+            // The last try, as a check that prints its command and output when the report itself fails.
+            break String::from_utf8(util::run(&mut cmd, true).stdout).unwrap();
         }
         std::thread::sleep(Duration::from_millis(300));
     };

@@ -124,7 +124,7 @@ fn folded_stacks_are_accepted_by_inferno() {
     let frames = svg_frames(&String::from_utf8(svg).unwrap()).0;
     // inferno's "all" frame sums every line it understood: none was ignored.
     let all = frames.iter().find(|f| f.title.starts_with("all (")).expect("an `all` frame");
-    assert_eq!(all.title, format!("all ({} samples, 100%)", with_commas(total)));
+    assert_eq!(all.title, format!("all ({} samples, 100%)", cargo_calltime::units::thousands(total)));
 }
 
 /// flamegraph.pl is not shipped with the repository; set FLAMEGRAPH_PL=/path/to/flamegraph.pl (or put it on PATH)
@@ -151,7 +151,7 @@ fn folded_stacks_are_accepted_by_flamegraph_pl() {
     let svg = String::from_utf8(out.stdout).unwrap();
     let frames = svg_frames(&svg).0;
     let all = frames.iter().find(|f| f.title.starts_with("all (")).expect("an `all` frame");
-    assert_eq!(all.title, format!("all ({} ns, 100%)", with_commas(total)));
+    assert_eq!(all.title, format!("all ({} ns, 100%)", cargo_calltime::units::thousands(total)));
     // flamegraph.pl turns `<>` into `()`; every other name comes through as written.
     assert!(frames.iter().any(|f| f.title.starts_with("(db::Row as codec::Decode)::decode (")), "{frames:?}");
 }
@@ -760,18 +760,6 @@ fn report_honours_a_functions_table_and_rejects_bad_flags() {
     assert!(stderr(&out).contains("invalid --min-time"), "{}", stderr(&out));
     let out = util::run(util::calltime().arg("report").arg(dir.path().join("nope.trace")), false);
     assert!(stderr(&out).contains("cannot read trace"), "{}", stderr(&out));
-}
-
-fn with_commas(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[test]

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 
 use super::aggregate::{aggregate, callers_of_retired, select, Merged};
 use super::folded::{stacks, timeline, CANCELLED_MARK, ERR_MARK, PANICKED_MARK};
-use super::overhead::thousands;
 use super::svg_frames::{self, Edit};
 use super::{plan_summary, plan_summary_for, Names, ViewOptions, Weight};
 use crate::trace::{Times, Trace};
+use crate::units::thousands;
 use crate::units::{format_bytes, format_ns, plural_s};
 
 pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerThan>) -> Result<Vec<u8>> {

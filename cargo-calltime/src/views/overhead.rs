@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::plan::FastFunctions;
 use crate::trace::{Node, Trace};
-use crate::units::format_ns;
+use crate::units::{format_ns, thousands};
 
 /// Mean time per call under which a busy function counts as too fast to probe: about ten timed probe pairs (24 ns)
 /// on the machines we measured, or twenty folded ones.
@@ -191,19 +191,6 @@ pub fn remember(file: &Path, fast: &[FastFunction]) -> anyhow::Result<usize> {
     }
     std::fs::write(file, text).with_context(|| format!("cannot write {}", file.display()))?;
     Ok(all.len() - before)
-}
-
-/// `1234567` as `1,234,567`.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Single-quotes `text` for POSIX shells (`'` becomes `'\''`).

@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 use anstyle::{AnsiColor, Style};
 
 use super::aggregate::{aggregate, callers_of_retired, select, whole_run, Aggregate, Callers, Merged};
-use super::overhead::thousands;
 use super::times::{retired_text, retirement, settings_note, times_note};
 use super::{plan_summary, Names, ViewOptions};
 use crate::trace::{Invocation, RetiredCalls, ThreadKind, Trace};
+use crate::units::thousands;
 use crate::units::{format_bytes, format_calls, format_ns, plural_s};
 
 pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {

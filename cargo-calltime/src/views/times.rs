@@ -3,9 +3,9 @@
 
 use std::borrow::Cow;
 
-use super::overhead::thousands;
 use crate::trace::compensate::compensated;
 use crate::trace::{Retirement, Times, Trace};
+use crate::units::thousands;
 use crate::units::{format_ns, format_ns_f64};
 
 /// The trace as a view shows it: compensated for probe cost unless `raw_times` (or the trace has no calibration,
