@@ -4,7 +4,7 @@
 //! You normally never write code against this crate: `cargo calltime` rewrites a shadow copy of your workspace so that
 //! every picked function starts with a probe (`::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 7)`, an
 //! index assigned by the tool's plan, reading the function's state byte from a table the copy declares in each crate
-//! root; or, for a body whose parameters drop nothing, `run_in(&crate::__CALLTIME_STATE, 7, move || { body })`, whose retired calls run the body
+//! root; or, for a body whose parameters drop nothing, `run_quiet_in(&crate::__CALLTIME_STATE, 7, move || { body })`, whose quiet calls run the body
 //! with no guard), adds this crate as a path dependency, builds and runs the program, then reads the trace file this crate
 //! writes. The file format is documented in `docs/trace-format.md` of the cargo-calltime repository.
 //!
@@ -193,10 +193,11 @@ pub mod __private {
         crate::probe::run_in(states, index, body)
     }
 
-    /// `run_in` for a big body: only a quiet call runs it in place, every other call is one out-of-line call.
+    /// `run_in` for a small or medium body: a quiet call runs it in place after one compare and branch, every other
+    /// call is one out-of-line call.
     #[inline(always)]
-    pub fn run_big_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
-        crate::probe::run_big_in(states, index, body)
+    pub fn run_quiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+        crate::probe::run_quiet_in(states, index, body)
     }
 
     /// Probe of a root sync function: starts an invocation when none is in progress on this thread. Out of line in

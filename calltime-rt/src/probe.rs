@@ -1,6 +1,7 @@
 //! The sync probes: what `enter`/`enter_root` do on entry and what `Guard::drop` does on exit. The per-call case is
 //! inlined into every probed function; everything else is one out-of-line call.
 
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ptr;
 
 use crate::__private::PlanInfo;
@@ -98,7 +99,9 @@ pub(crate) fn enter_in<const N: usize>(states: &'static States<N>, index: u32) -
     enter_unretired(index)
 }
 
-/// `run` reading the state byte from the probed function's own crate table (see `enter_in`).
+/// `run` reading the state byte from the probed function's own crate table (see `enter_in`). The tool takes it for
+/// big bodies only (`rewrite::IN_PLACE_BODY` bytes and more), whose closure is a call anyway; smaller ones take
+/// `run_quiet_in`.
 #[inline(always)]
 pub(crate) fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
     let state = states.state(index);
@@ -113,19 +116,31 @@ pub(crate) fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static State
     run_probed_in(states, index, body)
 }
 
-/// `run_in` for a body too big to be copied twice into the probed function (the tool decides from its source:
-/// `rewrite::BIG_BODY`): only a quiet call runs the body in place, every other call is one out-of-line call
-/// (`run_unquiet_in`), so the body has one copy in the probed function and the optimiser inlines it there, where
-/// `run_in`'s two in-place copies (quiet and counted) leave it an out-of-line closure that every quiet call calls
-/// (docs/truth-bench.md, "Sixth round").
+/// The probe of a small or medium wrapped body (the tool decides from its source: `rewrite::IN_PLACE_BODY`): a
+/// quiet call is one compare of the state byte in memory and a branch (`cmpb $0, state(%rip)` + `jns`, which the
+/// CPU fuses), falling through into the body in place; every other call (counted or recorded) is one out-of-line
+/// call, `run_unquiet_in`, which holds the body's other copy. So the probed function keeps nothing else on its
+/// quiet path: the closure reaches the cold call by reference (`ManuallyDrop`, no drop glue, no landing pad) and the
+/// result comes back through a slot of its own (`Unquiet`), so that neither the captures nor the result live in
+/// memory on the quiet path, and the body's in-place copy is inlined where the plain build inlines the function
+/// (docs/truth-bench.md, "Seventh round").
 #[inline(always)]
-pub(crate) fn run_big_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
-    if (states.state(index) as i8) < 0 {
+pub(crate) fn run_quiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+    if states.is_quiet(index) {
         return body();
     }
     unlikely();
-    run_unquiet_in(states, index, body)
+    let mut body = ManuallyDrop::new(body);
+    let mut out = Unquiet(MaybeUninit::uninit(), MaybeUninit::uninit());
+    run_unquiet_in(states, index, &mut body, &mut out.0);
+    // SAFETY: `run_unquiet_in` returns only once it wrote `out.0` (a panic unwinds past this read).
+    unsafe { out.0.assume_init() }
 }
+
+/// Where `run_unquiet_in` writes its result. One byte bigger than the result: the optimiser then cannot make the
+/// out-of-line call write straight into the caller's result (LLVM's call-slot optimisation), which would put the
+/// result in memory on the quiet path too (serde_json: 3.5% more instructions).
+struct Unquiet<R>(MaybeUninit<R>, MaybeUninit<u8>);
 
 /// Marks the path it is called on as the unlikely one, so that the optimiser lays the quiet path out straight (in
 /// a loop, no jump out to the body and back).
@@ -133,11 +148,17 @@ pub(crate) fn run_big_in<R, F: FnOnce() -> R, const N: usize>(states: &'static S
 #[inline(always)]
 fn unlikely() {}
 
-/// `run_big_in`'s calls that are not quiet: counted, or probed. One copy of the body, under an inert guard when the
-/// call is only counted: with two, the optimiser calls the body's closure out of line from both, and a recorded
-/// function's every call pays for it (pulldown-cmark's `Parser::next`: 4% more instructions).
+/// `run_quiet_in`'s calls that are not quiet: counted, or recorded. One copy of the body, under an inert guard when
+/// the call is only counted: with two, the optimiser calls the body's closure out of line from both.
 #[inline(never)]
-fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(
+    states: &'static States<N>,
+    index: u32,
+    body: &mut ManuallyDrop<F>,
+    out: &mut MaybeUninit<R>,
+) {
+    // SAFETY: `run_quiet_in` hands over a body it never touches again (and never drops: `ManuallyDrop`).
+    let body = unsafe { ManuallyDrop::take(body) };
     let state = states.state(index);
     let _guard = if state != 0 {
         count_retired_call(state);
@@ -146,7 +167,7 @@ fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N
         states.register_once();
         enter_unretired(index)
     };
-    body()
+    out.write(body());
 }
 
 /// `run_in`'s probed case: registers the crate's table (once), then as `run_probed`.

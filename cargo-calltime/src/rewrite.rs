@@ -54,14 +54,14 @@ fn return_pin(return_type: Option<&str>) -> String {
 /// every crate root of an instrumented package (`states_declaration`).
 pub const STATES: &str = "__CALLTIME_STATE";
 
-/// Bytes of source of a wrapped body probed with `run_big_in` (one copy of the body in place, for quiet calls)
-/// rather than `run_in` (two: quiet and counted calls). A tiny body (a getter, a `deref`) is inlined even twice, and
-/// is cheapest counted in place; a medium one copied twice is no longer inlined, so every quiet call would call its
-/// closure (about 10 instructions). A big one stays with `run_in`: its closure call is a small share of the body,
-/// and `run_big_in`'s wrapper, holding a copy of the body, is no longer inlined into its callers, which costs a
-/// recorded function's every call one call more (docs/truth-bench.md, "Sixth round": pulldown-cmark's
-/// `Parser::next`).
-pub const BIG_BODY: std::ops::Range<usize> = 200..1000;
+/// Bytes of source of a wrapped body under which it is probed with `run_quiet_in` (the body in place for quiet calls
+/// only: one compare and branch, the rest one out-of-line call) rather than `run_in` (quiet and counted calls in
+/// place, recorded ones out of line). A bigger body is not inlined into its callers in either form, and holding a
+/// copy of it keeps `run_quiet_in`'s wrapper out of its callers too, which costs a recorded function's every call
+/// one call more (pulldown-cmark's `Parser::next`, about 1,900 bytes: docs/truth-bench.md, "Sixth round"); with
+/// `run_in` the wrapper is small and inlined, and a quiet call pays one call of the closure, a small share of such
+/// a body.
+pub const IN_PLACE_BODY: usize = 1000;
 
 /// The declaration of a crate's table of state bytes, one per function of the plan (indexed by the dense global
 /// index): appended after the crate root's last token, without a newline.
@@ -87,7 +87,7 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             };
             if site.body_in_closure && !probe.is_root && !plan.dev_profile {
                 let run =
-                    if BIG_BODY.contains(&site.close.saturating_sub(site.open)) { "run_big_in" } else { "run_in" };
+                    if site.close.saturating_sub(site.open) < IN_PLACE_BODY { "run_quiet_in" } else { "run_in" };
                 let run = format!("::calltime_rt::__private::{run}(&crate::{STATES}, {index}, move || {{");
                 if counts_errs {
                     let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
@@ -535,7 +535,7 @@ mod tests {
         assert!(shifted.is_empty(), "{out}");
         assert_eq!(
             out,
-            "fn f(b: u8) -> u8 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, move || { if false { #[allow(unreachable_code)] let \
+            "fn f(b: u8) -> u8 {::calltime_rt::__private::run_quiet_in(&crate::__CALLTIME_STATE, 3, move || { if false { #[allow(unreachable_code)] let \
              __calltime_r: u8 = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    b + 1 \
              })\n}\n"
         );
@@ -553,7 +553,7 @@ mod tests {
         assert_eq!(
             out,
             format!(
-                "fn f(b: u8) -> Result<u8, E> {{::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 4, move || \
+                "fn f(b: u8) -> Result<u8, E> {{::calltime_rt::__private::run_quiet_in(&crate::__CALLTIME_STATE, 4, move || \
                  {{{counting_open}\n    \
                  Ok(b){counting_close}}})\n}}\n"
             )
@@ -571,24 +571,28 @@ mod tests {
     }
 
     #[test]
-    fn a_medium_body_takes_the_form_that_runs_only_quiet_calls_in_place() {
-        let body = format!("\n    let x = b as u64;{}\n    x\n", " ".repeat(BIG_BODY.start));
+    fn a_big_body_keeps_the_form_that_counts_in_place() {
+        let body = format!("\n    let x = b as u64;{}\n    x\n", " ".repeat(IN_PLACE_BODY - 40));
         let src = format!("fn f(b: u8) -> u64 {{{body}}}\n");
         let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        assert!(close - open < IN_PLACE_BODY);
         let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
         s.body_in_closure = true;
         let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
         assert!(
-            out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_big_in(&crate::__CALLTIME_STATE, 3, ")
+            out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_quiet_in(&crate::__CALLTIME_STATE, 3, "),
+            "{out}"
         );
         assert_eq!(out.lines().count(), src.lines().count());
-        // Past the range, the tiny-body form again.
-        let src = format!("fn f(b: u8) -> u64 {{{}{body}}}\n", " ".repeat(BIG_BODY.end));
+        // From the bound on, the form whose wrapper stays small enough to be inlined.
+        let src = format!("fn f(b: u8) -> u64 {{{}{body}}}\n", " ".repeat(40));
         let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        assert!(close - open >= IN_PLACE_BODY);
         let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
         s.body_in_closure = true;
         let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
         assert!(out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, "));
+        assert_eq!(out.lines().count(), src.lines().count());
     }
 
     #[test]
