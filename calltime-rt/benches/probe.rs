@@ -1,10 +1,14 @@
 //! Cost of one probed call, against the floor (two clock reads) and other instrumentation, in one run:
 //! `cargo bench -p calltime-rt --bench probe`. Results and method: docs/performance.md, "Runtime probe cost".
 
-use calltime_rt::__private::{enter, enter_root, hold_writer, init_clock, now, quiet_now, retire_now, run, PlanInfo};
+use calltime_rt::__private::{
+    enter, enter_root, hold_writer, init_clock, now, quiet_now, retire_now, run, run_quiet_in, PlanInfo, States,
+};
 use divan::{black_box, Bencher};
 
 static PLAN: PlanInfo = PlanInfo { id: "bench", table: "", functions: 5 };
+/// The state table the rewrite declares in each crate root (`__CALLTIME_STATE`), for the `run_quiet_in` rows.
+static STATES: States<5> = States::new();
 
 /// Probes per root invocation in the recording benchmark: below the default fold (4096 calls), so every probe is
 /// stored as its own node (96 KB of nodes); the root is then restarted, which adds well under 0.1 ns per probe.
@@ -66,6 +70,23 @@ fn run_probed_fn() {
 #[inline(never)]
 fn run_quiet_fn() {
     run(3, move || {
+        black_box(());
+    })
+}
+
+/// `probed_fn` as the rewrite leaves a body under `IN_PLACE_BODY` bytes: `run_quiet_in(&crate::__CALLTIME_STATE,
+/// index, move || { body })`.
+#[inline(never)]
+fn run_quiet_in_probed_fn() {
+    run_quiet_in(&STATES, 1, move || {
+        black_box(());
+    })
+}
+
+/// A function whose `run_quiet_in` probe `run_quiet_in_quiet_probe_pair` quiets.
+#[inline(never)]
+fn run_quiet_in_quiet_fn() {
+    run_quiet_in(&STATES, 4, move || {
         black_box(());
     })
 }
@@ -183,6 +204,33 @@ fn run_quiet_probe_pair(bencher: Bencher) {
 #[divan::bench]
 fn run_outside_root() {
     run_probed_fn();
+}
+
+/// `recording_probe_pair` with `run_quiet_in`: the byte's compare, then one call to `run_unquiet_in`.
+#[divan::bench(sample_size = 4096)]
+fn run_quiet_in_recording_probe_pair(bencher: Bencher) {
+    exhaust_spare_recorders();
+    calls_in_invocations(bencher, run_quiet_in_probed_fn, PROBES_PER_INVOCATION, 200);
+}
+
+/// `quiet_probe_pair` with `run_quiet_in`: one compare of the byte in memory and a branch.
+#[divan::bench]
+fn run_quiet_in_quiet_probe_pair(bencher: Bencher) {
+    // A recorded call first: the crate's table registers there, as in a program, and then follows `quiet_now`.
+    {
+        let _root = enter_root(0, &PLAN);
+        run_quiet_in_quiet_fn();
+    }
+    quiet_now(4);
+    let root = enter_root(0, &PLAN);
+    bencher.bench_local(run_quiet_in_quiet_fn);
+    drop(root);
+}
+
+/// `probe_outside_root` with `run_quiet_in`.
+#[divan::bench]
+fn run_quiet_in_outside_root() {
+    run_quiet_in_probed_fn();
 }
 
 /// A probed call with no invocation in progress: a thread-local load and a branch (subtract `bare_call`).

@@ -131,16 +131,19 @@ pub(crate) fn run_quiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static
     }
     unlikely();
     let mut body = ManuallyDrop::new(body);
-    let mut out = Unquiet(MaybeUninit::uninit(), MaybeUninit::uninit());
-    run_unquiet_in(states, index, &mut body, &mut out.0);
-    // SAFETY: `run_unquiet_in` returns only once it wrote `out.0` (a panic unwinds past this read).
-    unsafe { out.0.assume_init() }
+    let mut out = Unquiet { result: MaybeUninit::uninit(), _one_more_byte: MaybeUninit::uninit() };
+    run_unquiet_in(states, index, &mut body, &mut out.result);
+    // SAFETY: `run_unquiet_in` returns only once it wrote `out.result` (a panic unwinds past this read).
+    unsafe { out.result.assume_init() }
 }
 
 /// Where `run_unquiet_in` writes its result. One byte bigger than the result: the optimiser then cannot make the
 /// out-of-line call write straight into the caller's result (LLVM's call-slot optimisation), which would put the
 /// result in memory on the quiet path too (serde_json: 3.5% more instructions).
-struct Unquiet<R>(MaybeUninit<R>, MaybeUninit<u8>);
+struct Unquiet<R> {
+    result: MaybeUninit<R>,
+    _one_more_byte: MaybeUninit<u8>,
+}
 
 /// Marks the path it is called on as the unlikely one, so that the optimiser lays the quiet path out straight (in
 /// a loop, no jump out to the body and back).
