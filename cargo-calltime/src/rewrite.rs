@@ -86,8 +86,7 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
                 format!("enter_in(&crate::{STATES}, {index})")
             };
             if site.body_in_closure && !probe.is_root && !plan.dev_profile {
-                let run =
-                    if site.close.saturating_sub(site.open) < IN_PLACE_BODY { "run_quiet_in" } else { "run_in" };
+                let run = if site.close.saturating_sub(site.open) < IN_PLACE_BODY { "run_quiet_in" } else { "run_in" };
                 let run = format!("::calltime_rt::__private::{run}(&crate::{STATES}, {index}, move || {{");
                 if counts_errs {
                     let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
