@@ -117,13 +117,13 @@ pub(crate) fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static State
 }
 
 /// The probe of a small or medium wrapped body (the tool decides from its source: `rewrite::IN_PLACE_BODY`): a
-/// quiet call is one compare of the state byte in memory and a branch (`cmpb $0, state(%rip)` + `jns`, which the
-/// CPU fuses), falling through into the body in place; every other call (counted or recorded) is one out-of-line
-/// call, `run_unquiet_in`, which holds the body's other copy. So the probed function keeps nothing else on its
-/// quiet path: the closure reaches the cold call by reference (`ManuallyDrop`, no drop glue, no landing pad) and the
-/// result comes back through a slot of its own (`Unquiet`), so that neither the captures nor the result live in
-/// memory on the quiet path, and the body's in-place copy is inlined where the plain build inlines the function
-/// (docs/truth-bench.md, "Seventh round").
+/// quiet call is one compare of the state byte in memory and a branch (`cmpb $0, state(%rip)` + `jns`), falling
+/// through into the body in place; every other call (counted or recorded) is one out-of-line call,
+/// `run_unquiet_in`, which holds the body's other copy. So the probed function keeps nothing else on its quiet path:
+/// the closure reaches the cold call by reference (`ManuallyDrop`, no drop glue, no landing pad) and the result
+/// comes back through a slot of its own (`Unquiet`), so that neither the captures nor the result live in memory on
+/// the quiet path (docs/truth-bench.md, "Seventh round"). The closure still has two call sites (here and in
+/// `run_unquiet_in`): the optimiser inlines it only while it is small enough for both.
 #[inline(always)]
 pub(crate) fn run_quiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
     if states.is_quiet(index) {
@@ -139,7 +139,7 @@ pub(crate) fn run_quiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static
 
 /// Where `run_unquiet_in` writes its result. One byte bigger than the result: the optimiser then cannot make the
 /// out-of-line call write straight into the caller's result (LLVM's call-slot optimisation), which would put the
-/// result in memory on the quiet path too (serde_json: 3.5% more instructions).
+/// result in memory on the quiet path too (serde_json: about 3.5% more instructions).
 struct Unquiet<R> {
     result: MaybeUninit<R>,
     _one_more_byte: MaybeUninit<u8>,
