@@ -117,8 +117,8 @@ pub(crate) fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static State
 }
 
 /// The probe of a small or medium wrapped body (the tool decides from its source: `rewrite::IN_PLACE_BODY`): a
-/// quiet call is one compare of the state byte in memory and a branch (`cmpb $0, state(%rip)` + `jns`), falling
-/// through into the body in place; every other call (counted or recorded) is one out-of-line call,
+/// quiet call is the state byte's load, a test and a branch (`States::is_quiet`), falling through into the body in
+/// place; every other call (counted or recorded) is one out-of-line call,
 /// `run_unquiet_in`, which holds the body's other copy. So the probed function keeps nothing else on its quiet path:
 /// the closure reaches the cold call by reference (`ManuallyDrop`, no drop glue, no landing pad) and the result
 /// comes back through a slot of its own (`Unquiet`), so that neither the captures nor the result live in memory on

@@ -91,23 +91,13 @@ impl<const N: usize> States<N> {
         }
     }
 
-    /// True once function `index` went quiet (its byte's sign bit), read so that the optimiser folds the load into
-    /// the compare: `cmpb $0, state(%rip)` and one branch. An atomic load (`state`) stays a separate `movzbl` and
-    /// `test` in LLVM's x86 backend, one instruction more in every quiet call of a probe inlined into a loop.
+    /// True once function `index` went quiet (its byte's sign bit). An atomic load, which LLVM's x86 backend keeps
+    /// as a separate `movzbl` and `test` rather than folding it into `cmpb $0, state(%rip)`: one instruction more
+    /// per quiet call. A volatile read would fold, but racing the retirement's atomic stores it is a data race in
+    /// Rust's memory model, and no wall-time gain was measured for it (docs/truth-bench.md, "Seventh round").
     #[inline(always)]
     pub(crate) fn is_quiet(&self, index: u32) -> bool {
-        let Some(state) = self.bytes.get(index as usize) else { return false };
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the pointer is the byte's own, valid and aligned for the table's 'static life. A volatile load is
-        // one byte-sized `mov` (or memory operand) that the compiler neither splits, repeats nor drops: on x86_64
-        // it is a single-copy atomic read, as the relaxed load is, of a byte the runtime only ever changes with
-        // atomic stores (0 -> slot -> QUIET, under the retirement lock). Rust's memory model has no volatile-atomic
-        // load, so this is the Linux kernel's READ_ONCE: what it reads is the old or the new byte, and a stale one
-        // only delays going quiet by a call.
-        let byte = unsafe { state.as_ptr().read_volatile() };
-        #[cfg(not(target_arch = "x86_64"))]
-        let byte = state.load(Relaxed);
-        (byte as i8) < 0
+        (self.state(index) as i8) < 0
     }
 
     /// Registers the table at its first call that may record (a load and a branch after that).
