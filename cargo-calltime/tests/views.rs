@@ -935,3 +935,21 @@ fn allocations_show_in_text_json_and_weighted_stacks() {
     let err = render(&nested, &opts_bytes).expect_err("no allocations to draw");
     assert!(format!("{err:#}").contains("counted no allocations"), "{err:#}");
 }
+
+/// whole-run-estimates.trace: a whole-run aggregate (the runtime's `g` lines) in which an estimated path
+/// (`<Row as Decode>::decode`, 400,000 calls, 1 in 64 timed) adds up to more than its estimated parent
+/// (`parse::header`), as sampled estimates can on real programs (toml_edit's `Vec<Event>::whitespace` came out at 5x
+/// its caller). The aggregate view and JSON clamp estimated children to their parent, as the trees are clamped.
+#[test]
+fn whole_run_estimates_never_exceed_their_parent() {
+    let trace = load("whole-run-estimates");
+    check(&expect("whole-run-estimates.aggregate.txt"), &render_text(&trace, &opts(ViewFormat::Aggregate)));
+    let json = render_text(&trace, &opts(ViewFormat::Json));
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    fn fits(node: &serde_json::Value) {
+        let children: u64 = node["children"].as_array().map_or(0, |c| c.iter().map(|c| c["total_ns"].as_u64().unwrap()).sum());
+        assert!(children <= node["total_ns"].as_u64().unwrap(), "children exceed their parent: {node}");
+        node["children"].as_array().into_iter().flatten().for_each(fits);
+    }
+    fits(&doc["whole_run"]["aggregate"][0]["tree"]);
+}

@@ -100,7 +100,7 @@ pub fn render_whole_run(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<Str
     };
     let _ = writeln!(out, "{}", view.paint.s(bold(), &format!("{what}: {coverage}")));
     if trace.aggregate.is_some() {
-        let note = "times as recorded (probe cost included); calls are exact";
+        let note = "times as recorded (probe cost included; estimates clamped to their caller); calls are exact";
         let _ = writeln!(out, "{}", view.paint.s(dim(), note));
         if let Some(run) = trace.aggregate.as_ref().filter(|r| r.untracked_calls > 0 || r.dropped_cap > 0) {
             let note = format!(
