@@ -103,13 +103,17 @@ pub fn render_whole_run(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<Str
         let note = "times as recorded (probe cost included; estimates clamped to their caller); calls are exact";
         let _ = writeln!(out, "{}", view.paint.s(dim(), note));
         if let Some(run) = trace.aggregate.as_ref().filter(|r| r.untracked_calls > 0 || r.dropped_cap > 0) {
-            let note = format!(
-                "  {} calls on paths past the runtime's path cap (counted, not shown); {} trees dropped by the hourly \
-                 byte cap",
-                thousands(run.untracked_calls),
-                thousands(run.dropped_cap)
-            );
-            let _ = writeln!(out, "{}", view.paint.s(warn(), &note));
+            // Only the causes that applied: a zero count beside the real one reads as a second problem.
+            let mut parts = Vec::new();
+            if run.untracked_calls > 0 {
+                let calls = thousands(run.untracked_calls);
+                parts.push(format!("{calls} calls on paths past the runtime's path cap (counted, not shown)"));
+            }
+            if run.dropped_cap > 0 {
+                let trees = thousands(run.dropped_cap);
+                parts.push(format!("{trees} trees dropped by the hourly byte cap (counted here, not kept as trees)"));
+            }
+            let _ = writeln!(out, "{}", view.paint.s(warn(), &format!("  {}", parts.join("; "))));
         }
     } else {
         view.times_lines(&mut out);
