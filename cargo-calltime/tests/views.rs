@@ -940,7 +940,8 @@ fn allocations_show_in_text_json_and_weighted_stacks() {
 /// (`<Row as Decode>::decode`, 400,000 calls, 1 in 64 timed) adds up to more than its estimated parent
 /// (`parse::header`), as sampled estimates can on real programs (toml_edit's `Vec<Event>::whitespace` came out at 5x
 /// its caller). The aggregate view and JSON clamp estimated children to their parent, as the trees are clamped. Its
-/// hourly byte cap dropped 40 trees, which the aggregate view says, alone.
+/// hourly byte cap dropped 40 trees, which the aggregate view says, alone, and with them `parse::header`'s `retire`
+/// record (httparse lost 10 of 18 that way).
 #[test]
 fn whole_run_estimates_never_exceed_their_parent() {
     let trace = load("whole-run-estimates");
@@ -948,6 +949,9 @@ fn whole_run_estimates_never_exceed_their_parent() {
     check(&expect("whole-run-estimates.aggregate.txt"), &text);
     // Only the cause that applied: 40 trees dropped by the hourly cap, no "0 calls past the path cap" beside it.
     assert!(text.contains("40 trees dropped by the hourly byte cap") && !text.contains("path cap"), "{text}");
+    // parse::header retired, but its `retire` record went with a dropped batch: its count after retiring is not
+    // known (3 is what it counted before going quiet), and the view says so rather than showing 0.03/inv.
+    assert!(text.contains("parse::header: calls after it retired not known") && text.contains("[+? after"), "{text}");
     let json = render_text(&trace, &opts(ViewFormat::Json));
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     fn fits(node: &serde_json::Value) {

@@ -185,7 +185,9 @@ impl TextView<'_> {
                 None => format!("{mark}{} call{}", thousands(r.calls), plural_s(r.calls)),
                 Some(n) => format!("{mark}{} calls/inv", format_calls(r.calls as f64 / n.max(1) as f64)),
             };
-            let text = retired_text(&self.names.get(r.func), &calls, retirement(self.trace, r.func), r.estimated);
+            let dropped = self.trace.stats.dropped_cap > 0;
+            let text =
+                retired_text(&self.names.get(r.func), &calls, retirement(self.trace, r.func), r.estimated, dropped);
             let placed = match unplaced.iter().any(|u| u.func == r.func) {
                 true => ", not in the tree: no call of it or of a caller recorded there",
                 false => "",
@@ -387,6 +389,9 @@ impl TextView<'_> {
                 true => thousands(node.retired_calls),
                 false => format!("{}/inv", format_calls(node.retired_calls as f64 / columns.invocations.max(1) as f64)),
             };
+            // Its `retire` record lost to the hourly cap: the few calls counted before it went quiet are no count.
+            let unknown = retirement(self.trace, node.func).is_none() && self.trace.stats.dropped_cap > 0;
+            let calls = if unknown { "?".to_owned() } else { calls };
             row.tags.push((dim(), format!("[+{mark}{calls} after it retired]")));
         }
         if node.children_overlap_ns > 0 {
