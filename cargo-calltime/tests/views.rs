@@ -961,3 +961,15 @@ fn whole_run_estimates_never_exceed_their_parent() {
     }
     fits(&doc["whole_run"]["aggregate"][0]["tree"]);
 }
+
+/// stale/: `run.trace` from this run (process 4242, two invocations, no rotation) beside `run.trace.s1`, a segment
+/// an earlier, longer run (process 3131) rotated into and the runtime left there. The segment is left out with a
+/// warning naming it, not merged in as a second process of this run (httparse's reports mixed two runs that way).
+#[test]
+fn a_segment_left_by_an_earlier_run_is_left_out() {
+    let trace = load("stale/run");
+    assert_eq!((trace.invocations.len(), trace.stats.seen), (2, 2), "only this run's trees and counters");
+    let warning = trace.warnings.iter().find(|w| w.contains("run.trace.s1")).expect("a warning names the segment");
+    assert!(warning.contains("earlier run") && warning.contains("3131"), "{warning}");
+    check(&expect("stale.txt"), &render_text(&trace, &ViewOptions::default()));
+}
