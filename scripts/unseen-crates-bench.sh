@@ -4,7 +4,7 @@
 # calltime --root R --depth 5`, no other flag, fresh calltime target dir) and built plainly. For each it prints:
 # whether stdout is byte-identical, the wall and CPU ratios (alternating runs), the instruction ratio (callgrind,
 # when valgrind is installed), and the root's tree mean against the plain build's own `Instant` timing of the same
-# call (each bench binary prints `truth <path> <mean ns> <calls>` on stderr; scripts/truth-compare.py lines them up).
+# call (each bench binary prints `truth <path> <mean ns> <calls>` on stderr; scripts/root-mean.py compares the root's).
 # A measurement: it exits non-zero only when it cannot set up (fetch, copy or build fails).
 #
 # usage: scripts/unseen-crates-bench.sh [WORK_DIR]   (default /tmp/unseen-crates-bench; kept between runs so that
@@ -295,15 +295,17 @@ for name in $only; do
     awk -v n="$name" 'NR == FNR { p = $1; next } { printf "%s: instructions %.1f M -> %.1f M (%.2fx)\n", n, p / 1e6,
       $1 / 1e6, $1 / p }' "$work/ir.$name.plain" "$work/ir.$name.d5"
   fi
+  # The root's mean from the aggregate of the kept trees as the report shows it (`--top 0`, compensated); JSON
+  # would hold every kept tree (gigabytes for httparse's 300,000 invocations).
   for i in 1 2 3; do
     "$work/$name-plain" 2> "$work/truth.$name.$i" > /dev/null
+    rm -f "$work/$name.$i.trace"*   # no segments of an earlier run beside it
     CALLTIME_OUT=$work/$name.$i.trace "$work/$name-d5" > /dev/null 2>&1
-    "$CC" calltime report "$work/$name.$i.trace" --format json -o "$work/$name.$i.json" 2> "$work/report.stderr" \
+    "$CC" calltime report "$work/$name.$i.trace" --top 0 > "$work/$name.$i.txt" 2> "$work/report.stderr" \
       || fail "cargo calltime report failed on $work/$name.$i.trace: $(cat "$work/report.stderr")"
   done
   "$CC" calltime report "$work/$name.1.trace" --format aggregate > "$work/$name.aggregate.txt" 2>&1 || true
-  python3 "$repo/scripts/truth-compare.py" "$work/$name".[123].json "$work/truth.$name".[123] > "$work/compare.$name"
-  head -3 "$work/compare.$name" | sed "s/^/  /"
+  python3 "$repo/scripts/root-mean.py" "$work/$name".[123].txt "$work/truth.$name".[123] | sed "s/^/  /"
   echo "  trace $(grep -a '^stats ' "$work/$name.1.trace" | tail -1) (seen kept sampled_out dropped truncated)"
 done
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
