@@ -306,6 +306,6 @@ for name in $only; do
   done
   "$CC" calltime report "$work/$name.1.trace" --format aggregate > "$work/$name.aggregate.txt" 2>&1 || true
   python3 "$repo/scripts/root-mean.py" "$work/$name".[123].txt "$work/truth.$name".[123] | sed "s/^/  /"
-  echo "  trace $(grep -a '^stats ' "$work/$name.1.trace" | tail -1) (seen kept sampled_out dropped truncated)"
+  echo "  trace $(cat "$work/$name.1.trace"* | grep -a '^stats ' | tail -1) (seen kept sampled_out dropped truncated)"
 done
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
