@@ -955,7 +955,8 @@ fn whole_run_estimates_never_exceed_their_parent() {
     let json = render_text(&trace, &opts(ViewFormat::Json));
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     fn fits(node: &serde_json::Value) {
-        let children: u64 = node["children"].as_array().map_or(0, |c| c.iter().map(|c| c["total_ns"].as_u64().unwrap()).sum());
+        let children: u64 =
+            node["children"].as_array().map_or(0, |c| c.iter().map(|c| c["total_ns"].as_u64().unwrap()).sum());
         assert!(children <= node["total_ns"].as_u64().unwrap(), "children exceed their parent: {node}");
         node["children"].as_array().into_iter().flatten().for_each(fits);
     }
