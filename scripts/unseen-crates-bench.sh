@@ -1,6 +1,6 @@
 #!/bin/bash
 # docs/performance.md's "Unseen programs (default plan, first run)": five crates.io programs the tool was not tuned
-# on, each a tiny bench binary in a workspace of the crate's own source, instrumented as the README says (`cargo
+# on, each a tiny bench binary in a workspace of the crate's own source, and an async loopback server on tokio (ae), instrumented as the README says (`cargo
 # calltime --root R --depth 5`, no other flag, fresh calltime target dir) and built plainly. For each it prints:
 # whether stdout is byte-identical, the wall and CPU ratios (alternating runs), the instruction ratio (callgrind,
 # when valgrind is installed), and the root's tree mean against the plain build's own `Instant` timing of the same
@@ -9,14 +9,15 @@
 #
 # usage: scripts/unseen-crates-bench.sh [WORK_DIR]   (default /tmp/unseen-crates-bench; kept between runs so that
 #        the plain builds are reused; the instrumented builds are always redone from scratch)
-#        CALLTIME_CC=PATH measures that cargo-calltime binary; ONLY="tm rx" runs only those programs;
+#        CALLTIME_CC=PATH measures that cargo-calltime binary; ONLY="tm rx" runs only those programs (tm toml_edit,
+#        rx regex, qx quick-xml, mz miniz_oxide, hp httparse, ae the tokio server);
 #        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/unseen-crates-bench}
 runs=${RUNS:-10}
-only=${ONLY:-tm rx qx mz hp}
+only=${ONLY:-tm rx qx mz hp ae}
 fail() { echo "unseen-crates-bench: $*" >&2; exit 1; }
 mkdir -p "$work" || fail "cannot create the work directory $work"
 work=$(cd "$work" && pwd)
@@ -254,6 +255,89 @@ fn main() {
 }
 RS
 
+# An async loopback server (tokio 1, the program's own code): one `handle` per request, 20,000 length-prefixed
+# requests from a client thread in the same process over 127.0.0.1 (bounded: it stops after the last reply).
+mkdir -p "$work/ae/aebench/src"
+printf '[workspace]\nmembers = ["aebench"]\nresolver = "2"\n[profile.release]\ndebug = 1\n' > "$work/ae/Cargo.toml"
+printf '[package]\nname = "aebench"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]\ntokio = { version = "1.54", features = ["rt", "net", "io-util"] }\n' \
+  > "$work/ae/aebench/Cargo.toml"
+cat > "$work/ae/aebench/src/main.rs" <<'RS'
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Serves one request on `stream`: a length-prefixed message, answered with its words reversed and a checksum.
+/// False at the end of the stream.
+async fn handle(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    let mut len = [0u8; 4];
+    if stream.read_exact(&mut len).await.is_err() {
+        return Ok(false);
+    }
+    buf.resize(u32::from_le_bytes(len) as usize, 0);
+    stream.read_exact(buf).await?;
+    let reply = respond(buf);
+    stream.write_all(&(reply.len() as u32).to_le_bytes()).await?;
+    stream.write_all(&reply).await?;
+    Ok(true)
+}
+
+fn respond(request: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(request);
+    let mut reply: Vec<u8> = text.split(' ').rev().collect::<Vec<_>>().join(" ").into_bytes();
+    reply.extend_from_slice(format!(" #{}", checksum(request)).as_bytes());
+    reply
+}
+
+fn checksum(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(2166136261u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(16777619))
+}
+
+fn client(port: u16, requests: usize) -> u64 {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the loopback server");
+    stream.set_nodelay(true).expect("nodelay");
+    let mut total = 0u64;
+    let mut reply = Vec::new();
+    for i in 0..requests {
+        let message = format!("request {i} asks for words {} in reverse order please", i * 7 % 1000);
+        stream.write_all(&(message.len() as u32).to_le_bytes()).expect("send");
+        stream.write_all(message.as_bytes()).expect("send");
+        let mut len = [0u8; 4];
+        stream.read_exact(&mut len).expect("reply length");
+        reply.resize(u32::from_le_bytes(len) as usize, 0);
+        stream.read_exact(&mut reply).expect("reply");
+        total += u64::from(checksum(&reply));
+    }
+    total
+}
+
+fn main() {
+    let requests: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("tokio runtime");
+    let (served, spent) = runtime.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let port = listener.local_addr().expect("local address").port();
+        let client = std::thread::spawn(move || client(port, requests));
+        let (mut stream, _) = listener.accept().await.expect("accept");
+        stream.set_nodelay(true).expect("nodelay");
+        let (mut served, mut spent, mut buf) = (0usize, Duration::ZERO, Vec::new());
+        loop {
+            let started = Instant::now();
+            let more = handle(&mut stream, &mut buf).await.expect("serve");
+            if !more {
+                break;
+            }
+            spent += started.elapsed();
+            served += 1;
+        }
+        println!("client checksum total {}", client.join().expect("client thread"));
+        (served, spent)
+    });
+    println!("{served} requests served");
+    eprintln!("truth aebench::handle {} {served}", spent.as_nanos() as f64 / served.max(1) as f64);
+}
+RS
+
 echo "== builds (plain, then the default plan from a fresh calltime target dir)"
 build() { # NAME BENCH ROOT
   local name=$1 bench=$2 root=$3 dir=$work/$1 built
@@ -268,10 +352,11 @@ build() { # NAME BENCH ROOT
 }
 root_of() {
   case $1 in tm) echo Document::parse;; rx) echo string::Regex::new;; qx) echo count_events;;
-    mz) echo deflate::compress_to_vec;; hp) echo Request::parse;; esac
+    mz) echo deflate::compress_to_vec;; hp) echo Request::parse;; ae) echo handle;; esac
 }
 bench_of() {
-  case $1 in tm) echo tmbench;; rx) echo rxbench;; qx) echo qxbench;; mz) echo mzbench;; hp) echo hpbench;; esac
+  case $1 in tm) echo tmbench;; rx) echo rxbench;; qx) echo qxbench;; mz) echo mzbench;; hp) echo hpbench;;
+    ae) echo aebench;; esac
 }
 for name in $only; do build "$name" "$(bench_of "$name")" "$(root_of "$name")"; done
 
