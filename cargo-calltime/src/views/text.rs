@@ -19,6 +19,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         paint: Paint { on: opts.color },
         origin_ns: trace.invocations.iter().map(|i| i.start_ns).min().unwrap_or(0),
         callers: callers_of_retired(trace),
+        runtime_aggregate: false,
     };
     let mut out = String::new();
     let selected = select(trace, opts.invocation)?;
@@ -75,6 +76,7 @@ pub fn render_whole_run(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<Str
         paint: Paint { on: opts.color },
         origin_ns: 0,
         callers: callers_of_retired(trace),
+        runtime_aggregate: whole_run(trace).is_some() && trace.aggregate.is_some(),
     };
     let mut out = String::new();
     let what = plan_summary(trace);
@@ -139,6 +141,8 @@ struct TextView<'a> {
     origin_ns: u64,
     /// The callers of retired functions: where their later calls go in a tree that recorded none of theirs.
     callers: Callers,
+    /// The aggregates shown are the runtime's whole-run aggregate, which counts no allocations: no alloc columns.
+    runtime_aggregate: bool,
 }
 
 /// The runtime's frame-depth limit: the `max_depth` setting, or the fixed limit of runtimes that did not write it.
@@ -284,7 +288,8 @@ impl TextView<'_> {
             let _ = writeln!(out, "{}", self.paint.s(dim(), note));
         }
         let mut rows = Vec::new();
-        let allocs = self.trace.counts_allocs();
+        // The runtime's whole-run aggregate has no allocation counts: columns of zeros would read as none made.
+        let allocs = self.trace.counts_allocs() && !self.runtime_aggregate;
         let invocations = agg.invocations.max(1) as f64;
         let mut tree = agg.tree.clone();
         let unplaced = tree.place_retired(&agg.retired, &self.callers);
