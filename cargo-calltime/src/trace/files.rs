@@ -51,6 +51,37 @@ pub fn run_files(path: &Path) -> Vec<PathBuf> {
     files.into_iter().map(|(_, p)| p).collect()
 }
 
+/// The runtime truncates `CALLTIME_OUT` when a run starts but leaves the segments (`<file>.s<n>`) an earlier,
+/// longer run rotated into: a segment whose process (pid and epoch) is not its first file's is such a leftover.
+/// Returns the traces without them, and a warning naming each one left out. `paths` and `traces` are in
+/// [`run_files`] order (each process's first file before its segments).
+pub fn leave_out_stale_segments(run: &Path, paths: &[PathBuf], traces: Vec<Trace>) -> (Vec<Trace>, Vec<String>) {
+    let run_name = run.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let mut owners: Vec<(u64, (u32, u64))> = Vec::new();
+    let (mut kept, mut warnings) = (Vec::new(), Vec::new());
+    for (path, trace) in paths.iter().zip(traces) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let (process, segment) = position(run_name, name).unwrap_or((0, 0));
+        let this = (trace.pid, trace.epoch_unix_ns);
+        let owner = owners.iter().find(|(p, _)| *p == process).map(|(_, o)| *o);
+        match owner {
+            Some(owner) if segment > 0 && owner != this => {
+                warnings.push(format!(
+                    "left out {}: a segment an earlier run left there (process {}, not this run's {}); delete it",
+                    path.display(),
+                    trace.pid,
+                    owner.0
+                ));
+                continue;
+            }
+            None => owners.push((process, this)),
+            Some(_) => {}
+        }
+        kept.push(trace);
+    }
+    (kept, warnings)
+}
+
 /// Merges the traces of one run's files (in `run_files` order) into one: a process's segments one after another,
 /// its counters and aggregate from its last segment that has them (they are cumulative), processes summed; other
 /// processes' start times moved to the first one's epoch and their thread and task ids offset by a million per

@@ -631,8 +631,10 @@ impl Trace {
             return Trace::load_file(path, functions);
         }
         let traces = paths.iter().map(|p| Trace::load_file(p, functions)).collect::<Result<Vec<_>>>()?;
+        let (traces, left_out) = files::leave_out_stale_segments(path, &paths, traces);
         let mut merged = files::merge(traces).context("a run without trace files")?;
         merged.path = path.to_owned();
+        merged.warnings.extend(left_out);
         Ok(merged)
     }
 

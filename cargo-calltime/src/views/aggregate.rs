@@ -379,7 +379,11 @@ pub fn whole_run(trace: &Trace) -> Option<Vec<Aggregate>> {
         run.roots
             .iter()
             .map(|root| Aggregate {
-                tree: merged_path(root, root.calls, None),
+                tree: {
+                    let mut tree = merged_path(root, root.calls, None);
+                    clamp_estimates(&mut tree);
+                    tree
+                },
                 invocations: root.calls,
                 // Retired calls are per function, not per root: with several roots they show under the first.
                 retired: if root.func == run.roots[0].func { run.retired.clone() } else { Vec::new() },
@@ -413,6 +417,39 @@ fn merged_path(path: &AggregatePath, invocations: u64, lane: Option<ThreadRef>) 
     let children_ns: u64 = merged.children.iter().map(|c| c.total_ns).sum();
     merged.self_ns = path.self_ns.unwrap_or_else(|| merged.total_ns.saturating_sub(children_ns)).min(merged.total_ns);
     merged
+}
+
+/// Scales a whole-run path's estimated children (some calls untimed, their total extrapolated from 1 in N) down
+/// so that its own-thread children never add up to more than it, into what its exact children leave; each scaled
+/// child's subtree is then clamped to its new total. The runtime estimates each path on its own, so a few slow
+/// sampled calls can make a child's estimate exceed its parent's (toml_edit: a 30 ns caller over a 205 ns child);
+/// the trees get the same clamp in `trace::compensate`. Spawned work on other threads may overlap and is left.
+fn clamp_estimates(node: &mut Merged) {
+    let own = |c: &&mut Merged| c.lane.is_none();
+    let estimated = |c: &Merged| c.timed_calls < c.calls;
+    let parent = u128::from(node.total_ns);
+    let (mut exact, mut scaled) = (0u128, 0u128);
+    for child in node.children.iter_mut().filter(own) {
+        if estimated(child) {
+            scaled += u128::from(child.total_ns);
+        } else {
+            exact += u128::from(child.total_ns);
+        }
+    }
+    if scaled > 0 && exact + scaled > parent && exact <= parent {
+        let room = parent - exact;
+        // Rounded down, so the scaled children add up to at most the room; max and min scale with the total.
+        let scale = |ns: u64| (u128::from(ns) * room / scaled) as u64;
+        for child in node.children.iter_mut().filter(own).filter(|c| estimated(c)) {
+            child.total_ns = scale(child.total_ns);
+            child.self_ns = child.self_ns.min(child.total_ns);
+            child.max_ns = child.max_ns.min(child.total_ns);
+            child.min_ns = child.min_ns.min(child.max_ns);
+        }
+    }
+    for child in &mut node.children {
+        clamp_estimates(child);
+    }
 }
 
 /// `total` split in proportion to `weights`, rounded so that the shares add up to `total` exactly (the largest

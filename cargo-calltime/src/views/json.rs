@@ -226,17 +226,18 @@ fn whole_run(trace: &Trace) -> Option<JsonWholeRun> {
         compensated: false,
         aggregate: {
             let callers = callers_of_retired(trace);
-            aggregates.iter().map(|agg| json_aggregate(trace, agg, &callers)).collect()
+            aggregates.iter().map(|agg| json_aggregate(trace, agg, &callers, true)).collect()
         },
     })
 }
 
-fn json_aggregate(trace: &Trace, agg: &Aggregate, callers: &Callers) -> JsonAggregate {
+/// `whole_run`: the runtime's whole-run aggregate, which counts no allocations (its nodes get no `allocs`).
+fn json_aggregate(trace: &Trace, agg: &Aggregate, callers: &Callers, whole_run: bool) -> JsonAggregate {
     let mut tree = agg.tree.clone();
     let unplaced = tree.place_retired(&agg.retired, callers);
     JsonAggregate {
         invocations: agg.invocations,
-        tree: aggregate_node(trace, agg, &tree),
+        tree: aggregate_node(trace, agg, &tree, whole_run),
         retired: retired_calls(trace, &agg.retired, &unplaced, Some(agg.invocations)),
     }
 }
@@ -350,7 +351,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
             .collect(),
         aggregate: aggregate(selected.iter().map(|(_, inv)| *inv))
             .iter()
-            .map(|agg| json_aggregate(trace, agg, &callers))
+            .map(|agg| json_aggregate(trace, agg, &callers, false))
             .collect(),
         whole_run: whole_run(trace),
         functions: super::table::rows(trace, opts)?,
@@ -419,7 +420,7 @@ fn node(trace: &Trace, m: &Merged) -> JsonNode {
     }
 }
 
-fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged) -> JsonAggregateNode {
+fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged, whole_run: bool) -> JsonAggregateNode {
     JsonAggregateNode {
         function: describe(trace, m.func),
         calls: m.all_calls(),
@@ -432,8 +433,8 @@ fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged) -> JsonAggregateNo
         p99_ns: m.percentile_ns(0.99),
         panicked: m.panicked,
         outcomes: outcomes(m),
-        allocs: allocs(trace, m),
+        allocs: if whole_run { None } else { allocs(trace, m) },
         lane: m.lane.clone(),
-        children: m.children.iter().map(|c| aggregate_node(trace, agg, c)).collect(),
+        children: m.children.iter().map(|c| aggregate_node(trace, agg, c, whole_run)).collect(),
     }
 }

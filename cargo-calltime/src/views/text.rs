@@ -19,6 +19,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<String> {
         paint: Paint { on: opts.color },
         origin_ns: trace.invocations.iter().map(|i| i.start_ns).min().unwrap_or(0),
         callers: callers_of_retired(trace),
+        runtime_aggregate: false,
     };
     let mut out = String::new();
     let selected = select(trace, opts.invocation)?;
@@ -75,6 +76,7 @@ pub fn render_whole_run(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<Str
         paint: Paint { on: opts.color },
         origin_ns: 0,
         callers: callers_of_retired(trace),
+        runtime_aggregate: whole_run(trace).is_some() && trace.aggregate.is_some(),
     };
     let mut out = String::new();
     let what = plan_summary(trace);
@@ -100,16 +102,20 @@ pub fn render_whole_run(trace: &Trace, opts: &ViewOptions) -> anyhow::Result<Str
     };
     let _ = writeln!(out, "{}", view.paint.s(bold(), &format!("{what}: {coverage}")));
     if trace.aggregate.is_some() {
-        let note = "times as recorded (probe cost included); calls are exact";
+        let note = "times as recorded (probe cost included; estimates clamped to their caller); calls are exact";
         let _ = writeln!(out, "{}", view.paint.s(dim(), note));
         if let Some(run) = trace.aggregate.as_ref().filter(|r| r.untracked_calls > 0 || r.dropped_cap > 0) {
-            let note = format!(
-                "  {} calls on paths past the runtime's path cap (counted, not shown); {} trees dropped by the hourly \
-                 byte cap",
-                thousands(run.untracked_calls),
-                thousands(run.dropped_cap)
-            );
-            let _ = writeln!(out, "{}", view.paint.s(warn(), &note));
+            // Only the causes that applied: a zero count beside the real one reads as a second problem.
+            let mut parts = Vec::new();
+            if run.untracked_calls > 0 {
+                let calls = thousands(run.untracked_calls);
+                parts.push(format!("{calls} calls on paths past the runtime's path cap (counted, not shown)"));
+            }
+            if run.dropped_cap > 0 {
+                let trees = thousands(run.dropped_cap);
+                parts.push(format!("{trees} trees dropped by the hourly byte cap (counted here, not kept as trees)"));
+            }
+            let _ = writeln!(out, "{}", view.paint.s(warn(), &format!("  {}", parts.join("; "))));
         }
     } else {
         view.times_lines(&mut out);
@@ -135,6 +141,8 @@ struct TextView<'a> {
     origin_ns: u64,
     /// The callers of retired functions: where their later calls go in a tree that recorded none of theirs.
     callers: Callers,
+    /// The aggregates shown are the runtime's whole-run aggregate, which counts no allocations: no alloc columns.
+    runtime_aggregate: bool,
 }
 
 /// The runtime's frame-depth limit: the `max_depth` setting, or the fixed limit of runtimes that did not write it.
@@ -181,7 +189,9 @@ impl TextView<'_> {
                 None => format!("{mark}{} call{}", thousands(r.calls), plural_s(r.calls)),
                 Some(n) => format!("{mark}{} calls/inv", format_calls(r.calls as f64 / n.max(1) as f64)),
             };
-            let text = retired_text(&self.names.get(r.func), &calls, retirement(self.trace, r.func), r.estimated);
+            let dropped = self.trace.stats.dropped_cap > 0;
+            let text =
+                retired_text(&self.names.get(r.func), &calls, retirement(self.trace, r.func), r.estimated, dropped);
             let placed = match unplaced.iter().any(|u| u.func == r.func) {
                 true => ", not in the tree: no call of it or of a caller recorded there",
                 false => "",
@@ -278,7 +288,8 @@ impl TextView<'_> {
             let _ = writeln!(out, "{}", self.paint.s(dim(), note));
         }
         let mut rows = Vec::new();
-        let allocs = self.trace.counts_allocs();
+        // The runtime's whole-run aggregate has no allocation counts: columns of zeros would read as none made.
+        let allocs = self.trace.counts_allocs() && !self.runtime_aggregate;
         let invocations = agg.invocations.max(1) as f64;
         let mut tree = agg.tree.clone();
         let unplaced = tree.place_retired(&agg.retired, &self.callers);
@@ -383,6 +394,9 @@ impl TextView<'_> {
                 true => thousands(node.retired_calls),
                 false => format!("{}/inv", format_calls(node.retired_calls as f64 / columns.invocations.max(1) as f64)),
             };
+            // Its `retire` record lost to the hourly cap: the few calls counted before it went quiet are no count.
+            let unknown = retirement(self.trace, node.func).is_none() && self.trace.stats.dropped_cap > 0;
+            let calls = if unknown { "?".to_owned() } else { calls };
             row.tags.push((dim(), format!("[+{mark}{calls} after it retired]")));
         }
         if node.children_overlap_ns > 0 {

@@ -77,10 +77,21 @@ pub fn settings_note(trace: &Trace) -> Option<String> {
 
 /// `tok::helper 95,012 calls (not timed; retired after 4,096 calls at 3ns/call)`: calls of a retired function
 /// made after it retired, with what it showed before; `estimated` (a quiet function's, marked `~` in `calls`) says
-/// the count is an estimate.
-pub fn retired_text(name: &str, calls: &str, retirement: Option<&Retirement>, estimated: bool) -> String {
+/// the count is an estimate. `records_dropped`: the hourly byte cap dropped batches of the trace, which may have
+/// held the function's `retire` and `quiet` records: without its `retire` record, its count is not known then.
+pub fn retired_text(
+    name: &str,
+    calls: &str,
+    retirement: Option<&Retirement>,
+    estimated: bool,
+    records_dropped: bool,
+) -> String {
     let counted = if estimated { "; calls estimated: no longer counted" } else { "" };
     match retirement {
+        None if records_dropped => format!(
+            "{name}: calls after it retired not known (its retire record was dropped with trees by the hourly byte \
+             cap; --max-size-per-hour raises the cap)"
+        ),
         Some(r) => format!(
             "{name} {calls} (not timed; retired after {} calls at {}/call{counted})",
             thousands(r.calls),

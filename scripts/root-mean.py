@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""The root's tree mean (from `cargo calltime report --top 0` text files) against the plain build's own timing
+(`truth <path> <mean ns> <calls>` lines); medians over the files given. usage: root-mean.py REPORT.txt... TRUTH..."""
+import re
+import statistics
+import sys
+
+UNITS = {"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def ns(text):
+    number, unit = re.fullmatch(r"~?([\d.]+)(ns|µs|us|ms|s)", text).groups()
+    return float(number) * UNITS[unit]
+
+
+tree, plain, root = [], [], None
+for path in sys.argv[1:]:
+    lines = open(path, encoding="utf-8").read().splitlines()
+    if any(line.startswith("truth ") for line in lines):
+        plain += [float(line.split()[2]) for line in lines if line.startswith("truth ")]
+        continue
+    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("calls/inv"))
+    fields = lines[header + 1].split()
+    tree.append(ns(fields[3]))
+    root = fields[-1]
+if not tree or not plain:
+    sys.exit("root-mean: need at least one report and one truth file")
+t, p = statistics.median(tree), statistics.median(plain)
+print(f"root {root}: tree mean {t / 1e3:.1f} us, plain {p / 1e3:.1f} us: {t / p:.2f}x (medians of {len(tree)} runs each)")

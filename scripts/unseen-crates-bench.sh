@@ -1,0 +1,396 @@
+#!/bin/bash
+# docs/performance.md's "Unseen programs (default plan, first run)": five crates.io programs the tool was not tuned
+# on, each a tiny bench binary in a workspace of the crate's own source, and an async loopback server on tokio (ae), instrumented as the README says (`cargo
+# calltime --root R --depth 5`, no other flag, fresh calltime target dir) and built plainly. For each it prints:
+# whether stdout is byte-identical, the wall and CPU ratios (alternating runs), the instruction ratio (callgrind,
+# when valgrind is installed), and the root's tree mean against the plain build's own `Instant` timing of the same
+# call (each bench binary prints `truth <path> <mean ns> <calls>` on stderr; scripts/root-mean.py compares the root's).
+# A measurement: it exits non-zero only when it cannot set up (fetch, copy or build fails).
+#
+# usage: scripts/unseen-crates-bench.sh [WORK_DIR]   (default /tmp/unseen-crates-bench; kept between runs so that
+#        the plain builds are reused; the instrumented builds are always redone from scratch)
+#        CALLTIME_CC=PATH measures that cargo-calltime binary; ONLY="tm rx" runs only those programs (tm toml_edit,
+#        rx regex, qx quick-xml, mz miniz_oxide, hp httparse, ae the tokio server);
+#        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=${1:-/tmp/unseen-crates-bench}
+runs=${RUNS:-10}
+only=${ONLY:-tm rx qx mz hp ae}
+fail() { echo "unseen-crates-bench: $*" >&2; exit 1; }
+mkdir -p "$work" || fail "cannot create the work directory $work"
+work=$(cd "$work" && pwd)
+command -v python3 >/dev/null || fail "python3 is needed for the run loop and the comparison; install it"
+
+echo "== setup (work dir $work)"
+if [ -n "${CALLTIME_CC:-}" ]; then
+  CC=$CALLTIME_CC
+else
+  (cd "$repo" && cargo build --release -q -p cargo-calltime) || fail "cannot build cargo-calltime in $repo"
+  CC=$repo/target/release/cargo-calltime
+fi
+crates="toml_edit@0.25.20 toml_parser@1.1.6 quick-xml@0.41.0 miniz_oxide@0.9.1 httparse@1.10.1 regex@1.13.2
+  regex-automata@0.4.19 regex-syntax@0.8.12"
+registry() { ls -d "$HOME"/.cargo/registry/src/*/"$1"-[0-9]* 2>/dev/null | grep -F -- "-$2" | head -1 || true; }
+missing=0
+for spec in $crates; do [ -n "$(registry "${spec%@*}" "${spec#*@}")" ] || missing=1; done
+if [ "$missing" = 1 ]; then
+  rm -rf "$work/fetch" && cargo new -q "$work/fetch" || fail "cannot create $work/fetch"
+  for spec in $crates; do (cd "$work/fetch" && cargo add -q "$spec") || fail "cannot add $spec in $work/fetch"; done
+  (cd "$work/fetch" && cargo fetch -q) || fail "cannot fetch the crates from crates.io (cargo fetch in $work/fetch)"
+fi
+# workspace DIR BENCH CRATE@VERSION...: the crates' sources as members (later ones patched in for the first), and a
+# bench binary package BENCH depending on the first.
+workspace() {
+  local dir=$1 bench=$2 first="" members="" patch=""; shift 2
+  mkdir -p "$dir/$bench/src"
+  for spec in "$@"; do
+    local name=${spec%@*} version=${spec#*@}
+    [ -d "$dir/$name" ] || cp -r "$(registry "$name" "$version")" "$dir/$name" || fail "cannot copy $spec"
+    members="$members\"$name\", "
+    if [ -z "$first" ]; then first=$name; else patch="$patch$name = { path = \"$name\" }\n"; fi
+  done
+  printf "[workspace]\nmembers = [$members\"$bench\"]\nresolver = \"2\"\n[profile.release]\ndebug = 1\n" > "$dir/Cargo.toml"
+  [ -z "$patch" ] || printf "[patch.crates-io]\n$patch" >> "$dir/Cargo.toml"
+  printf "[package]\nname = \"$bench\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[dependencies]\n$first = { path = \"../$first\" }\n" \
+    > "$dir/$bench/Cargo.toml"
+  cat > "$dir/$bench/src/main.rs"
+}
+
+# toml_edit: one `Document::parse` per document, 150 generated documents of about 40 KB.
+workspace "$work/tm" tmbench toml_edit@0.25.20 toml_parser@1.1.6 <<'RS'
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+fn document(seed: usize) -> String {
+    let mut text = String::from("# generated\ntitle = \"bench\"\n");
+    for t in 0..120 {
+        let _ = write!(text, "\n[server_{seed}_{t}]\nname = \"host-{t} \\\"quoted\\\" \\u00e9\"\nport = {}\n", 8000 + t);
+        let _ = write!(text, "ratio = {}.{}\nenabled = {}\nstarted = 2026-11-{:02}T10:{:02}:00Z\n", t, seed % 97, t % 2 == 0, 1 + t % 28, t % 60);
+        let _ = write!(text, "tags = [\"a{t}\", \"b\", 'literal', {t}, {}.5]\n", t * 3);
+        let _ = write!(text, "limits = {{ cpu = {t}, mem = \"{}Mi\", nested = {{ x = 1, y = [1, 2, 3] }} }}\n", t * 64);
+        let _ = write!(text, "description = \"\"\"\nline one of {t}\nline two\"\"\"\n[[server_{seed}_{t}.route]]\npath = \"/r/{t}\"\n");
+    }
+    text
+}
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(150);
+    let (mut keys, mut bytes, mut spent) = (0usize, 0usize, Duration::ZERO);
+    for seed in 0..count {
+        let text = document(seed);
+        let started = Instant::now();
+        let parsed = toml_edit::Document::parse(text.as_str());
+        spent += started.elapsed();
+        let document = parsed.expect("generated TOML parses").into_mut();
+        keys += document.as_table().len();
+        bytes += document.to_string().len();
+    }
+    println!("{count} documents, {keys} top-level keys, {bytes} bytes printed");
+    eprintln!("truth toml_edit::document::Document::parse {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+
+# regex: one `Regex::new` per pattern (40 patterns, compiled 10 times each), each then counting its matches in a
+# 100 KB text (matching is not under the root).
+workspace "$work/rx" rxbench regex@1.13.2 regex-automata@0.4.19 regex-syntax@0.8.12 <<'RS'
+use std::time::{Duration, Instant};
+
+const PATTERNS: &[&str] = &[
+    r"\b\w+@\w+\.\w+\b", r"(?i)error|warning|fatal", r"\d{4}-\d{2}-\d{2}", r"[A-Z][a-z]+ [A-Z][a-z]+",
+    r"^\s*(fn|pub fn)\s+(\w+)", r"(\w+)=(\d+)", r"https?://[^\s]+", r"\p{Greek}+", r"(?m)^#+ .*$",
+    r"[[:alpha:]]{12,}", r"(a|b|c|d|e)+f", r"\b(?:the|a|an)\b", r"0x[0-9a-fA-F]+", r"(\d+)\.(\d+)\.(\d+)",
+    r"(?s)/\*.*?\*/", r"[^aeiou\s]{5}", r"\bfoo(bar)?baz\b", r"(?x) \d+ \s* (?: ms | us | ns )", r"\W{3,}",
+    r"(?i)\bcalltime\b", r"[\u{400}-\u{4ff}]+", r"(ab|cd|ef|gh|ij|kl|mn|op|qr|st|uv|wx|yz){2,}", r"\$\{[^}]*\}",
+    r"^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$", r"\b[a-z]+ing\b", r"<[^>]+>", r"\[(\w+)\]\((\S+)\)",
+    r"(?i)[aeiou]{3}", r"\s+$", r"(\w)\w*\s+(\w)\w*", r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*",
+    r"\d+(?:,\d{3})*", r"'[^']*'", r#""(?:[^"\\]|\\.)*""#, r"(?U)a.+b", r"\b\d{3}-\d{4}\b",
+    r"[\p{Lu}\p{Lt}]\p{Ll}+", r"(one|two|three|four|five|six|seven|eight|nine|ten)", r"\.\.\.|…", r"(?i)z{2,}",
+];
+
+fn main() {
+    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10);
+    let mut text = String::new();
+    for i in 0..1500 {
+        text.push_str(&format!("line {i}: The Quick fox=42 sent mail to bob@example.com on 2026-11-{:02} (0x{i:x}) ",
+            1 + i % 28));
+        text.push_str("https://example.org/x ... ERROR calltime 3.14.15 'quoted' \"str\\\"ing\" αβγ пример\n");
+    }
+    let (mut matches, mut spent, mut calls) = (0usize, Duration::ZERO, 0usize);
+    for _ in 0..rounds {
+        for pattern in PATTERNS {
+            let started = Instant::now();
+            let compiled = regex::Regex::new(pattern);
+            spent += started.elapsed();
+            calls += 1;
+            matches += compiled.expect("valid pattern").find_iter(&text).count();
+        }
+    }
+    println!("{calls} compilations, {matches} matches");
+    eprintln!("truth regex::regex::string::Regex::new {} {calls}", spent.as_nanos() as f64 / calls as f64);
+}
+RS
+
+# quick-xml: one `count_events` (the program's own per-document function) per document, 400 generated documents
+# of about 30 KB.
+workspace "$work/qx" qxbench quick-xml@0.41.0 <<'RS'
+use quick_xml::events::Event;
+use quick_xml::Reader;
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+fn document(seed: usize) -> String {
+    let mut xml = String::from("<?xml version=\"1.0\"?>\n<catalog>\n");
+    for i in 0..150 {
+        let _ = write!(xml, "  <book id=\"b{seed}-{i}\" lang=\"en\" available=\"{}\">\n    <title>Book &amp; {i}</title>\n",
+            i % 3 == 0);
+        let _ = write!(xml, "    <author first=\"A{i}\" last=\"B{seed}\"/>\n    <price currency=\"EUR\">{}.{:02}</price>\n",
+            i * 7 % 100, i % 100);
+        let _ = write!(xml, "    <!-- note {i} -->\n    <desc><![CDATA[some <raw> text {i}]]> and more &lt;text&gt;</desc>\n  </book>\n");
+    }
+    xml.push_str("</catalog>\n");
+    xml
+}
+
+/// Counts the elements, attributes and text bytes of one document.
+fn count_events(xml: &str) -> (usize, usize, usize) {
+    let mut reader = Reader::from_str(xml);
+    let (mut elements, mut attributes, mut text) = (0, 0, 0);
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(e)) | Ok(Event::Empty(e)) => {
+                elements += 1;
+                for attribute in e.attributes() {
+                    let attribute = attribute.expect("well-formed attribute");
+                    attributes += attribute.unescape_value().map_or(0, |v| v.len().min(1));
+                }
+            }
+            Ok(Event::Text(e)) => text += e.decode().map_or(0, |t| t.len()),
+            Ok(Event::CData(e)) => text += e.len(),
+            Ok(Event::Eof) => break,
+            Ok(_) => {}
+            Err(error) => panic!("generated XML is well-formed: {error}"),
+        }
+    }
+    (elements, attributes, text)
+}
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(400);
+    let (mut totals, mut spent) = ((0, 0, 0), Duration::ZERO);
+    for seed in 0..count {
+        let xml = document(seed);
+        let started = Instant::now();
+        let (e, a, t) = count_events(&xml);
+        spent += started.elapsed();
+        totals = (totals.0 + e, totals.1 + a, totals.2 + t);
+    }
+    println!("{count} documents: {} elements, {} attributes, {} text bytes", totals.0, totals.1, totals.2);
+    eprintln!("truth qxbench::count_events {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+
+# miniz_oxide: one `compress_to_vec` (level 6) per 64 KB chunk of 8 MB of generated text, each chunk decompressed
+# again to check it (not under the root).
+workspace "$work/mz" mzbench miniz_oxide@0.9.1 <<'RS'
+use std::time::{Duration, Instant};
+
+fn main() {
+    let chunks: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(128);
+    let mut data = Vec::with_capacity(chunks * 65536);
+    let mut state = 11u64;
+    while data.len() < chunks * 65536 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let word = ["alpha", "beta", "gamma", "delta", "calltime", "probe", "tree", "node"][(state >> 60) as usize % 8];
+        data.extend_from_slice(word.as_bytes());
+        data.push(if state & 0xf == 0 { b'\n' } else { b' ' });
+        data.extend_from_slice(format!("{}", (state >> 40) % 1000).as_bytes());
+    }
+    let (mut compressed, mut spent) = (0usize, Duration::ZERO);
+    for chunk in data.chunks(65536).take(chunks) {
+        let started = Instant::now();
+        let packed = miniz_oxide::deflate::compress_to_vec(chunk, 6);
+        spent += started.elapsed();
+        compressed += packed.len();
+        let unpacked = miniz_oxide::inflate::decompress_to_vec(&packed).expect("round trip");
+        assert_eq!(unpacked, chunk, "round trip");
+    }
+    println!("{chunks} chunks, {compressed} bytes compressed");
+    eprintln!("truth miniz_oxide::deflate::compress_to_vec {} {chunks}", spent.as_nanos() as f64 / chunks as f64);
+}
+RS
+
+# httparse: one `Request::parse` per request, 300,000 requests (16 shapes of 200-700 bytes).
+workspace "$work/hp" hpbench httparse@1.10.1 <<'RS'
+use std::time::{Duration, Instant};
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300_000);
+    let requests: Vec<String> = (0..16)
+        .map(|i| {
+            let mut request = format!("{} /api/v{i}/items/{}?page={i}&q=calltime HTTP/1.1\r\nHost: example.org\r\n",
+                ["GET", "POST", "PUT", "DELETE"][i % 4], i * 37);
+            for h in 0..(4 + i) {
+                request.push_str(&format!("X-Header-{h}: value-{h}-{}\r\n", "v".repeat(h * 3)));
+            }
+            request.push_str("Accept: */*\r\nUser-Agent: unseen-bench/1.0\r\n\r\n");
+            request
+        })
+        .collect();
+    let (mut header_count, mut path_bytes, mut spent) = (0usize, 0usize, Duration::ZERO);
+    for i in 0..count {
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut request = httparse::Request::new(&mut headers);
+        let bytes = requests[i % requests.len()].as_bytes();
+        let started = Instant::now();
+        let status = request.parse(bytes);
+        spent += started.elapsed();
+        assert!(status.expect("valid request").is_complete());
+        header_count += request.headers.len();
+        path_bytes += request.path.map_or(0, str::len);
+    }
+    println!("{count} requests, {header_count} headers, {path_bytes} path bytes");
+    eprintln!("truth httparse::Request::parse {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+
+# An async loopback server (tokio 1, the program's own code): one `handle` per request, 20,000 length-prefixed
+# requests from a client thread in the same process over 127.0.0.1 (bounded: it stops after the last reply).
+mkdir -p "$work/ae/aebench/src"
+printf '[workspace]\nmembers = ["aebench"]\nresolver = "2"\n[profile.release]\ndebug = 1\n' > "$work/ae/Cargo.toml"
+printf '[package]\nname = "aebench"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]\ntokio = { version = "1.54", features = ["rt", "net", "io-util"] }\n' \
+  > "$work/ae/aebench/Cargo.toml"
+cat > "$work/ae/aebench/src/main.rs" <<'RS'
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Serves one request on `stream`: a length-prefixed message, answered with its words reversed and a checksum.
+/// False at the end of the stream.
+async fn handle(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    let mut len = [0u8; 4];
+    if stream.read_exact(&mut len).await.is_err() {
+        return Ok(false);
+    }
+    buf.resize(u32::from_le_bytes(len) as usize, 0);
+    stream.read_exact(buf).await?;
+    let reply = respond(buf);
+    stream.write_all(&(reply.len() as u32).to_le_bytes()).await?;
+    stream.write_all(&reply).await?;
+    Ok(true)
+}
+
+fn respond(request: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(request);
+    let mut reply: Vec<u8> = text.split(' ').rev().collect::<Vec<_>>().join(" ").into_bytes();
+    reply.extend_from_slice(format!(" #{}", checksum(request)).as_bytes());
+    reply
+}
+
+fn checksum(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(2166136261u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(16777619))
+}
+
+fn client(port: u16, requests: usize) -> u64 {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the loopback server");
+    stream.set_nodelay(true).expect("nodelay");
+    let mut total = 0u64;
+    let mut reply = Vec::new();
+    for i in 0..requests {
+        let message = format!("request {i} asks for words {} in reverse order please", i * 7 % 1000);
+        stream.write_all(&(message.len() as u32).to_le_bytes()).expect("send");
+        stream.write_all(message.as_bytes()).expect("send");
+        let mut len = [0u8; 4];
+        stream.read_exact(&mut len).expect("reply length");
+        reply.resize(u32::from_le_bytes(len) as usize, 0);
+        stream.read_exact(&mut reply).expect("reply");
+        total += u64::from(checksum(&reply));
+    }
+    total
+}
+
+fn main() {
+    let requests: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("tokio runtime");
+    let (served, spent) = runtime.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let port = listener.local_addr().expect("local address").port();
+        let client = std::thread::spawn(move || client(port, requests));
+        let (mut stream, _) = listener.accept().await.expect("accept");
+        stream.set_nodelay(true).expect("nodelay");
+        let (mut served, mut spent, mut buf) = (0usize, Duration::ZERO, Vec::new());
+        loop {
+            let started = Instant::now();
+            let more = handle(&mut stream, &mut buf).await.expect("serve");
+            if !more {
+                break;
+            }
+            spent += started.elapsed();
+            served += 1;
+        }
+        println!("client checksum total {}", client.join().expect("client thread"));
+        (served, spent)
+    });
+    println!("{served} requests served");
+    eprintln!("truth aebench::handle {} {served}", spent.as_nanos() as f64 / served.max(1) as f64);
+}
+RS
+
+echo "== builds (plain, then the default plan from a fresh calltime target dir)"
+build() { # NAME BENCH ROOT
+  local name=$1 bench=$2 root=$3 dir=$work/$1 built
+  (cd "$dir" && cargo build -q --release --bin "$bench") 2> "$work/build-$name.log" \
+    || fail "cannot build $name plainly in $dir (see $work/build-$name.log)"
+  cp "$dir/target/release/$bench" "$work/$name-plain"
+  rm -rf "$dir/target/calltime"
+  built=$(cd "$dir" && "$CC" calltime build --release --bin "$bench" --root "$root" --depth 5 2>> "$work/build-$name.log" \
+    | tail -1) || fail "cannot build $name instrumented from $root (see $work/build-$name.log)"
+  cp "$built" "$work/$name-d5"
+  grep -E '^(warning|note)' "$work/build-$name.log" | sed "s/^/  $name: /" || true
+}
+root_of() {
+  case $1 in tm) echo Document::parse;; rx) echo string::Regex::new;; qx) echo count_events;;
+    mz) echo deflate::compress_to_vec;; hp) echo Request::parse;; ae) echo handle;; esac
+}
+bench_of() {
+  case $1 in tm) echo tmbench;; rx) echo rxbench;; qx) echo qxbench;; mz) echo mzbench;; hp) echo hpbench;;
+    ae) echo aebench;; esac
+}
+for name in $only; do build "$name" "$(bench_of "$name")" "$(root_of "$name")"; done
+
+echo "== per program: output, side by side (alternating, $runs runs; medians), instructions, root mean vs plain"
+export CALLTIME_OUT=$work/scratch.trace
+for name in $only; do
+  if cmp -s <("$work/$name-plain" 2>/dev/null) <("$work/$name-d5" 2>/dev/null); then
+    echo "$name: output identical"
+  else
+    echo "$name: output DIFFERENT"
+  fi
+  python3 "$repo/scripts/alternate-runs.py" --runs "$runs" --warmup 1 plain="$work/$name-plain" d5="$work/$name-d5" \
+    > "$work/runs.$name"
+  awk -v n="$name" '{ w[$1] = $2; c[$1] = $3 } END { printf "%s: wall %.1f ms -> %.1f ms (%.2fx), cpu %.2fx\n", n,
+    w["plain"], w["d5"], w["d5"] / w["plain"], c["d5"] / c["plain"] }' "$work/runs.$name"
+  if [ -z "${NO_CALLGRIND:-}" ] && command -v valgrind >/dev/null; then
+    for kind in plain d5; do
+      valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/$name-$kind" 2>&1 >/dev/null \
+        | sed -n 's/.*Collected : *//p' > "$work/ir.$name.$kind"
+    done
+    awk -v n="$name" 'NR == FNR { p = $1; next } { printf "%s: instructions %.1f M -> %.1f M (%.2fx)\n", n, p / 1e6,
+      $1 / 1e6, $1 / p }' "$work/ir.$name.plain" "$work/ir.$name.d5"
+  fi
+  # The root's mean from the aggregate of the kept trees as the report shows it (`--top 0`, compensated); JSON
+  # would hold every kept tree (gigabytes for httparse's 300,000 invocations).
+  for i in 1 2 3; do
+    "$work/$name-plain" 2> "$work/truth.$name.$i" > /dev/null
+    rm -f "$work/$name.$i.trace"*   # no segments of an earlier run beside it
+    CALLTIME_OUT=$work/$name.$i.trace "$work/$name-d5" > /dev/null 2>&1
+    "$CC" calltime report "$work/$name.$i.trace" --top 0 > "$work/$name.$i.txt" 2> "$work/report.stderr" \
+      || fail "cargo calltime report failed on $work/$name.$i.trace: $(cat "$work/report.stderr")"
+  done
+  "$CC" calltime report "$work/$name.1.trace" --format aggregate > "$work/$name.aggregate.txt" 2>&1 || true
+  python3 "$repo/scripts/root-mean.py" "$work/$name".[123].txt "$work/truth.$name".[123] | sed "s/^/  /"
+  echo "  trace $(cat "$work/$name.1.trace"* | grep -a '^stats ' | tail -1) (seen kept sampled_out dropped truncated)"
+done
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
