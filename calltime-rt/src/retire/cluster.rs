@@ -16,8 +16,12 @@
 //! byte's load and a per-thread counter. The rest of the unit goes quiet as other retired functions do: its
 //! callers are the cluster's members, or functions under them, whose counts are exact or estimated from those.
 //!
-//! Decided on the writer's watch only (per-call invocations, every node closed); a folded invocation's fold sees
-//! open nodes and leaves its clusters probed.
+//! Decided on the writer's watch (per-call invocations, every node closed) and at an invocation's fold, where the
+//! calls on the stack are still open: their calls count as edges between functions (they happened), but neither
+//! their calls nor their times enter the sums (an open call has no end yet), and the closed member calls under them
+//! count as outermost. So a big recursive invocation (a parser's file, an interpreter's script) retires its
+//! cluster at its first fold, and the rest of it, and every later invocation, counts the members' nested calls
+//! instead of recording them on folded paths.
 
 use super::{retire_cluster_member, retired_state, Settings, RETIRE_INDICES};
 use crate::calibrate::Calibration;
@@ -78,14 +82,10 @@ impl Clusters {
         self.funcs.clear();
     }
 
-    /// Numbers the tree's functions that may retire. False when the tree cannot be analysed (an open node, too
-    /// many functions).
+    /// Numbers the tree's functions that may retire. False when the tree cannot be analysed (too many functions).
     fn collect(&mut self, nodes: &[Node]) -> bool {
         self.node_local.clear();
         for node in nodes {
-            if node.end == OPEN {
-                return false;
-            }
             let index = node.index as usize;
             if index >= RETIRE_INDICES || retired_state(node.index) != 0 {
                 self.node_local.push(NONE);
@@ -166,11 +166,13 @@ impl Clusters {
         let (mut calls, mut outer_ticks) = (0u64, 0f64);
         self.under_member.clear();
         for (slot, node) in nodes.iter().enumerate() {
+            // An open call (at a fold) neither counts nor covers: the closed member calls under it are outermost.
+            let open = node.end == OPEN;
             let member = in_unit(self.node_local[slot]);
             let parent = (node.link & PARENT_MASK) as usize;
             let above = slot > 0 && parent < slot && self.under_member[parent];
-            self.under_member.push(member || above);
-            if !member {
+            self.under_member.push((member && !open) || above);
+            if !member || open {
                 continue;
             }
             calls += u64::from(slot != 0);
