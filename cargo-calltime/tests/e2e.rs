@@ -1101,22 +1101,22 @@ fn a_recursive_cluster_retires_inside_folded_invocations_with_exact_counts() {
 /// lines without their means.
 fn counts_of_tree(view: &str) -> String {
     let mut out = String::new();
-    let mut function_at = None;
     for line in view.lines() {
-        if let Some(at) = line.find("  function") {
-            function_at = Some(at + 2);
-            continue;
-        }
         if let Some(rest) = line.strip_prefix("retired: ") {
             let cut = rest.find(" at ").map_or(rest, |at| &rest[..at]);
             out += &format!("retired: {cut}\n");
             continue;
         }
-        // A row starts with its total: a time, `~` and a time, or `-` (retired calls, not timed).
-        let row = line.trim_start().starts_with(|c: char| c.is_ascii_digit() || c == '~' || c == '-');
-        let Some(at) = function_at.filter(|&at| row && line.len() > at) else { continue };
-        let calls = line.split_whitespace().nth(3).unwrap_or("?");
-        let function = &line[at..];
+        // A row starts with its total: a time, `~` and a time, or `-` (retired calls, not timed); ten columns
+        // (`0 B` is two words) come before the function, two spaces after the last.
+        if !line.trim_start().starts_with(|c: char| c.is_ascii_digit() || c == '~' || c == '-') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let calls = words.nth(3).unwrap_or("?");
+        let Some(last) = words.nth(5) else { continue };
+        let end = last.as_ptr() as usize - line.as_ptr() as usize + last.len();
+        let function = line[end..].strip_prefix("  ").unwrap_or(&line[end..]);
         // The timed extremes, "(min .., mean .., max ..)", are times.
         let function = match (function.find(" (min "), function.find(") [")) {
             (Some(open), Some(close)) => format!("{}{}", &function[..open], &function[close + 1..]),
