@@ -1088,10 +1088,7 @@ fn a_recursive_cluster_retires_inside_folded_invocations_with_exact_counts() {
     assert_eq!(out.stdout, plain.stdout);
     let mut views = String::new();
     for invocation in ["1", "2", "12"] {
-        let report = util::run(
-            util::calltime().args(["report", "--invocation", invocation]).current_dir(&dir),
-            true,
-        );
+        let report = util::run(util::calltime().args(["report", "--invocation", invocation]).current_dir(&dir), true);
         views += &format!("== invocation {invocation}\n{}", counts_of_tree(&String::from_utf8_lossy(&report.stdout)));
     }
     util::check(&util::data("e2e/recursive-folded.txt"), &views);

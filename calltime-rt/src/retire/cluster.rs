@@ -34,7 +34,7 @@ const WORDS: usize = 4;
 const NONE: u16 = u16::MAX;
 
 /// A set of local function numbers.
-#[derive(Clone, Copy, Default, PartialEq)]
+#[derive(Clone, Copy, Default)]
 struct Set([u64; WORDS]);
 
 impl Set {
@@ -275,9 +275,9 @@ fn closure(calls: &[Set], reach: &mut Vec<Set>) {
     reach.extend_from_slice(calls);
     for k in 0..reach.len() {
         let via = reach[k];
-        for i in 0..reach.len() {
-            if reach[i].has(k) {
-                reach[i].union(&via);
+        for set in reach.iter_mut() {
+            if set.has(k) {
+                set.union(&via);
             }
         }
     }
