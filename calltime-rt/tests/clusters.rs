@@ -178,3 +178,105 @@ fn a_cluster_over_slow_work_stays_recorded() {
         }
     }
 }
+
+/// Depth of the big invocations: `parse` 4,095 times (2^12 - 1), about 24,600 calls in all, past the fold at
+/// 4,096 calls (`CALLTIME_FOLD_AFTER`'s default).
+const DEEP: u32 = 11;
+const BIG_INVOCATIONS: usize = 12;
+
+/// Calls per big invocation, as `PER_INVOCATION` counts them for `DEEP`.
+fn per_big_invocation() -> [(u32, u64); 6] {
+    let parses = (1u64 << (DEEP + 1)) - 1;
+    [(0, parses), (1, parses), (2, parses), (3, 2 * parses), (4, 1 << (DEEP + 1)), (5, 1)]
+}
+
+#[inline(never)]
+fn big_document() -> u64 {
+    let __calltime_guard = enter_root(0, &PLAN);
+    slow();
+    any(DEEP)
+}
+
+/// Invocations that fold (thousands of recursive calls each): the cluster retires at the first one's fold, whose
+/// calls on the stack are still open, and the rest of that invocation and every later one count the members'
+/// calls instead of recording them on folded paths; every invocation's counts stay exact (folded paths plus counted
+/// calls), and later invocations are the root's node and `slow`'s.
+#[test]
+fn a_recursive_cluster_retires_inside_a_folded_invocation() {
+    if is_child("a_recursive_cluster_retires_inside_a_folded_invocation") {
+        for _ in 0..BIG_INVOCATIONS {
+            black_box(big_document());
+        }
+        return;
+    }
+    let trace = run_ok("a_recursive_cluster_retires_inside_a_folded_invocation", &[]);
+    let mut retired: Vec<u32> = trace.retirements.iter().map(|r| r.index).collect();
+    retired.sort_unstable();
+    assert_eq!(retired, [0, 1, 2, 3, 4], "the cluster (0: its nested calls) and the leaf under it; not `slow`");
+    assert_eq!(trace.invocations.len(), BIG_INVOCATIONS);
+    let first = &trace.invocations[0];
+    assert!(first.nodes.iter().any(|n| n.folded.is_some()), "the first invocation folded: {}", first.shape());
+    let quiet_at = trace.quiet.iter().find(|q| q.0 == 4).map_or(u64::MAX, |q| q.1);
+    for (i, inv) in trace.invocations.iter().enumerate() {
+        assert_eq!(inv.nodes[0].index, 0, "the root's outermost call is always recorded");
+        for (index, calls) in per_big_invocation() {
+            let (nodes, counted) = calls_in(&trace, i, index);
+            if index != 4 || inv.start + inv.duration < quiet_at {
+                assert_eq!(nodes + counted, calls, "function {index} in invocation {i}: {}", inv.shape());
+            }
+        }
+        if i > 0 {
+            assert_eq!(inv.shape(), "0[5]", "invocation {i}: only the root and the slow call are recorded");
+        }
+    }
+}
+
+/// The same folded recursion over 20 us of work per leaf: its probes cost a small share of what they measure, so
+/// nothing retires, at the fold or later, and every folded path keeps its exact count.
+#[test]
+fn a_folded_cluster_over_slow_work_stays_probed() {
+    if is_child("a_folded_cluster_over_slow_work_stays_probed") {
+        for _ in 0..3 {
+            black_box(parse_slowish(DEEP - 1));
+        }
+        return;
+    }
+    let trace = run_ok("a_folded_cluster_over_slow_work_stays_probed", &[]);
+    assert!(trace.retirements.is_empty(), "{:?}", trace.retirements);
+    let parses = (1u64 << DEEP) - 1;
+    for (i, inv) in trace.invocations.iter().enumerate() {
+        assert!(inv.nodes.iter().any(|n| n.folded.is_some()), "invocation {i} folded: {}", inv.shape());
+        for (index, calls) in [(0, parses), (1, parses), (2, parses), (3, 2 * parses), (7, parses + 1)] {
+            assert_eq!(calls_in(&trace, i, index), (calls, 0), "function {index} in invocation {i}");
+        }
+    }
+}
+
+/// Busy for about 20 us.
+#[inline(never)]
+fn slowish(i: u64) -> u64 {
+    let __calltime_guard = enter(7);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_micros(20) {
+        black_box(());
+    }
+    i
+}
+
+#[inline(never)]
+fn parse_slowish(depth: u32) -> u64 {
+    let __calltime_guard = enter_root(0, &PLAN);
+    let __calltime_guard1 = enter(1);
+    let __calltime_guard2 = enter(2);
+    (0..2).map(|_| value_slowish(depth)).sum()
+}
+
+#[inline(never)]
+fn value_slowish(depth: u32) -> u64 {
+    let __calltime_guard = enter(3);
+    if depth == 0 {
+        slowish(u64::from(depth))
+    } else {
+        parse_slowish(depth - 1)
+    }
+}

@@ -1075,3 +1075,52 @@ fn edition_2015_crate_root_ending_in_a_comment() {
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     util::check(&util::data("e2e/edition2015-allocs.txt"), &alloc_dump(&json));
 }
+
+/// A recursive-descent parser whose invocations fold (about 18,700 calls each): its recursive cluster (`item`,
+/// `list`) retires at the first invocation's fold, with the leaf `digit`, and every later invocation counts their
+/// calls. Every function's count in each invocation is exact (the calls recorded on folded paths plus the calls
+/// counted after retirement); where counted calls are shared among a function's paths, they are marked `~`.
+#[test]
+fn a_recursive_cluster_retires_inside_folded_invocations_with_exact_counts() {
+    let (tmp, dir) = util::copy_test_crate("e2e-recursive");
+    let out = util::run(util::calltime().args(["--root", "document", "-q"]).current_dir(&dir), true);
+    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
+    assert_eq!(out.stdout, plain.stdout);
+    let mut views = String::new();
+    for invocation in ["1", "2", "12"] {
+        let report = util::run(util::calltime().args(["report", "--invocation", invocation]).current_dir(&dir), true);
+        views += &format!("== invocation {invocation}\n{}", counts_of_tree(&String::from_utf8_lossy(&report.stdout)));
+    }
+    util::check(&util::data("e2e/recursive-folded.txt"), &views);
+}
+
+/// A text tree's calls column and function column (timings and allocation columns left out), and its `retired:`
+/// lines without their means.
+fn counts_of_tree(view: &str) -> String {
+    let mut out = String::new();
+    for line in view.lines() {
+        if let Some(rest) = line.strip_prefix("retired: ") {
+            let cut = rest.find(" at ").map_or(rest, |at| &rest[..at]);
+            out += &format!("retired: {cut}\n");
+            continue;
+        }
+        // A row starts with its total: a time, `~` and a time, or `-` (retired calls, not timed); ten columns
+        // (`0 B` is two words) come before the function, two spaces after the last.
+        if !line.trim_start().starts_with(|c: char| c.is_ascii_digit() || c == '~' || c == '-') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let calls = words.nth(3).unwrap_or("?");
+        let Some(last) = words.nth(5) else { continue };
+        let end = last.as_ptr() as usize - line.as_ptr() as usize + last.len();
+        let function = line[end..].strip_prefix("  ").unwrap_or(&line[end..]);
+        // The timed extremes, "(min .., mean .., max ..)", are times.
+        let function = match (function.find(" (min "), function.find(") [")) {
+            (Some(open), Some(close)) => format!("{}{}", &function[..open], &function[close + 1..]),
+            (Some(open), None) => function[..open].to_owned(),
+            _ => function.to_owned(),
+        };
+        out += &format!("{calls:>7}  {function}\n");
+    }
+    out
+}

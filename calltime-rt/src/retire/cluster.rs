@@ -16,25 +16,55 @@
 //! byte's load and a per-thread counter. The rest of the unit goes quiet as other retired functions do: its
 //! callers are the cluster's members, or functions under them, whose counts are exact or estimated from those.
 //!
-//! Decided on the writer's watch only (per-call invocations, every node closed); a folded invocation's fold sees
-//! open nodes and leaves its clusters probed.
+//! Decided on the writer's watch (per-call invocations, every node closed) and at an invocation's fold, where the
+//! calls on the stack are still open: their calls count as edges between functions (they happened), but neither
+//! their calls nor their times enter the sums (an open call has no end yet), and the closed member calls under them
+//! count as outermost. So a big recursive invocation (a parser's file, an interpreter's script) retires its
+//! cluster at its first fold, and the rest of it, and every later invocation, counts the members' nested calls
+//! instead of recording them on folded paths.
 
-use super::{retire_cluster_member, retired_state, Settings, RETIRE_INDICES};
+use super::{retire_cluster_member, retired_state, slots_used, Settings, RETIRE_INDICES, RETIRE_SLOTS};
 use crate::calibrate::Calibration;
 use crate::recorder::{Node, OPEN, PARENT_MASK};
 
-/// Distinct probed functions in one tree past which its clusters are not looked for (bit sets of one `u64`).
-const MAX_FUNCTIONS: usize = 64;
-const NONE: u8 = u8::MAX;
+/// Distinct probed functions in one tree past which its clusters are not looked for (bit sets of `WORDS` words).
+/// The first 4,096 calls of a parser's file (syn's) reach about 130.
+const MAX_FUNCTIONS: usize = 64 * WORDS;
+const WORDS: usize = 4;
+const NONE: u16 = u16::MAX;
+
+/// A set of local function numbers.
+#[derive(Clone, Copy, Default)]
+struct Set([u64; WORDS]);
+
+impl Set {
+    fn has(&self, i: usize) -> bool {
+        self.0[i / 64] & (1 << (i % 64)) != 0
+    }
+    fn insert(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+    fn union(&mut self, other: &Set) {
+        for (word, o) in self.0.iter_mut().zip(other.0) {
+            *word |= o;
+        }
+    }
+}
 
 /// Per-observer scratch space and the sums of each cluster seen so far.
 pub(super) struct Clusters {
     /// Per function index: its number among this tree's functions (`NONE` between observations).
-    local_of: Vec<u8>,
+    local_of: Vec<u16>,
     /// Per local number: the function index.
     funcs: Vec<u32>,
     /// Per node: its function's local number, or `NONE` (retired meanwhile, or beyond `RETIRE_INDICES`).
-    node_local: Vec<u8>,
+    node_local: Vec<u16>,
+    /// Per local number: the calls between the tree's functions (all, and those below the root's outermost call),
+    /// then who reaches whom through them (kept to reuse their allocation: the fold's stack may be deep).
+    calls: Vec<Set>,
+    calls_out: Vec<Set>,
+    reach: Vec<Set>,
+    below: Vec<Set>,
     /// Per node: some member of the cluster being summed is this node or above it.
     under_member: Vec<bool>,
     /// Per function index: the unretired functions it was ever seen calling (a cluster retires only when none
@@ -60,6 +90,10 @@ impl Clusters {
             funcs: Vec::new(),
             node_local: Vec::new(),
             under_member: Vec::new(),
+            calls: Vec::new(),
+            calls_out: Vec::new(),
+            reach: Vec::new(),
+            below: Vec::new(),
             callees: Vec::new(),
             sums: Vec::new(),
         }
@@ -78,14 +112,10 @@ impl Clusters {
         self.funcs.clear();
     }
 
-    /// Numbers the tree's functions that may retire. False when the tree cannot be analysed (an open node, too
-    /// many functions).
+    /// Numbers the tree's functions that may retire. False when the tree cannot be analysed (too many functions).
     fn collect(&mut self, nodes: &[Node]) -> bool {
         self.node_local.clear();
         for node in nodes {
-            if node.end == OPEN {
-                return false;
-            }
             let index = node.index as usize;
             if index >= RETIRE_INDICES || retired_state(node.index) != 0 {
                 self.node_local.push(NONE);
@@ -98,7 +128,7 @@ impl Clusters {
                 if self.funcs.len() == MAX_FUNCTIONS {
                     return false;
                 }
-                self.local_of[index] = self.funcs.len() as u8;
+                self.local_of[index] = self.funcs.len() as u16;
                 self.funcs.push(node.index);
             }
             self.node_local.push(self.local_of[index]);
@@ -111,43 +141,53 @@ impl Clusters {
         // Calls between this tree's unretired functions, then who reaches whom (Warshall, on bit sets).
         // `calls_out` leaves out the calls of the invocation's root call itself: it is always recorded, so its
         // callees never lose their place under it.
-        let (mut calls, mut calls_out) = ([0u64; MAX_FUNCTIONS], [0u64; MAX_FUNCTIONS]);
+        for sets in [&mut self.calls, &mut self.calls_out] {
+            sets.clear();
+            sets.resize(n, Set::default());
+        }
         for (slot, node) in nodes.iter().enumerate().skip(1) {
             let parent = (node.link & PARENT_MASK) as usize;
             let (Some(&p), c) = (self.node_local.get(parent), self.node_local[slot]) else { continue };
             if parent < slot && p != NONE && c != NONE {
-                calls[p as usize] |= 1 << c;
+                self.calls[p as usize].insert(c as usize);
                 if parent != 0 {
-                    calls_out[p as usize] |= 1 << c;
+                    self.calls_out[p as usize].insert(c as usize);
                 }
             }
         }
-        let (reach, below) = (closure(calls, n), closure(calls_out, n));
-        if (0..n).all(|f| reach[f] & (1 << f) == 0) {
+        closure(&self.calls, &mut self.reach);
+        closure(&self.calls_out, &mut self.below);
+        let reach = &self.reach;
+        if (0..n).all(|f| !reach[f].has(f)) {
             return; // no recursion among the unretired functions
         }
-        for (f, &callees) in calls_out.iter().enumerate().take(n) {
+        for (f, callees) in self.calls_out.iter().enumerate() {
             let caller = self.funcs[f] as usize;
             if self.callees.len() <= caller {
                 self.callees.resize(caller + 1, Vec::new());
             }
-            for g in (0..n).filter(|&g| callees & (1 << g) != 0) {
+            for g in (0..n).filter(|&g| callees.has(g)) {
                 if !self.callees[caller].contains(&self.funcs[g]) {
                     self.callees[caller].push(self.funcs[g]);
                 }
             }
         }
-        let mut done = 0u64;
+        let mut done = Set::default();
         for f in 0..n {
-            if reach[f] & (1 << f) == 0 || done & (1 << f) != 0 {
+            if !self.reach[f].has(f) || done.has(f) {
                 continue; // not recursive, or its cluster was handled
             }
-            let members = (0..n).filter(|&g| reach[f] & (1 << g) != 0 && reach[g] & (1 << f) != 0);
-            let set = members.fold(0u64, |set, g| set | 1 << g);
-            done |= set;
+            let mut set = Set::default();
+            for g in (0..n).filter(|&g| self.reach[f].has(g) && self.reach[g].has(f)) {
+                set.insert(g);
+            }
+            done.union(&set);
             // The unit: the cluster and every unretired function under its calls.
-            let unit = (0..n).filter(|&g| set & (1 << g) != 0).fold(set, |unit, g| unit | below[g]);
-            self.sum_cluster(set, unit, nodes, descendants, settings, cal);
+            let mut unit = set;
+            for g in (0..n).filter(|&g| set.has(g)) {
+                unit.union(&self.below[g]);
+            }
+            self.sum_cluster(&set, &unit, nodes, descendants, settings, cal);
         }
     }
 
@@ -155,22 +195,24 @@ impl Clusters {
     /// unit when the rule holds.
     fn sum_cluster(
         &mut self,
-        set: u64,
-        unit: u64,
+        set: &Set,
+        unit: &Set,
         nodes: &[Node],
         descendants: &[u32],
         settings: &Settings,
         cal: &Calibration,
     ) {
-        let in_unit = |local: u8| local != NONE && unit & (1 << local) != 0;
+        let in_unit = |local: u16| local != NONE && unit.has(local as usize);
         let (mut calls, mut outer_ticks) = (0u64, 0f64);
         self.under_member.clear();
         for (slot, node) in nodes.iter().enumerate() {
+            // An open call (at a fold) neither counts nor covers: the closed member calls under it are outermost.
+            let open = node.end == OPEN;
             let member = in_unit(self.node_local[slot]);
             let parent = (node.link & PARENT_MASK) as usize;
             let above = slot > 0 && parent < slot && self.under_member[parent];
-            self.under_member.push(member || above);
-            if !member {
+            self.under_member.push((member && !open) || above);
+            if !member || open {
                 continue;
             }
             calls += u64::from(slot != 0);
@@ -180,7 +222,7 @@ impl Clusters {
                 outer_ticks += (raw - probes).max(0.0);
             }
         }
-        let locals = (0..self.funcs.len()).filter(|&g| set & (1 << g) != 0);
+        let locals = (0..self.funcs.len()).filter(|&g| set.has(g));
         let mut members: Vec<u32> = locals.map(|g| self.funcs[g]).collect();
         members.sort_unstable();
         let at = match self.sums.iter().position(|s| s.members == members) {
@@ -213,6 +255,11 @@ impl Clusters {
                 return; // too many to retire as one
             }
         }
+        // Retired all or not at all: a unit function left probed for want of a slot would hang under a caller
+        // that no longer records (another thread may take slots meanwhile: then the last ones stay probed).
+        if unit.len() > RETIRE_SLOTS.saturating_sub(slots_used()) {
+            return;
+        }
         sums.retired = true;
         let mean_ns = (mean * cal.ns_per_tick).round() as u64;
         for index in unit {
@@ -222,15 +269,16 @@ impl Clusters {
     }
 }
 
-/// Who reaches whom through `calls` (bit sets over `n` functions), by Warshall's algorithm.
-fn closure(calls: [u64; MAX_FUNCTIONS], n: usize) -> [u64; MAX_FUNCTIONS] {
-    let mut reach = calls;
-    for k in 0..n {
-        for i in 0..n {
-            if reach[i] & (1 << k) != 0 {
-                reach[i] |= reach[k];
+/// Who reaches whom through `calls` (one set per function), by Warshall's algorithm, into `reach`.
+fn closure(calls: &[Set], reach: &mut Vec<Set>) {
+    reach.clear();
+    reach.extend_from_slice(calls);
+    for k in 0..reach.len() {
+        let via = reach[k];
+        for set in reach.iter_mut() {
+            if set.has(k) {
+                set.union(&via);
             }
         }
     }
-    reach
 }
