@@ -1176,14 +1176,15 @@ fn calibration_line() -> String {
     let Some(c) = crate::calibrate::get() else { return String::new() };
     format!(
         "calibration recorded_inner={} recorded_outer={} folded_outer={} timed_inner={} timed_outer={} \
-         retired_outer={} quiet_outer={}\n",
+         retired_outer={} quiet_outer={} quiet_inline={}\n",
         c.recorded_inner_ps,
         c.recorded_outer_ps,
         c.folded_outer_ps,
         c.timed_inner_ps,
         c.timed_outer_ps,
         c.retired_outer_ps,
-        c.quiet_outer_ps
+        c.quiet_outer_ps,
+        c.quiet_inline_ps
     )
 }
 

@@ -69,6 +69,7 @@ fn calibration_line_has_sane_values() {
         let c = calibration(&trace);
         let keys = [
             "folded_outer",
+            "quiet_inline",
             "quiet_outer",
             "recorded_inner",
             "recorded_outer",
@@ -88,6 +89,8 @@ fn calibration_line_has_sane_values() {
         assert!(ps("retired_outer") < ps("recorded_outer"), "{clock}: {c:?}");
         // A quiet probe (a byte load and a branch) costs no more than a counting one, give or take the noise.
         assert!(ps("quiet_outer") <= ps("retired_outer") + 1_000, "{clock}: {c:?}");
+        // Inlined into a loop, a quiet probe is a load, a test and a branch among the loop's own instructions.
+        assert!(ps("quiet_inline") < 1_000_000, "{clock}: {c:?}");
         // What a node records of its own probe is part of what its caller sees of it.
         assert!(ps("recorded_inner") < 2 * ps("recorded_outer"), "{clock}: {c:?}");
         // Then the clock: with the TSC, the span its rate was measured over when the file was created (never
