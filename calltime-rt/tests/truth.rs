@@ -331,8 +331,7 @@ fn retired_function_goes_quiet_at_the_end_of_an_invocation_that_counted_many_cal
     assert!(ours.invocations[1..].iter().all(|inv| inv.start > quiet_at), "and before the second started");
     let [(1, counted)] = first.retired[..] else { panic!("tiny's counted calls: {:?}", first.retired) };
     assert!(counted >= 4096, "{counted}");
-    let in_first_tree: u64 =
-        first.nodes.iter().filter(|n| n.index == 1).map(|n| n.folded.map_or(1, |f| f.calls)).sum();
+    let in_first_tree: u64 = first.nodes.iter().filter(|n| n.index == 1).map(|n| n.folded.map_or(1, |f| f.calls)).sum();
     assert_eq!(in_first_tree + counted, per_invocation, "the first invocation's calls are exact");
     assert!(ours.invocations[1..].iter().all(|inv| inv.retired.is_empty()), "none counted after");
     let mut trace = cargo_calltime::trace::parse(&text).expect("the tool reads the trace");

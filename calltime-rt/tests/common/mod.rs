@@ -152,7 +152,11 @@ pub fn parse(text: &str) -> Trace {
     }
     let (version_2, extras) = split_version_3(text);
     let mut trace = parse_version_2(&version_2);
-    trace.header = text.lines().take(trace.header.len() + usize::from(extras.calibration) + usize::from(extras.clock)).map(str::to_owned).collect();
+    trace.header = text
+        .lines()
+        .take(trace.header.len() + usize::from(extras.calibration) + usize::from(extras.clock))
+        .map(str::to_owned)
+        .collect();
     for inv in &mut trace.invocations {
         let exact = extras.exact.get(&inv.seq).map_or(&[][..], Vec::as_slice);
         let paths = inv.nodes.iter_mut().filter_map(|n| n.folded.as_mut());

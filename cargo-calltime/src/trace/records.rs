@@ -119,7 +119,8 @@ pub(super) fn read_calibration(rest: &str, trace: &mut Trace) -> Result<()> {
         };
         if key == "quiet_outer" || key == "quiet_inline" {
             let ps = value.parse().with_context(|| format!("calibration {key}=`{value}` is not a number"))?;
-            *(if key == "quiet_outer" { &mut calibration.quiet_outer } else { &mut calibration.quiet_inline }) = Some(ps);
+            *(if key == "quiet_outer" { &mut calibration.quiet_outer } else { &mut calibration.quiet_inline }) =
+                Some(ps);
             continue;
         }
         let Some(field) = calibration_field(&mut calibration, key) else { continue };
