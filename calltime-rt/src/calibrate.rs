@@ -186,7 +186,7 @@ fn measure() -> Calibration {
     }
 }
 
-/// Bytes of text the loops of `quiet_in_loop` scan per batch, and its batches (0.11 M instructions in all).
+/// Bytes of text the loops of `quiet_in_loop` scan per batch, and its batches (0.12 M instructions in all).
 const LOOP_BYTES: usize = 256;
 const LOOP_BATCHES: usize = 12;
 
