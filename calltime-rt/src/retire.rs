@@ -362,12 +362,14 @@ fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {
 
 /// An invocation ended (a thread's root returned, or a root task finished): each retired function it counted calls
 /// of is a step nearer going quiet, and one it counted `QUIET_AT_END_CALLS` calls of goes quiet now. A loop over the
-/// slots in use, as when settling.
-pub(crate) fn note_invocation(rec: &Recorder) {
+/// slots in use, as when settling. `may_be_left_out`: the invocation may not be written (`--slower-than`,
+/// `--keep-*` decide later), so it cannot be the one the tool measures a rate from.
+pub(crate) fn note_invocation(rec: &Recorder, may_be_left_out: bool) {
     let used = slots_used().min(RETIRED_COUNTERS - 1);
+    let written = !rec.aggregate_only && !may_be_left_out;
     for (slot, &calls) in (1..).zip(&rec.retired_calls()[1..=used]) {
         // Only a written invocation: the tool measures the rate from it.
-        if calls >= QUIET_AT_END_CALLS && !rec.aggregate_only && quiet_within_enabled() && slot_is_counted(slot) {
+        if calls >= QUIET_AT_END_CALLS && written && quiet_within_enabled() && slot_is_counted(slot) {
             go_quiet(slot_index(slot));
         } else if calls != 0 {
             note_counted(slot);
