@@ -633,7 +633,7 @@ pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recor
 /// A root task's invocation ended: hand its tree to the writer.
 pub(crate) fn finish_task(owned: OwnedRecorder) {
     let rec = owned.into_box();
-    crate::retire::note_invocation(&rec, RUNTIME.get().is_none_or(|rt| rt.config.chooses()));
+    crate::retire::note_invocation(&rec, RUNTIME.get().map_or(true, |rt| rt.config.chooses()));
     crate::aggregate::fold(&rec);
     crate::adopt::root_returned(&rec);
     let Some(rt) = RUNTIME.get() else { return drop(rec) };
