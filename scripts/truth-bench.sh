@@ -52,6 +52,8 @@ for i in 1 2 3; do
 done
 grep tokens_per_invocation "$work/truth.1"
 python3 "$repo/scripts/truth-compare.py" "$work"/tokenizer.[123].json "$work"/truth.[123]
+# busy has no probe and touches no memory: a run where tokenize moves and busy does not was slowed by the machine.
+python3 "$repo/scripts/per-invocation.py" "$work"/tokenizer.[123].json
 
 echo "== side by side, alternating ($runs runs of the tokenizer, $((runs / 2)) of the others; medians)"
 alt=$repo/scripts/alternate-runs.py

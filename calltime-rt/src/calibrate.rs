@@ -31,6 +31,9 @@ pub(crate) struct Calibration {
     pub(crate) retired_outer_ps: u64,
     /// A retired function's call once it went quiet (no longer counted).
     pub(crate) quiet_outer_ps: u64,
+    /// The same quiet call of a tiny function inlined into a loop, as the rewrite's closure form leaves it there
+    /// (`quiet_in_loop`).
+    pub(crate) quiet_inline_ps: u64,
     /// Nanoseconds per clock tick (1 with `Instant`).
     pub(crate) ns_per_tick: f64,
     /// The figures the runtime's own retirement rule uses, in ticks.
@@ -159,6 +162,7 @@ fn measure() -> Calibration {
     let (_, quiet_outer) = unsafe { measure_kind(rec, Kind::Quiet) };
     // SAFETY: from Box::into_raw above; no longer current anywhere.
     drop(unsafe { Box::from_raw(rec) });
+    let quiet_inline = quiet_in_loop();
     let ns_per_tick = if base.is_tsc() {
         let ticks = now().wrapping_sub(ticks0).max(1);
         instant0.elapsed().as_nanos() as f64 / ticks as f64
@@ -174,9 +178,99 @@ fn measure() -> Calibration {
         timed_outer_ps: ps(timed_outer),
         retired_outer_ps: ps(retired_outer),
         quiet_outer_ps: ps(quiet_outer),
+        quiet_inline_ps: ps(quiet_inline),
         ns_per_tick,
         recorded_inner_ticks: recorded_inner,
         recorded_outer_ticks: recorded_outer,
         timed_inner_ticks: timed_inner,
     }
+}
+
+/// Bytes of text the loops of `quiet_in_loop` scan per batch, and its batches (0.12 M instructions in all).
+const LOOP_BYTES: usize = 256;
+const LOOP_BATCHES: usize = 12;
+
+/// Byte classes, as a lexer's table: 0 space, 1 letter, 2 digit, 3 anything else.
+static LOOP_CLASSES: [u8; 256] = {
+    let mut table = [3u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = if c == b' ' {
+            0
+        } else if c.is_ascii_alphabetic() {
+            1
+        } else if c.is_ascii_digit() {
+            2
+        } else {
+            3
+        };
+        b += 1;
+    }
+    table
+};
+
+#[inline(always)]
+fn class_of(byte: u8) -> u8 {
+    LOOP_CLASSES[byte as usize]
+}
+
+/// A lexer's loop: runs of bytes of one class, the byte that ends a run examined again as the next one's start;
+/// `class` is called once per byte examined. Returns the runs.
+#[inline(always)]
+fn runs_of(text: &[u8], class: impl Fn(u8) -> u8) -> u64 {
+    let (mut pos, mut runs) = (0, 0u64);
+    while pos < text.len() {
+        let first = class(text[pos]);
+        pos += 1;
+        while pos < text.len() && class(text[pos]) == first {
+            pos += 1;
+        }
+        runs += 1;
+    }
+    runs
+}
+
+#[inline(never)]
+fn runs_bare(text: &[u8]) -> u64 {
+    runs_of(text, class_of)
+}
+
+/// `runs_bare` with the class function probed as the rewrite probes a tiny one (`run`, its body in place), quiet.
+#[inline(never)]
+fn runs_probed(text: &[u8]) -> u64 {
+    runs_of(text, |byte| crate::probe::run(INDEX, || class_of(byte)))
+}
+
+/// What a quiet call of a tiny function costs inlined into a loop (ticks per call): the state byte's load, its test
+/// and the branch, and what they do to the loop around them. `quiet_outer` times a call of an empty function out of
+/// line, where they hide in the call's own cost (0-0.3 ns); in a lexer's loop of ten instructions a byte they are
+/// half as many again (docs/truth-bench.md, "Seventh round"). The same low quantile of batches, probed against bare.
+fn quiet_in_loop() -> f64 {
+    let mut text = [0u8; LOOP_BYTES];
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for byte in &mut text {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *byte = b"ab cd 12 ef(),;xy 3 "[(x % 20) as usize];
+    }
+    // Calls of `class` per scan: every byte once, and again for the byte that ended each run but the last.
+    let runs = runs_bare(&text);
+    let calls = (LOOP_BYTES as u64 + runs - 1) as f64;
+    crate::retire::set_state_for_calibration(INDEX, crate::retire::QUIET);
+    let (mut probed, mut bare) = ([0.0; LOOP_BATCHES], [0.0; LOOP_BATCHES]);
+    for round in 0..=LOOP_BATCHES {
+        let start = now();
+        black_box(runs_probed(black_box(&text)));
+        let middle = now();
+        black_box(runs_bare(black_box(&text)));
+        let end = now();
+        if round > 0 {
+            probed[round - 1] = middle.wrapping_sub(start) as f64;
+            bare[round - 1] = end.wrapping_sub(middle) as f64;
+        }
+    }
+    crate::retire::set_state_for_calibration(INDEX, 0);
+    ((low(&mut probed) - low(&mut bare)) / calls).max(0.0)
 }

@@ -541,7 +541,7 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         let outbox = slot.outbox.filter(|_| slot.rec == rec)?;
         // SAFETY: the slot owns the recorder, whose invocation just ended on this thread.
         let r = unsafe { &*rec };
-        crate::retire::note_invocation(r);
+        crate::retire::note_invocation(r, rt.config.chooses());
         crate::aggregate::fold(r);
         crate::adopt::root_returned(r);
         let root = r.nodes().first()?;
@@ -633,7 +633,7 @@ pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recor
 /// A root task's invocation ended: hand its tree to the writer.
 pub(crate) fn finish_task(owned: OwnedRecorder) {
     let rec = owned.into_box();
-    crate::retire::note_invocation(&rec);
+    crate::retire::note_invocation(&rec, RUNTIME.get().map_or(true, |rt| rt.config.chooses()));
     crate::aggregate::fold(&rec);
     crate::adopt::root_returned(&rec);
     let Some(rt) = RUNTIME.get() else { return drop(rec) };

@@ -6,8 +6,9 @@
 //! function (it never retires: its wrapper does not check the byte), or `QUIET` (the high bit) once it went quiet.
 //! The probe reads the byte (a relaxed load) first, before any thread-local access. A retired function first counts
 //! its calls exactly: that load, a branch and a per-thread counter (`RETIRED_CALLS`), settled into the current
-//! recorder whenever `CURRENT` changes. Once `quiet_after` invocations have counted its calls (or one long
-//! invocation has counted `QUIET_WITHIN_CALLS` of them: `Recorder::consider_quiet_within`), it goes quiet: its probe is then the load and one branch on the sign bit, nothing else, and the tool
+//! recorder whenever `CURRENT` changes. Once `quiet_after` invocations have counted its calls (or one invocation
+//! ended having counted `QUIET_AT_END_CALLS` of them, or one long invocation has counted `QUIET_WITHIN_CALLS`:
+//! `Recorder::consider_quiet_within`), it goes quiet: its probe is then the load and one branch on the sign bit, nothing else, and the tool
 //! estimates its later calls from the counted ones (a `quiet` record; docs/trace-format.md).
 //! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the
 //! timed exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for
@@ -369,15 +370,27 @@ fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {
 }
 
 /// An invocation ended (a thread's root returned, or a root task finished): each retired function it counted calls
-/// of is a step nearer going quiet. A loop over the slots in use, as when settling.
-pub(crate) fn note_invocation(rec: &Recorder) {
+/// of is a step nearer going quiet, and one it counted `QUIET_AT_END_CALLS` calls of goes quiet now. A loop over the
+/// slots in use, as when settling. `may_be_left_out`: the invocation may not be written (`--slower-than`,
+/// `--keep-*` decide later), so it cannot be the one the tool measures a rate from.
+pub(crate) fn note_invocation(rec: &Recorder, may_be_left_out: bool) {
     let used = slots_used().min(RETIRED_COUNTERS - 1);
+    let written = !rec.aggregate_only && !may_be_left_out;
     for (slot, &calls) in (1..).zip(&rec.retired_calls()[1..=used]) {
-        if calls != 0 {
+        // Only a written invocation: the tool measures the rate from it.
+        if calls >= QUIET_AT_END_CALLS && written && quiet_within_enabled() && slot_is_counted(slot) {
+            go_quiet(slot_index(slot));
+        } else if calls != 0 {
             note_counted(slot);
         }
     }
 }
+
+/// Counted calls of a retired function in one finished invocation past which it goes quiet at that invocation's end
+/// rather than after `quiet_after` invocations: the invocation's calls of it, all counted, give the tool its rate per
+/// call of its callers (docs/trace-format.md, `quiet` records). The tokenizer's `token`, 19,906 calls an invocation,
+/// went quiet after the third invocation; now after the first (docs/truth-bench.md, "Seventh round").
+pub(crate) const QUIET_AT_END_CALLS: u64 = 4096;
 
 /// An invocation counted calls of retirement slot `slot`'s function: after `quiet_after` of them the function goes
 /// quiet (its probe stops counting; a `quiet` record says from when).

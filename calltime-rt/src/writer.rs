@@ -1129,7 +1129,7 @@ fn header(rt: &Runtime) -> String {
         "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
          fold_after={} time_sample={} min_ns={} sample={} max_invocations={} max_depth={} \
          retire={} retire_factor={} retire_min_calls={} aggregate={} aggregate_ms={} rotate_bytes={} \
-         max_bytes_per_hour={} start_off={} slower_than_ns={} keep_slowest={} keep_sample={} allocs={} quiet_after={}\n{}",
+         max_bytes_per_hour={} start_off={} slower_than_ns={} keep_slowest={} keep_sample={} allocs={} quiet_after={}\n{}{}",
         std::process::id(),
         rt.clock.epoch_unix_ns(),
         exe.replace(['\n', '\r'], " "),
@@ -1156,7 +1156,19 @@ fn header(rt: &Runtime) -> String {
         u8::from(crate::alloc::counting()),
         r.quiet_after,
         calibration_line(),
+        clock_line(rt),
     )
+}
+
+/// The header's `clock` line (trace-format.md): the tick source and, for the TSC, the span its rate was measured
+/// over when the file was created and a bound of that rate's error; later records are converted with rates measured
+/// over longer spans.
+fn clock_line(rt: &Runtime) -> String {
+    if !rt.clock.is_tsc() {
+        return "clock instant\n".to_owned();
+    }
+    let (span_ns, error_ppm) = Scale::current(rt.clock).precision();
+    format!("clock tsc span_ns={span_ns} error_ppm={error_ppm}\n")
 }
 
 /// The header's `calibration` line (trace-format.md), empty when the probes were not calibrated.
@@ -1164,14 +1176,15 @@ fn calibration_line() -> String {
     let Some(c) = crate::calibrate::get() else { return String::new() };
     format!(
         "calibration recorded_inner={} recorded_outer={} folded_outer={} timed_inner={} timed_outer={} \
-         retired_outer={} quiet_outer={}\n",
+         retired_outer={} quiet_outer={} quiet_inline={}\n",
         c.recorded_inner_ps,
         c.recorded_outer_ps,
         c.folded_outer_ps,
         c.timed_inner_ps,
         c.timed_outer_ps,
         c.retired_outer_ps,
-        c.quiet_outer_ps
+        c.quiet_outer_ps,
+        c.quiet_inline_ps
     )
 }
 

@@ -69,6 +69,7 @@ fn calibration_line_has_sane_values() {
         let c = calibration(&trace);
         let keys = [
             "folded_outer",
+            "quiet_inline",
             "quiet_outer",
             "recorded_inner",
             "recorded_outer",
@@ -88,8 +89,23 @@ fn calibration_line_has_sane_values() {
         assert!(ps("retired_outer") < ps("recorded_outer"), "{clock}: {c:?}");
         // A quiet probe (a byte load and a branch) costs no more than a counting one, give or take the noise.
         assert!(ps("quiet_outer") <= ps("retired_outer") + 1_000, "{clock}: {c:?}");
+        // Inlined into a loop, a quiet probe is a load, a test and a branch among the loop's own instructions.
+        assert!(ps("quiet_inline") < 1_000_000, "{clock}: {c:?}");
         // What a node records of its own probe is part of what its caller sees of it.
         assert!(ps("recorded_inner") < 2 * ps("recorded_outer"), "{clock}: {c:?}");
+        // Then the clock: with the TSC, the span its rate was measured over when the file was created (never
+        // waited for: this program is shorter than the 10 ms it once waited) and an error bound.
+        let line = trace.header.get(5).map(String::as_str).unwrap_or_default();
+        let words: Vec<&str> = line.split(' ').collect();
+        match words[..] {
+            ["clock", "instant"] => {}
+            ["clock", "tsc", span, error] => {
+                let value = |word: &str, key: &str| -> u64 { word.strip_prefix(key).unwrap().parse().unwrap() };
+                assert!(value(span, "span_ns=") > 0 && value(error, "error_ppm=") < 1_000_000, "{line}");
+            }
+            _ => panic!("a clock line after the calibration: {:?}", trace.header),
+        }
+        assert!(clock != "instant" || words[1] == "instant", "{line}");
     }
 }
 
@@ -278,6 +294,54 @@ fn retired_function_goes_quiet_within_one_long_invocation() {
     let forever = run_ok(name, &[("CALLTIME_QUIET_AFTER", "0")]);
     assert!(forever.quiet.is_empty(), "{:?}", forever.quiet);
     assert_eq!(calls_of(&forever, 1).0 + calls_of(&forever, 1).1, LONG_CALLERS * TINY_PER_CALLER);
+}
+
+const CALLERS_PER_INVOCATION: u64 = 200;
+const QUIET_AT_END_INVOCATIONS: u64 = 5;
+
+/// Invocations of 200 `caller` calls (12,800 of `tiny`): `tiny` retires at the first one's fold and that invocation
+/// counts the rest of its calls, more than `QUIET_AT_END_CALLS` (4,096), fewer than `QUIET_WITHIN_CALLS`.
+fn invocations_of_many_calls() {
+    for _ in 0..QUIET_AT_END_INVOCATIONS {
+        let __calltime_guard = enter_root(0, &PLAN);
+        for round in 0..CALLERS_PER_INVOCATION {
+            caller(round);
+        }
+    }
+}
+
+/// A retired function that one finished invocation counted 4,096 calls of goes quiet as that invocation ends, not
+/// after three: the first invocation's counts stay exact (its tree's calls and its `r` line add up to every call),
+/// the later invocations count none, and the tool's estimate of theirs, per call of its caller, is exact.
+#[test]
+fn retired_function_goes_quiet_at_the_end_of_an_invocation_that_counted_many_calls() {
+    let name = "retired_function_goes_quiet_at_the_end_of_an_invocation_that_counted_many_calls";
+    if is_child(name) {
+        invocations_of_many_calls();
+        return;
+    }
+    let (output, text) = common::run_child(name, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let ours = common::parse(&text);
+    assert_eq!(ours.retirements.iter().map(|r| r.index).collect::<Vec<_>>(), [1], "only tiny retires");
+    let [(1, quiet_at)] = ours.quiet[..] else { panic!("one quiet record, tiny's: {:?}", ours.quiet) };
+    let per_invocation = CALLERS_PER_INVOCATION * TINY_PER_CALLER;
+    let first = &ours.invocations[0];
+    assert!(first.start + first.duration < quiet_at, "quiet after the first invocation ended");
+    assert!(ours.invocations[1..].iter().all(|inv| inv.start > quiet_at), "and before the second started");
+    let [(1, counted)] = first.retired[..] else { panic!("tiny's counted calls: {:?}", first.retired) };
+    assert!(counted >= 4096, "{counted}");
+    let in_first_tree: u64 = first.nodes.iter().filter(|n| n.index == 1).map(|n| n.folded.map_or(1, |f| f.calls)).sum();
+    assert_eq!(in_first_tree + counted, per_invocation, "the first invocation's calls are exact");
+    assert!(ours.invocations[1..].iter().all(|inv| inv.retired.is_empty()), "none counted after");
+    let mut trace = cargo_calltime::trace::parse(&text).expect("the tool reads the trace");
+    cargo_calltime::trace::quiet::estimate_quiet_calls(&mut trace);
+    assert_eq!(trace.invocations.len() as u64, QUIET_AT_END_INVOCATIONS);
+    for inv in &trace.invocations[1..] {
+        let [estimate] = &inv.retired[..] else { panic!("tiny's estimate: {:?}", inv.retired) };
+        assert!(estimate.estimated, "{estimate:?}");
+        assert_eq!(estimate.calls, per_invocation, "exact: the ratio to the caller is constant");
+    }
 }
 
 /// One step of `open_loop`: works long enough (a few us) never to retire, and calls nothing probed.

@@ -100,8 +100,9 @@ fn steady_state_probes_do_not_allocate() {
     assert_eq!(trace.shapes(), ["0*1[1*5000[2*2500]]"; 3]);
     // With retirement (the default): `inner` retires at the first fold, then `outer` once it calls no probed
     // function; their later calls are counted, still without allocating (the child checks), and every call is in a
-    // tree or an `r` line.
-    let trace = common::run_ok("steady_state_probes_do_not_allocate", &[]);
+    // tree or an `r` line (`CALLTIME_QUIET_AFTER=0`: counted to the end, never estimated; an invocation of 5,000
+    // calls of `outer` would otherwise make it go quiet as it ends).
+    let trace = common::run_ok("steady_state_probes_do_not_allocate", &[("CALLTIME_QUIET_AFTER", "0")]);
     assert_eq!(trace.retirements.iter().map(|r| r.index).collect::<Vec<_>>(), [2, 1]);
     for (index, calls) in [(1, 3 * CALLS), (2, 3 * CALLS / 2)] {
         let nodes = trace.invocations.iter().flat_map(|inv| &inv.nodes).filter(|n| n.index == index);

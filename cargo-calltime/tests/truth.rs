@@ -21,6 +21,7 @@ const CALIBRATION: Calibration = Calibration {
     timed_outer: 15_000,
     retired_outer: 1_500,
     quiet_outer: None,
+    quiet_inline: None,
 };
 
 fn header(calibration: Option<Calibration>) -> Trace {
@@ -151,36 +152,43 @@ fn tokenizer_views_match_expected_files() {
 
 /// A run where `helper` retires in the first invocation, is counted in the second and then goes quiet: the third's
 /// calls of it are estimated (the calls per `tokenize` call of the first two, times its one call), marked in the
-/// views, and compensated at `quiet_outer` (0.3ns) each, from `tokenize` (its caller) and the root.
+/// views, and compensated at `quiet_outer` (0.3ns) each, from `tokenize` (its caller) and the root; at
+/// `quiet_inline` (0.7ns: the quiet probe inlined into a loop) when the calibration has it.
 #[test]
 fn quiet_retired_calls_are_estimated_marked_and_compensated() {
-    let calibration = Calibration { quiet_outer: Some(300), ..CALIBRATION };
-    let mut builder = TraceBuilder::new(&header(Some(calibration)));
-    let helpers = vec![call(3, 1_300, 120, vec![]), call(3, 1_600, 110, vec![])];
-    builder.invocation(&Invocation::new(0, main_thread(), call(0, 1_000, 5_000, vec![call(1, 1_200, 3_000, helpers)])));
-    builder.retire(&Retirement { func: 3, at_ns: 7_000, calls: 2, mean_ns: 3 });
-    let one_tokenize = |seq: u64, at: u64| {
-        Invocation::new(seq, main_thread(), call(0, at, 500_000, vec![call(1, at + 100, 400_000, vec![])]))
-    };
-    let mut counted = one_tokenize(1, 10_000);
-    counted.retired.push(RetiredCalls::counted(3, 95_012));
-    builder.invocation(&counted);
-    builder.quiet(&Quiet { func: 3, at_ns: 600_000, calls: 0, caller_calls: 0, by: None });
-    builder.invocation(&one_tokenize(2, 1_000_000));
-    let mut trace = read(builder.text());
-    cargo_calltime::trace::quiet::estimate_quiet_calls(&mut trace);
-    // (2 + 95,012) calls over 2 calls of tokenize: 47,507 per call.
-    let estimated = RetiredCalls::estimated(3, 47_507, 0);
-    assert_eq!(trace.invocations[2].retired, [estimated]);
-    check(&data("truth/expected/quiet.txt"), &text_view(&trace, &ViewOptions::default()));
-    let json = ViewOptions { format: cargo_calltime::views::ViewFormat::Json, ..ViewOptions::default() };
-    let json = text_view(&trace, &json);
-    assert!(json.contains("\"estimated\": true") && json.contains("\"quiet_at_ns\": 600000"), "{json}");
-    let shown = compensated(trace);
-    let root = &shown.invocations[2].root;
-    // 47,507 quiet calls at 0.3ns: 14,252ns, from tokenize and from the root.
-    assert_eq!(root.children[0].duration_ns, 400_000 - 5 - 14_252);
-    assert_eq!(root.duration_ns, 500_000 - 5 - 12 - 14_252);
+    for (quiet_inline, quiet_cost_ns) in [(None, 14_252), (Some(700), 33_255)] {
+        let calibration = Calibration { quiet_outer: Some(300), quiet_inline, ..CALIBRATION };
+        let mut builder = TraceBuilder::new(&header(Some(calibration)));
+        let helpers = vec![call(3, 1_300, 120, vec![]), call(3, 1_600, 110, vec![])];
+        let first = call(0, 1_000, 5_000, vec![call(1, 1_200, 3_000, helpers)]);
+        builder.invocation(&Invocation::new(0, main_thread(), first));
+        builder.retire(&Retirement { func: 3, at_ns: 7_000, calls: 2, mean_ns: 3 });
+        let one_tokenize = |seq: u64, at: u64| {
+            Invocation::new(seq, main_thread(), call(0, at, 500_000, vec![call(1, at + 100, 400_000, vec![])]))
+        };
+        let mut counted = one_tokenize(1, 10_000);
+        counted.retired.push(RetiredCalls::counted(3, 95_012));
+        builder.invocation(&counted);
+        builder.quiet(&Quiet { func: 3, at_ns: 600_000, calls: 0, caller_calls: 0, by: None });
+        builder.invocation(&one_tokenize(2, 1_000_000));
+        let mut trace = read(builder.text());
+        assert_eq!(trace.calibration.and_then(|c| c.quiet_inline), quiet_inline, "read back");
+        cargo_calltime::trace::quiet::estimate_quiet_calls(&mut trace);
+        // (2 + 95,012) calls over 2 calls of tokenize: 47,507 per call.
+        let estimated = RetiredCalls::estimated(3, 47_507, 0);
+        assert_eq!(trace.invocations[2].retired, [estimated]);
+        if quiet_inline.is_none() {
+            check(&data("truth/expected/quiet.txt"), &text_view(&trace, &ViewOptions::default()));
+            let json = ViewOptions { format: cargo_calltime::views::ViewFormat::Json, ..ViewOptions::default() };
+            let json = text_view(&trace, &json);
+            assert!(json.contains("\"estimated\": true") && json.contains("\"quiet_at_ns\": 600000"), "{json}");
+        }
+        let shown = compensated(trace);
+        let root = &shown.invocations[2].root;
+        // 47,507 quiet calls at 0.3ns (14,252ns) or 0.7ns (33,255ns), from tokenize and from the root.
+        assert_eq!(root.children[0].duration_ns, 400_000 - 5 - quiet_cost_ns);
+        assert_eq!(root.duration_ns, 500_000 - 5 - 12 - quiet_cost_ns);
+    }
 }
 
 /// Per-call tree, by hand: ri = 5ns, ro = 12ns. A node loses ri and ro per descendant node; the root also loses
@@ -342,6 +350,7 @@ fn generated_adversarial_trees_never_have_children_over_their_parent() {
             timed_outer: rng.extreme(),
             retired_outer: rng.extreme(),
             quiet_outer: (rng.below(2) == 0).then(|| rng.extreme()),
+            quiet_inline: (rng.below(2) == 0).then(|| rng.extreme()),
         };
         let mut builder = TraceBuilder::new(&header(Some(calibration)));
         for seq in 0..3 {

@@ -152,7 +152,11 @@ pub fn parse(text: &str) -> Trace {
     }
     let (version_2, extras) = split_version_3(text);
     let mut trace = parse_version_2(&version_2);
-    trace.header = text.lines().take(trace.header.len() + usize::from(extras.calibration)).map(str::to_owned).collect();
+    trace.header = text
+        .lines()
+        .take(trace.header.len() + usize::from(extras.calibration) + usize::from(extras.clock))
+        .map(str::to_owned)
+        .collect();
     for inv in &mut trace.invocations {
         let exact = extras.exact.get(&inv.seq).map_or(&[][..], Vec::as_slice);
         let paths = inv.nodes.iter_mut().filter_map(|n| n.folded.as_mut());
@@ -173,6 +177,8 @@ pub fn parse(text: &str) -> Trace {
 #[derive(Default)]
 struct Extras {
     calibration: bool,
+    /// The header's `clock` line (the TSC rate's span and error bound).
+    clock: bool,
     retirements: Vec<Retire>,
     quiet: Vec<(u32, u64)>,
     /// By invocation seq: `(exact_calls, exact_ns)` of its `a` lines in file order, and its `r` lines.
@@ -202,6 +208,11 @@ fn split_version_3(text: &str) -> (String, Extras) {
             "calibration" if whole => {
                 assert!(!extras.calibration && open.is_none(), "one calibration line, in the header: {line}");
                 extras.calibration = true;
+                continue;
+            }
+            "clock" if whole => {
+                assert!(!extras.clock && open.is_none(), "one clock line, in the header: {line}");
+                extras.clock = true;
                 continue;
             }
             "retire" if whole => {

@@ -7,7 +7,7 @@
 //! calls adds `recorded_outer`: compensated = raw - ri - ro x descendants. Folded invocation: a call path's calls
 //! each paid an inner cost (ri when timed before the fold, ti when sampled after) and each descendant path's calls
 //! an outer one (ro, to or fo by how they were recorded). Calls of retired functions (`r` lines) cost
-//! `retired_outer` each; estimated calls of quiet ones `quiet_outer`. The trace does not say which nodes made them, so the cost is taken from the nodes that
+//! `retired_outer` each; estimated calls of quiet ones `quiet_inline` (else `quiet_outer`). The trace does not say which nodes made them, so the cost is taken from the nodes that
 //! surely contain them: the root, and down from it the chain to the deepest node containing every node of a
 //! function seen calling the retired one (in the calls recorded before it retired, anywhere in the trace). With
 //! no such caller in the invocation, the root alone pays, as docs/trace-format.md says; taking it from the root
@@ -61,9 +61,11 @@ fn compensate_invocation(inv: &mut Invocation, calibration: &Calibration, caller
     let raw_root_ns = inv.root.duration_ns;
     compensate_node(&mut inv.root, calibration, inv.folded);
     for retired in &inv.retired {
-        // A quiet function's calls (estimated) cost its quiet probe; older traces measured only the counted one.
+        // A quiet function's calls (estimated) cost its quiet probe, as it runs inlined into a caller's loop where the
+        // runtime measured that; older traces measured it out of line, or only the counted one.
+        let quiet_ps = calibration.quiet_inline.or(calibration.quiet_outer);
         let per_call_ps = match retired.estimated {
-            true => calibration.quiet_outer.unwrap_or(calibration.retired_outer),
+            true => quiet_ps.unwrap_or(calibration.retired_outer),
             false => calibration.retired_outer,
         };
         let cost_ns = ps_to_ns(u128::from(retired.calls) * u128::from(per_call_ps));

@@ -189,6 +189,11 @@ pub struct Calibration {
     /// A call of a retired function once it went quiet (not counted); `retired_outer` when the trace does not say.
     #[serde(rename = "quiet_outer_ps", skip_serializing_if = "Option::is_none")]
     pub quiet_outer: Option<u64>,
+    /// The same quiet call of a tiny function inlined into a loop (the rewrite's closure form), where the state
+    /// byte's test costs the loop more than it costs an out-of-line call; what compensation takes per estimated
+    /// quiet call when the trace has it.
+    #[serde(rename = "quiet_inline_ps", skip_serializing_if = "Option::is_none")]
+    pub quiet_inline: Option<u64>,
 }
 
 /// Whether a trace's times are as recorded or compensated for the probes' own cost.

@@ -109,17 +109,18 @@ pub(super) fn write_settings(out: &mut String, trace: &Trace) {
 }
 
 /// `calibration recorded_inner=<ps> recorded_outer=<ps> folded_outer=<ps> timed_inner=<ps> timed_outer=<ps>
-/// retired_outer=<ps> quiet_outer=<ps>` (version 3): unknown keys are ignored, a missing key counts as 0 (a missing
-/// `quiet_outer`, from older runtimes, stays `None`).
+/// retired_outer=<ps> quiet_outer=<ps> quiet_inline=<ps>` (version 3): unknown keys are ignored, a missing key counts
+/// as 0 (a missing `quiet_outer` or `quiet_inline`, from older runtimes, stays `None`).
 pub(super) fn read_calibration(rest: &str, trace: &mut Trace) -> Result<()> {
     let mut calibration = Calibration::default();
     for pair in rest.split_whitespace() {
         let Some((key, value)) = pair.split_once('=') else {
             bail!("calibration `{pair}` is not `key=value`");
         };
-        if key == "quiet_outer" {
+        if key == "quiet_outer" || key == "quiet_inline" {
             let ps = value.parse().with_context(|| format!("calibration {key}=`{value}` is not a number"))?;
-            calibration.quiet_outer = Some(ps);
+            *(if key == "quiet_outer" { &mut calibration.quiet_outer } else { &mut calibration.quiet_inline }) =
+                Some(ps);
             continue;
         }
         let Some(field) = calibration_field(&mut calibration, key) else { continue };
@@ -148,9 +149,11 @@ pub(super) fn write_calibration(out: &mut String, c: &Calibration) {
          retired_outer={}",
         c.recorded_inner, c.recorded_outer, c.folded_outer, c.timed_inner, c.timed_outer, c.retired_outer
     );
-    if let Some(ps) = c.quiet_outer {
-        out.pop();
-        let _ = writeln!(out, " quiet_outer={ps}");
+    for (key, value) in [("quiet_outer", c.quiet_outer), ("quiet_inline", c.quiet_inline)] {
+        if let Some(ps) = value {
+            out.pop();
+            let _ = writeln!(out, " {key}={ps}");
+        }
     }
 }
 

@@ -63,7 +63,7 @@ pub fn settings_note(trace: &Trace) -> Option<String> {
         let min_calls = settings.get("retire_min_calls").map(|n| format!("after {n} calls"));
         let quiet = settings.get("quiet_after").map(|n| match n {
             0 => "calls after it counted".to_owned(),
-            n => format!("calls after it counted in {n} invocations, then estimated"),
+            n => format!("calls after it counted in {n} invocations (or one with 4096 of them), then estimated"),
         });
         let when: Vec<String> = factor.into_iter().chain(min_calls).chain(quiet).collect();
         if when.is_empty() {
