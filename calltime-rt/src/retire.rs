@@ -101,6 +101,13 @@ impl<const N: usize> States<N> {
         (self.state(index) as i8) < 0
     }
 
+    /// Sets function `index`'s byte in this table alone: the calibration's private table, never registered.
+    pub(crate) fn set_for_calibration(&self, index: u32, state: u8) {
+        if let Some(byte) = self.bytes.get(index as usize) {
+            byte.store(state, Relaxed);
+        }
+    }
+
     /// Registers the table at its first call that may record (a load and a branch after that).
     #[inline(always)]
     pub(crate) fn register_once(&'static self) {
