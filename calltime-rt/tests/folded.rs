@@ -64,6 +64,19 @@ fn big_invocation_folds_with_exact_counts_and_sampled_times() {
         loop_root(20_000);
         return;
     }
+    // A timed call that the scheduler preempts stands for 64 calls in the estimate: under a loaded machine (the
+    // suite's other tests) one such call can push an estimate past the bound below, so a run whose estimates do
+    // not fit is taken again, at most twice; the structure and counts are checked on every run.
+    for attempt in 1..=3 {
+        if big_invocation_run_fits(attempt == 3) {
+            return;
+        }
+    }
+}
+
+/// One run of `big_invocation_folds_with_exact_counts_and_sampled_times`: exact structure and counts asserted,
+/// estimates within three times the root's time returned (asserted when `last`).
+fn big_invocation_run_fits(last: bool) -> bool {
     let trace = run_ok(
         "big_invocation_folds_with_exact_counts_and_sampled_times",
         &[("CALLTIME_FOLD_AFTER", "100"), ("CALLTIME_EXACT", "1")],
@@ -93,8 +106,12 @@ fn big_invocation_folds_with_exact_counts_and_sampled_times() {
     for node in &big.nodes[1..] {
         let f = node.folded.unwrap();
         let estimate = node.duration as u128 * f.calls as u128 / f.timed as u128;
-        assert!(estimate < 3 * big.duration as u128, "{node:?} vs root {}", big.duration);
+        if estimate >= 3 * big.duration as u128 {
+            assert!(!last, "{node:?} vs root {}", big.duration);
+            return false;
+        }
     }
+    true
 }
 
 #[test]
