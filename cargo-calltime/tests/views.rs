@@ -978,3 +978,14 @@ fn a_segment_left_by_an_earlier_run_is_left_out() {
     assert!(warning.contains("earlier run") && warning.contains("3131"), "{warning}");
     check(&expect("stale.txt"), &render_text(&trace, &ViewOptions::default()));
 }
+
+/// placed-retired.trace: `parse::header` is called 10 times by the one call of `parse::parse_request` and once by
+/// the 10 calls of `render::render`; it retires after the first invocation, so the second records none of its 11
+/// calls (one `r` line). They go under its callers at the rate each called it (10 and 1), not in proportion to the
+/// callers' calls (rhai put half of `Dynamic::clone`'s 684k calls under a caller that made one).
+#[test]
+fn retired_calls_go_under_their_callers_at_each_callers_rate() {
+    let trace = load("placed-retired");
+    let text = render_text(&trace, &ViewOptions::default());
+    check(&expect("placed-retired.txt"), &text);
+}

@@ -5,7 +5,7 @@
 //! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
-pub use crate::trace::compensate::{callers_of_retired, Callers};
+pub use crate::trace::compensate::{callers_of_retired, CallRate, Callers};
 use crate::trace::{
     bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, ThreadKind, ThreadRef, Trace,
 };
@@ -63,7 +63,7 @@ pub struct Merged {
     /// caller's), placed here by [`Merged::place_retired`]; not in `calls`.
     pub retired_calls: u64,
     /// `retired_calls` is an estimate: the function went quiet (its calls were no longer counted), or its retired
-    /// calls were shared among several call paths in proportion to the calls recorded there.
+    /// calls were shared among several call paths (by their callers' rates of calling it).
     pub retired_estimated: bool,
     /// In order of the first call.
     pub children: Vec<Merged>,
@@ -190,9 +190,11 @@ impl Merged {
     }
 
     /// Puts calls of retired functions made after they retired (`retired`, one entry per function) at the call
-    /// paths where each function's calls were recorded, in proportion to those calls; where this tree recorded
-    /// none, under the nodes of its callers (`callers`: the functions seen calling it anywhere in the trace), in
-    /// proportion to their calls. A count shared among several paths is marked estimated. Returns what found no
+    /// paths where each function's calls were recorded, or, where this tree recorded none, under the nodes of its
+    /// callers (`callers`: the functions seen calling it anywhere in the trace). They are shared by what each
+    /// path's caller node is expected to have made at that caller's rate of calling the function while it was
+    /// recorded, less those recorded there ([`Merged::retired_weights`]). A count shared among several paths is
+    /// marked estimated. Returns what found no
     /// place (neither the function nor a caller is in the tree): the views still name it after the tree.
     pub fn place_retired(&mut self, retired: &[RetiredCalls], callers: &Callers) -> Vec<RetiredCalls> {
         // Placed in rounds: a function whose callers all retired too (a recursive cluster's) finds its place under
@@ -218,11 +220,12 @@ impl Merged {
             let under_callers = at.is_empty();
             if under_callers {
                 let of = callers.get(&r.func);
-                self.paths_of(&|m| of.is_some_and(|of| of.contains(&m.func)), &mut Vec::new(), &mut at);
+                self.paths_of(&|m| of.is_some_and(|of| of.contains_key(&m.func)), &mut Vec::new(), &mut at);
             }
-            let weights: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+            let weights = self.retired_weights(r.func, &at, under_callers, callers);
             let shares = shares(r.calls, &weights);
-            let estimated = r.estimated || shares.iter().filter(|&&n| n > 0).count() > 1;
+            // Shared among several candidate paths, a path's count is an estimate even where it got them all.
+            let estimated = r.estimated || at.len() > 1;
             if at.is_empty() {
                 unplaced.push(*r);
             }
@@ -246,6 +249,38 @@ impl Merged {
             }
         }
         unplaced
+    }
+
+    /// How `func`'s retired calls are shared among the paths `at` (its nodes, or its callers' when
+    /// `under_callers`): by the calls each caller node is expected to have made, at the rate that caller called it
+    /// while it was recorded, less those recorded there. A caller never seen calling it (no rate), or paths whose
+    /// expectations are all met, share by calls: the function's recorded there, or the caller's.
+    fn retired_weights(&self, func: u32, at: &[Vec<usize>], under_callers: bool, callers: &Callers) -> Vec<u64> {
+        let by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+        let expected: Vec<f64> = at
+            .iter()
+            .zip(&by_calls)
+            .map(|(path, &fallback)| {
+                let (caller, recorded) = match under_callers {
+                    true => (self.at(path), 0),
+                    false => (self.at(&path[..path.len() - 1]), self.at(path).calls),
+                };
+                let rate = callers.get(&func).and_then(|of| of.get(&caller.func)).filter(|rate| rate.per > 0);
+                match rate {
+                    Some(rate) => {
+                        let expected = rate.calls as f64 * caller.all_calls() as f64 / rate.per as f64;
+                        (expected - recorded as f64).max(0.0)
+                    }
+                    None => fallback as f64,
+                }
+            })
+            .collect();
+        let most = expected.iter().copied().fold(0.0, f64::max);
+        if most <= 0.0 {
+            return by_calls;
+        }
+        // Integer weights for `shares`, precise to about one part in 2^40 of the largest.
+        expected.iter().map(|&w| (w / most * (1u64 << 40) as f64).round() as u64).collect()
     }
 
     /// The child-index paths of the nodes `wanted` picks, in preorder.
