@@ -5,6 +5,8 @@
 //! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
+use std::collections::BTreeSet;
+
 pub use crate::trace::compensate::{callers_of_retired, CallRate, Callers};
 use crate::trace::{
     bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, ThreadKind, ThreadRef, Trace,
@@ -200,8 +202,10 @@ impl Merged {
         // Placed in rounds: a function whose callers all retired too (a recursive cluster's) finds its place under
         // the nodes the others' placing added.
         let mut pending: Vec<RetiredCalls> = retired.iter().filter(|r| r.calls > 0).copied().collect();
+        // Nodes of these functions get placed calls: as callers, their counts are not exact.
+        let estimated: BTreeSet<u32> = pending.iter().map(|r| r.func).collect();
         loop {
-            let unplaced = self.place_retired_once(&pending, callers);
+            let unplaced = self.place_retired_once(&pending, callers, &estimated);
             if unplaced.is_empty() || unplaced.len() == pending.len() {
                 return unplaced;
             }
@@ -209,7 +213,12 @@ impl Merged {
         }
     }
 
-    fn place_retired_once(&mut self, retired: &[RetiredCalls], callers: &Callers) -> Vec<RetiredCalls> {
+    fn place_retired_once(
+        &mut self,
+        retired: &[RetiredCalls],
+        callers: &Callers,
+        estimated: &BTreeSet<u32>,
+    ) -> Vec<RetiredCalls> {
         let mut unplaced = Vec::new();
         for r in retired {
             let mut at = Vec::new();
@@ -222,7 +231,7 @@ impl Merged {
                 let of = callers.get(&r.func);
                 self.paths_of(&|m| of.is_some_and(|of| of.contains_key(&m.func)), &mut Vec::new(), &mut at);
             }
-            let weights = self.retired_weights(r.func, &at, under_callers, callers);
+            let weights = self.retired_weights(r, &at, under_callers, callers, estimated);
             let shares = shares(r.calls, &weights);
             // Shared among several candidate paths, a path's count is an estimate even where it got them all.
             let estimated = r.estimated || at.len() > 1;
@@ -251,36 +260,61 @@ impl Merged {
         unplaced
     }
 
-    /// How `func`'s retired calls are shared among the paths `at` (its nodes, or its callers' when
-    /// `under_callers`): by the calls each caller node is expected to have made, at the rate that caller called it
-    /// while it was recorded, less those recorded there. A caller never seen calling it (no rate), or paths whose
-    /// expectations are all met, share by calls: the function's recorded there, or the caller's.
-    fn retired_weights(&self, func: u32, at: &[Vec<usize>], under_callers: bool, callers: &Callers) -> Vec<u64> {
+    /// How `r`'s calls are shared among the paths `at` (its nodes, or its callers' when `under_callers`), as
+    /// weights for [`shares`]. A path whose caller node's count is exact (its function is not in `estimated`)
+    /// gets what that node is expected to have made at the rate its function called `r`'s while it was recorded,
+    /// less those recorded there. The rest goes to the other paths (callers never seen calling it, or whose own
+    /// counts are being placed, as in a recursion) by calls: the function's recorded there, or the caller's.
+    fn retired_weights(
+        &self,
+        r: &RetiredCalls,
+        at: &[Vec<usize>],
+        under_callers: bool,
+        callers: &Callers,
+        estimated: &BTreeSet<u32>,
+    ) -> Vec<u64> {
         let by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
-        let expected: Vec<f64> = at
+        let expected: Vec<Option<f64>> = at
             .iter()
-            .zip(&by_calls)
-            .map(|(path, &fallback)| {
+            .map(|path| {
                 let (caller, recorded) = match under_callers {
                     true => (self.at(path), 0),
                     false => (self.at(&path[..path.len() - 1]), self.at(path).calls),
                 };
-                let rate = callers.get(&func).and_then(|of| of.get(&caller.func)).filter(|rate| rate.per > 0);
-                match rate {
-                    Some(rate) => {
-                        let expected = rate.calls as f64 * caller.all_calls() as f64 / rate.per as f64;
-                        (expected - recorded as f64).max(0.0)
-                    }
-                    None => fallback as f64,
-                }
+                let rate = callers.get(&r.func).and_then(|of| of.get(&caller.func)).filter(|rate| rate.per > 0);
+                let rate = rate.filter(|_| !estimated.contains(&caller.func))?;
+                let expected = rate.calls as f64 * caller.all_calls() as f64 / rate.per as f64;
+                Some((expected - recorded as f64).max(0.0))
             })
             .collect();
-        let most = expected.iter().copied().fold(0.0, f64::max);
+        let wanted: f64 = expected.iter().flatten().sum();
+        let rest: u64 = expected.iter().zip(&by_calls).filter(|(e, _)| e.is_none()).map(|(_, &w)| w).sum();
+        let total = r.calls as f64;
+        let weights: Vec<f64> = if rest == 0 {
+            // Every caller's count is exact: its expectation, scaled to the count; by calls when none is expected.
+            match wanted > 0.0 {
+                true => expected.iter().map(|e| e.unwrap_or(0.0)).collect(),
+                false => by_calls.iter().map(|&w| w as f64).collect(),
+            }
+        } else {
+            // The exact callers take what they are expected to (all of it at most), the others what is left.
+            let scale = if wanted > total { total / wanted } else { 1.0 };
+            let left = total - wanted * scale;
+            expected
+                .iter()
+                .zip(&by_calls)
+                .map(|(e, &w)| match e {
+                    Some(e) => e * scale,
+                    None => left * w as f64 / rest as f64,
+                })
+                .collect()
+        };
+        let most = weights.iter().copied().fold(0.0, f64::max);
         if most <= 0.0 {
             return by_calls;
         }
         // Integer weights for `shares`, precise to about one part in 2^40 of the largest.
-        expected.iter().map(|&w| (w / most * (1u64 << 40) as f64).round() as u64).collect()
+        weights.iter().map(|&w| (w / most * (1u64 << 40) as f64).round() as u64).collect()
     }
 
     /// The child-index paths of the nodes `wanted` picks, in preorder.
