@@ -203,9 +203,9 @@ impl Merged {
         // the nodes the others' placing added.
         let mut pending: Vec<RetiredCalls> = retired.iter().filter(|r| r.calls > 0).copied().collect();
         // Nodes of these functions get placed calls: as callers, their counts are not exact.
-        let estimated: BTreeSet<u32> = pending.iter().map(|r| r.func).collect();
+        let mut estimated: BTreeSet<u32> = pending.iter().map(|r| r.func).collect();
         loop {
-            let unplaced = self.place_retired_once(&pending, callers, &estimated);
+            let unplaced = self.place_retired_once(&pending, callers, &mut estimated);
             if unplaced.is_empty() || unplaced.len() == pending.len() {
                 return unplaced;
             }
@@ -217,7 +217,7 @@ impl Merged {
         &mut self,
         retired: &[RetiredCalls],
         callers: &Callers,
-        estimated: &BTreeSet<u32>,
+        estimated: &mut BTreeSet<u32>,
     ) -> Vec<RetiredCalls> {
         let mut unplaced = Vec::new();
         for r in retired {
@@ -234,9 +234,11 @@ impl Merged {
             let weights = self.retired_weights(r, &at, under_callers, callers, estimated);
             let shares = shares(r.calls, &weights);
             // Shared among several candidate paths, a path's count is an estimate even where it got them all.
-            let estimated = r.estimated || at.len() > 1;
+            let shared = r.estimated || at.len() > 1;
             if at.is_empty() {
                 unplaced.push(*r);
+            } else {
+                estimated.remove(&r.func);
             }
             for (path, share) in at.iter().zip(shares).filter(|(_, n)| *n > 0) {
                 let mut node = self.at_mut(path);
@@ -254,7 +256,7 @@ impl Merged {
                     node = &mut node.children[child];
                 }
                 node.retired_calls = node.retired_calls.saturating_add(share);
-                node.retired_estimated |= estimated;
+                node.retired_estimated |= shared;
             }
         }
         unplaced
