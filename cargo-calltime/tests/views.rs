@@ -968,7 +968,8 @@ fn whole_run_estimates_never_exceed_their_parent() {
 }
 
 /// stale/: `run.trace` from this run (process 4242, two invocations, no rotation) beside `run.trace.s1`, a segment
-/// an earlier, longer run (process 3131) rotated into and the runtime left there. The segment is left out with a
+/// an earlier, longer run (process 3131) rotated into and an older runtime left there (today's removes them at
+/// start; the reader still guards against them, as a removal can fail). The segment is left out with a
 /// warning naming it, not merged in as a second process of this run (httparse's reports mixed two runs that way).
 #[test]
 fn a_segment_left_by_an_earlier_run_is_left_out() {
