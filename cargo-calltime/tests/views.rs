@@ -981,9 +981,10 @@ fn a_segment_left_by_an_earlier_run_is_left_out() {
 }
 
 /// placed-retired.trace: `parse::header` is called 10 times by the one call of `parse::parse_request` and once by
-/// the 10 calls of `render::render`; it retires after the first invocation, so the second records none of its 11
-/// calls (one `r` line). They go under its callers at the rate each called it (10 and 1), not in proportion to the
-/// callers' calls (rhai put half of `Dynamic::clone`'s 684k calls under a caller that made one).
+/// the 10 calls of `render::render`; it retires after the first invocation, so the second (1 and 30 calls of its
+/// callers) records none of its 13 calls (one `r` line). They go under its callers at the rate each called it
+/// before it retired (10 and 3), not in proportion to the callers' calls (rhai put half of `Dynamic::clone`'s 684k
+/// calls under a caller that made one), nor at rates diluted by the callers' calls after it retired (11 and 2).
 #[test]
 fn retired_calls_go_under_their_callers_at_each_callers_rate() {
     let trace = load("placed-retired");
