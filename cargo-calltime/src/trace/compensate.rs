@@ -46,14 +46,6 @@ pub struct CallRate {
     pub per: u64,
 }
 
-impl CallRate {
-    /// The calls of the retired function expected under `caller_calls` calls of this caller; `None` when the
-    /// caller's calls were never seen (no rate to go by).
-    pub fn expected(&self, caller_calls: u64) -> Option<u128> {
-        (self.per > 0).then(|| u128::from(self.calls) * u128::from(caller_calls) / u128::from(self.per))
-    }
-}
-
 /// The callers of every function that retired (a `retire` record or `r` lines), over every invocation: where
 /// its calls after retiring were made (compensation) and are shown (views), and at what rate each caller made
 /// them before it retired (views share its later calls among the callers by it).
