@@ -4,7 +4,8 @@
 //! - The first process to create `CALLTIME_OUT` writes it; a process that finds it held by another live process
 //!   (a program that spawned copies of itself, or forked workers that then ran their own roots) writes
 //!   `<CALLTIME_OUT>.p<pid>` instead, so no two processes share a file. A file left by a process that is gone is
-//!   taken over (truncated), as before.
+//!   taken over (truncated), as before. Either way the `.s<n>` segments of the file taken are removed: an earlier,
+//!   longer run rotated into them.
 //! - Past `CALLTIME_ROTATE_BYTES` the writer goes on in `<file>.s1`, `<file>.s2`, ...; each segment starts with the
 //!   header, so each is a trace on its own, and the tool merges a run's files.
 //! - Trees are written within a budget of `CALLTIME_MAX_BYTES_PER_HOUR`: a token bucket that starts full with half
@@ -74,6 +75,7 @@ impl Output {
         self.header = header;
         match claim(out) {
             Ok((path, file)) => {
+                remove_stale_segments(&path);
                 self.base = Some(path);
                 self.start_segment(file)
             }
@@ -162,6 +164,31 @@ fn segment_path(base: &Path, segment: u32) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Removes the segments (`<base>.s<n>`) an earlier process that wrote `base` rotated into: this process has just
+/// created or taken over `base`, so they are not its own, and a reader would otherwise find them beside it. Only
+/// names [`segment_path`] gives are touched; what cannot be removed is left (the reader leaves it out, warning).
+fn remove_stale_segments(base: &Path) {
+    let Some(name) = base.file_name().and_then(|n| n.to_str()) else { return };
+    let dir = match base.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(segment) = file_name.to_str().and_then(|f| f.strip_prefix(name)?.strip_prefix(".s")) else {
+            continue;
+        };
+        // `.s` and digits, as `segment_path` writes them (no sign, no leading zero): `run.trace.s01` is not one.
+        match segment.parse::<u32>() {
+            Ok(n) if n > 0 && segment == n.to_string() => {
+                let _ = std::fs::remove_file(entry.path());
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Creates `out` for this process, or its `.p<pid>` sibling when another live process holds `out`.
 fn claim(out: &Path) -> std::io::Result<(PathBuf, File)> {
     match OpenOptions::new().write(true).create_new(true).open(out) {
@@ -229,6 +256,32 @@ mod tests {
         output.budget.refilled = output.budget.refilled.map(|at| at - std::time::Duration::from_secs(40));
         assert!(output.admit_trees(150));
         assert!(!output.admit_trees(100), "40 s earned 200 bytes, 150 taken");
+    }
+
+    #[test]
+    fn opening_removes_the_segments_an_earlier_run_left_and_nothing_else() {
+        let dir = std::env::temp_dir().join(format!("calltime-stale-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("run.trace");
+        // A longer earlier run by a process that is gone: its file and two segments.
+        std::fs::write(&out, format!("calltime-trace 3\nprocess {} 0 /x\n", u32::MAX - 1)).unwrap();
+        let stale = ["run.trace.s1", "run.trace.s2", "run.trace.s12"];
+        // Not segments of `run.trace`: another process's file and segment, other names that only look alike.
+        let kept =
+            ["run.trace.p7", "run.trace.p7.s1", "run.trace.s01", "run.trace.s", "run.trace.s1x", "runs.trace.s1"];
+        for name in stale.iter().chain(&kept) {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        let mut output = Output::new();
+        assert!(output.open(&out, "calltime-trace 3\n".to_owned(), 0, 0));
+        for name in stale {
+            assert!(!dir.join(name).exists(), "{name} left");
+        }
+        for name in kept {
+            assert!(dir.join(name).exists(), "{name} removed");
+        }
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "calltime-trace 3\n");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

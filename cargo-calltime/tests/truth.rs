@@ -456,7 +456,8 @@ fn diff_compares_all_calls_of_retired_functions() {
 /// What real crates showed wrong in the views (docs/trial-crates.md), on a trace of their shape
 /// (tests/data/truth/trial.trace): a folded `from_str` with one timed call of five, inside the chain that pays for
 /// a million retired `with_span` calls, keeps its mean between its min and max; the retired calls of a recursive
-/// `visit_nested_tables` are shown at both its call paths (shared, `~`), and under its caller `fmt` in the next
+/// `visit_nested_tables` go to its nested call path (`~`), none to the one under `fmt` (whose 5 calls made 2,
+/// all recorded: its rate), and under its caller `fmt` in the next
 /// invocation, which recorded none of its calls (exact); `with_span`, whose caller is not in that invocation,
 /// stays only in the `retired:` line and says so; the table counts every call; two `Value::from` impls are
 /// named apart in the tree, the table and the retirement note.
@@ -480,7 +481,7 @@ fn real_crate_shapes_count_every_call_and_keep_means_within_extremes() {
     // The flamegraph's tooltips too: the time of retired calls is in their callers' frames, their count in theirs.
     let svg = ViewOptions { format: cargo_calltime::views::ViewFormat::Svg, ..ViewOptions::default() };
     let svg = text_view(&trace, &svg);
-    assert!(svg.contains("encode::visit_nested_tables (12.0µs, 0.33%, ~45 calls, ~39 after it retired)"), "{svg}");
+    assert!(svg.contains("encode::visit_nested_tables (12.0µs, 0.33%, ~58 calls, ~52 after it retired)"), "{svg}");
     assert!(svg.contains("from (45.0µs, 1.22%, 4,000 calls, 3,000 after it retired)"), "{svg}");
     // And the run store: calls per call path and per invocation do not drop because a function retired.
     let record = cargo_calltime::store::RunRecord::from_trace(&trace);

@@ -34,25 +34,70 @@ pub fn compensated(mut trace: Trace) -> Trace {
     trace
 }
 
-/// Per retired function, the functions seen calling it (parents of its nodes), over the whole trace.
-pub type Callers = BTreeMap<u32, BTreeSet<u32>>;
+/// Per retired function, the functions seen calling it (parents of its nodes), over the whole trace, each with
+/// how often it called it.
+pub type Callers = BTreeMap<u32, BTreeMap<u32, CallRate>>;
+
+/// How often one caller called a retired function while the function was still recorded: `calls` of it (its nodes
+/// under the caller's) in `per` calls of the caller (those that began before the function retired).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallRate {
+    pub calls: u64,
+    pub per: u64,
+}
 
 /// The callers of every function that retired (a `retire` record or `r` lines), over every invocation: where
-/// its calls after retiring were made (compensation) and are shown (views).
+/// its calls after retiring were made (compensation) and are shown (views), and at what rate each caller made
+/// them before it retired (views share its later calls among the callers by it).
 pub fn callers_of_retired(trace: &Trace) -> Callers {
-    fn walk(node: &Node, retired: &BTreeSet<u32>, out: &mut Callers) {
+    fn calls_under(node: &Node, retired: &BTreeSet<u32>, out: &mut Callers) {
         for child in &node.children {
             if retired.contains(&child.func) {
-                out.entry(child.func).or_default().insert(node.func);
+                let rate = out.entry(child.func).or_default().entry(node.func).or_default();
+                rate.calls = rate.calls.saturating_add(child.calls);
             }
-            walk(child, retired, out);
+            calls_under(child, retired, out);
+        }
+    }
+    // A caller's calls count while the function is recorded: those begun before it retired (its latest
+    // retirement, when processes were merged). Its calls after are counted in `r` lines, under no node.
+    fn callers_calls(
+        node: &Node,
+        retired_at: &BTreeMap<u32, u64>,
+        by_caller: &BTreeMap<u32, Vec<u32>>,
+        out: &mut Callers,
+    ) {
+        for &func in by_caller.get(&node.func).into_iter().flatten() {
+            let at_ns = retired_at.get(&func).copied().unwrap_or(u64::MAX);
+            if node.start_ns < at_ns {
+                if let Some(rate) = out.get_mut(&func).and_then(|of| of.get_mut(&node.func)) {
+                    rate.per = rate.per.saturating_add(node.calls);
+                }
+            }
+        }
+        for child in &node.children {
+            callers_calls(child, retired_at, by_caller, out);
         }
     }
     let mut retired: BTreeSet<u32> = trace.retirements.iter().map(|r| r.func).collect();
     retired.extend(trace.invocations.iter().flat_map(|inv| inv.retired.iter().map(|r| r.func)));
     let mut out = Callers::new();
     for inv in &trace.invocations {
-        walk(&inv.root, &retired, &mut out);
+        calls_under(&inv.root, &retired, &mut out);
+    }
+    let mut retired_at = BTreeMap::new();
+    for r in &trace.retirements {
+        let at = retired_at.entry(r.func).or_insert(0);
+        *at = r.at_ns.max(*at);
+    }
+    let mut by_caller: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (&func, of) in &out {
+        for &caller in of.keys() {
+            by_caller.entry(caller).or_default().push(func);
+        }
+    }
+    for inv in &trace.invocations {
+        callers_calls(&inv.root, &retired_at, &by_caller, &mut out);
     }
     out
 }
@@ -122,9 +167,9 @@ fn keep_mean_within_extremes(node: &mut Node) {
 
 /// The child indices from the root down to the deepest node that contains every node of `funcs` (their common
 /// ancestor, or the node itself when there is one); empty when none is in the tree or the root is the deepest.
-fn common_chain(root: &Node, funcs: &BTreeSet<u32>) -> Vec<usize> {
-    fn walk(node: &Node, funcs: &BTreeSet<u32>, path: &mut Vec<usize>, common: &mut Option<Vec<usize>>) {
-        if funcs.contains(&node.func) {
+fn common_chain(root: &Node, funcs: &BTreeMap<u32, CallRate>) -> Vec<usize> {
+    fn walk(node: &Node, funcs: &BTreeMap<u32, CallRate>, path: &mut Vec<usize>, common: &mut Option<Vec<usize>>) {
+        if funcs.contains_key(&node.func) {
             match common {
                 None => *common = Some(path.clone()),
                 Some(prefix) => {

@@ -51,8 +51,9 @@ pub fn run_files(path: &Path) -> Vec<PathBuf> {
     files.into_iter().map(|(_, p)| p).collect()
 }
 
-/// The runtime truncates `CALLTIME_OUT` when a run starts but leaves the segments (`<file>.s<n>`) an earlier,
-/// longer run rotated into: a segment whose process (pid and epoch) is not its first file's is such a leftover.
+/// The runtime truncates `CALLTIME_OUT` when a run starts, and removes the segments (`<file>.s<n>`) an earlier,
+/// longer run rotated into; older runtimes left them, and a removal can fail: a segment whose process (pid and
+/// epoch) is not its first file's is such a leftover.
 /// Returns the traces without them, and a warning naming each one left out. `paths` and `traces` are in
 /// [`run_files`] order (each process's first file before its segments).
 pub fn leave_out_stale_segments(run: &Path, paths: &[PathBuf], traces: Vec<Trace>) -> (Vec<Trace>, Vec<String>) {

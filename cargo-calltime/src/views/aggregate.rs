@@ -5,7 +5,9 @@
 //! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
-pub use crate::trace::compensate::{callers_of_retired, Callers};
+use std::collections::BTreeSet;
+
+pub use crate::trace::compensate::{callers_of_retired, CallRate, Callers};
 use crate::trace::{
     bucket_middle, AggregatePath, Invocation, Node, RetiredCalls, RunAggregate, ThreadKind, ThreadRef, Trace,
 };
@@ -63,7 +65,7 @@ pub struct Merged {
     /// caller's), placed here by [`Merged::place_retired`]; not in `calls`.
     pub retired_calls: u64,
     /// `retired_calls` is an estimate: the function went quiet (its calls were no longer counted), or its retired
-    /// calls were shared among several call paths in proportion to the calls recorded there.
+    /// calls were shared among several call paths (by their callers' rates of calling it).
     pub retired_estimated: bool,
     /// In order of the first call.
     pub children: Vec<Merged>,
@@ -190,16 +192,20 @@ impl Merged {
     }
 
     /// Puts calls of retired functions made after they retired (`retired`, one entry per function) at the call
-    /// paths where each function's calls were recorded, in proportion to those calls; where this tree recorded
-    /// none, under the nodes of its callers (`callers`: the functions seen calling it anywhere in the trace), in
-    /// proportion to their calls. A count shared among several paths is marked estimated. Returns what found no
+    /// paths where each function's calls were recorded, or, where this tree recorded none, under the nodes of its
+    /// callers (`callers`: the functions seen calling it anywhere in the trace). They are shared by what each
+    /// path's caller node is expected to have made at that caller's rate of calling the function while it was
+    /// recorded, less those recorded there ([`Merged::retired_weights`]). A count shared among several paths is
+    /// marked estimated. Returns what found no
     /// place (neither the function nor a caller is in the tree): the views still name it after the tree.
     pub fn place_retired(&mut self, retired: &[RetiredCalls], callers: &Callers) -> Vec<RetiredCalls> {
         // Placed in rounds: a function whose callers all retired too (a recursive cluster's) finds its place under
         // the nodes the others' placing added.
         let mut pending: Vec<RetiredCalls> = retired.iter().filter(|r| r.calls > 0).copied().collect();
+        // Nodes of these functions get placed calls: as callers, their counts are not exact.
+        let mut estimated: BTreeSet<u32> = pending.iter().map(|r| r.func).collect();
         loop {
-            let unplaced = self.place_retired_once(&pending, callers);
+            let unplaced = self.place_retired_once(&pending, callers, &mut estimated);
             if unplaced.is_empty() || unplaced.len() == pending.len() {
                 return unplaced;
             }
@@ -207,7 +213,12 @@ impl Merged {
         }
     }
 
-    fn place_retired_once(&mut self, retired: &[RetiredCalls], callers: &Callers) -> Vec<RetiredCalls> {
+    fn place_retired_once(
+        &mut self,
+        retired: &[RetiredCalls],
+        callers: &Callers,
+        estimated: &mut BTreeSet<u32>,
+    ) -> Vec<RetiredCalls> {
         let mut unplaced = Vec::new();
         for r in retired {
             let mut at = Vec::new();
@@ -218,13 +229,16 @@ impl Merged {
             let under_callers = at.is_empty();
             if under_callers {
                 let of = callers.get(&r.func);
-                self.paths_of(&|m| of.is_some_and(|of| of.contains(&m.func)), &mut Vec::new(), &mut at);
+                self.paths_of(&|m| of.is_some_and(|of| of.contains_key(&m.func)), &mut Vec::new(), &mut at);
             }
-            let weights: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+            let weights = self.retired_weights(r, &at, under_callers, callers, estimated);
             let shares = shares(r.calls, &weights);
-            let estimated = r.estimated || shares.iter().filter(|&&n| n > 0).count() > 1;
+            // Shared among several candidate paths, a path's count is an estimate even where it got them all.
+            let shared = r.estimated || at.len() > 1;
             if at.is_empty() {
                 unplaced.push(*r);
+            } else {
+                estimated.remove(&r.func);
             }
             for (path, share) in at.iter().zip(shares).filter(|(_, n)| *n > 0) {
                 let mut node = self.at_mut(path);
@@ -242,10 +256,67 @@ impl Merged {
                     node = &mut node.children[child];
                 }
                 node.retired_calls = node.retired_calls.saturating_add(share);
-                node.retired_estimated |= estimated;
+                node.retired_estimated |= shared;
             }
         }
         unplaced
+    }
+
+    /// How `r`'s calls are shared among the paths `at` (its nodes, or its callers' when `under_callers`), as
+    /// weights for [`shares`]. A path whose caller node's count is exact (its function is not in `estimated`)
+    /// gets what that node is expected to have made at the rate its function called `r`'s while it was recorded,
+    /// less those recorded there. The rest goes to the other paths (callers never seen calling it, or whose own
+    /// counts are being placed, as in a recursion) by calls: the function's recorded there, or the caller's.
+    fn retired_weights(
+        &self,
+        r: &RetiredCalls,
+        at: &[Vec<usize>],
+        under_callers: bool,
+        callers: &Callers,
+        estimated: &BTreeSet<u32>,
+    ) -> Vec<u64> {
+        let by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+        let expected: Vec<Option<f64>> = at
+            .iter()
+            .map(|path| {
+                let (caller, recorded) = match under_callers {
+                    true => (self.at(path), 0),
+                    false => (self.at(&path[..path.len() - 1]), self.at(path).calls),
+                };
+                let rate = callers.get(&r.func).and_then(|of| of.get(&caller.func)).filter(|rate| rate.per > 0);
+                let rate = rate.filter(|_| !estimated.contains(&caller.func))?;
+                let expected = rate.calls as f64 * caller.all_calls() as f64 / rate.per as f64;
+                Some((expected - recorded as f64).max(0.0))
+            })
+            .collect();
+        let wanted: f64 = expected.iter().flatten().sum();
+        let rest: u64 = expected.iter().zip(&by_calls).filter(|(e, _)| e.is_none()).map(|(_, &w)| w).sum();
+        let total = r.calls as f64;
+        let weights: Vec<f64> = if rest == 0 {
+            // Every caller's count is exact: its expectation, scaled to the count; by calls when none is expected.
+            match wanted > 0.0 {
+                true => expected.iter().map(|e| e.unwrap_or(0.0)).collect(),
+                false => by_calls.iter().map(|&w| w as f64).collect(),
+            }
+        } else {
+            // The exact callers take what they are expected to (all of it at most), the others what is left.
+            let scale = if wanted > total { total / wanted } else { 1.0 };
+            let left = total - wanted * scale;
+            expected
+                .iter()
+                .zip(&by_calls)
+                .map(|(e, &w)| match e {
+                    Some(e) => e * scale,
+                    None => left * w as f64 / rest as f64,
+                })
+                .collect()
+        };
+        let most = weights.iter().copied().fold(0.0, f64::max);
+        if most <= 0.0 {
+            return by_calls;
+        }
+        // Integer weights for `shares`, precise to about one part in 2^40 of the largest.
+        weights.iter().map(|&w| (w / most * (1u64 << 40) as f64).round() as u64).collect()
     }
 
     /// The child-index paths of the nodes `wanted` picks, in preorder.

@@ -609,7 +609,7 @@ impl TextView<'_> {
 const RETIRED_IN_TREE_NOTE: &str =
     "  [+N after it retired]: calls made after the function's probe retired, in its calls \
      count, not timed (their time is in the caller's self time); ~ where estimated (gone quiet, or shared among call \
-     paths by their recorded calls)";
+     paths by their callers' rates of calling them)";
 
 /// A node that only holds calls made after its function's probe retired has no time of its own (it is in the
 /// caller's): `-` in its time cells.
