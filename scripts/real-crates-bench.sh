@@ -19,12 +19,7 @@ work=$(cd "$work" && pwd)
 command -v python3 >/dev/null || fail "python3 is needed for the inputs and the run loop; install it"
 
 echo "== setup (work dir $work)"
-if [ -n "${CALLTIME_CC:-}" ]; then
-  CC=$CALLTIME_CC   # a cargo-calltime binary to measure instead of this checkout's (kept fixed while others build)
-else
-  (cd "$repo" && cargo build --release -q -p cargo-calltime) || fail "cannot build cargo-calltime in $repo"
-  CC=$repo/target/release/cargo-calltime
-fi
+. "$repo/scripts/bench-tool.sh"   # sets CC: CALLTIME_CC, or this checkout's tool
 registry() { ls -d "$HOME"/.cargo/registry/src/*/"$1" 2>/dev/null | head -1 || true; }
 if [ -z "$(registry pulldown-cmark-0.13.6)" ] || [ -z "$(registry tokei-15.0.0)" ] || [ -z "$(registry serde_json-1.0.154)" ]; then
   rm -rf "$work/fetch" && cargo new -q "$work/fetch" && (cd "$work/fetch" && cargo add -q pulldown-cmark@0.13.6 \

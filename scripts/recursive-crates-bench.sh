@@ -26,12 +26,7 @@ command -v python3 >/dev/null || fail "python3 is needed for the run loop; insta
 command -v valgrind >/dev/null || fail "valgrind is needed for the instruction counts; install it (apt-get install valgrind)"
 
 echo "== setup (work dir $work)"
-if [ -n "${CALLTIME_CC:-}" ]; then
-  CC=$CALLTIME_CC
-else
-  (cd "$repo" && cargo build --release -q -p cargo-calltime) || fail "cannot build cargo-calltime in $repo"
-  CC=$repo/target/release/cargo-calltime
-fi
+. "$repo/scripts/bench-tool.sh"   # sets CC: CALLTIME_CC, or this checkout's tool
 registry() { ls -d "$HOME"/.cargo/registry/src/*/$1 2>/dev/null | sort -V | tail -1 || true; }
 if [ -z "$(registry syn-2.0.119)" ] || [ -z "$(registry minijinja-3.1.0)" ] || [ -z "$(registry 'rhai-1.*')" ]; then
   rm -rf "$work/fetch" && cargo new -q "$work/fetch" && (cd "$work/fetch" && cargo add -q syn@2.0.119 \

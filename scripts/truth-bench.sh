@@ -20,12 +20,7 @@ mkdir -p "$work" || fail "cannot create the work directory $work"
 command -v python3 >/dev/null || fail "python3 is needed for the run loop and the tables; install it"
 
 echo "== setup (work dir $work)"
-if [ -n "${CALLTIME_CC:-}" ]; then
-  CC=$CALLTIME_CC   # another cargo-calltime binary (say main's), to measure its runtime instead of this checkout's
-else
-  (cd "$repo" && cargo build --release -q -p cargo-calltime) || fail "cannot build cargo-calltime in $repo"
-  CC=$repo/target/release/cargo-calltime
-fi
+. "$repo/scripts/bench-tool.sh"   # sets CC: CALLTIME_CC, or this checkout's tool
 # Fresh target dirs: nothing from an earlier run (fast-functions.txt, a previous plan) applies.
 rm -rf "$work/target-plain" "$work/target-tokenizer" "$work/target-files"
 CARGO_TARGET_DIR=$work/target-plain cargo build --release -q --manifest-path "$crate/Cargo.toml" \

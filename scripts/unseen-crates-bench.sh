@@ -24,12 +24,7 @@ work=$(cd "$work" && pwd)
 command -v python3 >/dev/null || fail "python3 is needed for the run loop and the comparison; install it"
 
 echo "== setup (work dir $work)"
-if [ -n "${CALLTIME_CC:-}" ]; then
-  CC=$CALLTIME_CC
-else
-  (cd "$repo" && cargo build --release -q -p cargo-calltime) || fail "cannot build cargo-calltime in $repo"
-  CC=$repo/target/release/cargo-calltime
-fi
+. "$repo/scripts/bench-tool.sh"   # sets CC: CALLTIME_CC, or this checkout's tool
 crates="toml_edit@0.25.20 toml_parser@1.1.6 quick-xml@0.41.0 miniz_oxide@0.9.1 httparse@1.10.1 regex@1.13.2
   regex-automata@0.4.19 regex-syntax@0.8.12"
 registry() { ls -d "$HOME"/.cargo/registry/src/*/"$1"-[0-9]* 2>/dev/null | grep -F -- "-$2" | head -1 || true; }
