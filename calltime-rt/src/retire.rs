@@ -1,18 +1,18 @@
 //! Probes that retire themselves: a function that has shown, over enough calls, that it is too fast to be worth its
 //! probe stops being recorded for the rest of the process; its later calls inside invocations are only counted.
 //!
-//! The state is one byte per function index in a static array (zero, in .bss): 0 while the function is probed, else
-//! its retirement slot (1..=126), which indexes the per-recorder counters of retired calls, `PINNED` for an async
-//! function (it never retires: its wrapper does not check the byte), or `QUIET` (the high bit) once it went quiet.
-//! The probe reads the byte (a relaxed load) first, before any thread-local access. A retired function first counts
-//! its calls exactly: that load, a branch and a per-thread counter (`RETIRED_CALLS`), settled into the current
-//! recorder whenever `CURRENT` changes. Once `quiet_after` invocations have counted its calls (or one invocation
-//! ended having counted `QUIET_AT_END_CALLS` of them, or one long invocation has counted `QUIET_WITHIN_CALLS`:
-//! `Recorder::consider_quiet_within`), it goes quiet: its probe is then the load and one branch on the sign bit, nothing else, and the tool
-//! estimates its later calls from the counted ones (a `quiet` record; docs/trace-format.md).
-//! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the
-//! timed exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for
-//! per-call invocations (`Watch`).
+//! The state is one byte per function index in a static array (zero, in .bss): 0 while the function is probed, else its
+//! retirement slot (1..=126), which indexes the per-recorder counters of retired calls, `PINNED` for an async function
+//! (it never retires: its wrapper does not check the byte), or `QUIET` (the high bit) once it went quiet. The probe
+//! reads the byte (a relaxed load) first, before any thread-local access. A retired function first counts its calls
+//! exactly: that load, a branch and a per-thread counter (`RETIRED_CALLS`), settled into the current recorder whenever
+//! `CURRENT` changes. Once `quiet_after` invocations have counted its calls (or one invocation ended having counted
+//! `QUIET_AT_END_CALLS` of them, or one long invocation has counted `QUIET_WITHIN_CALLS`:
+//! `Recorder::consider_quiet_within`), it goes quiet: its probe is then the load and one branch on the sign bit,
+//! nothing else, and the tool estimates its later calls from the counted ones (a `quiet` record; docs/trace-format.md).
+//! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the timed
+//! exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for per-call
+//! invocations (`Watch`).
 
 use std::cell::Cell;
 use std::sync::atomic::{
@@ -382,10 +382,10 @@ fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {
 /// `--keep-*` decide later), so it cannot be the one the tool measures a rate from.
 pub(crate) fn note_invocation(rec: &Recorder, may_be_left_out: bool) {
     let used = slots_used().min(RETIRED_COUNTERS - 1);
-    let written = !rec.aggregate_only && !may_be_left_out;
+    // Only a written invocation: the tool measures the rate from it.
+    let may_go_quiet = !rec.aggregate_only && !may_be_left_out && quiet_within_enabled();
     for (slot, &calls) in (1..).zip(&rec.retired_calls()[1..=used]) {
-        // Only a written invocation: the tool measures the rate from it.
-        if calls >= QUIET_AT_END_CALLS && written && quiet_within_enabled() && slot_is_counted(slot) {
+        if calls >= QUIET_AT_END_CALLS && may_go_quiet && slot_is_counted(slot) {
             go_quiet(slot_index(slot));
         } else if calls != 0 {
             note_counted(slot);

@@ -270,10 +270,7 @@ fn retired_function_goes_quiet_within_one_long_invocation() {
         one_long_invocation();
         return;
     }
-    let (output, text) = common::run_child(name, &[]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let ours = common::parse(&text);
-    assert_eq!(ours.retirements.iter().map(|r| r.index).collect::<Vec<_>>(), [1], "only tiny retires");
+    let (ours, text) = run_where_only_tiny_retires(name);
     let [inv] = &ours.invocations[..] else { panic!("one invocation: {:?}", ours.invocations) };
     let [(1, counted)] = inv.retired[..] else { panic!("tiny's counted calls: {:?}", inv.retired) };
     let mut trace = cargo_calltime::trace::parse(&text).expect("the tool reads the trace");
@@ -294,6 +291,16 @@ fn retired_function_goes_quiet_within_one_long_invocation() {
     let forever = run_ok(name, &[("CALLTIME_QUIET_AFTER", "0")]);
     assert!(forever.quiet.is_empty(), "{:?}", forever.quiet);
     assert_eq!(calls_of(&forever, 1).0 + calls_of(&forever, 1).1, LONG_CALLERS * TINY_PER_CALLER);
+}
+
+/// Runs test `name`'s child with default settings: its trace, parsed and as text, after checking that it
+/// succeeded and that `tiny` (function 1) alone retired.
+fn run_where_only_tiny_retires(name: &str) -> (common::Trace, String) {
+    let (output, text) = common::run_child(name, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let ours = common::parse(&text);
+    assert_eq!(ours.retirements.iter().map(|r| r.index).collect::<Vec<_>>(), [1], "only tiny retires");
+    (ours, text)
 }
 
 const CALLERS_PER_INVOCATION: u64 = 200;
@@ -320,10 +327,7 @@ fn retired_function_goes_quiet_at_the_end_of_an_invocation_that_counted_many_cal
         invocations_of_many_calls();
         return;
     }
-    let (output, text) = common::run_child(name, &[]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let ours = common::parse(&text);
-    assert_eq!(ours.retirements.iter().map(|r| r.index).collect::<Vec<_>>(), [1], "only tiny retires");
+    let (ours, text) = run_where_only_tiny_retires(name);
     let [(1, quiet_at)] = ours.quiet[..] else { panic!("one quiet record, tiny's: {:?}", ours.quiet) };
     let per_invocation = CALLERS_PER_INVOCATION * TINY_PER_CALLER;
     let first = &ours.invocations[0];
@@ -385,10 +389,7 @@ fn quiet_within_an_open_caller_by_a_sibling() {
         return;
     }
     let truth = LONG_CALLERS * TINY_PER_CALLER;
-    let (output, text) = common::run_child(name, &[]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let ours = common::parse(&text);
-    assert_eq!(ours.retirements.iter().map(|r| r.index).collect::<Vec<_>>(), [1], "only tiny retires");
+    let (ours, text) = run_where_only_tiny_retires(name);
     let [inv] = &ours.invocations[..] else { panic!("one invocation: {:?}", ours.invocations) };
     let [(1, counted)] = inv.retired[..] else { panic!("tiny's counted calls: {:?}", inv.retired) };
     let mut trace = cargo_calltime::trace::parse(&text).expect("the tool reads the trace");

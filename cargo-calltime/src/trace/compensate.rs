@@ -3,15 +3,15 @@
 //! no node's children add up to more than the node. It runs once, between reading and the views (and diff), so
 //! every view shows the same times; a trace without calibration is returned as it is (raw).
 //!
-//! Per-call invocation: a node's own probe adds `recorded_inner` to what it records, and each of its descendant
-//! calls adds `recorded_outer`: compensated = raw - ri - ro x descendants. Folded invocation: a call path's calls
-//! each paid an inner cost (ri when timed before the fold, ti when sampled after) and each descendant path's calls
-//! an outer one (ro, to or fo by how they were recorded). Calls of retired functions (`r` lines) cost
-//! `retired_outer` each; estimated calls of quiet ones `quiet_inline` (else `quiet_outer`). The trace does not say which nodes made them, so the cost is taken from the nodes that
-//! surely contain them: the root, and down from it the chain to the deepest node containing every node of a
-//! function seen calling the retired one (in the calls recorded before it retired, anywhere in the trace). With
-//! no such caller in the invocation, the root alone pays, as docs/trace-format.md says; taking it from the root
-//! alone where the callers are known would make the clamp below shrink the root's exact children.
+//! Per-call invocation: a node's own probe adds `recorded_inner` to what it records, and each of its descendant calls
+//! adds `recorded_outer`: compensated = raw - ri - ro x descendants. Folded invocation: a call path's calls each paid
+//! an inner cost (ri when timed before the fold, ti when sampled after) and each descendant path's calls an outer one
+//! (ro, to or fo by how they were recorded). Calls of retired functions (`r` lines) cost `retired_outer` each;
+//! estimated calls of quiet ones `quiet_inline` (else `quiet_outer`). The trace does not say which nodes made them, so
+//! the cost is taken from the nodes that surely contain them: the root, and down from it the chain to the deepest node
+//! containing every node of a function seen calling the retired one (in the calls recorded before it retired, anywhere
+//! in the trace). With no such caller in the invocation, the root alone pays, as docs/trace-format.md says; taking it
+//! from the root alone where the callers are known would make the clamp below shrink the root's exact children.
 //!
 //! The clamp scales estimated children down first: exact children keep their times when they fit in the parent.
 
