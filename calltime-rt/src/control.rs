@@ -62,7 +62,8 @@ thread_local! {
     static HELD: std::cell::RefCell<Option<ForkLocks>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Registers the fork handler once (at the runtime's start), so a child forked without exec records its own trees
+/// Registers the fork handler once (at the runtime's start, before its set-up: a fork during the set-up waits for
+/// it to finish), so a child forked without exec records its own trees
 /// in its own file, as a spawned copy does. Before the fork, `prepare` takes the runtime's locks (the sink, the
 /// aggregates, the control poller, the outboxes' list, the recorders' pool, the retirements) in the writer's order,
 /// so no other thread is inside them and the child's copies are consistent, and opens this process's file, so the
@@ -72,7 +73,7 @@ thread_local! {
 /// (its functions stay retired); then it releases them. The child starts its own writer thread at its first wake.
 /// A root open on the forking thread goes on in both processes, and is recorded by each.
 #[cfg(unix)]
-fn watch_forks() {
+pub(crate) fn watch_forks() {
     extern "C" {
         fn pthread_atfork(
             prepare: Option<extern "C" fn()>,
@@ -81,6 +82,7 @@ fn watch_forks() {
         ) -> std::os::raw::c_int;
     }
     extern "C" fn prepare() {
+        crate::invocation::wait_for_runtime_start();
         let locks = ForkLocks {
             sink: crate::writer::lock_sink_for_fork(),
             aggregate: crate::aggregate::lock_for_fork(),
@@ -115,7 +117,7 @@ fn watch_forks() {
 }
 
 #[cfg(not(unix))]
-fn watch_forks() {}
+pub(crate) fn watch_forks() {}
 
 /// The roots' sampling rate now (at least 1).
 #[inline(always)]

@@ -257,6 +257,12 @@ pub(crate) struct Runtime {
 pub(crate) static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
 fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
+    if let Some(rt) = RUNTIME.get() {
+        return rt;
+    }
+    // Before the set-up starts: a fork from another thread during it then runs the handler, which waits for it
+    // (`wait_for_runtime_start`); unregistered, the child would inherit a set-up that never ends and hang.
+    crate::control::watch_forks();
     RUNTIME.get_or_init(|| {
         let config = Config::from_env();
         crate::control::start(config.sample, config.start_off);
@@ -274,6 +280,17 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
         let outbox_slots = (config.queue * 8).next_power_of_two().clamp(8, 1 << 14);
         Runtime { config, clock, plan, sender, writer, outbox_slots }
     })
+}
+
+/// In the fork handler's `prepare`: a fork while another thread sets the runtime up would leave the child a
+/// `RUNTIME` whose set-up never ends (that thread is not in the child: its first root would wait forever), so the
+/// fork waits for the set-up to finish, up to 2 s (it takes about a millisecond; the bound keeps a fork from waiting
+/// on a set-up that is itself stuck).
+pub(crate) fn wait_for_runtime_start() {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while RUNTIME.get().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

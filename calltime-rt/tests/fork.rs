@@ -200,3 +200,56 @@ fn forks_while_another_thread_records_leave_each_child_only_its_own_roots() {
     let merged = cargo_calltime::trace::Trace::load(&out, None).expect("the run's files load");
     assert_eq!(merged.stats.seen, parent_roots + FORKS as u64 * CHILD, "`report` sums the processes");
 }
+
+const STARTING_NAME: &str = "a_fork_while_another_thread_sets_the_runtime_up_leaves_a_child_that_records";
+
+/// Forks right as another thread's first root sets the runtime up (calibration takes about a millisecond): before
+/// the fix the child inherited a set-up that never ended, and its first root waited for it forever.
+#[test]
+fn a_fork_while_another_thread_sets_the_runtime_up_leaves_a_child_that_records() {
+    if is_child(STARTING_NAME) {
+        let started = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let first = {
+            let started = started.clone();
+            std::thread::spawn(move || {
+                started.store(true, std::sync::atomic::Ordering::Release);
+                root(0);
+            })
+        };
+        while !started.load(std::sync::atomic::Ordering::Acquire) {
+            std::hint::spin_loop();
+        }
+        // SAFETY: fork has no preconditions; the child below only runs roots and exits.
+        let pid = unsafe { fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            for step in 0..CHILD {
+                root(step);
+            }
+            std::process::exit(7);
+        }
+        println!("forked child pid={pid}");
+        let status = wait_for(pid).expect("the child hung: it was forked while another thread set the runtime up");
+        assert_eq!((status & 0x7f, (status >> 8) & 0xff), (0, 7), "status {status:#x}");
+        first.join().unwrap();
+        return;
+    }
+    let out = out_path(STARTING_NAME);
+    let stale = format!("{}.p", out.file_name().unwrap().to_string_lossy());
+    for entry in std::fs::read_dir(out.parent().unwrap()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&stale) {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    let (output, text) = run_child(STARTING_NAME, &[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the forking process failed: {}\n{stdout}", output.status);
+    let pid: u32 = stdout
+        .lines()
+        .find_map(|line| line.split_once("forked child pid=").map(|(_, pid)| pid))
+        .and_then(|pid| pid.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no child pid in:\n{stdout}"));
+    assert_eq!(parse(&text).stats_fields[..2], [1, 1], "the parent's one root");
+    let child = parse(&read_trace(out.with_file_name(format!("{stale}{pid}"))));
+    assert_eq!(child.stats_fields[..2], [CHILD, CHILD], "the child's roots, seen and kept");
+}
