@@ -469,7 +469,8 @@ fn quiet_within_the_first_invocation_per_a_retired_sibling() {
     assert_eq!((word_quiet.func, word_quiet.by, word_quiet.calls), (9, None, 0), "word at its end: {word_quiet:?}");
     assert!(word_quiet.at_ns > first.start + first.duration, "{word_quiet:?}");
     let in_first = |index: u32| {
-        let in_tree: u64 = first.nodes.iter().filter(|n| n.index == index).map(|n| n.folded.map_or(1, |f| f.calls)).sum();
+        let in_tree: u64 =
+            first.nodes.iter().filter(|n| n.index == index).map(|n| n.folded.map_or(1, |f| f.calls)).sum();
         let counted = first.retired.iter().filter(|r| r.0 == index).map(|r| r.1).sum::<u64>();
         (in_tree, counted)
     };
@@ -479,7 +480,8 @@ fn quiet_within_the_first_invocation_per_a_retired_sibling() {
     let (word_in_tree, word_counted) = in_first(9);
     assert_eq!(word_in_tree + word_counted, words, "word's calls in the first invocation are exact");
     cargo_calltime::trace::quiet::estimate_quiet_calls(&mut trace);
-    let entry = |inv: usize, func: u32| *trace.invocations[inv].retired.iter().find(|r| r.func == func).expect("an entry");
+    let entry =
+        |inv: usize, func: u32| *trace.invocations[inv].retired.iter().find(|r| r.func == func).expect("an entry");
     let word_first = entry(0, 9);
     assert!(!word_first.estimated && word_first.calls == word_counted, "exact, as counted: {word_first:?}");
     let tiny_first = entry(0, 1);

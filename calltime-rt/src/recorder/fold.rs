@@ -376,7 +376,8 @@ impl Recorder {
                 found += 1;
             }
         }
-        let (busiest, calls) = siblings[..found].iter().map(|&s| (s, self.calls_in_invocation(s))).max_by_key(|&(_, c)| c)?;
+        let (busiest, calls) =
+            siblings[..found].iter().map(|&s| (s, self.calls_in_invocation(s))).max_by_key(|&(_, c)| c)?;
         (calls >= MIN_SIBLING_CALLS).then_some((busiest, calls))
     }
 
