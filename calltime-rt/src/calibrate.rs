@@ -1,7 +1,7 @@
 //! Start-up calibration: what each kind of probe costs on this machine, so the tool can subtract it (trace-format.md,
 //! `calibration` line). The real probe code runs on an empty `#[inline(never)]` function, in a private recorder made
 //! current for the purpose, against an unprobed twin; each figure is a low quantile of repeated batches (noise only
-//! adds). About a quarter of a millisecond, once per process, before the first invocation records.
+//! adds). About half a millisecond, once per process, before the first invocation records.
 
 use std::hint::black_box;
 use std::sync::OnceLock;
@@ -12,11 +12,11 @@ use crate::invocation::set_current;
 use crate::probe::enter;
 use crate::recorder::{OwnerKind, Recorder};
 
-/// Calls per batch, and batches per figure. 12 batches (24 before): the calibration runs on the first root's thread
-/// before its invocation records, once per process, and half as many halve that (0.44 M to 0.22 M instructions;
-/// docs/truth-bench.md, "Eighth round", compares the figures).
+/// Calls per batch, and batches per figure. 12 batches would halve the calibration's cost (0.44 M to 0.22 M
+/// instructions on the first root's thread) but spread its figures (`folded_outer` 5.3-10.9 ns over ten processes
+/// against 6.3-7.8 ns with 24; docs/truth-bench.md, "Eighth round").
 const BATCH: u32 = 32;
-const BATCHES: usize = 12;
+const BATCHES: usize = 24;
 /// The quantile of the batches taken (of `BATCHES`, the third lowest; `quiet_in_loop`'s too).
 const QUANTILE_AT: usize = 2;
 /// The function index the calibration probes use. No invocation records while calibrating, so it is free.
