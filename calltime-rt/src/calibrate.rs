@@ -12,10 +12,12 @@ use crate::invocation::set_current;
 use crate::probe::enter;
 use crate::recorder::{OwnerKind, Recorder};
 
-/// Calls per batch, and batches per figure.
+/// Calls per batch, and batches per figure. 12 batches would halve the calibration's cost (0.44 M to 0.22 M
+/// instructions on the first root's thread) but spread its figures (`folded_outer` 5.3-10.9 ns over ten processes
+/// against 6.3-7.8 ns with 24; docs/truth-bench.md, "Eighth round").
 const BATCH: u32 = 32;
 const BATCHES: usize = 24;
-/// The quantile of the batches taken (of `BATCHES`, the third lowest).
+/// The quantile of the batches taken (of `BATCHES`, the third lowest; `quiet_in_loop`'s too).
 const QUANTILE_AT: usize = 2;
 /// The function index the calibration probes use. No invocation records while calibrating, so it is free.
 const INDEX: u32 = 0;

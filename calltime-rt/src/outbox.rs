@@ -99,11 +99,27 @@ pub(crate) enum Entry<'a> {
     Recorder(Box<Recorder>),
 }
 
+/// `capacity` (non-zero) empty slots, from zeroed memory: a ring of thousands of nodes (320 KB by default) is then
+/// fresh pages from the system, faulted in as records reach them, where filling it wrote every page on the thread's
+/// first root entry (0.33 M instructions and 80 page faults in a one-invocation run; docs/truth-bench.md, "Eighth
+/// round").
+fn zeroed_slots(capacity: usize) -> Box<[UnsafeCell<Node>]> {
+    let layout = std::alloc::Layout::array::<UnsafeCell<Node>>(capacity).expect("an outbox of a few MB at most");
+    // SAFETY: the layout is non-zero in size (capacity >= 8); a node of zeros is a valid (empty) node, as every
+    // field is an integer; the pointer came from the global allocator with this layout, as `Box` frees it.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<UnsafeCell<Node>>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, capacity))
+    }
+}
+
 impl Outbox {
     fn new(capacity: usize) -> Outbox {
-        let empty = Node { start: 0, end: 0, index: 0, link: 0, allocs: 0, alloc_bytes: 0 };
         Outbox {
-            slots: (0..capacity).map(|_| UnsafeCell::new(empty)).collect(),
+            slots: zeroed_slots(capacity),
             mask: capacity - 1,
             head: AtomicUsize::new(0),
             tail: Padded(AtomicUsize::new(0)),

@@ -167,7 +167,14 @@ fn segment_path(base: &Path, segment: u32) -> PathBuf {
 /// Removes the segments (`<base>.s<n>`) an earlier process that wrote `base` rotated into: this process has just
 /// created or taken over `base`, so they are not its own, and a reader would otherwise find them beside it. Only
 /// names [`segment_path`] gives are touched; what cannot be removed is left (the reader leaves it out, warning).
+///
+/// A process rotates into `.s1` first, so without one there is nothing to remove in the common case, and opening the
+/// file costs one `unlink` instead of a scan of its directory (which may be `/tmp`: hundreds of thousands of
+/// instructions on the program's exit path when the trace is opened there; docs/truth-bench.md, "Eighth round").
 fn remove_stale_segments(base: &Path) {
+    if std::fs::remove_file(segment_path(base, 1)).is_err_and(|e| e.kind() == ErrorKind::NotFound) {
+        return;
+    }
     let Some(name) = base.file_name().and_then(|n| n.to_str()) else { return };
     let dir = match base.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,

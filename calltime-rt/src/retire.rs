@@ -7,9 +7,10 @@
 //! reads the byte (a relaxed load) first, before any thread-local access. A retired function first counts its calls
 //! exactly: that load, a branch and a per-thread counter (`RETIRED_CALLS`), settled into the current recorder whenever
 //! `CURRENT` changes. Once `quiet_after` invocations have counted its calls (or one invocation ended having counted
-//! `QUIET_AT_END_CALLS` of them, or one long invocation has counted `QUIET_WITHIN_CALLS`:
-//! `Recorder::consider_quiet_within`), it goes quiet: its probe is then the load and one branch on the sign bit,
-//! nothing else, and the tool estimates its later calls from the counted ones (a `quiet` record; docs/trace-format.md).
+//! `QUIET_AT_END_CALLS` of them, or one long invocation has counted `QUIET_WITHIN_CALLS`, or
+//! `QUIET_WITHIN_OPEN_CALLS` under a caller's open call: `Recorder::consider_quiet_within`), it goes quiet: its probe
+//! is then the load and one branch on the sign bit, nothing else, and the tool estimates its later calls from the
+//! counted ones (a `quiet` record; docs/trace-format.md).
 //! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the timed
 //! exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for per-call
 //! invocations (`Watch`).
@@ -447,9 +448,15 @@ fn go_quiet_with(index: u32, calls: u64, caller_calls: u64, by: u32) {
 }
 
 /// Counted calls of a retired function in one invocation past which it goes quiet within that invocation (when
-/// `quiet_after` is not 0): a program whose root runs once for a long time would otherwise count its retired calls
-/// to the end. Enough calls that the ratio to its callers' calls is known.
+/// `quiet_after` is not 0), with no call of its callers open: a program whose root runs once for a long time would
+/// otherwise count its retired calls to the end. Enough calls that the ratio to its callers' calls is known.
 pub(crate) const QUIET_WITHIN_CALLS: u64 = 1 << 16;
+
+/// The same while a call of one of its callers is open, its ratio then taken to a busy sibling's calls: as many as
+/// an invocation that ends gives (`QUIET_AT_END_CALLS`). 65,536 left the tokenizer's first invocation counting
+/// `class_of`'s calls to its end (88,000 of them after it retired, about 30 instructions each) under `tokenize`,
+/// open throughout (docs/truth-bench.md, "Eighth round").
+pub(crate) const QUIET_WITHIN_OPEN_CALLS: u64 = QUIET_AT_END_CALLS;
 
 /// Whether retired functions may go quiet within an invocation (retirement on, `quiet_after` not 0).
 #[inline]
@@ -503,6 +510,8 @@ pub(crate) fn consider_path(index: u32, root: u32, calls: u64, samples: u64, sam
 pub(crate) struct Watch {
     descendants: Vec<u32>,
     seen: Vec<Seen>,
+    /// The functions the current observation added calls of, each once.
+    observed: Vec<u32>,
     /// Numbers the observations, to mark the functions that called probed functions in the current one.
     observation: u64,
     /// Trees still to pass over before the next observation (see `MATURE_EVERY`).
@@ -525,7 +534,7 @@ struct Seen {
     compensated_ticks: f64,
     /// The last observation in which a call of the function had probed callees.
     caller_in: u64,
-    /// The last observation in which the rule was checked for the function (once per tree, not once per node).
+    /// The last observation that added calls of the function (it is then in `Watch::observed`, once).
     checked_in: u64,
 }
 
@@ -534,6 +543,7 @@ impl Watch {
         Watch {
             descendants: Vec::new(),
             seen: Vec::new(),
+            observed: Vec::new(),
             observation: 0,
             skip: 0,
             sample_mature: false,
@@ -564,47 +574,53 @@ impl Watch {
         }
         self.descendants.clear();
         self.descendants.resize(nodes.len(), 0);
+        let descendants = &mut self.descendants[..nodes.len()];
         for slot in (1..nodes.len()).rev() {
             let parent = (nodes[slot].link & PARENT_MASK) as usize;
             if parent < slot {
-                self.descendants[parent] += self.descendants[slot] + 1;
+                descendants[parent] += descendants[slot] + 1;
             }
         }
         self.observation += 1;
-        let root = nodes[0].index;
+        let (observation, root) = (self.observation, nodes[0].index);
         // Nodes of functions still short of `min_calls`: while they are few, the tree counts as mature.
         let mut young = 0;
-        for (slot, node) in nodes.iter().enumerate().skip(1) {
+        self.observed.clear();
+        // Locals, not `self.` fields, in this loop over thousands of nodes: no reloads through `self`.
+        let (seen_by_index, observed) = (&mut self.seen, &mut self.observed);
+        for (node, &descendants) in nodes[1..].iter().zip(&self.descendants[1..nodes.len()]) {
             let index = node.index as usize;
             // A function that retired (or is pinned) meanwhile has nothing left to decide.
             if node.end == OPEN || index >= RETIRE_INDICES || node.index == root || retired_state(node.index) != 0 {
                 continue;
             }
-            if self.seen.len() <= index {
-                self.seen.resize(index + 1, Seen::default());
+            if seen_by_index.len() <= index {
+                seen_by_index.resize(index + 1, Seen::default());
             }
-            let descendants = self.descendants[slot];
-            let raw = node.end.saturating_sub(node.start) as f64;
+            // Through i64 (durations are far below 2^63): one conversion instruction, where u64 to f64 takes a
+            // branch and several.
+            let raw = node.end.saturating_sub(node.start) as i64 as f64;
             let compensated = raw - cal.recorded_inner_ticks - cal.recorded_outer_ticks * f64::from(descendants);
-            let seen = &mut self.seen[index];
+            let seen = &mut seen_by_index[index];
             young += usize::from(seen.calls < settings.min_calls);
             seen.calls += 1;
             seen.compensated_ticks += compensated.max(0.0);
             if descendants > 0 {
-                seen.caller_in = self.observation;
+                seen.caller_in = observation;
+            }
+            if seen.checked_in != observation {
+                seen.checked_in = observation;
+                observed.push(node.index);
             }
         }
-        for node in &nodes[1..] {
-            let Some(seen) = self.seen.get_mut(node.index as usize) else { continue };
-            if seen.checked_in == self.observation {
-                continue;
-            }
-            seen.checked_in = self.observation;
+        // The rule, once per function with a closed call in the tree (not once per node), in order of first call.
+        for &index in &self.observed {
+            let seen = &self.seen[index as usize];
             if seen.calls < settings.min_calls || seen.caller_in == self.observation {
                 continue;
             }
             let (calls, mean) = (seen.calls, seen.compensated_ticks / seen.calls as f64);
-            retire_if_fast(node.index, calls, mean, root);
+            retire_if_fast(index, calls, mean, root);
         }
         self.clusters.observe(nodes, &self.descendants, settings, cal);
         if young * MATURE_EVERY as usize <= nodes.len() && self.sample_mature {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-static PLAN: PlanInfo = PlanInfo { id: "plan-truth", table: "", functions: 8 };
+static PLAN: PlanInfo = PlanInfo { id: "plan-truth", table: "", functions: 10 };
 
 // Function indices: 0 root, 1 tiny, 2 slow, 3 fib.
 #[inline(never)]
@@ -410,6 +410,92 @@ fn quiet_within_an_open_caller_by_a_sibling() {
     let forever = run_ok(name, &[("CALLTIME_QUIET_AFTER", "0")]);
     assert!(forever.quiet.is_empty(), "{:?}", forever.quiet);
     assert_eq!(calls_of(&forever, 1).0 + calls_of(&forever, 1).1, truth);
+}
+
+/// Bytes `lex` scans per invocation, and bytes per `word` call.
+const LEX_BYTES: u64 = 100_000;
+const BYTES_PER_WORD: u64 = 4;
+
+/// A token function, as bench-calls' `token`: fast, called once per run of bytes.
+#[inline(never)]
+fn word(at: u64) -> u64 {
+    let __calltime_guard = enter(9);
+    black_box(at).wrapping_mul(0x9E37_79B9)
+}
+
+/// A tokenizer's loop, as bench-calls' `tokenize`: called once per invocation, it calls `tiny` per byte and `word`
+/// per `BYTES_PER_WORD` bytes, and stays open while they both retire.
+#[inline(never)]
+fn lex() -> u64 {
+    let __calltime_guard = enter(8);
+    let mut sum = 0u64;
+    for i in 0..LEX_BYTES {
+        sum ^= tiny(i);
+        if i % BYTES_PER_WORD == BYTES_PER_WORD - 1 {
+            sum ^= word(i);
+        }
+    }
+    black_box(sum)
+}
+
+/// The tokenizer's first invocation (docs/truth-bench.md, "Eighth round"): `tiny` retires at the fold and `word`,
+/// its only sibling under `lex` (open throughout), soon after; `tiny` then goes quiet within the invocation, per
+/// call of `word` (retired and counted), instead of counting its calls to the invocation's end. `word`'s calls stay
+/// exact in the first invocation (counted to its end, quiet after it); `tiny`'s rest is an estimate, marked, and
+/// exact here (4 calls per `word` call, taken between two `word` calls: within 3 calls). The second invocation has
+/// both estimated.
+#[test]
+fn quiet_within_the_first_invocation_per_a_retired_sibling() {
+    let name = "quiet_within_the_first_invocation_per_a_retired_sibling";
+    if is_child(name) {
+        for _ in 0..2 {
+            let __calltime_guard = enter_root(0, &PLAN);
+            lex();
+        }
+        return;
+    }
+    let (words, tinies) = (LEX_BYTES / BYTES_PER_WORD, LEX_BYTES);
+    let (output, text) = common::run_child(name, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let ours = common::parse(&text);
+    let mut retired: Vec<u32> = ours.retirements.iter().map(|r| r.index).collect();
+    retired.sort_unstable();
+    assert_eq!(retired, [1, 9], "tiny and word retire, lex does not");
+    let first = &ours.invocations[0];
+    let mut trace = cargo_calltime::trace::parse(&text).expect("the tool reads the trace");
+    let [tiny_quiet, word_quiet] = trace.quiet[..] else { panic!("two quiet records: {:?}", trace.quiet) };
+    assert_eq!((tiny_quiet.func, tiny_quiet.by), (1, Some(9)), "tiny, per call of word: {tiny_quiet:?}");
+    assert!(tiny_quiet.at_ns < first.start + first.duration, "within the first invocation: {tiny_quiet:?}");
+    assert_eq!((word_quiet.func, word_quiet.by, word_quiet.calls), (9, None, 0), "word at its end: {word_quiet:?}");
+    assert!(word_quiet.at_ns > first.start + first.duration, "{word_quiet:?}");
+    let in_first = |index: u32| {
+        let in_tree: u64 =
+            first.nodes.iter().filter(|n| n.index == index).map(|n| n.folded.map_or(1, |f| f.calls)).sum();
+        let counted = first.retired.iter().filter(|r| r.0 == index).map(|r| r.1).sum::<u64>();
+        (in_tree, counted)
+    };
+    let (tiny_in_tree, tiny_counted) = in_first(1);
+    assert_eq!(tiny_in_tree + tiny_counted, tiny_quiet.calls, "counted up to the quiet record, none after");
+    assert!(tiny_quiet.calls < tinies / 4, "quiet early in the invocation: {tiny_quiet:?}");
+    let (word_in_tree, word_counted) = in_first(9);
+    assert_eq!(word_in_tree + word_counted, words, "word's calls in the first invocation are exact");
+    cargo_calltime::trace::quiet::estimate_quiet_calls(&mut trace);
+    let entry =
+        |inv: usize, func: u32| *trace.invocations[inv].retired.iter().find(|r| r.func == func).expect("an entry");
+    let word_first = entry(0, 9);
+    assert!(!word_first.estimated && word_first.calls == word_counted, "exact, as counted: {word_first:?}");
+    let tiny_first = entry(0, 1);
+    assert!(tiny_first.estimated && tiny_first.counted == tiny_counted, "marked estimated: {tiny_first:?}");
+    assert!((tiny_in_tree + tiny_first.calls).abs_diff(tinies) <= 3, "{tiny_first:?}, {tiny_in_tree} in the tree");
+    let (tiny_second, word_second) = (entry(1, 1), entry(1, 9));
+    assert!(tiny_second.estimated && word_second.estimated, "{tiny_second:?} {word_second:?}");
+    assert_eq!(word_second.calls, words, "per call of lex, exact");
+    assert!(tiny_second.calls.abs_diff(tinies) <= 3, "{tiny_second:?}");
+    // `CALLTIME_QUIET_AFTER=0` counts forever: no quiet record, every call counted.
+    let forever = run_ok(name, &[("CALLTIME_QUIET_AFTER", "0")]);
+    assert!(forever.quiet.is_empty(), "{:?}", forever.quiet);
+    assert_eq!(calls_of(&forever, 1).0 + calls_of(&forever, 1).1, 2 * tinies);
+    assert_eq!(calls_of(&forever, 9).0 + calls_of(&forever, 9).1, 2 * words);
 }
 
 #[test]

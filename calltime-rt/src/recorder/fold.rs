@@ -11,7 +11,7 @@ use crate::clock::now;
 use crate::recorder::RETIRED_COUNTERS;
 use crate::retire::{
     consider_path, go_quiet_within, quiet_within_enabled, retired_state, slot_index, slot_is_counted, slots_used,
-    unsettled_calls, CHECK_EVERY, NO_BY, QUIET, QUIET_WITHIN_CALLS, RETIRE_SLOTS,
+    unsettled_calls, CHECK_EVERY, NO_BY, QUIET, QUIET_WITHIN_CALLS, QUIET_WITHIN_OPEN_CALLS, RETIRE_SLOTS,
 };
 
 /// Call paths a folded invocation may have for `calls_only_retired` to scan them (a few thousand instructions, once
@@ -43,10 +43,17 @@ impl Recorder {
             } else {
                 let parent = (node.link & PARENT_MASK) as usize;
                 let parent_path = if parent < slot { self.slot_path[parent] } else { 0 };
-                if parent_path == NO_PATH {
-                    NO_PATH
-                } else {
-                    self.find_child(parent_path, node.index)
+                match self.paths.get(parent_path as usize) {
+                    None => NO_PATH,
+                    // The child cache first, as `enter_path` does: a loop's callees are the same few paths over and
+                    // over, and this skips the sibling walk and a call per node (4,096 at each fold).
+                    Some(p) => {
+                        let hot = p.hot[node.index as usize % HOT_CHILDREN];
+                        match self.paths.get(hot as usize) {
+                            Some(h) if h.index == node.index && h.parent == parent_path => hot,
+                            _ => self.find_child(parent_path, node.index),
+                        }
+                    }
                 }
             };
             self.slot_path.push(path);
@@ -274,9 +281,12 @@ impl Recorder {
         true
     }
 
-    /// Lets the retired functions this invocation has counted `QUIET_WITHIN_CALLS` calls of go quiet now rather than
-    /// when it ends (a root that runs once for a long time would otherwise count them to the end), with their calls
-    /// and their callers' calls so far (`calls_so_far`). Checked on a timed exit every `CHECK_EVERY` samples: a loop
+    /// Lets the retired functions this invocation has counted enough calls of go quiet now rather than when it ends
+    /// (a root that runs once for a long time would otherwise count them to the end), with their calls and their
+    /// callers' (or a sibling's) calls so far (`calls_so_far`). Enough: `QUIET_WITHIN_OPEN_CALLS` while a call of a
+    /// caller is open (its calls of the function are still coming: the tokenizer's `class_of` in its first
+    /// invocation), `QUIET_WITHIN_CALLS` with none open (the invocation may be about to end, and going quiet then
+    /// would only turn its exact count into an estimate). Checked on a timed exit every `CHECK_EVERY` samples: a loop
     /// over the slots in use.
     #[cold]
     #[inline(never)]
@@ -285,12 +295,16 @@ impl Recorder {
             return;
         }
         for slot in 1..=slots_used().min(RETIRED_COUNTERS - 1) {
-            if !slot_is_counted(slot) || self.retired_calls[slot] + unsettled_calls(slot) < QUIET_WITHIN_CALLS {
+            let counted = self.retired_calls[slot] + unsettled_calls(slot);
+            if !slot_is_counted(slot) || counted < QUIET_WITHIN_OPEN_CALLS {
                 continue;
             }
             let index = slot_index(slot);
-            if let Some((calls, per, by)) = self.calls_so_far(index, slot) {
-                go_quiet_within(index, calls, per, by);
+            match self.calls_so_far(index, slot) {
+                Some((calls, per, by)) if by != NO_BY || counted >= QUIET_WITHIN_CALLS => {
+                    go_quiet_within(index, calls, per, by)
+                }
+                _ => {}
             }
         }
     }
@@ -346,18 +360,34 @@ impl Recorder {
         Some((calls, caller_calls, NO_BY))
     }
 
-    /// The probed function other than `index` with the most calls on a path under one of `callers`' paths, and its
-    /// calls in the invocation (on all its paths: what the tool counts of it); None under `MIN_SIBLING_CALLS`.
+    /// The function other than `index` with the most calls in the invocation among those with a path under one of
+    /// `callers`' paths, and those calls (on all its paths, plus its counted calls if it retired: what the tool counts
+    /// of it); None under `MIN_SIBLING_CALLS`. A sibling that retired and is still counted qualifies: its calls stay
+    /// exact to the invocation's end (the tokenizer's `token` for `class_of`, both under `tokenize`, open throughout:
+    /// `class_of` then goes quiet within the first invocation instead of counting 88,000 more calls). A quiet one
+    /// does not: its calls are no longer counted.
     fn busiest_sibling(&self, index: u32, callers: &[u32]) -> Option<(u32, u64)> {
+        const MAX_SIBLINGS: usize = 16;
         let under_caller = |p: &PathNode| self.paths.get(p.parent as usize).is_some_and(|c| callers.contains(&c.index));
-        let busiest = self
-            .paths
-            .iter()
-            .filter(|p| p.index != index && retired_state(p.index) == 0 && under_caller(p))
-            .max_by_key(|p| p.calls)?
-            .index;
-        let calls: u64 = self.paths.iter().filter(|p| p.index == busiest).map(|p| p.calls).sum();
+        let (mut siblings, mut found) = ([u32::MAX; MAX_SIBLINGS], 0);
+        for p in self.paths.iter().filter(|p| p.index != index && retired_state(p.index) < QUIET && under_caller(p)) {
+            if !siblings[..found].contains(&p.index) && found < MAX_SIBLINGS {
+                siblings[found] = p.index;
+                found += 1;
+            }
+        }
+        let (busiest, calls) =
+            siblings[..found].iter().map(|&s| (s, self.calls_in_invocation(s))).max_by_key(|&(_, c)| c)?;
         (calls >= MIN_SIBLING_CALLS).then_some((busiest, calls))
+    }
+
+    /// Calls of function `index` in this invocation so far: on its call paths, plus its counted calls if it retired.
+    fn calls_in_invocation(&self, index: u32) -> u64 {
+        let on_paths: u64 = self.paths.iter().filter(|p| p.index == index).map(|p| p.calls).sum();
+        match usize::from(retired_state(index)) {
+            s @ 1..=RETIRE_SLOTS => on_paths + self.retired_calls[s] + unsettled_calls(s),
+            _ => on_paths,
+        }
     }
 
     /// True when, on every call path of function `index`, every child path is of a function that retired (or
