@@ -90,10 +90,12 @@ fn keep_slowest_keeps_the_k_slowest_of_the_whole_run() {
     assert_eq!(unselected, ROOTS - 5);
     assert_eq!(trace.invocations.len(), 5);
     assert!(trace.invocations.iter().all(is_slow), "the five kept are slow ones");
-    // Written in completion order: the last five roots, the five longest sleeps.
+    // Written in completion order. Five roots sleep 65 ms or more, so the five slowest all took that long; which
+    // five they are is the machine's to say (under load a 50 ms sleep can overrun a 65 ms one).
+    let seqs: Vec<u64> = trace.invocations.iter().map(|inv| inv.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
     let durations: Vec<u64> = trace.invocations.iter().map(|inv| inv.duration).collect();
-    assert!(durations.windows(2).all(|w| w[0] < w[1]), "{durations:?}");
-    assert!(durations[0] > 65_000_000, "{durations:?}");
+    assert!(durations.iter().all(|&d| d >= 65_000_000), "{durations:?}");
 }
 
 #[test]
