@@ -61,6 +61,14 @@ static COUNTED_IN: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) 
 static KEEPS_COUNTING: [AtomicBool; RETIRE_INDICES + 1] = [const { AtomicBool::new(false) }; RETIRE_INDICES + 1];
 /// Slots handed out so far (the highest slot in use); readers scan counters `1..=SLOTS_USED`.
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
+/// The slots whose functions are counted now (not quiet), in no order: `COUNTING[..COUNTING_LEN]`. A settle visits
+/// these alone while no function went quiet since its thread's last settle (`QUIET_SEQ`), so that it stays cheap
+/// when most retired functions are quiet.
+static COUNTING: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) }; RETIRE_INDICES + 1];
+static COUNTING_LEN: AtomicU32 = AtomicU32::new(0);
+/// Goes up by two each time a function goes quiet, odd while `COUNTING` is being changed (a sequence lock: a settle
+/// that sees it change visits every slot instead, and so settles the calls counted before a function went quiet).
+static QUIET_SEQ: AtomicU32 = AtomicU32::new(0);
 /// Function indices below this may retire: the plan's functions, fixed when the runtime starts (0 until then).
 static LIMIT: AtomicUsize = AtomicUsize::new(0);
 /// Retirements not yet written by the writer, and the count ever made (under one lock: retirements are rare).
@@ -279,6 +287,8 @@ thread_local! {
     /// recorder gets exactly the calls made while it was current, and calls made outside any invocation are
     /// discarded.
     static RETIRED_CALLS: Cell<*const AtomicU64> = const { Cell::new(SINK.as_ptr()) };
+    /// `QUIET_SEQ` at this thread's last settle that visited every slot (odd: none yet).
+    static SETTLED_SEQ: Cell<u32> = const { Cell::new(1) };
     /// Frees the thread's own counters at its exit (first reached when they are allocated).
     static OWN_COUNTERS: OwnCounters = const { OwnCounters(AtomicPtr::new(std::ptr::null_mut())) };
 }
@@ -374,11 +384,10 @@ pub(crate) fn settle_retired_calls(left: *mut Recorder) {
             own_counters();
             return;
         }
-        let used = slots_used();
-        for slot in 1..=used {
+        let settle = |slot: usize| {
             let index = slot_index(slot);
             if index as usize >= RETIRE_INDICES {
-                continue;
+                return;
             }
             let counter = counter(counts, index);
             let calls = counter.load(Relaxed);
@@ -389,6 +398,21 @@ pub(crate) fn settle_retired_calls(left: *mut Recorder) {
                     unsafe { (*left).add_retired_calls(slot, calls) };
                 }
             }
+        };
+        let seq = QUIET_SEQ.load(Acquire);
+        let settled = SETTLED_SEQ.try_with(Cell::get).unwrap_or(1);
+        if seq == settled && seq & 1 == 0 {
+            // No function went quiet since this thread last visited every slot: its counts are in counted slots.
+            let counting = COUNTING_LEN.load(Relaxed) as usize;
+            COUNTING[..counting].iter().for_each(|slot| settle(slot.load(Relaxed) as usize));
+            fence(Acquire);
+            if QUIET_SEQ.load(Relaxed) == seq {
+                return;
+            }
+        }
+        (1..=slots_used()).for_each(settle);
+        if seq & 1 == 0 {
+            let _ = SETTLED_SEQ.try_with(|settled| settled.set(seq));
         }
     });
 }
@@ -488,8 +512,12 @@ fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {
     SLOT_OF[index as usize].store(slot as u32, Relaxed);
     KEEPS_COUNTING[slot].store(keeps_counting, Relaxed);
     SLOTS_USED.store(slot as u32, Relaxed);
+    let counting = COUNTING_LEN.load(Relaxed);
+    COUNTING[counting as usize].store(slot as u32, Relaxed);
+    COUNTING_LEN.store(counting + 1, Relaxed);
     if state.compare_exchange(0, COUNTED, Release, Relaxed).is_err() {
         // Pinned meanwhile (we hold the lock: nobody took the slot).
+        COUNTING_LEN.store(counting, Relaxed);
         SLOT_OF[index as usize].store(0, Relaxed);
         SLOT_INDEX[slot].store(u32::MAX, Relaxed);
         SLOTS_USED.store(slot as u32 - 1, Relaxed);
@@ -577,7 +605,17 @@ fn go_quiet_with(index: u32, calls: u64, caller_calls: u64, by: u32) {
     }
     // Read before the store: an invocation that ended before `at_ns` counted every call it made.
     let at_ns = crate::clock::clock().elapsed_ns();
+    // Out of the counted slots, under the sequence lock (see `settle_retired_calls`).
+    let seq = QUIET_SEQ.load(Relaxed);
+    QUIET_SEQ.store(seq | 1, Relaxed);
+    fence(Release);
+    let counting = COUNTING_LEN.load(Relaxed) as usize;
+    if let Some(at) = COUNTING[..counting].iter().position(|s| s.load(Relaxed) as usize == slot) {
+        COUNTING[at].store(COUNTING[counting - 1].load(Relaxed), Relaxed);
+        COUNTING_LEN.store(counting as u32 - 1, Relaxed);
+    }
     state.store(QUIET, Relaxed);
+    QUIET_SEQ.store((seq | 1).wrapping_add(1), Release);
     records.mirror(index, QUIET);
     records.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true, by });
 }
