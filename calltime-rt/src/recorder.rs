@@ -171,8 +171,8 @@ pub(crate) struct Recorder {
     owner: u64,
     name: Option<Arc<str>>,
     /// Calls of retired functions in this invocation, by retirement slot, settled from the thread's counters
-    /// (`retire::settle_retired_calls`); and the slots with calls, in order of their first, so that what reads them
-    /// and `begin` visit only those.
+    /// (`retire::settle_retired_calls`); and the slots with calls, ascending (in order of retirement), so that what
+    /// reads them and `begin` visit only those.
     retired_calls: Vec<u64>,
     retired_slots: Vec<u32>,
     /// Recorded only for the whole-run aggregate (sampled out or past the invocation limit): folded into it at
@@ -338,7 +338,9 @@ impl Recorder {
             crate::invocation::replace_current(current);
         }
         if self.retired_calls[slot] == 0 {
-            self.retired_slots.push(slot as u32);
+            // In order of retirement, as the `r` lines always were (a settle visits the counted slots in no order).
+            let at = self.retired_slots.partition_point(|&s| (s as usize) < slot);
+            self.retired_slots.insert(at, slot as u32);
         }
         self.retired_calls[slot] += calls;
     }
