@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::clock::Scale;
 use crate::invocation::lock;
-use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK, RETIRED_COUNTERS};
+use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK};
 
 /// Sub-buckets per power of two (a bucket is at most 1/8 of its values wide).
 const SUB_BUCKETS: u64 = 8;
@@ -146,6 +146,15 @@ impl Trie {
             self.retired.resize(by_slot.len(), 0);
         }
         self.retired.iter_mut().zip(by_slot).for_each(|(sum, &calls)| *sum += calls);
+    }
+
+    /// Adds `calls` of retirement slot `slot`'s function (growing by powers of two: slots are handed out as
+    /// functions retire, so this rarely allocates).
+    fn add_retired_slot(&mut self, slot: usize, calls: u64) {
+        if self.retired.len() <= slot {
+            self.retired.resize((slot + 1).next_power_of_two(), 0);
+        }
+        self.retired[slot] += calls;
     }
 
     /// The child path of `parent` for function `index`, made when new; `NONE` past the path cap (or under `NONE`).
@@ -304,8 +313,8 @@ impl ForkLocks {
 
 /// This thread's aggregate, registered at its first fold.
 fn register() -> Shared {
-    // Every retirement slot's counter now, so a retirement later never allocates at a root's exit.
-    let trie = Trie { retired: vec![0; RETIRED_COUNTERS], ..Trie::new() };
+    // Counters for the first retirement slots now; later ones rarely allocate at a root's exit (`add_retired_slot`).
+    let trie = Trie { retired: vec![0; 256], ..Trie::new() };
     let shared = Arc::new(Mutex::new(ThreadAggregate {
         trie,
         // As a recorder's first buffer: a thread whose invocations stay this small never grows them.
@@ -428,9 +437,8 @@ pub(crate) fn fold_part(rec: &Recorder) {
 
 /// Folds `rec`'s nodes (or call paths) under trie path `top`, its first node's function as `first` when given.
 fn fold_under(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option<u32>) {
-    let slots = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
-    if slots > 0 {
-        agg.trie.add_retired(&rec.retired_calls()[..=slots]);
+    for (slot, calls) in rec.retired_pairs() {
+        agg.trie.add_retired_slot(slot as usize, calls);
     }
     if rec.folded {
         fold_paths(agg, rec, top, first);

@@ -14,7 +14,7 @@ use crate::clock::{clock, now, ClockBase, Scale};
 use crate::keep::{self, Keep, LeftOut};
 use crate::outbox::{self, Counter, Outbox};
 use crate::probe::{record_enter, Guard};
-use crate::recorder::{OwnerKind, Recorder, DEFAULT_MAX_DEPTH, PARENT_MASK, RETIRED_COUNTERS};
+use crate::recorder::{OwnerKind, Recorder, DEFAULT_MAX_DEPTH, PARENT_MASK};
 use crate::writer::{install_flush_hooks, start_writer};
 
 /// Recorders beyond one per thread and the queue's length: root tasks in progress and the one being written.
@@ -612,8 +612,7 @@ fn left_out_counter(why: LeftOut) -> Counter {
 /// writer when the outbox crosses half full or after a quiet spell.
 fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, rt: &Runtime) {
     let nodes = rec.nodes();
-    let retired_calls = &rec.retired_calls()[..=crate::retire::slots_used().min(RETIRED_COUNTERS - 1)];
-    let Some((before, after)) = outbox.push(nodes, retired_calls, rec.truncated()) else {
+    let Some((before, after)) = outbox.push(nodes, rec.retired_pairs(), rec.truncated()) else {
         outbox.count(Counter::DroppedQueueFull);
         return;
     };

@@ -165,8 +165,13 @@ impl Outbox {
 
     /// Copies a finished invocation in; `None` (nothing published) when the ring has no room, else the slots in
     /// use before and after, for the caller's wake-up decision. Only the owning thread calls it.
-    /// `retired_calls` are the recorder's counters by retirement slot (those in use); the non-zero ones are copied.
-    pub(crate) fn push(&self, nodes: &[Node], retired_calls: &[u64], truncated: u64) -> Option<(usize, usize)> {
+    /// `retired_calls`: `(retirement slot, calls)` of the retired functions the invocation counted calls of.
+    pub(crate) fn push(
+        &self,
+        nodes: &[Node],
+        retired_calls: impl ExactSizeIterator<Item = (u32, u64)>,
+        truncated: u64,
+    ) -> Option<(usize, usize)> {
         self.publish(nodes, retired_calls, truncated, std::ptr::null_mut())
     }
 
@@ -174,7 +179,7 @@ impl Outbox {
     /// ring has no room. Only the owning thread calls it.
     pub(crate) fn push_recorder(&self, rec: Box<Recorder>) -> Result<(usize, usize), Box<Recorder>> {
         let rec = Box::into_raw(rec);
-        self.publish(&[], &[], 0, rec).ok_or_else(|| {
+        self.publish(&[], std::iter::empty(), 0, rec).ok_or_else(|| {
             // SAFETY: the pointer came from Box::into_raw just above and was not published.
             unsafe { Box::from_raw(rec) }
         })
@@ -185,7 +190,7 @@ impl Outbox {
     fn publish(
         &self,
         nodes: &[Node],
-        retired_calls: &[u64],
+        retired_calls: impl ExactSizeIterator<Item = (u32, u64)>,
         truncated: u64,
         rec: *mut Recorder,
     ) -> Option<(usize, usize)> {
@@ -204,9 +209,9 @@ impl Outbox {
             at = at.wrapping_add(1);
         };
         let mut retired = 0;
-        for (slot, &calls) in retired_calls.iter().enumerate() {
+        for (slot, calls) in retired_calls {
             if calls > 0 {
-                put(Node { start: calls, end: 0, index: slot as u32, link: 0, allocs: 0, alloc_bytes: 0 });
+                put(Node { start: calls, end: 0, index: slot, link: 0, allocs: 0, alloc_bytes: 0 });
                 retired += 1;
             }
         }

@@ -36,7 +36,7 @@ pub(crate) fn enter(index: u32) -> Guard {
         return Guard::INERT;
     }
     if state != 0 {
-        count_retired_call(state);
+        count_retired_call(index);
         return Guard::INERT;
     }
     enter_unretired(index)
@@ -70,7 +70,7 @@ pub(crate) fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
         return body();
     }
     if state != 0 {
-        count_retired_call_here(state);
+        count_retired_call_here(index);
         return body();
     }
     run_probed(index, body)
@@ -79,8 +79,8 @@ pub(crate) fn run<R, F: FnOnce() -> R>(index: u32, body: F) -> R {
 /// Counts one call of a retired function whose calls are still counted, out of line: a call that saves no
 /// registers, instead of the thread-local access inlined next to each copy of the body.
 #[inline(never)]
-fn count_retired_call_here(slot: u8) {
-    count_retired_call(slot);
+fn count_retired_call_here(index: u32) {
+    count_retired_call(index);
 }
 
 /// `enter` reading the state byte from the probed function's own crate table (`States`): a fixed address, one
@@ -92,7 +92,7 @@ pub(crate) fn enter_in<const N: usize>(states: &'static States<N>, index: u32) -
         return Guard::INERT;
     }
     if state != 0 {
-        count_retired_call(state);
+        count_retired_call(index);
         return Guard::INERT;
     }
     states.register_once();
@@ -109,7 +109,7 @@ pub(crate) fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static State
         return body();
     }
     if state != 0 {
-        count_retired_call_here(state);
+        count_retired_call_here(index);
         return body();
     }
     unlikely();
@@ -164,7 +164,7 @@ fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(
     let body = unsafe { ManuallyDrop::take(body) };
     let state = states.state(index);
     let _guard = if state != 0 {
-        count_retired_call(state);
+        count_retired_call(index);
         Guard::INERT
     } else {
         states.register_once();
@@ -242,7 +242,7 @@ pub(crate) fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
     // outermost call, above, is always recorded. Such a cluster never goes quiet.
     let state = retired_state(index);
     if state != 0 {
-        count_retired_call(state);
+        count_retired_call(index);
         return Guard::INERT;
     }
     // SAFETY: as in `enter`.

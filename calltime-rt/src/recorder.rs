@@ -48,9 +48,9 @@ pub(crate) const NO_PATH: u32 = u32::MAX;
 pub(crate) const UNTIMED: u64 = u64::MAX;
 /// Entries of a call path's child cache (a power of two).
 pub(crate) const HOT_CHILDREN: usize = 8;
-/// Counters of retired calls per recorder, indexed by the state byte: retirement slots 1..=254 (0 and 255 unused;
-/// 256 of them, so the probe's index needs no bound check).
-pub(crate) const RETIRED_COUNTERS: usize = 256;
+/// Counters of retired calls a recorder starts with (by retirement slot, `retire.rs`); more are added when a settle
+/// brings a slot past them (rare: slots are handed out as functions retire).
+const INITIAL_RETIRED_COUNTERS: usize = 64;
 /// Low bits of an invocation id that count a recorder's invocations (see `Recorder::invocation`).
 const INVOCATION_BITS: u32 = 40;
 
@@ -170,8 +170,11 @@ pub(crate) struct Recorder {
     kind: OwnerKind,
     owner: u64,
     name: Option<Arc<str>>,
-    /// Calls of retired functions in this invocation, by retirement slot; the inlined probe increments them.
-    pub(crate) retired_calls: [u64; RETIRED_COUNTERS],
+    /// Calls of retired functions in this invocation, by retirement slot, settled from the thread's counters
+    /// (`retire::settle_retired_calls`); and the slots with calls, ascending (in order of retirement), so that what
+    /// reads them and `begin` visit only those.
+    retired_calls: Vec<u64>,
+    retired_slots: Vec<u32>,
     /// Recorded only for the whole-run aggregate (sampled out or past the invocation limit): folded into it at
     /// the root's exit, never written as a tree.
     pub(crate) aggregate_only: bool,
@@ -270,7 +273,8 @@ impl Recorder {
             kind: OwnerKind::Thread,
             owner: 0,
             name: None,
-            retired_calls: [0; RETIRED_COUNTERS],
+            retired_calls: vec![0; INITIAL_RETIRED_COUNTERS],
+            retired_slots: Vec::with_capacity(INITIAL_RETIRED_COUNTERS),
             aggregate_only: false,
             adoption: None,
             adopted_path: Vec::new(),
@@ -300,14 +304,45 @@ impl Recorder {
         self.adopted_path.clear();
         self.part_marker = 0;
         self.may_overlap = false;
-        // Only the slots handed out so far can have been counted (a recorder dropped unwritten keeps its counts).
-        let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
-        self.retired_calls[..=used].fill(0);
+        // Only the slots with calls (a recorder dropped unwritten keeps its counts).
+        for &slot in &self.retired_slots {
+            self.retired_calls[slot as usize] = 0;
+        }
+        self.retired_slots.clear();
     }
 
-    /// Calls of retired functions counted in this invocation, by retirement slot (`1..=retire::slots_used()`).
-    pub(crate) fn retired_calls(&self) -> &[u64; RETIRED_COUNTERS] {
+    /// Calls of retired functions counted in this invocation, by retirement slot (zero past its end).
+    pub(crate) fn retired_calls(&self) -> &[u64] {
         &self.retired_calls
+    }
+
+    /// Calls of retirement slot `slot`'s function counted in this invocation.
+    pub(crate) fn retired_calls_of(&self, slot: usize) -> u64 {
+        self.retired_calls.get(slot).copied().unwrap_or(0)
+    }
+
+    /// `(slot, calls)` of each retired function with calls counted in this invocation.
+    pub(crate) fn retired_pairs(&self) -> impl ExactSizeIterator<Item = (u32, u64)> + Clone + '_ {
+        self.retired_slots.iter().map(|&slot| (slot, self.retired_calls[slot as usize]))
+    }
+
+    /// Adds `calls` settled calls of retirement slot `slot`'s function (at a change of `CURRENT`). Grows the
+    /// counters when a slot is past them, with the thread's context set aside meanwhile, so that the counting
+    /// allocator does not count the runtime's allocation in a recorded call.
+    pub(crate) fn add_retired_calls(&mut self, slot: usize, calls: u64) {
+        if slot >= self.retired_calls.len() || self.retired_slots.len() == self.retired_slots.capacity() {
+            let current = crate::invocation::replace_current(std::ptr::null_mut());
+            let wanted = (slot + 1).next_power_of_two().max(self.retired_calls.len());
+            self.retired_calls.resize(wanted, 0);
+            self.retired_slots.reserve(wanted.saturating_sub(self.retired_slots.len()));
+            crate::invocation::replace_current(current);
+        }
+        if self.retired_calls[slot] == 0 {
+            // In order of retirement, as the `r` lines always were (a settle visits the counted slots in no order).
+            let at = self.retired_slots.partition_point(|&s| (s as usize) < slot);
+            self.retired_slots.insert(at, slot as u32);
+        }
+        self.retired_calls[slot] += calls;
     }
 
     /// For the calibration: the mean gap between timed calls of a folded invocation.

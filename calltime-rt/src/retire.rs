@@ -1,36 +1,45 @@
 //! Probes that retire themselves: a function that has shown, over enough calls, that it is too fast to be worth its
 //! probe stops being recorded for the rest of the process; its later calls inside invocations are only counted.
 //!
-//! The state is one byte per function index in a static array (zero, in .bss): 0 while the function is probed, else its
-//! retirement slot (1..=126), which indexes the per-recorder counters of retired calls, `PINNED` for an async function
-//! (it never retires: its wrapper does not check the byte), or `QUIET` (the high bit) once it went quiet. The probe
-//! reads the byte (a relaxed load) first, before any thread-local access. A retired function first counts its calls
-//! exactly: that load, a branch and a per-thread counter (`RETIRED_CALLS`), settled into the current recorder whenever
-//! `CURRENT` changes. Once `quiet_after` invocations have counted its calls (or one invocation ended having counted
-//! `QUIET_AT_END_CALLS` of them, or one long invocation has counted `QUIET_WITHIN_CALLS`, or
-//! `QUIET_WITHIN_OPEN_CALLS` under a caller's open call: `Recorder::consider_quiet_within`), it goes quiet: its probe
-//! is then the load and one branch on the sign bit, nothing else, and the tool estimates its later calls from the
-//! counted ones (a `quiet` record; docs/trace-format.md).
-//! Decisions are never taken per call: at an invocation's fold (`observe_nodes`, once per big invocation), on the timed
-//! exit of a folded call every `CHECK_EVERY` random samples (`consider_path`), and on the writer thread for per-call
-//! invocations (`Watch`).
+//! The state is one byte per function index in a static array (zero, in .bss): 0 while the function is probed,
+//! `COUNTED` once it retired and its calls are counted, `PINNED` for an async function (it never retires: its wrapper
+//! does not check the byte), or `QUIET` (the high bit) once it went quiet. The probe reads the byte (a relaxed load)
+//! first, before any thread-local access. A retired function first counts its calls exactly: that load, a branch and
+//! a per-thread counter indexed by its function index (`RETIRED_CALLS`: a thread-local pointer to the thread's
+//! counters, sized from the plan when the thread first records), settled into the current recorder whenever
+//! `CURRENT` changes. Each retirement also gets a slot, its number in order of retirement (1, 2, ...): recorders,
+//! outboxes and the aggregate keep counted calls by slot, and a settle visits the slots still counted. No slot count
+//! bounds how many functions retire (there were 126 when the slot lived in the state byte). Once `quiet_after`
+//! invocations have counted its calls (or one invocation ended having counted `QUIET_AT_END_CALLS` of them, or one
+//! long invocation has counted `QUIET_WITHIN_CALLS`, or `QUIET_WITHIN_OPEN_CALLS` under a caller's open call:
+//! `Recorder::consider_quiet_within`), it goes quiet: its probe is
+//! then the load and one branch on the sign bit, nothing else, and the tool estimates its later calls from the
+//! counted ones (a `quiet` record; docs/trace-format.md). Decisions are never taken per call: at an invocation's fold
+//! (`observe_nodes`, once per big invocation), on the timed exit of a folded call every `CHECK_EVERY` random samples
+//! (`consider_path`), and on the writer thread for per-call invocations (`Watch`). The rule reads a robust estimate
+//! of a function's time per call (`Spread`: the mean without the slowest calls), so that one preempted call cannot
+//! keep a fast function probed.
 
 use std::cell::Cell;
 use std::sync::atomic::{
-    fence, AtomicBool, AtomicU32, AtomicU8, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::Acquire, Ordering::Relaxed,
+    Ordering::Release,
 };
 use std::sync::{Mutex, OnceLock};
 
 use crate::calibrate::Calibration;
 use crate::invocation::{lock, SKIP};
-use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK, RETIRED_COUNTERS};
+use crate::recorder::{Node, Recorder, OPEN, PARENT_MASK};
 
 mod cluster;
+mod spread;
 
-/// Function indices that can retire; higher ones stay probed.
+pub(crate) use spread::Spread;
+
+/// Function indices that can retire; higher ones stay probed (and so do indices past the plan's functions).
 pub(crate) const RETIRE_INDICES: usize = 1 << 16;
-/// Retirement slots per process (the state byte's values 1..=126); once they are used up no function retires.
-pub(crate) const RETIRE_SLOTS: usize = 126;
+/// The state of a retired function whose calls are counted.
+pub(crate) const COUNTED: u8 = 1;
 /// The state of a function that never retires (an async function).
 const PINNED: u8 = 127;
 /// The state of a retired function whose calls are no longer counted: the sign bit, so that the probe's quiet path
@@ -39,18 +48,30 @@ pub(crate) const QUIET: u8 = 0x80;
 /// A folded path is checked after every this many random samples.
 pub(crate) const CHECK_EVERY: u64 = 32;
 
-/// Per function index: 0 while probed, else its retirement slot.
+/// Per function index: 0 while probed, `COUNTED`, `QUIET` or `PINNED`.
 static STATE: [AtomicU8; RETIRE_INDICES] = [const { AtomicU8::new(0) }; RETIRE_INDICES];
-/// Per retirement slot (1..=126): the function index it belongs to.
-static SLOT_INDEX: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) }; RETIRE_SLOTS + 2];
+/// Per function index: its retirement slot (0: not retired).
+static SLOT_OF: [AtomicU32; RETIRE_INDICES] = [const { AtomicU32::new(0) }; RETIRE_INDICES];
+/// Per retirement slot (1, 2, ... in order of retirement): the function index it belongs to.
+static SLOT_INDEX: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(u32::MAX) }; RETIRE_INDICES + 1];
 /// Per retirement slot: invocations that counted calls of its function (a relaxed load and store, not a
 /// read-modify-write: two threads ending invocations at once may count one; it then goes quiet one later).
-static COUNTED_IN: [AtomicU32; RETIRE_SLOTS + 2] = [const { AtomicU32::new(0) }; RETIRE_SLOTS + 2];
+static COUNTED_IN: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) }; RETIRE_INDICES + 1];
 /// Per retirement slot: its function retired with a recursive cluster and its calls stay counted (never quiet:
 /// see `cluster`).
-static KEEPS_COUNTING: [AtomicBool; RETIRE_SLOTS + 2] = [const { AtomicBool::new(false) }; RETIRE_SLOTS + 2];
+static KEEPS_COUNTING: [AtomicBool; RETIRE_INDICES + 1] = [const { AtomicBool::new(false) }; RETIRE_INDICES + 1];
 /// Slots handed out so far (the highest slot in use); readers scan counters `1..=SLOTS_USED`.
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
+/// The slots whose functions are counted now (not quiet), in no order: `COUNTING[..COUNTING_LEN]`. A settle visits
+/// these alone while no function went quiet since its thread's last settle (`QUIET_SEQ`), so that it stays cheap
+/// when most retired functions are quiet.
+static COUNTING: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) }; RETIRE_INDICES + 1];
+static COUNTING_LEN: AtomicU32 = AtomicU32::new(0);
+/// Goes up by two each time a function goes quiet, odd while `COUNTING` is being changed (a sequence lock: a settle
+/// that sees it change visits every slot instead, and so settles the calls counted before a function went quiet).
+static QUIET_SEQ: AtomicU32 = AtomicU32::new(0);
+/// Function indices below this may retire: the plan's functions, fixed when the runtime starts (0 until then).
+static LIMIT: AtomicUsize = AtomicUsize::new(0);
 /// Retirements not yet written by the writer, and the count ever made (under one lock: retirements are rare).
 static PENDING: AtomicBool = AtomicBool::new(false);
 static RECORDS: Mutex<Records> = Mutex::new(Records {
@@ -59,6 +80,7 @@ static RECORDS: Mutex<Records> = Mutex::new(Records {
     made: Vec::new(),
     tables: [NO_TABLE; MAX_TABLES],
     tables_used: 0,
+    above_highest: 0,
 });
 
 /// Crates whose state tables (`States`) the runtime keeps in step with `STATE`; a crate past this many keeps its
@@ -153,6 +175,8 @@ pub(crate) struct Records {
     /// The crates' state tables kept in step with `STATE` (see `States`).
     tables: [&'static [AtomicU8]; MAX_TABLES],
     tables_used: usize,
+    /// One past the highest function index retired so far.
+    above_highest: usize,
 }
 
 impl Records {
@@ -168,8 +192,8 @@ impl Records {
 
 impl Records {
     /// In a child forked without exec: its functions stay retired (and quiet), so its own file must say so from the
-    /// start: every retirement made so far is written again, in order (no allocation: both hold at most
-    /// `2 * RETIRE_SLOTS`, reserved).
+    /// start: every retirement made so far is written again, in order (no allocation: `pending` keeps room for all
+    /// of `made`, reserved as they are made).
     pub(crate) fn forget_parent(&mut self) {
         self.pending.clear();
         let Records { pending, made, .. } = self;
@@ -221,8 +245,8 @@ pub(crate) fn settings() -> Settings {
         };
         let exact = std::env::var("CALLTIME_EXACT").is_ok_and(|v| !matches!(v.trim(), "" | "0"));
         let mut records = lock(&RECORDS);
-        records.pending.reserve(2 * RETIRE_SLOTS);
-        records.made.reserve(2 * RETIRE_SLOTS);
+        records.pending.reserve(256);
+        records.made.reserve(256);
         drop(records);
         Settings {
             enabled: !exact,
@@ -233,9 +257,9 @@ pub(crate) fn settings() -> Settings {
     })
 }
 
-/// The state byte of function `index`: 0 while probed, its retirement slot while its calls are counted, `QUIET`
-/// and up once they are not. Inlined into every probe: one relaxed byte load (the bound check folds away, the index
-/// being a constant of the probed function).
+/// The state byte of function `index`: 0 while probed, `COUNTED` while its calls are counted, `QUIET` and up once
+/// they are not. Inlined into every probe: one relaxed byte load (the bound check folds away, the index being a
+/// constant of the probed function).
 #[inline(always)]
 pub(crate) fn retired_state(index: u32) -> u8 {
     match STATE.get(index as usize) {
@@ -244,23 +268,107 @@ pub(crate) fn retired_state(index: u32) -> u8 {
     }
 }
 
-thread_local! {
-    /// Calls of retired functions made on this thread since `CURRENT` last changed, by retirement slot. The probe
-    /// increments them without looking at `CURRENT` (a thread-local without destructor: one instruction);
-    /// `settle_retired_calls` moves them into the context being left, so each recorder gets exactly the calls made
-    /// while it was current, and calls made outside any invocation are discarded.
-    static RETIRED_CALLS: [Cell<u64>; RETIRED_COUNTERS] = const { [const { Cell::new(0) }; RETIRED_COUNTERS] };
+/// True once function `index` retired (its calls counted or quiet; not pinned).
+pub(crate) fn is_retired(index: u32) -> bool {
+    let state = retired_state(index);
+    state == COUNTED || state >= QUIET
 }
 
-/// Counts one call of the retired function of slot `slot`. Inlined into every probe of an optimised build; one
-/// call in unoptimised ones, so that the probed functions' stack frames do not grow with it (deep recursion in a
-/// debug build would overflow sooner).
+/// Where a thread counts calls of retired functions it makes outside any recording thread (before its first
+/// invocation, or after its counters were freed at its exit): never read. Atomics, so that threads sharing it do
+/// not race (their counts there are discarded anyway).
+static SINK: [AtomicU64; RETIRE_INDICES] = [const { AtomicU64::new(0) }; RETIRE_INDICES];
+
+thread_local! {
+    /// This thread's counters of calls of retired functions since `CURRENT` last changed, by function index: `SINK`
+    /// until the thread first settles with the runtime running, then its own array of `retire_limit()` counters
+    /// (`own_counters`). The probe increments its function's counter without looking at `CURRENT` (a thread-local
+    /// without destructor: one load of the pointer and one increment in memory, a relaxed load and store that the
+    /// optimiser turns into `incq`); `settle_retired_calls` moves them into the context being left, so each
+    /// recorder gets exactly the calls made while it was current, and calls made outside any invocation are
+    /// discarded.
+    static RETIRED_CALLS: Cell<*const AtomicU64> = const { Cell::new(SINK.as_ptr()) };
+    /// `QUIET_SEQ` at this thread's last settle that visited every slot (odd: none yet).
+    static SETTLED_SEQ: Cell<u32> = const { Cell::new(1) };
+    /// Frees the thread's own counters at its exit (first reached when they are allocated).
+    static OWN_COUNTERS: OwnCounters = const { OwnCounters(AtomicPtr::new(std::ptr::null_mut())) };
+}
+
+/// The thread's own counters, freed at its exit after its pointer is set back to `SINK` (a probe run by a later
+/// thread-local destructor counts there).
+struct OwnCounters(AtomicPtr<AtomicU64>);
+
+impl Drop for OwnCounters {
+    fn drop(&mut self) {
+        let own = self.0.swap(std::ptr::null_mut(), Relaxed);
+        if own.is_null() {
+            return;
+        }
+        let _ = RETIRED_CALLS.try_with(|counts| counts.set(SINK.as_ptr()));
+        // SAFETY: allocated by `own_counters` with this layout, and no longer reachable from `RETIRED_CALLS`.
+        unsafe { std::alloc::GlobalAlloc::dealloc(&std::alloc::System, own.cast(), counters_layout()) };
+    }
+}
+
+/// The layout of a thread's counters: `retire_limit()` of them.
+fn counters_layout() -> std::alloc::Layout {
+    std::alloc::Layout::array::<AtomicU64>(LIMIT.load(Relaxed).max(1)).unwrap_or(std::alloc::Layout::new::<u64>())
+}
+
+/// Function indices below the returned bound may retire: the plan's functions, fixed at the first call once the
+/// runtime runs (and never below an index retired before: `retire_now` may come first). Before the runtime runs
+/// (the runtime's own unit tests), every index of `SINK`, not fixed. Under the lock: `records` is its guard.
+fn retire_limit(records: &Records) -> usize {
+    let limit = LIMIT.load(Relaxed);
+    if limit != 0 {
+        return limit;
+    }
+    let Some(rt) = crate::invocation::RUNTIME.get() else { return RETIRE_INDICES };
+    let limit = (rt.plan.functions as usize).max(records.above_highest).clamp(1, RETIRE_INDICES);
+    LIMIT.store(limit, Relaxed);
+    limit
+}
+
+/// Gives this thread its own counters, once the runtime runs (cold: once per thread). Allocated from the system
+/// allocator, so that the counting allocator does not count the runtime's own allocation in a recorded call.
+#[cold]
+#[inline(never)]
+fn own_counters() {
+    let limit = retire_limit(&lock(&RECORDS));
+    if limit == RETIRE_INDICES && LIMIT.load(Relaxed) == 0 {
+        return; // no runtime yet: counts stay in `SINK`
+    }
+    let _ = OWN_COUNTERS.try_with(|own| {
+        if !own.0.load(Relaxed).is_null() {
+            return;
+        }
+        // SAFETY: a non-zero size (`counters_layout` holds at least one counter).
+        let counters = unsafe { std::alloc::GlobalAlloc::alloc_zeroed(&std::alloc::System, counters_layout()) };
+        if counters.is_null() {
+            return; // out of memory: this thread's counted calls are lost, its program goes on
+        }
+        own.0.store(counters.cast(), Relaxed);
+        RETIRED_CALLS.with(|counts| counts.set(counters.cast()));
+    });
+}
+
+/// This thread's counter of function `index`'s calls (`SINK`'s, before it has its own).
+#[inline(always)]
+fn counter(counts: &Cell<*const AtomicU64>, index: u32) -> &AtomicU64 {
+    // SAFETY: `index` is a retired function's (or the calibration's, 0): below `retire_limit()`, the length of a
+    // thread's own counters, and below `RETIRE_INDICES`, `SINK`'s.
+    unsafe { &*counts.get().add(index as usize) }
+}
+
+/// Counts one call of retired function `index`. Inlined into every probe of an optimised build; one call in
+/// unoptimised ones, so that the probed functions' stack frames do not grow with it (deep recursion in a debug
+/// build would overflow sooner).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
-pub(crate) fn count_retired_call(slot: u8) {
+pub(crate) fn count_retired_call(index: u32) {
     RETIRED_CALLS.with(|counts| {
-        let counter = &counts[slot as usize];
-        counter.set(counter.get().wrapping_add(1));
+        let counter = counter(counts, index);
+        counter.store(counter.load(Relaxed).wrapping_add(1), Relaxed);
     });
 }
 
@@ -268,28 +376,62 @@ pub(crate) fn count_retired_call(slot: u8) {
 /// when it is null or `SKIP`), and starts counting afresh. Called at every change of `CURRENT`: once or twice per
 /// invocation or poll, a loop over the slots in use.
 pub(crate) fn settle_retired_calls(left: *mut Recorder) {
-    // Pairs with the release of `retire`'s state byte, read by the probes before: every slot this thread counted
-    // into is within `slots_used()` read below.
+    // Pairs with the release of `retire`'s state byte, read by the probes before: every function this thread
+    // counted is within `slots_used()` read below.
     fence(Acquire);
-    let used = slots_used().min(RETIRED_COUNTERS - 1);
-    if used == 0 {
-        return;
-    }
     let _ = RETIRED_CALLS.try_with(|counts| {
-        // A slice, not `enumerate().skip(1)`: that compiled to an out-of-line `nth` call per settle.
-        for (slot, counter) in (1..).zip(&counts[1..=used]) {
-            let calls = counter.replace(0);
-            if calls != 0 && left as usize > SKIP as usize {
-                // SAFETY: the context being left is still live (its owner makes it current and withdraws it).
-                unsafe { (*left).retired_calls[slot] += calls };
+        if counts.get() == SINK.as_ptr() {
+            // Counts made here went to `SINK`: outside any recording context (or the calibration's, discarded).
+            own_counters();
+            return;
+        }
+        let settle = |slot: usize| {
+            let index = slot_index(slot);
+            if index as usize >= RETIRE_INDICES {
+                return;
             }
+            let counter = counter(counts, index);
+            let calls = counter.load(Relaxed);
+            if calls != 0 {
+                counter.store(0, Relaxed);
+                if left as usize > SKIP as usize {
+                    // SAFETY: the context being left is still live (its owner makes it current and withdraws it).
+                    unsafe { (*left).add_retired_calls(slot, calls) };
+                }
+            }
+        };
+        let seq = QUIET_SEQ.load(Acquire);
+        let settled = SETTLED_SEQ.try_with(Cell::get).unwrap_or(1);
+        if seq == settled && seq & 1 == 0 {
+            // No function went quiet since this thread last visited every slot: its counts are in counted slots.
+            let counting = COUNTING_LEN.load(Relaxed) as usize;
+            COUNTING[..counting].iter().for_each(|slot| settle(slot.load(Relaxed) as usize));
+            fence(Acquire);
+            if QUIET_SEQ.load(Relaxed) == seq {
+                return;
+            }
+        }
+        (1..=slots_used()).for_each(settle);
+        if seq & 1 == 0 {
+            let _ = SETTLED_SEQ.try_with(|settled| settled.set(seq));
         }
     });
 }
 
-/// Discards this thread's counts of retired calls in every slot (the calibration counts into a slot not handed out).
+/// Discards this thread's counts of retired calls of every function (the calibration counts into its own index,
+/// which no plan function retires with before it).
 pub(crate) fn discard_retired_calls() {
-    let _ = RETIRED_CALLS.try_with(|counts| counts.iter().for_each(|counter| counter.set(0)));
+    let _ = RETIRED_CALLS.try_with(|counts| {
+        if counts.get() != SINK.as_ptr() {
+            (0..LIMIT.load(Relaxed) as u32).for_each(|index| counter(counts, index).store(0, Relaxed));
+        }
+    });
+}
+
+/// Function `index` may retire: below the plan's functions (see `retire_limit`).
+pub(crate) fn may_retire(index: u32) -> bool {
+    let limit = LIMIT.load(Relaxed);
+    limit == 0 || (index as usize) < limit
 }
 
 /// Slots in use: the per-recorder counters `1..=slots_used()` may be non-zero.
@@ -298,9 +440,14 @@ pub(crate) fn slots_used() -> usize {
     SLOTS_USED.load(Relaxed) as usize
 }
 
-/// The function index of retirement slot `slot`.
+/// The function index of retirement slot `slot` (`u32::MAX` for none).
 pub(crate) fn slot_index(slot: usize) -> u32 {
     SLOT_INDEX.get(slot).map_or(u32::MAX, |s| s.load(Relaxed))
+}
+
+/// The retirement slot of function `index` (0: not retired).
+pub(crate) fn slot_of(index: u32) -> usize {
+    SLOT_OF.get(index as usize).map_or(0, |s| s.load(Relaxed) as usize)
 }
 
 /// Functions retired so far in this process.
@@ -357,24 +504,44 @@ fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {
     let Some(state) = STATE.get(index as usize) else { return };
     let mut records = lock(&RECORDS);
     let slot = SLOTS_USED.load(Relaxed) as usize + 1;
-    if state.load(Relaxed) != 0 || slot > RETIRE_SLOTS {
+    if state.load(Relaxed) != 0 || index as usize >= retire_limit(&records) || slot > RETIRE_INDICES {
         return;
     }
-    // The slot is published before the state byte that makes probes count into it.
+    // The slot is published before the state byte that makes probes count: a settle that sees the byte's effect
+    // (a count) scans the slot.
     SLOT_INDEX[slot].store(index, Relaxed);
+    SLOT_OF[index as usize].store(slot as u32, Relaxed);
     KEEPS_COUNTING[slot].store(keeps_counting, Relaxed);
     SLOTS_USED.store(slot as u32, Relaxed);
-    if state.compare_exchange(0, slot as u8, Release, Relaxed).is_err() {
-        SLOTS_USED.store(slot as u32 - 1, Relaxed); // pinned meanwhile (we hold the lock: nobody took the slot)
+    let counting = COUNTING_LEN.load(Relaxed);
+    COUNTING[counting as usize].store(slot as u32, Relaxed);
+    COUNTING_LEN.store(counting + 1, Relaxed);
+    if state.compare_exchange(0, COUNTED, Release, Relaxed).is_err() {
+        // Pinned meanwhile (we hold the lock: nobody took the slot).
+        COUNTING_LEN.store(counting, Relaxed);
+        SLOT_OF[index as usize].store(0, Relaxed);
+        SLOT_INDEX[slot].store(u32::MAX, Relaxed);
+        SLOTS_USED.store(slot as u32 - 1, Relaxed);
         return;
     }
-    records.mirror(index, slot as u8);
+    records.above_highest = records.above_highest.max(index as usize + 1);
+    records.mirror(index, COUNTED);
     let at_ns = crate::clock::clock().elapsed_ns();
     let retirement = Retirement { index, at_ns, calls, mean_ns, quiet: false, by: NO_BY };
-    records.pending.push(retirement);
-    records.made.push(retirement);
+    records.push(retirement);
     records.total += 1;
-    PENDING.store(true, Relaxed);
+}
+
+impl Records {
+    /// Adds a `retire` or `quiet` record to write, keeping room in `pending` for every record made (a forked child
+    /// copies them all there without allocating: `forget_parent`).
+    fn push(&mut self, record: Retirement) {
+        self.made.push(record);
+        let room = self.made.len().saturating_sub(self.pending.len());
+        self.pending.reserve(room);
+        self.pending.push(record);
+        PENDING.store(true, Relaxed);
+    }
 }
 
 /// An invocation ended (a thread's root returned, or a root task finished): each retired function it counted calls
@@ -382,10 +549,10 @@ fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {
 /// slots in use, as when settling. `may_be_left_out`: the invocation may not be written (`--slower-than`,
 /// `--keep-*` decide later), so it cannot be the one the tool measures a rate from.
 pub(crate) fn note_invocation(rec: &Recorder, may_be_left_out: bool) {
-    let used = slots_used().min(RETIRED_COUNTERS - 1);
     // Only a written invocation: the tool measures the rate from it.
     let may_go_quiet = !rec.aggregate_only && !may_be_left_out && quiet_within_enabled();
-    for (slot, &calls) in (1..).zip(&rec.retired_calls()[1..=used]) {
+    for (slot, calls) in rec.retired_pairs() {
+        let slot = slot as usize;
         if calls >= QUIET_AT_END_CALLS && may_go_quiet && slot_is_counted(slot) {
             go_quiet(slot_index(slot));
         } else if calls != 0 {
@@ -433,18 +600,25 @@ pub(crate) fn go_quiet_within(index: u32, calls: u64, per: u64, by: u32) {
 fn go_quiet_with(index: u32, calls: u64, caller_calls: u64, by: u32) {
     let Some(state) = STATE.get(index as usize) else { return };
     let mut records = lock(&RECORDS);
-    let slot = state.load(Relaxed);
-    if slot == 0 || slot >= PINNED || KEEPS_COUNTING[slot as usize].load(Relaxed) {
+    let slot = slot_of(index);
+    if state.load(Relaxed) != COUNTED || KEEPS_COUNTING[slot].load(Relaxed) {
         return;
     }
     // Read before the store: an invocation that ended before `at_ns` counted every call it made.
     let at_ns = crate::clock::clock().elapsed_ns();
+    // Out of the counted slots, under the sequence lock (see `settle_retired_calls`).
+    let seq = QUIET_SEQ.load(Relaxed);
+    QUIET_SEQ.store(seq | 1, Relaxed);
+    fence(Release);
+    let counting = COUNTING_LEN.load(Relaxed) as usize;
+    if let Some(at) = COUNTING[..counting].iter().position(|s| s.load(Relaxed) as usize == slot) {
+        COUNTING[at].store(COUNTING[counting - 1].load(Relaxed), Relaxed);
+        COUNTING_LEN.store(counting as u32 - 1, Relaxed);
+    }
     state.store(QUIET, Relaxed);
+    QUIET_SEQ.store((seq | 1).wrapping_add(1), Release);
     records.mirror(index, QUIET);
-    let quiet = Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true, by };
-    records.pending.push(quiet);
-    records.made.push(quiet);
-    PENDING.store(true, Relaxed);
+    records.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true, by });
 }
 
 /// Counted calls of a retired function in one invocation past which it goes quiet within that invocation (when
@@ -466,16 +640,25 @@ pub(crate) fn quiet_within_enabled() -> bool {
 
 /// This thread's calls of retirement slot `slot`'s function not yet settled into a recorder.
 pub(crate) fn unsettled_calls(slot: usize) -> u64 {
-    RETIRED_CALLS.try_with(|counts| counts.get(slot).map_or(0, Cell::get)).unwrap_or(0)
+    let index = slot_index(slot);
+    if index as usize >= RETIRE_INDICES {
+        return 0;
+    }
+    let unsettled = |counts: &Cell<*const AtomicU64>| match counts.get() == SINK.as_ptr() {
+        true => 0, // no counters of its own: nothing it counted is kept
+        false => counter(counts, index).load(Relaxed),
+    };
+    RETIRED_CALLS.try_with(unsettled).unwrap_or(0)
 }
 
-/// The state byte of retirement slot `slot`'s function still names the slot: its calls are being counted.
+/// Retirement slot `slot`'s function is being counted (not quiet).
 pub(crate) fn slot_is_counted(slot: usize) -> bool {
     let index = slot_index(slot);
-    usize::from(retired_state(index)) == slot && index != u32::MAX
+    index != u32::MAX && retired_state(index) == COUNTED
 }
 
-/// The rule: enough calls, and a compensated mean (ticks) under `factor x recorded_outer`.
+/// The rule: enough calls, and a compensated time per call (ticks; a robust estimate, `Spread`) under `factor x
+/// recorded_outer`.
 fn should_retire(index: u32, calls: u64, mean_ticks: f64, root: u32) -> Option<&'static Calibration> {
     let settings = *SETTINGS.get()?;
     let cal = crate::calibrate::get()?;
@@ -522,6 +705,11 @@ pub(crate) struct Watch {
     clusters: cluster::Clusters,
 }
 
+/// The first `min_calls / WARM_UP_ONE_IN` observed calls of a function are left out of its estimate: the first
+/// calls a process makes run with cold caches and predictors (the tokenizer's `token`: up to 1.9x its plain mean,
+/// docs/truth-bench.md, "Seventh round"), and the estimate is the mean its `retire` record gives.
+const WARM_UP_ONE_IN: u64 = 8;
+
 /// Once at most one node in this many of an observed tree is of a function short of `min_calls` observed calls (the
 /// busy functions, those worth retiring, have reached it), only one tree in this many is observed: a decision then
 /// rests on a running mean that a sample of trees (taken whatever their times) leaves unbiased, and the watch's
@@ -531,7 +719,8 @@ const MATURE_EVERY: u32 = 8;
 #[derive(Clone, Copy, Default)]
 struct Seen {
     calls: u64,
-    compensated_ticks: f64,
+    /// The compensated times of its calls past the first `min_calls / WARM_UP_ONE_IN` (see `Spread`).
+    spread: Spread,
     /// The last observation in which a call of the function had probed callees.
     caller_in: u64,
     /// The last observation that added calls of the function (it is then in `Watch::observed`, once).
@@ -559,7 +748,8 @@ impl Watch {
     }
 
     /// Adds the finished nodes of a per-call tree (parents before children, slot 0 the root) and retires the
-    /// functions that meet the rule. Compensated time of a node: raw - recorded_inner - recorded_outer x its
+    /// functions that meet the rule, on the robust estimate of their time per call (`Spread`, past their first
+    /// calls: `WARM_UP_ONE_IN`). Compensated time of a node: raw - recorded_inner - recorded_outer x its
     /// descendant nodes, clamped at 0. Only leaves retire (functions none of whose calls here had probed callees):
     /// the callees of a retired function would hang under its caller, a tree that never happened. A caller may
     /// retire later, once its callees did.
@@ -604,7 +794,9 @@ impl Watch {
             let seen = &mut seen_by_index[index];
             young += usize::from(seen.calls < settings.min_calls);
             seen.calls += 1;
-            seen.compensated_ticks += compensated.max(0.0);
+            if seen.calls > settings.min_calls / WARM_UP_ONE_IN {
+                seen.spread.add(compensated);
+            }
             if descendants > 0 {
                 seen.caller_in = observation;
             }
@@ -619,7 +811,7 @@ impl Watch {
             if seen.calls < settings.min_calls || seen.caller_in == self.observation {
                 continue;
             }
-            let (calls, mean) = (seen.calls, seen.compensated_ticks / seen.calls as f64);
+            let (calls, mean) = (seen.calls, seen.spread.trimmed_mean());
             retire_if_fast(index, calls, mean, root);
         }
         self.clusters.observe(nodes, &self.descendants, settings, cal);

@@ -29,6 +29,7 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("recorder/outcome.rs", include_str!("../../calltime-rt/src/recorder/outcome.rs")),
     ("retire.rs", include_str!("../../calltime-rt/src/retire.rs")),
     ("retire/cluster.rs", include_str!("../../calltime-rt/src/retire/cluster.rs")),
+    ("retire/spread.rs", include_str!("../../calltime-rt/src/retire/spread.rs")),
     ("writer.rs", include_str!("../../calltime-rt/src/writer.rs")),
     ("writer/block.rs", include_str!("../../calltime-rt/src/writer/block.rs")),
 ];

@@ -8,10 +8,10 @@ use std::mem;
 
 use super::{DepthArray, Recorder, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, NO_PATH, PARENT_MASK, TIMED_KEY, UNTIMED};
 use crate::clock::now;
-use crate::recorder::RETIRED_COUNTERS;
 use crate::retire::{
-    consider_path, go_quiet_within, quiet_within_enabled, retired_state, slot_index, slot_is_counted, slots_used,
-    unsettled_calls, CHECK_EVERY, NO_BY, QUIET, QUIET_WITHIN_CALLS, QUIET_WITHIN_OPEN_CALLS, RETIRE_SLOTS,
+    consider_path, go_quiet_within, is_retired, quiet_within_enabled, retired_state, slot_index, slot_is_counted,
+    slot_of, slots_used, unsettled_calls, CHECK_EVERY, COUNTED, NO_BY, QUIET, QUIET_WITHIN_CALLS,
+    QUIET_WITHIN_OPEN_CALLS,
 };
 
 /// Call paths a folded invocation may have for `calls_only_retired` to scan them (a few thousand instructions, once
@@ -294,8 +294,8 @@ impl Recorder {
         if !quiet_within_enabled() {
             return;
         }
-        for slot in 1..=slots_used().min(RETIRED_COUNTERS - 1) {
-            let counted = self.retired_calls[slot] + unsettled_calls(slot);
+        for slot in 1..=slots_used() {
+            let counted = self.retired_calls_of(slot) + unsettled_calls(slot);
             if !slot_is_counted(slot) || counted < QUIET_WITHIN_OPEN_CALLS {
                 continue;
             }
@@ -343,18 +343,17 @@ impl Recorder {
         if callers.is_empty() {
             return None;
         }
-        let calls = calls + self.retired_calls[slot] + unsettled_calls(slot);
+        let calls = calls + self.retired_calls_of(slot) + unsettled_calls(slot);
         if open {
             let (sibling, sibling_calls) = self.busiest_sibling(index, callers)?;
             return Some((calls, sibling_calls, sibling));
         }
         let mut caller_calls: u64 = self.paths.iter().filter(|p| callers.contains(&p.index)).map(|p| p.calls).sum();
         for &caller in callers {
-            match usize::from(retired_state(caller)) {
-                0 => {}
-                s if s <= RETIRE_SLOTS => caller_calls += self.retired_calls[s] + unsettled_calls(s),
-                s if s >= usize::from(QUIET) => return None,
-                _ => {} // pinned: an async caller, probed
+            match retired_state(caller) {
+                COUNTED => caller_calls += self.retired_calls_of(slot_of(caller)) + unsettled_calls(slot_of(caller)),
+                s if s >= QUIET => return None,
+                _ => {} // probed, or pinned: an async caller, probed
             }
         }
         Some((calls, caller_calls, NO_BY))
@@ -384,9 +383,11 @@ impl Recorder {
     /// Calls of function `index` in this invocation so far: on its call paths, plus its counted calls if it retired.
     fn calls_in_invocation(&self, index: u32) -> u64 {
         let on_paths: u64 = self.paths.iter().filter(|p| p.index == index).map(|p| p.calls).sum();
-        match usize::from(retired_state(index)) {
-            s @ 1..=RETIRE_SLOTS => on_paths + self.retired_calls[s] + unsettled_calls(s),
-            _ => on_paths,
+        if retired_state(index) == COUNTED {
+            let slot = slot_of(index);
+            on_paths + self.retired_calls_of(slot) + unsettled_calls(slot)
+        } else {
+            on_paths
         }
     }
 
@@ -400,11 +401,7 @@ impl Recorder {
         if self.paths.len() > SCANNED_PATHS {
             return false;
         }
-        // Retired: its calls counted (a slot, 1..=RETIRE_SLOTS) or quiet (`QUIET` and up).
-        let retired = |i: u32| {
-            let state = retired_state(i);
-            state >= QUIET || (1..=RETIRE_SLOTS).contains(&usize::from(state))
-        };
+        let retired = is_retired;
         self.paths.iter().filter(|p| p.index == index).all(|p| {
             let mut child = p.first_child;
             while let Some(c) = self.paths.get(child as usize) {

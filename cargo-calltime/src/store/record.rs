@@ -143,6 +143,7 @@ impl RunRecord {
         for agg in &mut aggregates {
             let retired = std::mem::take(&mut agg.retired);
             agg.tree.place_retired(&retired, &callers);
+            agg.tree.estimate_retired_times(&trace.retirements);
             agg.retired = retired;
         }
         // Call paths and roots are keys in the store: two functions sharing a path must not share a key.

@@ -64,6 +64,9 @@ pub struct Merged {
     /// Calls of this function at this call path made after its probe retired (not timed: their time is in the
     /// caller's), placed here by [`Merged::place_retired`]; not in `calls`.
     pub retired_calls: u64,
+    /// The `retire` record's estimate of the time of one of `retired_calls` (0: unknown), set by
+    /// [`Merged::estimate_retired_times`]: [`Merged::mean_ns`] then takes them in.
+    pub retired_mean_ns: u64,
     /// `retired_calls` is an estimate: the function went quiet (its calls were no longer counted), or its retired
     /// calls were shared among several call paths (by their callers' rates of calling it).
     pub retired_estimated: bool,
@@ -101,6 +104,7 @@ impl Merged {
             lane: None,
             outlived: 0,
             retired_calls: 0,
+            retired_mean_ns: 0,
             retired_estimated: false,
             children: Vec::new(),
             last_invocation: usize::MAX,
@@ -344,8 +348,30 @@ impl Merged {
         self.retired_calls > 0 || self.children.iter().any(Merged::has_retired_calls)
     }
 
-    /// Mean duration of one call, rounded to the nearest ns (an estimate when [`Merged::is_estimated`]).
+    /// Gives each node with calls made after its function retired the `retire` record's estimate of their time
+    /// (`retirements`: the trace's), so that [`Merged::mean_ns`] counts them: a retired function's recorded calls
+    /// are its first ones, with cold caches, and its mean over them alone was up to 1.9x its plain mean
+    /// (docs/truth-bench.md, "Eighth round"). Call after [`Merged::place_retired`].
+    pub fn estimate_retired_times(&mut self, retirements: &[crate::trace::Retirement]) {
+        if self.retired_calls > 0 {
+            let estimate = retirements.iter().filter(|r| r.func == self.func).map(|r| r.mean_ns).max();
+            self.retired_mean_ns = estimate.unwrap_or(0);
+        }
+        for child in &mut self.children {
+            child.estimate_retired_times(retirements);
+        }
+    }
+
+    /// Mean duration of one call, rounded to the nearest ns (an estimate when [`Merged::is_estimated`]). With calls
+    /// made after the function retired and its `retire` record's estimate (`retired_mean_ns`), the mean of every
+    /// call: the recorded ones as timed, the later ones at that estimate.
     pub fn mean_ns(&self) -> u64 {
+        if self.retired_calls > 0 && self.retired_mean_ns > 0 {
+            let later = u128::from(self.retired_calls) * u128::from(self.retired_mean_ns);
+            let calls = u128::from(self.calls) + u128::from(self.retired_calls);
+            let total = u128::from(self.total_ns) + later;
+            return u64::try_from((total + calls / 2) / calls).unwrap_or(u64::MAX);
+        }
         let (total, calls) = (u128::from(self.total_ns), u128::from(self.calls));
         let mean = total.checked_add(calls / 2).and_then(|t| t.checked_div(calls)).map_or(0, |mean| mean as u64);
         // Each node's mean lies within its timed extremes (`trace::compensate`); rounding must not take the merged

@@ -137,6 +137,7 @@ fn slowest(page: &mut String, trace: &Trace, names: &Names, top: usize) {
         );
         let mut merged = Merged::of_invocation(inv);
         merged.place_retired(&inv.retired, &callers);
+        merged.estimate_retired_times(&trace.retirements);
         let mut budget = MAX_TREE_NODES;
         tree_node(page, &merged, merged.total_ns.max(1), names, &mut budget);
         let left = merged_count(&merged).saturating_sub(MAX_TREE_NODES);

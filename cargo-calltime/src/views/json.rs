@@ -235,6 +235,7 @@ fn whole_run(trace: &Trace) -> Option<JsonWholeRun> {
 fn json_aggregate(trace: &Trace, agg: &Aggregate, callers: &Callers, whole_run: bool) -> JsonAggregate {
     let mut tree = agg.tree.clone();
     let unplaced = tree.place_retired(&agg.retired, callers);
+    tree.estimate_retired_times(&trace.retirements);
     JsonAggregate {
         invocations: agg.invocations,
         tree: aggregate_node(trace, agg, &tree, whole_run),
@@ -334,6 +335,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
             .map(|&(index, inv)| {
                 let mut tree = Merged::of_invocation(inv);
                 let unplaced = tree.place_retired(&inv.retired, &callers);
+                tree.estimate_retired_times(&trace.retirements);
                 JsonInvocation {
                     index,
                     seq: inv.seq,

@@ -231,6 +231,7 @@ impl TextView<'_> {
         }
         let mut tree = Merged::of_invocation(inv);
         let unplaced = tree.place_retired(&inv.retired, &self.callers);
+        tree.estimate_retired_times(&self.trace.retirements);
         if inv.folded {
             let note = format!("  {}", self.folded_note(tree.has_estimates()));
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
@@ -293,6 +294,7 @@ impl TextView<'_> {
         let invocations = agg.invocations.max(1) as f64;
         let mut tree = agg.tree.clone();
         let unplaced = tree.place_retired(&agg.retired, &self.callers);
+        tree.estimate_retired_times(&self.trace.retirements);
         let percentile = |node: &Merged, q: f64| node.percentile_ns(q).map_or_else(|| "-".to_owned(), format_ns);
         let cells = |node: &Merged| {
             let mut cells = vec![
