@@ -539,10 +539,18 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         let mut slot = slot.try_borrow_mut().ok()?;
         let slot = &mut *slot;
         let outbox = slot.outbox.filter(|_| slot.rec == rec)?;
-        // SAFETY: the slot owns the recorder, whose invocation just ended on this thread.
+        let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
+        // SAFETY: the slot owns the recorder, whose invocation just ended on this thread (its retired calls were
+        // settled by `set_current` above).
+        let counted = unsafe { (*rec).counted_retired_calls(used) };
+        // SAFETY: as above; shared from here on.
         let r = unsafe { &*rec };
-        crate::retire::note_invocation(r, rt.config.chooses());
-        crate::aggregate::fold(r);
+        let retired = counted.then(|| &r.retired_calls()[..=used]);
+        // The retirement note does nothing for an invocation that counted no retired call.
+        if counted {
+            crate::retire::note_invocation(r, rt.config.chooses());
+        }
+        crate::aggregate::fold(r, retired.unwrap_or(&[]));
         crate::adopt::root_returned(r);
         let root = r.nodes().first()?;
         outbox.note_root_start(root.start);
@@ -559,7 +567,7 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         }
         // An invocation with spawned work goes in its recorder, which holds what it adopted.
         if !r.folded && r.adoption.is_none() && r.nodes().len() <= outbox.max_nodes() {
-            push_to_outbox(slot, outbox, r, rt);
+            push_to_outbox(slot, outbox, r, retired.unwrap_or(&[]), rt);
             return Some(());
         }
         match spare_recorder(rt) {
@@ -593,9 +601,9 @@ fn left_out_counter(why: LeftOut) -> Counter {
 
 /// Copies a small finished invocation into the thread's outbox (dropped, counted, when it is full) and wakes the
 /// writer when the outbox crosses half full or after a quiet spell.
-fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, rt: &Runtime) {
+/// `retired_calls`: the invocation's counters by retirement slot (empty when it counted none).
+fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, retired_calls: &[u64], rt: &Runtime) {
     let nodes = rec.nodes();
-    let retired_calls = &rec.retired_calls()[..=crate::retire::slots_used().min(RETIRED_COUNTERS - 1)];
     let Some((before, after)) = outbox.push(nodes, retired_calls, rec.truncated()) else {
         outbox.count(Counter::DroppedQueueFull);
         return;
@@ -634,7 +642,7 @@ pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recor
 pub(crate) fn finish_task(owned: OwnedRecorder) {
     let rec = owned.into_box();
     crate::retire::note_invocation(&rec, RUNTIME.get().map_or(true, |rt| rt.config.chooses()));
-    crate::aggregate::fold(&rec);
+    crate::aggregate::fold(&rec, &rec.retired_calls()[..=crate::retire::slots_used().min(RETIRED_COUNTERS - 1)]);
     crate::adopt::root_returned(&rec);
     let Some(rt) = RUNTIME.get() else { return drop(rec) };
     let root = rec.nodes().first().copied();

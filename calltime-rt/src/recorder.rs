@@ -172,6 +172,9 @@ pub(crate) struct Recorder {
     name: Option<Arc<str>>,
     /// Calls of retired functions in this invocation, by retirement slot; the inlined probe increments them.
     pub(crate) retired_calls: [u64; RETIRED_COUNTERS],
+    /// Every counter of `retired_calls` is known to be 0 (seen so at the last invocation's end, see
+    /// `counted_retired_calls`), so `begin` need not clear them.
+    retired_clear: bool,
     /// Recorded only for the whole-run aggregate (sampled out or past the invocation limit): folded into it at
     /// the root's exit, never written as a tree.
     pub(crate) aggregate_only: bool,
@@ -271,6 +274,7 @@ impl Recorder {
             owner: 0,
             name: None,
             retired_calls: [0; RETIRED_COUNTERS],
+            retired_clear: true,
             aggregate_only: false,
             adoption: None,
             adopted_path: Vec::new(),
@@ -301,8 +305,23 @@ impl Recorder {
         self.part_marker = 0;
         self.may_overlap = false;
         // Only the slots handed out so far can have been counted (a recorder dropped unwritten keeps its counts).
-        let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
-        self.retired_calls[..=used].fill(0);
+        if !self.retired_clear {
+            let used = crate::retire::slots_used().min(RETIRED_COUNTERS - 1);
+            self.retired_calls[..=used].fill(0);
+        }
+        self.retired_clear = false;
+    }
+
+    /// At the end of an invocation whose retired calls are settled: whether any counter of retirement slots
+    /// `0..=used` counted a call. One pass that compiles to a few vector ORs: once the retired functions of a
+    /// program have gone quiet, most invocations count nothing, and then the per-slot loops that follow (the
+    /// retirement note, the aggregate's sums, the outbox's entries) and the next `begin`'s clear are skipped.
+    /// Nothing settles into the recorder between its invocations (it is current only during one).
+    pub(crate) fn counted_retired_calls(&mut self, used: usize) -> bool {
+        let counters = &self.retired_calls[..=used.min(RETIRED_COUNTERS - 1)];
+        let any = counters.iter().fold(0, |any, &calls| any | calls) != 0;
+        self.retired_clear = !any;
+        any
     }
 
     /// Calls of retired functions counted in this invocation, by retirement slot (`1..=retire::slots_used()`).
@@ -517,6 +536,27 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An invocation's counters of retired calls are cleared by the next `begin` when it counted any, and the
+    /// clear is skipped when its end saw them all 0.
+    #[test]
+    fn retired_call_counters_are_cleared_when_counted() {
+        let mut rec = Recorder::with_limits(1 << 20, 0, 1, DEFAULT_MAX_DEPTH);
+        rec.begin(OwnerKind::Thread, 0, None);
+        assert!(!rec.counted_retired_calls(0));
+        rec.retired_calls[0] = 5;
+        assert!(rec.counted_retired_calls(0));
+        rec.begin(OwnerKind::Thread, 0, None);
+        assert_eq!(rec.retired_calls[0], 0, "counted, so cleared");
+        assert!(!rec.counted_retired_calls(0));
+        // Nothing counts into a recorder between its invocations; were it to, the skipped clear would show it.
+        rec.retired_calls[0] = 7;
+        rec.begin(OwnerKind::Thread, 0, None);
+        assert_eq!(rec.retired_calls[0], 7, "seen clear at the end, so not cleared again");
+        assert!(rec.counted_retired_calls(0));
+        rec.begin(OwnerKind::Thread, 0, None);
+        assert_eq!(rec.retired_calls[0], 0);
+    }
 
     /// Growing the node buffer is the runtime's work: the call being entered and the open calls below the root
     /// start that much later (the root keeps it); calls already left keep theirs.
