@@ -129,6 +129,14 @@ pub(crate) fn run_quiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static
     if states.is_quiet(index) {
         return body();
     }
+    run_unquiet(states, index, body)
+}
+
+/// `run_quiet_in`'s calls that are not quiet, as one out-of-line call; also the cold branch of the form that
+/// writes the body twice (`__private::quiet_in!`), whose quiet branch holds the body itself rather than a call of
+/// a closure that has a second call site here.
+#[inline(always)]
+pub(crate) fn run_unquiet<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
     unlikely();
     let mut body = ManuallyDrop::new(body);
     let mut out = Unquiet { result: MaybeUninit::uninit(), _one_more_byte: MaybeUninit::uninit() };

@@ -86,13 +86,20 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
                 format!("enter_in(&crate::{STATES}, {index})")
             };
             if site.body_in_closure && !probe.is_root && !plan.dev_profile {
-                let run = if site.close.saturating_sub(site.open) < IN_PLACE_BODY { "run_quiet_in" } else { "run_in" };
+                let small = site.close.saturating_sub(site.open) < IN_PLACE_BODY;
+                let pin = return_pin(site.return_type.as_deref());
+                if small && site.body_twice {
+                    // The body written twice by the runtime's macro (its `Err` counting too, in the cold copy only).
+                    let form = if counts_errs { "quiet_err_in" } else { "quiet_in" };
+                    let open = format!("::calltime_rt::__private::{form}!(&crate::{STATES}, {index}, {{ {pin}");
+                    return vec![(site.open, open), (site.close, " })".to_owned())];
+                }
+                let run = if small { "run_quiet_in" } else { "run_in" };
                 let run = format!("::calltime_rt::__private::{run}(&crate::{STATES}, {index}, move || {{");
                 if counts_errs {
                     let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
                     return vec![(site.open, format!("{run}{open}")), (site.close, format!("{close}}})"))];
                 }
-                let pin = return_pin(site.return_type.as_deref());
                 return vec![(site.open, format!("{run} {pin}")), (site.close, " })".to_owned())];
             }
             let guard = format!("let __calltime_guard = ::calltime_rt::__private::{call};");
@@ -421,6 +428,7 @@ mod tests {
             return_type: ret.map(str::to_owned),
             errs: ErrCounting::NotAResult,
             body_in_closure: false,
+            body_twice: false,
             spawns: Vec::new(),
         }
     }

@@ -563,6 +563,7 @@ impl Extractor {
                 return_type: self.return_type(&sig.output),
                 errs,
                 body_in_closure: false,
+                body_twice: false,
             });
         }
         if let ReturnType::Type(_, ty) = &sig.output {
@@ -576,6 +577,7 @@ impl Extractor {
                         return_type: None,
                         errs: ErrCounting::NotAResult,
                         body_in_closure: false,
+                        body_twice: false,
                     });
                 }
                 if skip.is_none() {
@@ -597,6 +599,7 @@ impl Extractor {
             return_type: if wrapped { self.return_type(&sig.output) } else { None },
             errs,
             body_in_closure: wrapped && in_closure,
+            body_twice: wrapped && in_closure && may_be_written_twice(block),
         })
     }
 
@@ -730,6 +733,34 @@ fn body_fits_a_closure(attrs: &[Attribute], sig: &syn::Signature) -> bool {
         },
         syn::FnArg::Typed(t) => drops_nothing(&t.ty),
     })
+}
+
+/// Whether a body written twice (the runtime's `quiet_in!`: a copy in place for quiet calls, one in a closure for
+/// the others) means what it meant once: it declares no item but `use`, `const` and `type` (a `static` written
+/// twice is two statics, each seeing part of the calls; an `impl` written twice conflicts with itself), and no
+/// statement macro that may declare one (one in braces, or `thread_local!`, `lazy_static!`, `global_asm!`). Macros
+/// in expression position are taken as expressions: a `static` one declares inside its own block (a logging
+/// macro's call site) would be one per copy, which only splits that call site in two.
+fn may_be_written_twice(block: &syn::Block) -> bool {
+    const ITEM_MACROS: [&str; 4] = ["thread_local", "lazy_static", "global_asm", "macro_rules"];
+    struct Declares(bool);
+    impl<'ast> Visit<'ast> for Declares {
+        fn visit_item(&mut self, item: &'ast syn::Item) {
+            // What an item holds is its own: only whether it may be written twice matters here.
+            if !matches!(item, syn::Item::Use(_) | syn::Item::Const(_) | syn::Item::Type(_)) {
+                self.0 = true;
+            }
+        }
+        fn visit_stmt_macro(&mut self, stmt: &'ast syn::StmtMacro) {
+            let name = stmt.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            if matches!(stmt.mac.delimiter, syn::MacroDelimiter::Brace(_)) || ITEM_MACROS.contains(&name.as_str()) {
+                self.0 = true;
+            }
+        }
+    }
+    let mut declares = Declares(false);
+    declares.visit_block(block);
+    !declares.0
 }
 
 /// `impl Future<..>`, `Pin<Box<dyn Future<..>>>`, `BoxFuture<..>`: a function that hands back a future.
