@@ -152,7 +152,7 @@ pub use probe::Guard;
 macro_rules! __calltime_quiet_in {
     ($states:expr, $index:literal, $body:block) => {
         if $crate::__private::is_quiet_in($states, $index) $body else {
-            $crate::__private::run_unquiet_in($states, $index, move || $body)
+            ($states).run_unquiet_at::<$index, _, _>(move || $body)
         }
     };
 }
@@ -165,7 +165,7 @@ macro_rules! __calltime_quiet_in {
 macro_rules! __calltime_quiet_err_in {
     ($states:expr, $index:literal, $body:block) => {
         if $crate::__private::is_quiet_in($states, $index) $body else {
-            $crate::__private::run_unquiet_in($states, $index, move || {
+            ($states).run_unquiet_at::<$index, _, _>(move || {
                 match $crate::__private::call_once(move || $body) {
                     result => {
                         {
