@@ -578,6 +578,51 @@ mod tests {
     }
 
     #[test]
+    fn a_small_body_that_declares_no_item_is_written_twice_by_the_runtimes_macro() {
+        let src = "fn f(b: u8) -> u8 {\n    b + 1\n}\n";
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = site(ProbeKind::Sync, 3, open, close, Some("u8"));
+        s.body_in_closure = true;
+        s.body_twice = true;
+        let (out, shifted) = apply_keeping_columns(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(shifted.is_empty(), "{out}");
+        assert_eq!(
+            out,
+            "fn f(b: u8) -> u8 {::calltime_rt::__private::quiet_in!(&crate::__CALLTIME_STATE, 3, { if false { \
+             #[allow(unreachable_code)] let __calltime_r: u8 = ::core::unreachable!(); #[allow(unreachable_code)] \
+             return __calltime_r; } \n    b + 1 })\n}\n"
+        );
+        // Counted `Err`s: the macro that counts them in its cold copy; the same pin, no counting text.
+        let src = "fn f(b: u8) -> Result<u8, E> {\n    Ok(b)\n}\n";
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = counting(site(ProbeKind::Sync, 4, open, close, Some("Result<u8, E>")));
+        s.body_in_closure = true;
+        s.body_twice = true;
+        let out = apply(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        let pin = return_pin(Some("Result<u8, E>"));
+        assert_eq!(
+            out,
+            format!(
+                "fn f(b: u8) -> Result<u8, E> {{::calltime_rt::__private::quiet_err_in!(&crate::__CALLTIME_STATE, 4, \
+                 {{ {pin}\n    Ok(b) }})\n}}\n"
+            )
+        );
+        // A root, the dev profile and a big body keep their forms.
+        let out = apply(src, &[Probe { site: &s, is_root: true }], &plan()).unwrap();
+        assert!(!out.contains("quiet_err_in!") && out.contains("enter_root(4, "), "{out}");
+        let dev = PlanInfo { dev_profile: true, ..plan() };
+        let out = apply(src, &[Probe { site: &s, is_root: false }], &dev).unwrap();
+        assert!(!out.contains("quiet_err_in!") && out.contains("enter_in(&crate::__CALLTIME_STATE, 4)"), "{out}");
+        let src = format!("fn f(b: u8) -> u64 {{\n    let x = b as u64;{}\n    x\n}}\n", " ".repeat(IN_PLACE_BODY));
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
+        s.body_in_closure = true;
+        s.body_twice = true;
+        let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, "));
+    }
+
+    #[test]
     fn a_big_body_keeps_the_form_that_counts_in_place() {
         let body = format!("\n    let x = b as u64;{}\n    x\n", " ".repeat(IN_PLACE_BODY - 40));
         let src = format!("fn f(b: u8) -> u64 {{{body}}}\n");

@@ -400,6 +400,23 @@ fn every_function_form_builds_and_behaves_the_same() {
     assert_eq!(before, snapshot(&dir), "the user's workspace changed");
 }
 
+/// The same forms in an optimised build, where small non-root bodies take the runtime's forms: written twice
+/// (`quiet_in!`, `quiet_err_in!`) unless they declare an item, else in a closure (`run_quiet_in`). No warning, the
+/// plain build's output, the same tree as the dev profile's guards record.
+#[test]
+fn every_function_form_builds_and_behaves_the_same_optimised() {
+    let (tmp, dir) = util::copy_test_crate("e2e-forms");
+    let json = json_report_printing_as_plain(tmp.path(), &dir, &["--root", "run_all", "--probe-trivial", "--release"]);
+    util::check(&util::data("e2e/forms-tree.txt"), &tree_dump(&json));
+    let shadow = std::fs::read_to_string(dir.join("target/calltime/shadow/src/.lib.calltime.rs")).unwrap();
+    let form = |name: &str| {
+        let line = shadow.lines().find(|l| l.contains(&format!("fn {name}("))).unwrap_or("");
+        ["quiet_in!", "quiet_err_in!", "run_quiet_in", "enter_in"].into_iter().find(|f| line.contains(f))
+    };
+    let forms: Vec<_> = ["first_evens", "parsed_sum", "calls_so_far", "wrapped"].map(form).into();
+    assert_eq!(forms, [Some("quiet_in!"), Some("quiet_err_in!"), Some("run_quiet_in"), Some("run_quiet_in")]);
+}
+
 /// Exact `Err` counts per node for every function form that returns a `Result` (`?`, `return Err`, aliases,
 /// coercions, borrows through `&mut self`, const generics, `unsafe fn`, `impl Trait`, async), none for a non-std
 /// `*Result` or a `#[track_caller]` function, and the program's output identical to a plain build.

@@ -974,6 +974,35 @@ mod tests {
     }
 
     #[test]
+    fn a_body_is_written_twice_only_when_it_declares_no_item() {
+        let text = "fn a(b: u8) -> u8 { 'l: loop { if b > 1 { break 'l b; } return b; } }\n\
+                    fn b(s: &str) -> Result<u8, E> { use std::str::FromStr as _; const N: u8 = 1; type T = u8; \
+                    let x: T = s.parse()?; tri!(check(x)); Ok(x + N) }\n\
+                    fn c() -> usize { static N: AtomicUsize = AtomicUsize::new(0); N.fetch_add(1, Relaxed) }\n\
+                    fn d(x: u8) -> u8 { struct W(u8); impl W { fn get(&self) -> u8 { self.0 } } W(x).get() }\n\
+                    fn e(x: u8) -> u8 { fn inner(x: u8) -> u8 { x } { inner(x) } }\n\
+                    fn f() -> u8 { thread_local!(static T: u8 = 1); T.with(|t| *t) }\n\
+                    fn g() -> u8 { my_items! { 1 } 2 }\n\
+                    fn h() -> u8 { let f = || { static S: u8 = 1; S }; f() }\n\
+                    fn i(v: Vec<u8>) -> usize { v.len() }\n";
+        let items = extract_file(text).unwrap().items;
+        let twice: Vec<(&str, bool)> =
+            items.fns.iter().map(|f| (f.name.as_str(), f.probe.as_ref().unwrap().body_twice)).collect();
+        let expected = [
+            ("a", true),
+            ("b", true),
+            ("c", false),
+            ("d", false),
+            ("e", false),
+            ("f", false),
+            ("g", false),
+            ("h", false),
+            ("i", false),
+        ];
+        assert_eq!(twice, expected);
+    }
+
+    #[test]
     fn a_body_fits_a_closure_when_moving_its_parameters_drops_nothing() {
         let text = "fn a(b: u8, s: &str, p: *const u8) -> u8 { b }\n\
                     impl X { fn b(&self) -> &str { &self.s } fn c(&mut self, x: (usize)) {} }\n\
