@@ -54,7 +54,8 @@ fn return_pin(return_type: Option<&str>) -> String {
 /// every crate root of an instrumented package (`states_declaration`).
 pub const STATES: &str = "__CALLTIME_STATE";
 
-/// Bytes of source of a wrapped body under which it is probed with `run_quiet_in` (the body in place for quiet calls
+/// Bytes of source of a wrapped body that may not be written twice (`ProbeSite::body_twice`) under which it is
+/// probed with `run_quiet_in` (the body in place for quiet calls
 /// only: one compare and branch, the rest one out-of-line call) rather than `run_in` (quiet and counted calls in
 /// place, recorded ones out of line). A bigger body is not inlined into its callers in either form, and holding a
 /// copy of it keeps `run_quiet_in`'s wrapper out of its callers too, which costs a recorded function's every call
@@ -62,6 +63,14 @@ pub const STATES: &str = "__CALLTIME_STATE";
 /// `run_in` the wrapper is small and inlined, and a quiet call pays one call of the closure, a small share of such
 /// a body.
 pub const IN_PLACE_BODY: usize = 1000;
+
+/// Bytes of source of a body (that declares no item) under which the rewrite writes it twice (`quiet_in!`): a
+/// quiet copy in place, the other in the cold call's closure. Bigger bodies are not, only to bound what the
+/// compiler does twice. Measured (docs/truth-bench.md, "Eighth round"): written twice at every size, tokei's
+/// `parse_context` (8,400 bytes, one caller) is inlined into its caller again as in the plain build (6% fewer
+/// instructions), while pulldown-cmark's `Parser::next` (1,800 bytes, recorded for the whole run) pays one call
+/// more per call (2% more).
+pub const WRITTEN_TWICE_BODY: usize = 16_000;
 
 /// The declaration of a crate's table of state bytes, one per function of the plan (indexed by the dense global
 /// index): appended after the crate root's last token, without a newline.
@@ -88,7 +97,7 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             if site.body_in_closure && !probe.is_root && !plan.dev_profile {
                 let small = site.close.saturating_sub(site.open) < IN_PLACE_BODY;
                 let pin = return_pin(site.return_type.as_deref());
-                if small && site.body_twice {
+                if site.body_twice && site.close.saturating_sub(site.open) < WRITTEN_TWICE_BODY {
                     // The body written twice by the runtime's macro (its `Err` counting too, in the cold copy only).
                     let form = if counts_errs { "quiet_err_in" } else { "quiet_in" };
                     let open = format!("::calltime_rt::__private::{form}!(&crate::{STATES}, {index}, {{ {pin}");
@@ -607,13 +616,13 @@ mod tests {
                  {{ {pin}\n    Ok(b) }})\n}}\n"
             )
         );
-        // A root, the dev profile and a big body keep their forms.
+        // A root, the dev profile and a body past `WRITTEN_TWICE_BODY` keep their forms.
         let out = apply(src, &[Probe { site: &s, is_root: true }], &plan()).unwrap();
         assert!(!out.contains("quiet_err_in!") && out.contains("enter_root(4, "), "{out}");
         let dev = PlanInfo { dev_profile: true, ..plan() };
         let out = apply(src, &[Probe { site: &s, is_root: false }], &dev).unwrap();
         assert!(!out.contains("quiet_err_in!") && out.contains("enter_in(&crate::__CALLTIME_STATE, 4)"), "{out}");
-        let src = format!("fn f(b: u8) -> u64 {{\n    let x = b as u64;{}\n    x\n}}\n", " ".repeat(IN_PLACE_BODY));
+        let src = format!("fn f(b: u8) -> u64 {{\n    let x = b as u64;{}\n    x\n}}\n", " ".repeat(WRITTEN_TWICE_BODY));
         let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
         let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
         s.body_in_closure = true;
