@@ -5,7 +5,8 @@
 //! every picked function starts with a probe (`::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 7)`, an
 //! index assigned by the tool's plan, reading the function's state byte from a table the copy declares in each crate
 //! root; or, for a body whose parameters drop nothing, `run_quiet_in(&crate::__CALLTIME_STATE, 7, move || { body })`, whose quiet calls run the body
-//! with no guard), adds this crate as a path dependency, builds and runs the program, then reads the trace file this crate
+//! with no guard, or `quiet_in!(&crate::__CALLTIME_STATE, 7, { body })`, which writes a body that declares no item
+//! twice), adds this crate as a path dependency, builds and runs the program, then reads the trace file this crate
 //! writes. The file format is documented in `docs/trace-format.md` of the cargo-calltime repository.
 //!
 //! # What is recorded
@@ -145,7 +146,7 @@ pub use probe::Guard;
 /// quiet call runs the first copy in place, with no closure, so the optimiser inlines it as it would the plain
 /// body; every other call runs the second, in a `move` closure, out of line. With one closure called from two
 /// places (`run_quiet_in`), a body holding a few probed calls stays an out-of-line call even when quiet
-/// (docs/truth-bench.md, "Eighth round"). The tool takes it only for bodies that declare no items (a `static` or
+/// (docs/performance.md, "Eighth round"). The tool takes it only for bodies that declare no items (a `static` or
 /// an `impl` written twice would be two statics, or two conflicting impls).
 #[doc(hidden)]
 #[macro_export]
@@ -244,13 +245,6 @@ pub mod __private {
     #[inline(always)]
     pub fn is_quiet_in<const N: usize>(states: &'static States<N>, index: u32) -> bool {
         states.is_quiet(index)
-    }
-
-    /// The cold copy of [`quiet_in!`]'s body: counted or recorded, one out-of-line call (as `run_quiet_in`'s calls
-    /// that are not quiet).
-    #[inline(always)]
-    pub fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
-        crate::probe::run_unquiet(states, index, body)
     }
 
     pub use crate::{__calltime_quiet_err_in as quiet_err_in, __calltime_quiet_in as quiet_in};

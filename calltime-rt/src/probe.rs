@@ -132,9 +132,7 @@ pub(crate) fn run_quiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static
     run_unquiet(states, index, body)
 }
 
-/// `run_quiet_in`'s calls that are not quiet, as one out-of-line call; also the cold branch of the form that
-/// writes the body twice (`__private::quiet_in!`), whose quiet branch holds the body itself rather than a call of
-/// a closure that has a second call site here.
+/// `run_quiet_in`'s calls that are not quiet, as one out-of-line call.
 #[inline(always)]
 pub(crate) fn run_unquiet<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
     unlikely();
@@ -186,7 +184,7 @@ impl<const N: usize> States<N> {
     /// `run_unquiet_in` with fewer arguments to set up at each call site: the index as a constant, the closure by
     /// value (in registers when it captures one or two words, such as `&mut self`; it is built in the cold branch
     /// only) and the result returned. The quiet copy's inlining into its callers is decided by what the whole
-    /// function costs, this call's set-up included (docs/truth-bench.md, "Eighth round").
+    /// function costs, this call's set-up included (docs/performance.md, "Eighth round").
     #[doc(hidden)]
     #[cold]
     #[inline(never)]

@@ -66,7 +66,7 @@ pub const IN_PLACE_BODY: usize = 1000;
 
 /// Bytes of source of a body (that declares no item) under which the rewrite writes it twice (`quiet_in!`): a
 /// quiet copy in place, the other in the cold call's closure. Bigger bodies are not, only to bound what the
-/// compiler does twice. Measured (docs/truth-bench.md, "Eighth round"): written twice at every size, tokei's
+/// compiler does twice. Measured (docs/performance.md, "Eighth round"): written twice at every size, tokei's
 /// `parse_context` (8,400 bytes, one caller) is inlined into its caller again as in the plain build (6% fewer
 /// instructions), while pulldown-cmark's `Parser::next` (1,800 bytes, recorded for the whole run) pays one call
 /// more per call (2% more).
@@ -622,7 +622,8 @@ mod tests {
         let dev = PlanInfo { dev_profile: true, ..plan() };
         let out = apply(src, &[Probe { site: &s, is_root: false }], &dev).unwrap();
         assert!(!out.contains("quiet_err_in!") && out.contains("enter_in(&crate::__CALLTIME_STATE, 4)"), "{out}");
-        let src = format!("fn f(b: u8) -> u64 {{\n    let x = b as u64;{}\n    x\n}}\n", " ".repeat(WRITTEN_TWICE_BODY));
+        let src =
+            format!("fn f(b: u8) -> u64 {{\n    let x = b as u64;{}\n    x\n}}\n", " ".repeat(WRITTEN_TWICE_BODY));
         let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
         let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
         s.body_in_closure = true;
