@@ -39,12 +39,13 @@ fn plan_info_expr(plan: &PlanInfo) -> String {
 /// The statement pinning an async body's output type to the declared return type, so coercions (`Box<dyn T>`)
 /// and `?` conversions type-check inside the wrapping `async move` block as they did in the `async fn` body.
 /// Left out for `()`, for a fully erased `impl Trait` (`_` would pin nothing useful and fall back to `()`) and for
-/// `!` (not a type that may be written on stable).
+/// `!` (not a type that may be written on stable). The pinned value is `loop {}`, not `::core::unreachable!()`: an
+/// edition-2015 crate has no `::core` path.
 fn return_pin(return_type: Option<&str>) -> String {
     match return_type.map(str::trim) {
         None | Some("") | Some("()") | Some("_") | Some("!") => String::new(),
         Some(ty) => format!(
-            "if false {{ #[allow(unreachable_code)] let __calltime_r: {ty} = ::core::unreachable!(); \
+            "if false {{ #[allow(unreachable_code)] let __calltime_r: {ty} = loop {{}}; \
              #[allow(unreachable_code)] return __calltime_r; }} "
         ),
     }
@@ -470,7 +471,7 @@ mod tests {
         assert_eq!(
             out,
             "async fn f() -> Result<u8, E> { ::calltime_rt::__private::instrument(2, async move { if false { \
-             #[allow(unreachable_code)] let __calltime_r: Result<u8, E> = ::core::unreachable!(); \
+             #[allow(unreachable_code)] let __calltime_r: Result<u8, E> = loop {}; \
              #[allow(unreachable_code)] return __calltime_r; } \n    Ok(1) }).await \n}\n"
         );
     }
@@ -552,7 +553,7 @@ mod tests {
         assert_eq!(
             out,
             "fn f(b: u8) -> u8 {::calltime_rt::__private::run_quiet_in(&crate::__CALLTIME_STATE, 3, move || { if false { #[allow(unreachable_code)] let \
-             __calltime_r: u8 = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    b + 1 \
+             __calltime_r: u8 = loop {}; #[allow(unreachable_code)] return __calltime_r; } \n    b + 1 \
              })\n}\n"
         );
         // A root keeps its guard: the invocation starts and ends with it.
@@ -598,7 +599,7 @@ mod tests {
         assert_eq!(
             out,
             "fn f(b: u8) -> u8 {::calltime_rt::__private::quiet_in!(&crate::__CALLTIME_STATE, 3, { if false { \
-             #[allow(unreachable_code)] let __calltime_r: u8 = ::core::unreachable!(); #[allow(unreachable_code)] \
+             #[allow(unreachable_code)] let __calltime_r: u8 = loop {}; #[allow(unreachable_code)] \
              return __calltime_r; } \n    b + 1 })\n}\n"
         );
         // Counted `Err`s: the macro that counts them in its cold copy; the same pin, no counting text.
@@ -682,7 +683,7 @@ mod tests {
             "fn f() -> Result<u8, E> {let __calltime_guard = ::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 4); \
              match \
              ::calltime_rt::__private::call_once(move || { if false { #[allow(unreachable_code)] let __calltime_r: \
-             Result<u8, E> = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    g()?;\n    \
+             Result<u8, E> = loop {}; #[allow(unreachable_code)] return __calltime_r; } \n    g()?;\n    \
              Ok(1) }) { __calltime_result => { { #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as \
              _; ::calltime_rt::__private::Outcome(&__calltime_result).note(4); } __calltime_result } } \n}\n"
         );
