@@ -5,7 +5,8 @@
 //! every picked function starts with a probe (`::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 7)`, an
 //! index assigned by the tool's plan, reading the function's state byte from a table the copy declares in each crate
 //! root; or, for a body whose parameters drop nothing, `run_quiet_in(&crate::__CALLTIME_STATE, 7, move || { body })`, whose quiet calls run the body
-//! with no guard), adds this crate as a path dependency, builds and runs the program, then reads the trace file this crate
+//! with no guard, or `quiet_in!(&crate::__CALLTIME_STATE, 7, { body })`, which writes a body that declares no item
+//! twice), adds this crate as a path dependency, builds and runs the program, then reads the trace file this crate
 //! writes. The file format is documented in `docs/trace-format.md` of the cargo-calltime repository.
 //!
 //! # What is recorded
@@ -141,6 +142,46 @@ pub use probe::Guard;
 // ---------------------------------------------------------------------------------------------------------------
 // Hidden API (Contract 1)
 
+/// `run_quiet_in` with the body written twice (`__private::quiet_in!(&crate::__CALLTIME_STATE, 7, { body })`): a
+/// quiet call runs the first copy in place, with no closure, so the optimiser inlines it as it would the plain
+/// body; every other call runs the second, in a `move` closure, out of line. With one closure called from two
+/// places (`run_quiet_in`), a body holding a few probed calls stays an out-of-line call even when quiet
+/// (docs/performance.md, "Eighth round"). The tool takes it only for bodies that declare no items (a `static` or
+/// an `impl` written twice would be two statics, or two conflicting impls).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __calltime_quiet_in {
+    ($states:expr, $index:literal, $body:block) => {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
+            ($states).run_unquiet_at::<$index, _, _>(move || $body)
+        }
+    };
+}
+
+/// `__calltime_quiet_in!` for a body whose `Err` returns are counted: the cold copy hands its result to the runtime
+/// (`Outcome::note`), the quiet copy does not (a quiet call recorded nothing, so its `Err` has no frame to mark:
+/// `outcome::err_returned` would leave it alone).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __calltime_quiet_err_in {
+    ($states:expr, $index:literal, $body:block) => {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
+            ($states).run_unquiet_at::<$index, _, _>(move || {
+                match $crate::__private::call_once(move || $body) {
+                    result => {
+                        {
+                            #[allow(unused_imports)]
+                            use $crate::__private::NotAResult as _;
+                            $crate::__private::Outcome(&result).note($index);
+                        }
+                        result
+                    }
+                }
+            })
+        }
+    };
+}
+
 /// What the code rewritten by `cargo calltime` calls. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
@@ -199,6 +240,14 @@ pub mod __private {
     pub fn run_quiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
         crate::probe::run_quiet_in(states, index, body)
     }
+
+    /// Whether function `index` went quiet: the test of [`quiet_in!`]'s two copies of a body.
+    #[inline(always)]
+    pub fn is_quiet_in<const N: usize>(states: &'static States<N>, index: u32) -> bool {
+        states.is_quiet(index)
+    }
+
+    pub use crate::{__calltime_quiet_err_in as quiet_err_in, __calltime_quiet_in as quiet_in};
 
     /// Probe of a root sync function: starts an invocation when none is in progress on this thread. Out of line in
     /// the dev profile's runtime, as [`enter`] is.

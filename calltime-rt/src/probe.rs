@@ -129,6 +129,12 @@ pub(crate) fn run_quiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static
     if states.is_quiet(index) {
         return body();
     }
+    run_unquiet(states, index, body)
+}
+
+/// `run_quiet_in`'s calls that are not quiet, as one out-of-line call.
+#[inline(always)]
+pub(crate) fn run_unquiet<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
     unlikely();
     let mut body = ManuallyDrop::new(body);
     let mut out = Unquiet { result: MaybeUninit::uninit(), _one_more_byte: MaybeUninit::uninit() };
@@ -171,6 +177,28 @@ fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(
         enter_unretired(index)
     };
     out.write(body());
+}
+
+impl<const N: usize> States<N> {
+    /// The cold copy of `__private::quiet_in!`'s body (a call that is not quiet: counted or recorded), as
+    /// `run_unquiet_in` with fewer arguments to set up at each call site: the index as a constant, the closure by
+    /// value (in registers when it captures one or two words, such as `&mut self`; it is built in the cold branch
+    /// only) and the result returned. The quiet copy's inlining into its callers is decided by what the whole
+    /// function costs, this call's set-up included (docs/performance.md, "Eighth round").
+    #[doc(hidden)]
+    #[cold]
+    #[inline(never)]
+    pub fn run_unquiet_at<const INDEX: u32, R, F: FnOnce() -> R>(&'static self, body: F) -> R {
+        let state = self.state(INDEX);
+        let _guard = if state != 0 {
+            count_retired_call(state);
+            Guard::INERT
+        } else {
+            self.register_once();
+            enter_unretired(INDEX)
+        };
+        body()
+    }
 }
 
 /// `run_in`'s probed case: registers the crate's table (once), then as `run_probed`.

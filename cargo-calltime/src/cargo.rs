@@ -896,6 +896,7 @@ mod tests {
                 return_type: None,
                 errs: Default::default(),
                 body_in_closure: false,
+                body_twice: false,
                 spawns: Vec::new(),
             }),
             skip_reason: None,

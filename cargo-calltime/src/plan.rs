@@ -300,6 +300,11 @@ pub struct ProbeSite {
     /// the plan's JSON).
     #[serde(skip)]
     pub body_in_closure: bool,
+    /// A `body_in_closure` body that declares no item (but `use`, `const`, `type`) nor a statement macro that may
+    /// declare one, so the rewrite may write it twice (calltime-rt's `quiet_in!`): in place for quiet calls, in a
+    /// closure for the others (not part of the plan's JSON).
+    #[serde(skip)]
+    pub body_twice: bool,
     /// Arguments of spawn calls in the body that the rewrite wraps so the work they do elsewhere is adopted
     /// (`analysis::spawns`; not part of the plan's JSON).
     #[serde(skip)]

@@ -39,12 +39,13 @@ fn plan_info_expr(plan: &PlanInfo) -> String {
 /// The statement pinning an async body's output type to the declared return type, so coercions (`Box<dyn T>`)
 /// and `?` conversions type-check inside the wrapping `async move` block as they did in the `async fn` body.
 /// Left out for `()`, for a fully erased `impl Trait` (`_` would pin nothing useful and fall back to `()`) and for
-/// `!` (not a type that may be written on stable).
+/// `!` (not a type that may be written on stable). The pinned value is `loop {}`, not `::core::unreachable!()`: an
+/// edition-2015 crate has no `::core` path.
 fn return_pin(return_type: Option<&str>) -> String {
     match return_type.map(str::trim) {
         None | Some("") | Some("()") | Some("_") | Some("!") => String::new(),
         Some(ty) => format!(
-            "if false {{ #[allow(unreachable_code)] let __calltime_r: {ty} = ::core::unreachable!(); \
+            "if false {{ #[allow(unreachable_code)] let __calltime_r: {ty} = loop {{}}; \
              #[allow(unreachable_code)] return __calltime_r; }} "
         ),
     }
@@ -54,7 +55,8 @@ fn return_pin(return_type: Option<&str>) -> String {
 /// every crate root of an instrumented package (`states_declaration`).
 pub const STATES: &str = "__CALLTIME_STATE";
 
-/// Bytes of source of a wrapped body under which it is probed with `run_quiet_in` (the body in place for quiet calls
+/// Bytes of source of a wrapped body that may not be written twice (`ProbeSite::body_twice`) under which it is
+/// probed with `run_quiet_in` (the body in place for quiet calls
 /// only: one compare and branch, the rest one out-of-line call) rather than `run_in` (quiet and counted calls in
 /// place, recorded ones out of line). A bigger body is not inlined into its callers in either form, and holding a
 /// copy of it keeps `run_quiet_in`'s wrapper out of its callers too, which costs a recorded function's every call
@@ -62,6 +64,14 @@ pub const STATES: &str = "__CALLTIME_STATE";
 /// `run_in` the wrapper is small and inlined, and a quiet call pays one call of the closure, a small share of such
 /// a body.
 pub const IN_PLACE_BODY: usize = 1000;
+
+/// Bytes of source of a body (that declares no item) under which the rewrite writes it twice (`quiet_in!`): a
+/// quiet copy in place, the other in the cold call's closure. Bigger bodies are not, only to bound what the
+/// compiler does twice. Measured (docs/performance.md, "Eighth round"): written twice at every size, tokei's
+/// `parse_context` (8,400 bytes, one caller) is inlined into its caller again as in the plain build (6% fewer
+/// instructions), while pulldown-cmark's `Parser::next` (1,800 bytes, recorded for the whole run) pays one call
+/// more per call (2% more).
+pub const WRITTEN_TWICE_BODY: usize = 16_000;
 
 /// The declaration of a crate's table of state bytes, one per function of the plan (indexed by the dense global
 /// index): appended after the crate root's last token, without a newline.
@@ -86,13 +96,20 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
                 format!("enter_in(&crate::{STATES}, {index})")
             };
             if site.body_in_closure && !probe.is_root && !plan.dev_profile {
-                let run = if site.close.saturating_sub(site.open) < IN_PLACE_BODY { "run_quiet_in" } else { "run_in" };
+                let small = site.close.saturating_sub(site.open) < IN_PLACE_BODY;
+                let pin = return_pin(site.return_type.as_deref());
+                if site.body_twice && site.close.saturating_sub(site.open) < WRITTEN_TWICE_BODY {
+                    // The body written twice by the runtime's macro (its `Err` counting too, in the cold copy only).
+                    let form = if counts_errs { "quiet_err_in" } else { "quiet_in" };
+                    let open = format!("::calltime_rt::__private::{form}!(&crate::{STATES}, {index}, {{ {pin}");
+                    return vec![(site.open, open), (site.close, " })".to_owned())];
+                }
+                let run = if small { "run_quiet_in" } else { "run_in" };
                 let run = format!("::calltime_rt::__private::{run}(&crate::{STATES}, {index}, move || {{");
                 if counts_errs {
                     let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
                     return vec![(site.open, format!("{run}{open}")), (site.close, format!("{close}}})"))];
                 }
-                let pin = return_pin(site.return_type.as_deref());
                 return vec![(site.open, format!("{run} {pin}")), (site.close, " })".to_owned())];
             }
             let guard = format!("let __calltime_guard = ::calltime_rt::__private::{call};");
@@ -421,6 +438,7 @@ mod tests {
             return_type: ret.map(str::to_owned),
             errs: ErrCounting::NotAResult,
             body_in_closure: false,
+            body_twice: false,
             spawns: Vec::new(),
         }
     }
@@ -453,7 +471,7 @@ mod tests {
         assert_eq!(
             out,
             "async fn f() -> Result<u8, E> { ::calltime_rt::__private::instrument(2, async move { if false { \
-             #[allow(unreachable_code)] let __calltime_r: Result<u8, E> = ::core::unreachable!(); \
+             #[allow(unreachable_code)] let __calltime_r: Result<u8, E> = loop {}; \
              #[allow(unreachable_code)] return __calltime_r; } \n    Ok(1) }).await \n}\n"
         );
     }
@@ -535,7 +553,7 @@ mod tests {
         assert_eq!(
             out,
             "fn f(b: u8) -> u8 {::calltime_rt::__private::run_quiet_in(&crate::__CALLTIME_STATE, 3, move || { if false { #[allow(unreachable_code)] let \
-             __calltime_r: u8 = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    b + 1 \
+             __calltime_r: u8 = loop {}; #[allow(unreachable_code)] return __calltime_r; } \n    b + 1 \
              })\n}\n"
         );
         // A root keeps its guard: the invocation starts and ends with it.
@@ -567,6 +585,52 @@ mod tests {
                  {counting_open}\n    Ok(b){counting_close}\n}}\n"
             )
         );
+    }
+
+    #[test]
+    fn a_small_body_that_declares_no_item_is_written_twice_by_the_runtimes_macro() {
+        let src = "fn f(b: u8) -> u8 {\n    b + 1\n}\n";
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = site(ProbeKind::Sync, 3, open, close, Some("u8"));
+        s.body_in_closure = true;
+        s.body_twice = true;
+        let (out, shifted) = apply_keeping_columns(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(shifted.is_empty(), "{out}");
+        assert_eq!(
+            out,
+            "fn f(b: u8) -> u8 {::calltime_rt::__private::quiet_in!(&crate::__CALLTIME_STATE, 3, { if false { \
+             #[allow(unreachable_code)] let __calltime_r: u8 = loop {}; #[allow(unreachable_code)] \
+             return __calltime_r; } \n    b + 1 })\n}\n"
+        );
+        // Counted `Err`s: the macro that counts them in its cold copy; the same pin, no counting text.
+        let src = "fn f(b: u8) -> Result<u8, E> {\n    Ok(b)\n}\n";
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = counting(site(ProbeKind::Sync, 4, open, close, Some("Result<u8, E>")));
+        s.body_in_closure = true;
+        s.body_twice = true;
+        let out = apply(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        let pin = return_pin(Some("Result<u8, E>"));
+        assert_eq!(
+            out,
+            format!(
+                "fn f(b: u8) -> Result<u8, E> {{::calltime_rt::__private::quiet_err_in!(&crate::__CALLTIME_STATE, 4, \
+                 {{ {pin}\n    Ok(b) }})\n}}\n"
+            )
+        );
+        // A root, the dev profile and a body past `WRITTEN_TWICE_BODY` keep their forms.
+        let out = apply(src, &[Probe { site: &s, is_root: true }], &plan()).unwrap();
+        assert!(!out.contains("quiet_err_in!") && out.contains("enter_root(4, "), "{out}");
+        let dev = PlanInfo { dev_profile: true, ..plan() };
+        let out = apply(src, &[Probe { site: &s, is_root: false }], &dev).unwrap();
+        assert!(!out.contains("quiet_err_in!") && out.contains("enter_in(&crate::__CALLTIME_STATE, 4)"), "{out}");
+        let src =
+            format!("fn f(b: u8) -> u64 {{\n    let x = b as u64;{}\n    x\n}}\n", " ".repeat(WRITTEN_TWICE_BODY));
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
+        s.body_in_closure = true;
+        s.body_twice = true;
+        let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, "));
     }
 
     #[test]
@@ -619,7 +683,7 @@ mod tests {
             "fn f() -> Result<u8, E> {let __calltime_guard = ::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 4); \
              match \
              ::calltime_rt::__private::call_once(move || { if false { #[allow(unreachable_code)] let __calltime_r: \
-             Result<u8, E> = ::core::unreachable!(); #[allow(unreachable_code)] return __calltime_r; } \n    g()?;\n    \
+             Result<u8, E> = loop {}; #[allow(unreachable_code)] return __calltime_r; } \n    g()?;\n    \
              Ok(1) }) { __calltime_result => { { #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as \
              _; ::calltime_rt::__private::Outcome(&__calltime_result).note(4); } __calltime_result } } \n}\n"
         );

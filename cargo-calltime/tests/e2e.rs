@@ -400,6 +400,23 @@ fn every_function_form_builds_and_behaves_the_same() {
     assert_eq!(before, snapshot(&dir), "the user's workspace changed");
 }
 
+/// The same forms in an optimised build, where small non-root bodies take the runtime's forms: written twice
+/// (`quiet_in!`, `quiet_err_in!`) unless they declare an item, else in a closure (`run_quiet_in`). No warning, the
+/// plain build's output, the same tree as the dev profile's guards record.
+#[test]
+fn every_function_form_builds_and_behaves_the_same_optimised() {
+    let (tmp, dir) = util::copy_test_crate("e2e-forms");
+    let json = json_report_printing_as_plain(tmp.path(), &dir, &["--root", "run_all", "--probe-trivial", "--release"]);
+    util::check(&util::data("e2e/forms-tree.txt"), &tree_dump(&json));
+    let shadow = std::fs::read_to_string(dir.join("target/calltime/shadow/src/.lib.calltime.rs")).unwrap();
+    let form = |name: &str| {
+        let line = shadow.lines().find(|l| l.contains(&format!("fn {name}("))).unwrap_or("");
+        ["quiet_in!", "quiet_err_in!", "run_quiet_in", "enter_in"].into_iter().find(|f| line.contains(f))
+    };
+    let forms: Vec<_> = ["first_evens", "parsed_sum", "calls_so_far", "wrapped"].map(form).into();
+    assert_eq!(forms, [Some("quiet_in!"), Some("quiet_err_in!"), Some("run_quiet_in"), Some("run_quiet_in")]);
+}
+
 /// Exact `Err` counts per node for every function form that returns a `Result` (`?`, `return Err`, aliases,
 /// coercions, borrows through `&mut self`, const generics, `unsafe fn`, `impl Trait`, async), none for a non-std
 /// `*Result` or a `#[track_caller]` function, and the program's output identical to a plain build.
@@ -1074,6 +1091,25 @@ fn edition_2015_crate_root_ending_in_a_comment() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     util::check(&util::data("e2e/edition2015-allocs.txt"), &alloc_dump(&json));
+    // Optimised, `nonzero`'s body is written twice with its return type pinned: it builds and records the same
+    // calls (allocation counts are the optimiser's business there).
+    let out = util::run(
+        util::calltime()
+            .args(["--root", "handle", "--offline", "--release", "--format", "json", "-o"])
+            .arg(&report)
+            .current_dir(&dir),
+        true,
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let calls: Vec<String> =
+        alloc_dump(&json).lines().map(|l| l.split(" allocs=").next().unwrap().to_owned()).collect();
+    assert_eq!(
+        calls,
+        ["aggregate of 2 invocations", "  e2e_edition2015::handle calls=2", "    e2e_edition2015::nonzero calls=2"]
+    );
+    let shadow = std::fs::read_to_string(dir.join("target/calltime/shadow/src/.main.calltime.rs")).unwrap();
+    assert!(shadow.contains("quiet_in!(&crate::__CALLTIME_STATE, "), "{shadow}");
 }
 
 /// A recursive-descent parser whose invocations fold (about 18,700 calls each): its recursive cluster (`item`,

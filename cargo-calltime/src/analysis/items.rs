@@ -563,6 +563,7 @@ impl Extractor {
                 return_type: self.return_type(&sig.output),
                 errs,
                 body_in_closure: false,
+                body_twice: false,
             });
         }
         if let ReturnType::Type(_, ty) = &sig.output {
@@ -576,6 +577,7 @@ impl Extractor {
                         return_type: None,
                         errs: ErrCounting::NotAResult,
                         body_in_closure: false,
+                        body_twice: false,
                     });
                 }
                 if skip.is_none() {
@@ -597,6 +599,7 @@ impl Extractor {
             return_type: if wrapped { self.return_type(&sig.output) } else { None },
             errs,
             body_in_closure: wrapped && in_closure,
+            body_twice: wrapped && in_closure && may_be_written_twice(block),
         })
     }
 
@@ -730,6 +733,34 @@ fn body_fits_a_closure(attrs: &[Attribute], sig: &syn::Signature) -> bool {
         },
         syn::FnArg::Typed(t) => drops_nothing(&t.ty),
     })
+}
+
+/// Whether a body written twice (the runtime's `quiet_in!`: a copy in place for quiet calls, one in a closure for
+/// the others) means what it meant once: it declares no item but `use`, `const` and `type` (a `static` written
+/// twice is two statics, each seeing part of the calls; an `impl` written twice conflicts with itself), and no
+/// statement macro that may declare one (one in braces, or `thread_local!`, `lazy_static!`, `global_asm!`). Macros
+/// in expression position are taken as expressions: a `static` one declares inside its own block (a logging
+/// macro's call site) would be one per copy, which only splits that call site in two.
+fn may_be_written_twice(block: &syn::Block) -> bool {
+    const ITEM_MACROS: [&str; 4] = ["thread_local", "lazy_static", "global_asm", "macro_rules"];
+    struct Declares(bool);
+    impl<'ast> Visit<'ast> for Declares {
+        fn visit_item(&mut self, item: &'ast syn::Item) {
+            // What an item holds is its own: only whether it may be written twice matters here.
+            if !matches!(item, syn::Item::Use(_) | syn::Item::Const(_) | syn::Item::Type(_)) {
+                self.0 = true;
+            }
+        }
+        fn visit_stmt_macro(&mut self, stmt: &'ast syn::StmtMacro) {
+            let name = stmt.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            if matches!(stmt.mac.delimiter, syn::MacroDelimiter::Brace(_)) || ITEM_MACROS.contains(&name.as_str()) {
+                self.0 = true;
+            }
+        }
+    }
+    let mut declares = Declares(false);
+    declares.visit_block(block);
+    !declares.0
 }
 
 /// `impl Future<..>`, `Pin<Box<dyn Future<..>>>`, `BoxFuture<..>`: a function that hands back a future.
@@ -940,6 +971,35 @@ mod tests {
         assert_eq!((&text[a.close..a.close + 1], a.return_type.as_deref()), ("}", Some("Result<u8, E>")));
         let d = items.fns[3].probe.as_ref().unwrap();
         assert_eq!((d.close, d.return_type.as_deref()), (d.open, None));
+    }
+
+    #[test]
+    fn a_body_is_written_twice_only_when_it_declares_no_item() {
+        let text = "fn a(b: u8) -> u8 { 'l: loop { if b > 1 { break 'l b; } return b; } }\n\
+                    fn b(s: &str) -> Result<u8, E> { use std::str::FromStr as _; const N: u8 = 1; type T = u8; \
+                    let x: T = s.parse()?; tri!(check(x)); Ok(x + N) }\n\
+                    fn c() -> usize { static N: AtomicUsize = AtomicUsize::new(0); N.fetch_add(1, Relaxed) }\n\
+                    fn d(x: u8) -> u8 { struct W(u8); impl W { fn get(&self) -> u8 { self.0 } } W(x).get() }\n\
+                    fn e(x: u8) -> u8 { fn inner(x: u8) -> u8 { x } { inner(x) } }\n\
+                    fn f() -> u8 { thread_local!(static T: u8 = 1); T.with(|t| *t) }\n\
+                    fn g() -> u8 { my_items! { 1 } 2 }\n\
+                    fn h() -> u8 { let f = || { static S: u8 = 1; S }; f() }\n\
+                    fn i(v: Vec<u8>) -> usize { v.len() }\n";
+        let items = extract_file(text).unwrap().items;
+        let twice: Vec<(&str, bool)> =
+            items.fns.iter().map(|f| (f.name.as_str(), f.probe.as_ref().unwrap().body_twice)).collect();
+        let expected = [
+            ("a", true),
+            ("b", true),
+            ("c", false),
+            ("d", false),
+            ("e", false),
+            ("f", false),
+            ("g", false),
+            ("h", false),
+            ("i", false),
+        ];
+        assert_eq!(twice, expected);
     }
 
     #[test]

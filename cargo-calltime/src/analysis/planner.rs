@@ -244,6 +244,7 @@ impl Probes<'_> {
             return_type: draft.return_type.clone(),
             errs: draft.errs,
             body_in_closure: draft.body_in_closure,
+            body_twice: draft.body_twice,
             spawns: super::spawns::wraps(self.index, f),
         });
         self.next_index += 1;

@@ -139,6 +139,8 @@ pub struct ProbeDraft {
     pub errs: crate::plan::ErrCounting,
     /// The body can run in the runtime's closure (`plan::ProbeSite::body_in_closure`).
     pub body_in_closure: bool,
+    /// The body may be written twice (`plan::ProbeSite::body_twice`).
+    pub body_twice: bool,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -113,6 +113,50 @@ pub fn where_am_i() -> u32 {
     line!()
 }
 
+/// Written twice by an optimised build's rewrite (a body that declares no item): labels, early `return`s, a `const`,
+/// a closure and statement macros, in both copies.
+pub fn first_evens(rows: &[&[u32]]) -> Option<u32> {
+    const LIMIT: u32 = 1000;
+    let mut sum = 0;
+    'rows: for row in rows {
+        for &x in row.iter() {
+            if x > LIMIT {
+                return None;
+            }
+            if x % 2 == 0 {
+                sum += x;
+                continue 'rows;
+            }
+        }
+    }
+    let checked = |s: u32| s.checked_add(LIMIT - LIMIT);
+    assert!(sum < LIMIT, "{sum}");
+    checked(sum)
+}
+
+/// `?` in a body whose `Err` returns are counted (in the cold copy only).
+pub fn parsed_sum(a: &str, b: &str) -> Result<u32, std::num::ParseIntError> {
+    let x: u32 = a.parse()?;
+    Ok(x + b.parse::<u32>()?)
+}
+
+/// A `static` declared in the body: written once (two copies would be two counters).
+pub fn calls_so_far() -> usize {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+}
+
+/// An `impl` declared in the body: written once (two copies would conflict).
+pub fn wrapped(x: u32) -> u32 {
+    struct Wrapper(u32);
+    impl Wrapper {
+        fn get(&self) -> u32 {
+            self.0
+        }
+    }
+    Wrapper(x).get()
+}
+
 fn block_on<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
     let mut cx = Context::from_waker(Waker::noop());
@@ -140,5 +184,8 @@ pub fn run_all() -> Vec<String> {
     out.push(format!("{} {}", unsafe { read(&value) }, doubled(4)));
     out.push(format!("{}", total(vec![Box::new(Square(2)) as Box<dyn Shape>, Box::new(Square(1))])));
     out.push(format!("{} {} {}", caller_line(), where_am_i(), limit()));
+    let rows: [&[u32]; 3] = [&[1, 2, 3], &[5, 7], &[4]];
+    out.push(format!("{:?} {:?} {:?}", first_evens(&rows), first_evens(&[&[2000]]), parsed_sum("1", "2")));
+    out.push(format!("{:?} {} {} {}", parsed_sum("1", "x").is_err(), calls_so_far(), calls_so_far(), wrapped(3)));
     out
 }
