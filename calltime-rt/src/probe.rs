@@ -191,7 +191,7 @@ impl<const N: usize> States<N> {
     pub fn run_unquiet_at<const INDEX: u32, R, F: FnOnce() -> R>(&'static self, body: F) -> R {
         let state = self.state(INDEX);
         let _guard = if state != 0 {
-            count_retired_call(state);
+            count_retired_call(INDEX);
             Guard::INERT
         } else {
             self.register_once();
