@@ -991,3 +991,16 @@ fn retired_calls_go_under_their_callers_at_each_callers_rate() {
     let text = render_text(&trace, &ViewOptions::default());
     check(&expect("placed-retired.txt"), &text);
 }
+
+/// recursive-placed.trace: test-crates/e2e-recursive's first invocation (`item` and `list` call each other 5
+/// levels deep, 6 items a list, `digit` under the innermost items: 1, 1, 6, 6, 36, 36, 216, 216, 1,296, 1,296,
+/// 7,776 and 7,776 calls by depth) folded, its cluster retired at the fold with 2,382 of its calls recorded (the
+/// outer calls still open: 1 `list`, 2 `item`s at depth 2 of 6), and two invocations of counted calls only. The
+/// counted calls go where the recorded shape and the callers' rates put them, not by each path's recorded calls
+/// (that put `list ~5` under the one `item`, and 0.33 `list`s per invocation in the aggregate).
+#[test]
+fn a_recursions_counted_calls_follow_its_recorded_shape() {
+    let trace = load("recursive-placed");
+    let text = render_text(&trace, &ViewOptions::default());
+    check(&expect("recursive-placed.txt"), &text);
+}

@@ -5,7 +5,7 @@
 //! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::trace::compensate::{callers_of_retired, CallRate, Callers};
 use crate::trace::{
@@ -195,9 +195,10 @@ impl Merged {
     /// paths where each function's calls were recorded, or, where this tree recorded none, under the nodes of its
     /// callers (`callers`: the functions seen calling it anywhere in the trace). They are shared by what each
     /// path's caller node is expected to have made at that caller's rate of calling the function while it was
-    /// recorded, less those recorded there ([`Merged::retired_weights`]). A count shared among several paths is
-    /// marked estimated. Returns what found no
-    /// place (neither the function nor a caller is in the tree): the views still name it after the tree.
+    /// recorded, less those recorded there; in a recursion, top-down from what the caller path is expected to get
+    /// ([`Merged::expected_on_paths`], [`retired_weights`]). A count shared among several paths is marked
+    /// estimated. Returns what found no place (neither the function nor a caller is in the tree): the views still
+    /// name it after the tree.
     pub fn place_retired(&mut self, retired: &[RetiredCalls], callers: &Callers) -> Vec<RetiredCalls> {
         // Placed in rounds: a function whose callers all retired too (a recursive cluster's) finds its place under
         // the nodes the others' placing added.
@@ -219,7 +220,8 @@ impl Merged {
         callers: &Callers,
         estimated: &mut BTreeSet<u32>,
     ) -> Vec<RetiredCalls> {
-        let mut unplaced = Vec::new();
+        // Where each function's calls go: its own recorded paths, else (none in this tree) under its callers.
+        let mut spots = Vec::new();
         for r in retired {
             let mut at = Vec::new();
             self.paths_of(&|m| m.func == r.func && m.calls > 0, &mut Vec::new(), &mut at);
@@ -231,8 +233,41 @@ impl Merged {
                 let of = callers.get(&r.func);
                 self.paths_of(&|m| of.is_some_and(|of| of.contains_key(&m.func)), &mut Vec::new(), &mut at);
             }
-            let weights = self.retired_weights(r, &at, under_callers, callers, estimated);
-            let shares = shares(r.calls, &weights);
+            spots.push((r, at, under_callers));
+        }
+        // The functions placed at their own paths are placed together: in a recursion a path's calls follow from
+        // its caller path's, which is often another member's, so each path's expectation is taken top-down from
+        // what its caller path is expected to get (`expected_on_paths`).
+        let on_paths: BTreeSet<u32> = spots.iter().filter(|(_, _, under)| !under).map(|(r, _, _)| r.func).collect();
+        let mut on_paths_expected = BTreeMap::new();
+        if !on_paths.is_empty() {
+            self.expected_on_paths(
+                &on_paths,
+                callers,
+                self.retired_calls as f64,
+                &mut Vec::new(),
+                &mut on_paths_expected,
+            );
+        }
+        // Placed first, so the callees placed under them below see their counts with the placed calls.
+        estimated.retain(|func| !on_paths.contains(func));
+        spots.sort_by_key(|(_, _, under)| *under);
+        let mut unplaced = Vec::new();
+        for (r, at, under_callers) in spots {
+            let expected: Vec<Option<f64>> = match under_callers {
+                false => at.iter().map(|path| on_paths_expected.get(path).copied().flatten()).collect(),
+                true => at
+                    .iter()
+                    .map(|path| {
+                        let caller = self.at(path);
+                        let rate = callers.get(&r.func).and_then(|of| of.get(&caller.func)).filter(|rate| rate.per > 0);
+                        let rate = rate.filter(|_| !estimated.contains(&caller.func))?;
+                        Some(rate.calls as f64 * caller.all_calls() as f64 / rate.per as f64)
+                    })
+                    .collect(),
+            };
+            let by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+            let shares = shares(r.calls, &retired_weights(r.calls, &expected, &by_calls));
             // Shared among several candidate paths, a path's count is an estimate even where it got them all.
             let shared = r.estimated || at.len() > 1;
             if at.is_empty() {
@@ -262,61 +297,40 @@ impl Merged {
         unplaced
     }
 
-    /// How `r`'s calls are shared among the paths `at` (its nodes, or its callers' when `under_callers`), as
-    /// weights for [`shares`]. A path whose caller node's count is exact (its function is not in `estimated`)
-    /// gets what that node is expected to have made at the rate its function called `r`'s while it was recorded,
-    /// less those recorded there. The rest goes to the other paths (callers never seen calling it, or whose own
-    /// counts are being placed, as in a recursion) by calls: the function's recorded there, or the caller's.
-    fn retired_weights(
+    /// The calls each recorded path of the functions `funcs` is expected to have made after they retired (by the
+    /// path, `None` where nothing is known of its caller's rate), top-down: `placed` is what this node is expected
+    /// to get. A path under a caller path expecting more calls takes, per such call, what its recorded calls made
+    /// per recorded call of the caller path (a recursion's depth-bound shape: the outer calls of `list` all call
+    /// `item`, the innermost none). Its caller path's calls recorded while open, say a recursion's outer calls,
+    /// made the rest of their calls after it retired: at least the caller function's rate of calling it (learnt
+    /// from every recorded call) times the caller path's calls, less those recorded. The larger of the two.
+    fn expected_on_paths(
         &self,
-        r: &RetiredCalls,
-        at: &[Vec<usize>],
-        under_callers: bool,
+        funcs: &BTreeSet<u32>,
         callers: &Callers,
-        estimated: &BTreeSet<u32>,
-    ) -> Vec<u64> {
-        let by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
-        let expected: Vec<Option<f64>> = at
-            .iter()
-            .map(|path| {
-                let (caller, recorded) = match under_callers {
-                    true => (self.at(path), 0),
-                    false => (self.at(&path[..path.len() - 1]), self.at(path).calls),
+        placed: f64,
+        path: &mut Vec<usize>,
+        out: &mut BTreeMap<Vec<usize>, Option<f64>>,
+    ) {
+        for (i, child) in self.children.iter().enumerate() {
+            path.push(i);
+            let mut child_placed = child.retired_calls as f64;
+            if funcs.contains(&child.func) && child.calls > 0 {
+                let rate = callers.get(&child.func).and_then(|of| of.get(&self.func)).filter(|rate| rate.per > 0);
+                let recorded = child.calls as f64;
+                let by_shape = placed * recorded / self.calls.max(1) as f64;
+                let by_rate =
+                    rate.map(|rate| rate.calls as f64 * (self.calls as f64 + placed) / rate.per as f64 - recorded);
+                let expected = match (by_rate, placed > 0.0) {
+                    (None, false) => None,
+                    (by_rate, _) => Some(by_shape.max(by_rate.unwrap_or(0.0)).max(0.0)),
                 };
-                let rate = callers.get(&r.func).and_then(|of| of.get(&caller.func)).filter(|rate| rate.per > 0);
-                let rate = rate.filter(|_| !estimated.contains(&caller.func))?;
-                let expected = rate.calls as f64 * caller.all_calls() as f64 / rate.per as f64;
-                Some((expected - recorded as f64).max(0.0))
-            })
-            .collect();
-        let wanted: f64 = expected.iter().flatten().sum();
-        let rest: u64 = expected.iter().zip(&by_calls).filter(|(e, _)| e.is_none()).map(|(_, &w)| w).sum();
-        let total = r.calls as f64;
-        let weights: Vec<f64> = if rest == 0 {
-            // Every caller's count is exact: its expectation, scaled to the count; by calls when none is expected.
-            match wanted > 0.0 {
-                true => expected.iter().map(|e| e.unwrap_or(0.0)).collect(),
-                false => by_calls.iter().map(|&w| w as f64).collect(),
+                child_placed = expected.unwrap_or(0.0);
+                out.insert(path.clone(), expected);
             }
-        } else {
-            // The exact callers take what they are expected to (all of it at most), the others what is left.
-            let scale = if wanted > total { total / wanted } else { 1.0 };
-            let left = total - wanted * scale;
-            expected
-                .iter()
-                .zip(&by_calls)
-                .map(|(e, &w)| match e {
-                    Some(e) => e * scale,
-                    None => left * w as f64 / rest as f64,
-                })
-                .collect()
-        };
-        let most = weights.iter().copied().fold(0.0, f64::max);
-        if most <= 0.0 {
-            return by_calls;
+            child.expected_on_paths(funcs, callers, child_placed, path, out);
+            path.pop();
         }
-        // Integer weights for `shares`, precise to about one part in 2^40 of the largest.
-        weights.iter().map(|&w| (w / most * (1u64 << 40) as f64).round() as u64).collect()
     }
 
     /// The child-index paths of the nodes `wanted` picks, in preorder.
@@ -521,6 +535,41 @@ fn clamp_estimates(node: &mut Merged) {
     for child in &mut node.children {
         clamp_estimates(child);
     }
+}
+
+/// Weights for [`shares`] of `total` retired calls among candidate paths: those with an expectation (`Some`: their
+/// caller's count is known and so is its rate of calling the function) take what they expect, scaled to the total
+/// when they all have one or expect more than it; the others share what is left by `by_calls` (the function's
+/// recorded calls there, or the caller's).
+fn retired_weights(total: u64, expected: &[Option<f64>], by_calls: &[u64]) -> Vec<u64> {
+    let wanted: f64 = expected.iter().flatten().sum();
+    let rest: u64 = expected.iter().zip(by_calls).filter(|(e, _)| e.is_none()).map(|(_, &w)| w).sum();
+    let total = total as f64;
+    let weights: Vec<f64> = if rest == 0 {
+        // Every path has an expectation: scaled to the count; by calls when none expects any.
+        match wanted > 0.0 {
+            true => expected.iter().map(|e| e.unwrap_or(0.0)).collect(),
+            false => by_calls.iter().map(|&w| w as f64).collect(),
+        }
+    } else {
+        // The paths with an expectation take it (all of the count at most), the others what is left.
+        let scale = if wanted > total { total / wanted } else { 1.0 };
+        let left = total - wanted * scale;
+        expected
+            .iter()
+            .zip(by_calls)
+            .map(|(e, &w)| match e {
+                Some(e) => e * scale,
+                None => left * w as f64 / rest as f64,
+            })
+            .collect()
+    };
+    let most = weights.iter().copied().fold(0.0, f64::max);
+    if most <= 0.0 {
+        return by_calls.to_vec();
+    }
+    // Integer weights for `shares`, precise to about one part in 2^40 of the largest.
+    weights.iter().map(|&w| (w / most * (1u64 << 40) as f64).round() as u64).collect()
 }
 
 /// `total` split in proportion to `weights`, rounded so that the shares add up to `total` exactly (the largest
