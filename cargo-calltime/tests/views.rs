@@ -997,10 +997,17 @@ fn retired_calls_go_under_their_callers_at_each_callers_rate() {
 /// 7,776 and 7,776 calls by depth) folded, its cluster retired at the fold with 2,382 of its calls recorded (the
 /// outer calls still open: 1 `list`, 2 `item`s at depth 2 of 6), and two invocations of counted calls only. The
 /// counted calls go where the recorded shape and the callers' rates put them, not by each path's recorded calls
-/// (that put `list ~5` under the one `item`, and 0.33 `list`s per invocation in the aggregate).
+/// (that put `list ~5` under the one `item`, and 0.33 `list`s per invocation in the aggregate). The aggregate
+/// says the paths were timed in one invocation of three, and that the root's mean is carried by that one.
 #[test]
 fn a_recursions_counted_calls_follow_its_recorded_shape() {
     let trace = load("recursive-placed");
     let text = render_text(&trace, &ViewOptions::default());
     check(&expect("recursive-placed.txt"), &text);
+    // The aggregate's times of the cluster's paths are the first invocation's alone, and the JSON says so too.
+    let json: serde_json::Value = serde_json::from_str(&render_text(&trace, &opts(ViewFormat::Json))).unwrap();
+    let root = &json["aggregate"][0]["tree"];
+    assert_eq!((root["calls"].as_u64(), root.get("timed_invocations")), (Some(3), None), "{root}");
+    let item = &root["children"][0];
+    assert_eq!((item["calls"].as_u64(), item["timed_invocations"].as_u64()), (Some(3), Some(1)), "{item}");
 }
