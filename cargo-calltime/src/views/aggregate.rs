@@ -67,6 +67,10 @@ pub struct Merged {
     /// `retired_calls` is an estimate: the function went quiet (its calls were no longer counted), or its retired
     /// calls were shared among several call paths (by their callers' rates of calling it).
     pub retired_estimated: bool,
+    /// `retired_calls` were placed under a caller in a tree that recorded none of the function's calls, and the
+    /// function is recursive (it calls itself, through others or not): they are its calls at every depth of its
+    /// recursion under that caller, not only those this caller made.
+    pub retired_all_depths: bool,
     /// In order of the first call.
     pub children: Vec<Merged>,
     /// The last invocation counted in `invocations` (to count each invocation once).
@@ -102,6 +106,7 @@ impl Merged {
             outlived: 0,
             retired_calls: 0,
             retired_estimated: false,
+            retired_all_depths: false,
             children: Vec::new(),
             last_invocation: usize::MAX,
         }
@@ -292,6 +297,7 @@ impl Merged {
                 }
                 node.retired_calls = node.retired_calls.saturating_add(share);
                 node.retired_estimated |= shared;
+                node.retired_all_depths |= under_callers && is_recursive(r.func, callers);
             }
         }
         unplaced
@@ -535,6 +541,23 @@ fn clamp_estimates(node: &mut Merged) {
     for child in &mut node.children {
         clamp_estimates(child);
     }
+}
+
+/// Whether `func` is seen calling itself, directly or through other functions (its callers' callers, and so on).
+fn is_recursive(func: u32, callers: &Callers) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut next = vec![func];
+    while let Some(callee) = next.pop() {
+        for &caller in callers.get(&callee).into_iter().flat_map(|of| of.keys()) {
+            if caller == func {
+                return true;
+            }
+            if seen.insert(caller) {
+                next.push(caller);
+            }
+        }
+    }
+    false
 }
 
 /// Weights for [`shares`] of `total` retired calls among candidate paths: those with an expectation (`Some`: their

@@ -285,10 +285,17 @@ struct JsonRetiredAt {
     /// `retired_calls` is an estimate (the function went quiet, or its calls were shared among call paths).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     retired_estimated: bool,
+    /// `retired_calls` are a recursive function's calls at every depth under this caller (the tree recorded none).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    retired_all_depths: bool,
 }
 
 fn retired_at(m: &Merged) -> JsonRetiredAt {
-    JsonRetiredAt { retired_calls: m.retired_calls, retired_estimated: m.retired_estimated }
+    JsonRetiredAt {
+        retired_calls: m.retired_calls,
+        retired_estimated: m.retired_estimated,
+        retired_all_depths: m.retired_all_depths,
+    }
 }
 
 /// Cancelled calls, `Err` returns and concurrent children, in both node kinds.

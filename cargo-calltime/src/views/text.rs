@@ -401,6 +401,9 @@ impl TextView<'_> {
             let unknown = retirement(self.trace, node.func).is_none() && self.trace.stats.dropped_cap > 0;
             let calls = if unknown { "?".to_owned() } else { calls };
             row.tags.push((dim(), format!("[+{mark}{calls} after it retired]")));
+            if node.retired_all_depths {
+                row.tags.push((dim(), "[at every depth of its recursion]".to_owned()));
+            }
             // An aggregate's times at this path are its recorded calls' alone: say over how many invocations, so
             // that a mean carried by a process's first, fully recorded invocation reads as such.
             if !columns.spread && node.calls > 0 {
