@@ -1011,3 +1011,16 @@ fn a_recursions_counted_calls_follow_its_recorded_shape() {
     let item = &root["children"][0];
     assert_eq!((item["calls"].as_u64(), item["timed_invocations"].as_u64()), (Some(3), Some(1)), "{item}");
 }
+
+/// open-caller.trace: pulldown-cmark 0.13.6 rendering 6 MB of Markdown (`--root write_html_io --depth 5`, one
+/// folded invocation). `Parser::next` retired after 848 calls under `HtmlWriter::run`, whose one call was open for
+/// the whole run: its rate from before (848 per call) says nothing of its 758,600 calls after, nor of where its
+/// callees' calls went. An `--exact` run of the same binary counts 755,707 `Parser::next` under `run`, 574,898
+/// `item_to_event` and 232,590 `Tree::push` under that, 50,156 nested `Parser::next`, 616,732 `CowStr::deref`
+/// under `run`: the placed counts must come near them, not 848, 637 and 257 with the rest under the nested
+/// `Parser::next` (642,844 and 449,145), as before.
+#[test]
+fn retired_calls_under_a_caller_open_when_they_retired_follow_the_recorded_calls() {
+    let trace = load("open-caller");
+    check(&expect("open-caller.txt"), &render_text(&trace, &ViewOptions::default()));
+}
