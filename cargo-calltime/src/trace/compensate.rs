@@ -44,6 +44,10 @@ pub type Callers = BTreeMap<u32, BTreeMap<u32, CallRate>>;
 pub struct CallRate {
     pub calls: u64,
     pub per: u64,
+    /// Of the `per` calls, those that may have still been running when the function retired (they ended after
+    /// it, as far as a node's first start and total duration tell): they made calls after it the rate does not
+    /// foresee.
+    pub open: u64,
 }
 
 /// The callers of every function that retired (a `retire` record or `r` lines), over every invocation: where
@@ -72,6 +76,9 @@ pub fn callers_of_retired(trace: &Trace) -> Callers {
             if node.start_ns < at_ns {
                 if let Some(rate) = out.get_mut(&func).and_then(|of| of.get_mut(&node.func)) {
                     rate.per = rate.per.saturating_add(node.calls);
+                    if node.start_ns.saturating_add(node.duration_ns) > at_ns {
+                        rate.open = rate.open.saturating_add(1);
+                    }
                 }
             }
         }

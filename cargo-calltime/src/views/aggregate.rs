@@ -240,27 +240,17 @@ impl Merged {
             }
             spots.push((r, at, under_callers));
         }
-        // The functions placed at their own paths are placed together: in a recursion a path's calls follow from
-        // its caller path's, which is often another member's, so each path's expectation is taken top-down from
-        // what its caller path is expected to get (`expected_on_paths`).
-        let on_paths: BTreeSet<u32> = spots.iter().filter(|(_, _, under)| !under).map(|(r, _, _)| r.func).collect();
-        let mut on_paths_expected = BTreeMap::new();
-        if !on_paths.is_empty() {
-            self.expected_on_paths(
-                &on_paths,
-                callers,
-                self.retired_calls as f64,
-                &mut Vec::new(),
-                &mut on_paths_expected,
-            );
-        }
+        // The functions placed at their own paths are placed together (`on_path_shares`).
+        let on_paths: Vec<(&RetiredCalls, &[Vec<usize>])> =
+            spots.iter().filter(|(_, _, under)| !under).map(|(r, at, _)| (*r, at.as_slice())).collect();
+        let on_path_shares = self.on_path_shares(&on_paths, callers);
         // Placed first, so the callees placed under them below see their counts with the placed calls.
-        estimated.retain(|func| !on_paths.contains(func));
+        estimated.retain(|func| !on_paths.iter().any(|(r, _)| r.func == *func));
         spots.sort_by_key(|(_, _, under)| *under);
         let mut unplaced = Vec::new();
         for (r, at, under_callers) in spots {
             let expected: Vec<Option<f64>> = match under_callers {
-                false => at.iter().map(|path| on_paths_expected.get(path).copied().flatten()).collect(),
+                false => Vec::new(),
                 true => at
                     .iter()
                     .map(|path| {
@@ -272,7 +262,13 @@ impl Merged {
                     .collect(),
             };
             let by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
-            let shares = shares(r.calls, &retired_weights(r.calls, &expected, &by_calls));
+            let (shares, all_depths): (Vec<u64>, Vec<bool>) = match under_callers {
+                false => at.iter().map(|path| on_path_shares.get(path).copied().unwrap_or_default()).unzip(),
+                true => {
+                    let recursive = is_recursive(r.func, callers);
+                    (shares(r.calls, &retired_weights(r.calls, &expected, &by_calls)), vec![recursive; at.len()])
+                }
+            };
             // Shared among several candidate paths, a path's count is an estimate even where it got them all.
             let shared = r.estimated || at.len() > 1;
             if at.is_empty() {
@@ -280,7 +276,7 @@ impl Merged {
             } else {
                 estimated.remove(&r.func);
             }
-            for (path, share) in at.iter().zip(shares).filter(|(_, n)| *n > 0) {
+            for ((path, share), all_depths) in at.iter().zip(shares).zip(all_depths).filter(|((_, n), _)| *n > 0) {
                 let mut node = self.at_mut(path);
                 if under_callers {
                     let child = match node.children.iter().position(|c| c.func == r.func && c.lane.is_none()) {
@@ -297,15 +293,75 @@ impl Merged {
                 }
                 node.retired_calls = node.retired_calls.saturating_add(share);
                 node.retired_estimated |= shared;
-                node.retired_all_depths |= under_callers && is_recursive(r.func, callers);
+                node.retired_all_depths |= all_depths;
             }
         }
         unplaced
     }
 
+    /// The shares of retired calls at the recorded paths of the functions in `on_paths` (each with its paths), and
+    /// whether a share holds calls at every depth of a recursion. In a recursion a path's calls follow from its
+    /// caller path's, which is often another member's, so expectations are taken top-down from what the caller
+    /// path gets ([`Merged::expected_on_paths`]). A recursive function's calls that the expectations do not
+    /// explain (over half: only the open calls of the recursion's first descent were recorded, say, one call a
+    /// path, so no rate says how the calls spread over the depths) go to its outermost paths, as its calls at
+    /// every depth, rather than evenly down a spine of one-call paths. The other functions (a recursion's callees)
+    /// are then shared from what their caller paths got.
+    fn on_path_shares(
+        &self,
+        on_paths: &[(&RetiredCalls, &[Vec<usize>])],
+        callers: &Callers,
+    ) -> BTreeMap<Vec<usize>, (u64, bool)> {
+        let mut out = BTreeMap::new();
+        if on_paths.is_empty() {
+            return out;
+        }
+        let funcs: BTreeSet<u32> = on_paths.iter().map(|(r, _)| r.func).collect();
+        let recursive: BTreeSet<u32> = funcs.iter().copied().filter(|&f| is_recursive(f, callers)).collect();
+        let top = self.retired_calls as f64;
+        let mut given = BTreeMap::new();
+        for recursive_pass in [true, false] {
+            let mut expected = BTreeMap::new();
+            self.expected_on_paths(&funcs, callers, &given, top, &mut Vec::new(), &mut expected);
+            for (r, at) in on_paths.iter().filter(|(r, _)| recursive.contains(&r.func) == recursive_pass) {
+                let expected: Vec<Option<f64>> = at.iter().map(|path| expected[path]).collect();
+                let mut by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+                // A caller whose every call ended before the function retired, and that got no calls placed
+                // itself, made exactly what its rate says: none of the rest is its.
+                for (path, w) in at.iter().zip(&mut by_calls) {
+                    let caller = self.at(&path[..path.len() - 1]);
+                    let rate = callers.get(&r.func).and_then(|of| of.get(&caller.func));
+                    let closed = rate.is_some_and(|rate| rate.per > 0 && rate.open == 0);
+                    if closed && !funcs.contains(&caller.func) && caller.retired_calls == 0 {
+                        *w = 0;
+                    }
+                }
+                if by_calls.iter().all(|&w| w == 0) {
+                    by_calls = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+                }
+                let wanted: f64 = expected.iter().flatten().sum();
+                let dump = recursive_pass && wanted < r.calls as f64 / 2.0;
+                if dump {
+                    for (path, w) in at.iter().zip(&mut by_calls) {
+                        let nested = (1..path.len()).any(|depth| self.at(&path[..depth]).func == r.func);
+                        if nested {
+                            *w = 0;
+                        }
+                    }
+                }
+                let shares = shares(r.calls, &retired_weights(r.calls, &expected, &by_calls));
+                for ((path, share), &w) in at.iter().zip(shares).zip(&by_calls) {
+                    given.insert(path.clone(), share as f64);
+                    out.insert(path.clone(), (share, dump && w > 0));
+                }
+            }
+        }
+        out
+    }
+
     /// The calls each recorded path of the functions `funcs` is expected to have made after they retired (by the
-    /// path, `None` where nothing is known of its caller's rate), top-down: `placed` is what this node is expected
-    /// to get. A path under a caller path expecting more calls takes, per such call, what its recorded calls made
+    /// path, `None` where nothing is known of its caller's rate), top-down: `placed` is what this node gets (its
+    /// share in `given` where it has one, else its expectation). A path under a caller path expecting more calls takes, per such call, what its recorded calls made
     /// per recorded call of the caller path (a recursion's depth-bound shape: the outer calls of `list` all call
     /// `item`, the innermost none). Its caller path's calls recorded while open, say a recursion's outer calls,
     /// made the rest of their calls after it retired: at least the caller function's rate of calling it (learnt
@@ -314,6 +370,7 @@ impl Merged {
         &self,
         funcs: &BTreeSet<u32>,
         callers: &Callers,
+        given: &BTreeMap<Vec<usize>, f64>,
         placed: f64,
         path: &mut Vec<usize>,
         out: &mut BTreeMap<Vec<usize>, Option<f64>>,
@@ -331,10 +388,10 @@ impl Merged {
                     (None, false) => None,
                     (by_rate, _) => Some(by_shape.max(by_rate.unwrap_or(0.0)).max(0.0)),
                 };
-                child_placed = expected.unwrap_or(0.0);
+                child_placed = given.get(path).copied().unwrap_or(expected.unwrap_or(0.0));
                 out.insert(path.clone(), expected);
             }
-            child.expected_on_paths(funcs, callers, child_placed, path, out);
+            child.expected_on_paths(funcs, callers, given, child_placed, path, out);
             path.pop();
         }
     }
