@@ -263,7 +263,10 @@ impl Merged {
             };
             let by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
             let (shares, all_depths): (Vec<u64>, Vec<bool>) = match under_callers {
-                false => at.iter().map(|path| on_path_shares.get(path).copied().unwrap_or_default()).unzip(),
+                false => (
+                    at.iter().map(|path| on_path_shares.get(path).copied().unwrap_or(0)).collect(),
+                    vec![false; at.len()],
+                ),
                 true => {
                     let recursive = is_recursive(r.func, callers);
                     (shares(r.calls, &retired_weights(r.calls, &expected, &by_calls)), vec![recursive; at.len()])
@@ -299,19 +302,17 @@ impl Merged {
         unplaced
     }
 
-    /// The shares of retired calls at the recorded paths of the functions in `on_paths` (each with its paths), and
-    /// whether a share holds calls at every depth of a recursion. In a recursion a path's calls follow from its
-    /// caller path's, which is often another member's, so expectations are taken top-down from what the caller
-    /// path gets ([`Merged::expected_on_paths`]). A recursive function's calls that the expectations do not
-    /// explain (over half: only the open calls of the recursion's first descent were recorded, say, one call a
-    /// path, so no rate says how the calls spread over the depths) go to its outermost paths, as its calls at
-    /// every depth, rather than evenly down a spine of one-call paths. The other functions (a recursion's callees)
-    /// are then shared from what their caller paths got.
+    /// The shares of retired calls at the recorded paths of the functions in `on_paths` (each with its paths). In a recursion a path's calls
+    /// follow from its caller path's, which is often another member's, so expectations are taken top-down from
+    /// what the caller path gets ([`Merged::expected_on_paths`]): the recursive functions first, then the others
+    /// (a recursion's callees) from the shares their recursive caller paths got. A recursion recorded only along
+    /// its first descent (rhai: one call a path, 120 deep) has no shape to follow: what no rate explains is
+    /// shared by recorded calls, evenly down the spine, marked `~` (docs/truth-bench.md, eighth round).
     fn on_path_shares(
         &self,
         on_paths: &[(&RetiredCalls, &[Vec<usize>])],
         callers: &Callers,
-    ) -> BTreeMap<Vec<usize>, (u64, bool)> {
+    ) -> BTreeMap<Vec<usize>, u64> {
         let mut out = BTreeMap::new();
         if on_paths.is_empty() {
             return out;
@@ -339,20 +340,10 @@ impl Merged {
                 if by_calls.iter().all(|&w| w == 0) {
                     by_calls = at.iter().map(|path| self.at(path).calls.max(1)).collect();
                 }
-                let wanted: f64 = expected.iter().flatten().sum();
-                let dump = recursive_pass && wanted < r.calls as f64 / 2.0;
-                if dump {
-                    for (path, w) in at.iter().zip(&mut by_calls) {
-                        let nested = (1..path.len()).any(|depth| self.at(&path[..depth]).func == r.func);
-                        if nested {
-                            *w = 0;
-                        }
-                    }
-                }
                 let shares = shares(r.calls, &retired_weights(r.calls, &expected, &by_calls));
-                for ((path, share), &w) in at.iter().zip(shares).zip(&by_calls) {
+                for (path, share) in at.iter().zip(shares) {
                     given.insert(path.clone(), share as f64);
-                    out.insert(path.clone(), (share, dump && w > 0));
+                    out.insert(path.clone(), share);
                 }
             }
         }
