@@ -1031,7 +1031,9 @@ fn retired_calls_under_a_caller_open_when_they_retired_follow_the_recorded_calls
 /// spread over the depths: they are shared by recorded calls, marked `~` (still rough: an `--exact` run has 42,001
 /// and 20,001 at the first two depths). What this pins: `Dynamic::clone` under `Engine::new_global_runtime_state`,
 /// whose one call ended before it retired, keeps the 1 its rate says (an `--exact` run: 1; before, ~764, a share
-/// of what no rate explained), as does `Scope::new` under the root (1; before, ~671).
+/// of what no rate explained), as does `Scope::new` under the root (1; before, ~671). In the later invocations
+/// (counted calls only) `Dynamic::clone` waits for the `eval_stmt` the cluster's placing adds, its other caller:
+/// ~1 under `new_global_runtime_state`, the rest under `eval_stmt` (before, all 684,471 under the one call).
 #[test]
 fn a_caller_whose_calls_ended_before_a_function_retired_keeps_its_rates_count() {
     let trace = load("spine-recursion");

@@ -210,11 +210,16 @@ impl Merged {
         let mut pending: Vec<RetiredCalls> = retired.iter().filter(|r| r.calls > 0).copied().collect();
         // Nodes of these functions get placed calls: as callers, their counts are not exact.
         let mut estimated: BTreeSet<u32> = pending.iter().map(|r| r.func).collect();
+        // A function placed under its callers waits for those of them still to be placed (rhai's `Dynamic::clone`,
+        // called by the `eval_stmt` a recursion's placing adds, went all under the one other caller in the tree),
+        // unless nothing else can be placed.
+        let mut wait = true;
         loop {
-            let unplaced = self.place_retired_once(&pending, callers, &mut estimated);
-            if unplaced.is_empty() || unplaced.len() == pending.len() {
+            let unplaced = self.place_retired_once(&pending, callers, &mut estimated, wait);
+            if unplaced.is_empty() || (unplaced.len() == pending.len() && !wait) {
                 return unplaced;
             }
+            wait = unplaced.len() < pending.len();
             pending = unplaced;
         }
     }
@@ -224,9 +229,11 @@ impl Merged {
         retired: &[RetiredCalls],
         callers: &Callers,
         estimated: &mut BTreeSet<u32>,
+        wait: bool,
     ) -> Vec<RetiredCalls> {
         // Where each function's calls go: its own recorded paths, else (none in this tree) under its callers.
         let mut spots = Vec::new();
+        let mut unplaced = Vec::new();
         for r in retired {
             let mut at = Vec::new();
             self.paths_of(&|m| m.func == r.func && m.calls > 0, &mut Vec::new(), &mut at);
@@ -236,6 +243,16 @@ impl Merged {
             let under_callers = at.is_empty();
             if under_callers {
                 let of = callers.get(&r.func);
+                // Not one it calls itself (a recursion's other members): those wait for it.
+                let pending_caller = |caller: &u32| {
+                    retired.iter().any(|other| other.func == *caller)
+                        && !self.has_node_of(*caller)
+                        && !calls_transitively(r.func, *caller, callers)
+                };
+                if wait && of.is_some_and(|of| of.keys().any(pending_caller)) {
+                    unplaced.push(*r);
+                    continue;
+                }
                 self.paths_of(&|m| of.is_some_and(|of| of.contains_key(&m.func)), &mut Vec::new(), &mut at);
             }
             spots.push((r, at, under_callers));
@@ -247,7 +264,6 @@ impl Merged {
         // Placed first, so the callees placed under them below see their counts with the placed calls.
         estimated.retain(|func| !on_paths.iter().any(|(r, _)| r.func == *func));
         spots.sort_by_key(|(_, _, under)| *under);
-        let mut unplaced = Vec::new();
         for (r, at, under_callers) in spots {
             let expected: Vec<Option<f64>> = match under_callers {
                 false => Vec::new(),
@@ -261,7 +277,22 @@ impl Merged {
                     })
                     .collect(),
             };
-            let by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+            let mut by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+            if under_callers {
+                // As on paths: a caller whose calls all ended before the function retired made what its rate says.
+                let of = callers.get(&r.func);
+                for (path, w) in at.iter().zip(&mut by_calls) {
+                    let caller = self.at(path);
+                    let closed =
+                        of.and_then(|of| of.get(&caller.func)).is_some_and(|rate| rate.per > 0 && rate.open == 0);
+                    if closed && caller.retired_calls == 0 && !estimated.contains(&caller.func) {
+                        *w = 0;
+                    }
+                }
+                if by_calls.iter().all(|&w| w == 0) {
+                    by_calls = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+                }
+            }
             let (shares, all_depths): (Vec<u64>, Vec<bool>) = match under_callers {
                 false => (
                     at.iter().map(|path| on_path_shares.get(path).copied().unwrap_or(0)).collect(),
@@ -405,6 +436,11 @@ impl Merged {
 
     fn at_mut(&mut self, path: &[usize]) -> &mut Merged {
         path.iter().fold(self, |node, &i| &mut node.children[i])
+    }
+
+    /// A node of `func` is in this subtree.
+    fn has_node_of(&self, func: u32) -> bool {
+        self.func == func || self.children.iter().any(|c| c.has_node_of(func))
     }
 
     /// This subtree has calls placed by [`Merged::place_retired`].
@@ -593,15 +629,20 @@ fn clamp_estimates(node: &mut Merged) {
 
 /// Whether `func` is seen calling itself, directly or through other functions (its callers' callers, and so on).
 fn is_recursive(func: u32, callers: &Callers) -> bool {
+    calls_transitively(func, func, callers)
+}
+
+/// Whether `caller` is seen calling `callee`, directly or through other functions.
+fn calls_transitively(caller: u32, callee: u32, callers: &Callers) -> bool {
     let mut seen = BTreeSet::new();
-    let mut next = vec![func];
-    while let Some(callee) = next.pop() {
-        for &caller in callers.get(&callee).into_iter().flat_map(|of| of.keys()) {
-            if caller == func {
+    let mut next = vec![callee];
+    while let Some(func) = next.pop() {
+        for &up in callers.get(&func).into_iter().flat_map(|of| of.keys()) {
+            if up == caller {
                 return true;
             }
-            if seen.insert(caller) {
-                next.push(caller);
+            if seen.insert(up) {
+                next.push(up);
             }
         }
     }
