@@ -406,7 +406,7 @@ impl TextView<'_> {
             }
             // An aggregate's times at this path are its recorded calls' alone: say over how many invocations, so
             // that a mean carried by a process's first, fully recorded invocation reads as such.
-            if !columns.spread && node.calls > 0 {
+            if !columns.spread && node.calls > 0 && (self.runtime_aggregate || node.invocations < columns.invocations) {
                 let timed = match self.runtime_aggregate {
                     true => "[times from its calls before it retired]".to_owned(),
                     false => format!("[timed in {} of {} invocations]", node.invocations, columns.invocations),
