@@ -991,3 +991,51 @@ fn retired_calls_go_under_their_callers_at_each_callers_rate() {
     let text = render_text(&trace, &ViewOptions::default());
     check(&expect("placed-retired.txt"), &text);
 }
+
+/// recursive-placed.trace: test-crates/e2e-recursive's first invocation (`item` and `list` call each other 5
+/// levels deep, 6 items a list, `digit` under the innermost items: 1, 1, 6, 6, 36, 36, 216, 216, 1,296, 1,296,
+/// 7,776 and 7,776 calls by depth) folded, its cluster retired at the fold with 2,382 of its calls recorded (the
+/// outer calls still open: 1 `list`, 2 `item`s at depth 2 of 6), and two invocations of counted calls only. The
+/// counted calls go where the recorded shape and the callers' rates put them, not by each path's recorded calls
+/// (that put `list ~5` under the one `item`, and 0.33 `list`s per invocation in the aggregate). The aggregate
+/// says the paths were timed in one invocation of three, and that the root's mean is carried by that one.
+#[test]
+fn a_recursions_counted_calls_follow_its_recorded_shape() {
+    let trace = load("recursive-placed");
+    let text = render_text(&trace, &ViewOptions::default());
+    check(&expect("recursive-placed.txt"), &text);
+    // The aggregate's times of the cluster's paths are the first invocation's alone, and the JSON says so too.
+    let json: serde_json::Value = serde_json::from_str(&render_text(&trace, &opts(ViewFormat::Json))).unwrap();
+    let root = &json["aggregate"][0]["tree"];
+    assert_eq!((root["calls"].as_u64(), root.get("timed_invocations")), (Some(3), None), "{root}");
+    let item = &root["children"][0];
+    assert_eq!((item["calls"].as_u64(), item["timed_invocations"].as_u64()), (Some(3), Some(1)), "{item}");
+}
+
+/// open-caller.trace: pulldown-cmark 0.13.6 rendering 6 MB of Markdown (`--root write_html_io --depth 5`, one
+/// folded invocation). `Parser::next` retired after 848 calls under `HtmlWriter::run`, whose one call was open for
+/// the whole run: its rate from before (848 per call) says nothing of its 758,600 calls after, nor of where its
+/// callees' calls went. An `--exact` run of the same binary counts 755,707 `Parser::next` under `run`, 574,898
+/// `item_to_event` and 232,590 `Tree::push` under that, 50,156 nested `Parser::next`, 616,732 `CowStr::deref`
+/// under `run`: the placed counts must come near them, not 848, 637 and 257 with the rest under the nested
+/// `Parser::next` (642,844 and 449,145), as before.
+#[test]
+fn retired_calls_under_a_caller_open_when_they_retired_follow_the_recorded_calls() {
+    let trace = load("open-caller");
+    check(&expect("open-caller.txt"), &render_text(&trace, &ViewOptions::default()));
+}
+
+/// spine-recursion.trace: rhai 1.27 running fib(25) and loops (`--root Engine::run_ast --depth 5`, 3
+/// invocations). The first folded; its cluster (`eval_stmt_block`, `eval_stmt`) retired at the fold with only the
+/// first descent's calls recorded (one to five a path, 120 deep), so nothing says how the 546,848 counted calls
+/// spread over the depths: they are shared by recorded calls, marked `~` (still rough: an `--exact` run has 42,001
+/// and 20,001 at the first two depths). What this pins: `Dynamic::clone` under `Engine::new_global_runtime_state`,
+/// whose one call ended before it retired, keeps the 1 its rate says (an `--exact` run: 1; before, ~764, a share
+/// of what no rate explained), as does `Scope::new` under the root (1; before, ~671). In the later invocations
+/// (counted calls only) `Dynamic::clone` waits for the `eval_stmt` the cluster's placing adds, its other caller:
+/// ~1 under `new_global_runtime_state`, the rest under `eval_stmt` (before, all 684,471 under the one call).
+#[test]
+fn a_caller_whose_calls_ended_before_a_function_retired_keeps_its_rates_count() {
+    let trace = load("spine-recursion");
+    check(&expect("spine-recursion.txt"), &render_text(&trace, &ViewOptions::default()));
+}

@@ -44,6 +44,9 @@ pub type Callers = BTreeMap<u32, BTreeMap<u32, CallRate>>;
 pub struct CallRate {
     pub calls: u64,
     pub per: u64,
+    /// Of the `per` calls, those still running when the function retired (nodes of one call that ended after
+    /// it): they made calls after it the rate does not foresee.
+    pub open: u64,
 }
 
 /// The callers of every function that retired (a `retire` record or `r` lines), over every invocation: where
@@ -72,6 +75,11 @@ pub fn callers_of_retired(trace: &Trace) -> Callers {
             if node.start_ns < at_ns {
                 if let Some(rate) = out.get_mut(&func).and_then(|of| of.get_mut(&node.func)) {
                     rate.per = rate.per.saturating_add(node.calls);
+                    // Only a node of one call says when it ended; a path of several folded calls counts as
+                    // closed (its total duration runs past its first start by all of them).
+                    if node.calls == 1 && node.start_ns.saturating_add(node.duration_ns) > at_ns {
+                        rate.open = rate.open.saturating_add(1);
+                    }
                 }
             }
         }

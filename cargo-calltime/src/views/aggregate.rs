@@ -5,7 +5,7 @@
 //! (possibly estimated) total and its timed calls' min and max. It has no per-call durations, so a merged node
 //! that holds one has no percentiles ([`Merged::percentile_ns`] is `None`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::trace::compensate::{callers_of_retired, CallRate, Callers};
 use crate::trace::{
@@ -70,6 +70,10 @@ pub struct Merged {
     /// `retired_calls` is an estimate: the function went quiet (its calls were no longer counted), or its retired
     /// calls were shared among several call paths (by their callers' rates of calling it).
     pub retired_estimated: bool,
+    /// `retired_calls` were placed under a caller in a tree that recorded none of the function's calls, and the
+    /// function is recursive (it calls itself, through others or not): they are its calls at every depth of its
+    /// recursion under that caller, not only those this caller made.
+    pub retired_all_depths: bool,
     /// In order of the first call.
     pub children: Vec<Merged>,
     /// The last invocation counted in `invocations` (to count each invocation once).
@@ -106,6 +110,7 @@ impl Merged {
             retired_calls: 0,
             retired_mean_ns: 0,
             retired_estimated: false,
+            retired_all_depths: false,
             children: Vec::new(),
             last_invocation: usize::MAX,
         }
@@ -199,20 +204,26 @@ impl Merged {
     /// paths where each function's calls were recorded, or, where this tree recorded none, under the nodes of its
     /// callers (`callers`: the functions seen calling it anywhere in the trace). They are shared by what each
     /// path's caller node is expected to have made at that caller's rate of calling the function while it was
-    /// recorded, less those recorded there ([`Merged::retired_weights`]). A count shared among several paths is
-    /// marked estimated. Returns what found no
-    /// place (neither the function nor a caller is in the tree): the views still name it after the tree.
+    /// recorded, less those recorded there; in a recursion, top-down from what the caller path is expected to get
+    /// ([`Merged::expected_on_paths`], [`retired_weights`]). A count shared among several paths is marked
+    /// estimated. Returns what found no place (neither the function nor a caller is in the tree): the views still
+    /// name it after the tree.
     pub fn place_retired(&mut self, retired: &[RetiredCalls], callers: &Callers) -> Vec<RetiredCalls> {
         // Placed in rounds: a function whose callers all retired too (a recursive cluster's) finds its place under
         // the nodes the others' placing added.
         let mut pending: Vec<RetiredCalls> = retired.iter().filter(|r| r.calls > 0).copied().collect();
         // Nodes of these functions get placed calls: as callers, their counts are not exact.
         let mut estimated: BTreeSet<u32> = pending.iter().map(|r| r.func).collect();
+        // A function placed under its callers waits for those of them still to be placed (rhai's `Dynamic::clone`,
+        // called by the `eval_stmt` a recursion's placing adds, went all under the one other caller in the tree),
+        // unless nothing else can be placed.
+        let mut wait = true;
         loop {
-            let unplaced = self.place_retired_once(&pending, callers, &mut estimated);
-            if unplaced.is_empty() || unplaced.len() == pending.len() {
+            let unplaced = self.place_retired_once(&pending, callers, &mut estimated, wait);
+            if unplaced.is_empty() || (unplaced.len() == pending.len() && !wait) {
                 return unplaced;
             }
+            wait = unplaced.len() < pending.len();
             pending = unplaced;
         }
     }
@@ -222,7 +233,10 @@ impl Merged {
         retired: &[RetiredCalls],
         callers: &Callers,
         estimated: &mut BTreeSet<u32>,
+        wait: bool,
     ) -> Vec<RetiredCalls> {
+        // Where each function's calls go: its own recorded paths, else (none in this tree) under its callers.
+        let mut spots = Vec::new();
         let mut unplaced = Vec::new();
         for r in retired {
             let mut at = Vec::new();
@@ -233,10 +247,66 @@ impl Merged {
             let under_callers = at.is_empty();
             if under_callers {
                 let of = callers.get(&r.func);
+                // Not one it calls itself (a recursion's other members): those wait for it.
+                let pending_caller = |caller: &u32| {
+                    retired.iter().any(|other| other.func == *caller)
+                        && !self.has_node_of(*caller)
+                        && !calls_transitively(r.func, *caller, callers)
+                };
+                if wait && of.is_some_and(|of| of.keys().any(pending_caller)) {
+                    unplaced.push(*r);
+                    continue;
+                }
                 self.paths_of(&|m| of.is_some_and(|of| of.contains_key(&m.func)), &mut Vec::new(), &mut at);
             }
-            let weights = self.retired_weights(r, &at, under_callers, callers, estimated);
-            let shares = shares(r.calls, &weights);
+            spots.push((r, at, under_callers));
+        }
+        // The functions placed at their own paths are placed together (`on_path_shares`).
+        let on_paths: Vec<(&RetiredCalls, &[Vec<usize>])> =
+            spots.iter().filter(|(_, _, under)| !under).map(|(r, at, _)| (*r, at.as_slice())).collect();
+        let on_path_shares = self.on_path_shares(&on_paths, callers);
+        // Placed first, so the callees placed under them below see their counts with the placed calls.
+        estimated.retain(|func| !on_paths.iter().any(|(r, _)| r.func == *func));
+        spots.sort_by_key(|(_, _, under)| *under);
+        for (r, at, under_callers) in spots {
+            let expected: Vec<Option<f64>> = match under_callers {
+                false => Vec::new(),
+                true => at
+                    .iter()
+                    .map(|path| {
+                        let caller = self.at(path);
+                        let rate = callers.get(&r.func).and_then(|of| of.get(&caller.func)).filter(|rate| rate.per > 0);
+                        let rate = rate.filter(|_| !estimated.contains(&caller.func))?;
+                        Some(rate.calls as f64 * caller.all_calls() as f64 / rate.per as f64)
+                    })
+                    .collect(),
+            };
+            let mut by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+            if under_callers {
+                // As on paths: a caller whose calls all ended before the function retired made what its rate says.
+                let of = callers.get(&r.func);
+                for (path, w) in at.iter().zip(&mut by_calls) {
+                    let caller = self.at(path);
+                    let closed =
+                        of.and_then(|of| of.get(&caller.func)).is_some_and(|rate| rate.per > 0 && rate.open == 0);
+                    if closed && caller.retired_calls == 0 && !estimated.contains(&caller.func) {
+                        *w = 0;
+                    }
+                }
+                if by_calls.iter().all(|&w| w == 0) {
+                    by_calls = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+                }
+            }
+            let (shares, all_depths): (Vec<u64>, Vec<bool>) = match under_callers {
+                false => (
+                    at.iter().map(|path| on_path_shares.get(path).copied().unwrap_or(0)).collect(),
+                    vec![false; at.len()],
+                ),
+                true => {
+                    let recursive = is_recursive(r.func, callers);
+                    (shares(r.calls, &retired_weights(r.calls, &expected, &by_calls)), vec![recursive; at.len()])
+                }
+            };
             // Shared among several candidate paths, a path's count is an estimate even where it got them all.
             let shared = r.estimated || at.len() > 1;
             if at.is_empty() {
@@ -244,7 +314,7 @@ impl Merged {
             } else {
                 estimated.remove(&r.func);
             }
-            for (path, share) in at.iter().zip(shares).filter(|(_, n)| *n > 0) {
+            for ((path, share), all_depths) in at.iter().zip(shares).zip(all_depths).filter(|((_, n), _)| *n > 0) {
                 let mut node = self.at_mut(path);
                 if under_callers {
                     let child = match node.children.iter().position(|c| c.func == r.func && c.lane.is_none()) {
@@ -261,66 +331,95 @@ impl Merged {
                 }
                 node.retired_calls = node.retired_calls.saturating_add(share);
                 node.retired_estimated |= shared;
+                node.retired_all_depths |= all_depths;
             }
         }
         unplaced
     }
 
-    /// How `r`'s calls are shared among the paths `at` (its nodes, or its callers' when `under_callers`), as
-    /// weights for [`shares`]. A path whose caller node's count is exact (its function is not in `estimated`)
-    /// gets what that node is expected to have made at the rate its function called `r`'s while it was recorded,
-    /// less those recorded there. The rest goes to the other paths (callers never seen calling it, or whose own
-    /// counts are being placed, as in a recursion) by calls: the function's recorded there, or the caller's.
-    fn retired_weights(
+    /// The shares of retired calls at the recorded paths of the functions in `on_paths` (each with its paths). In a recursion a path's calls
+    /// follow from its caller path's, which is often another member's, so expectations are taken top-down from
+    /// what the caller path gets ([`Merged::expected_on_paths`]): the recursive functions first, then the others
+    /// (a recursion's callees) from the shares their recursive caller paths got. A recursion recorded only along
+    /// its first descent (rhai: one call a path, 120 deep) has no shape to follow: what no rate explains is
+    /// shared by recorded calls, evenly down the spine, marked `~` (docs/truth-bench.md, eighth round).
+    fn on_path_shares(
         &self,
-        r: &RetiredCalls,
-        at: &[Vec<usize>],
-        under_callers: bool,
+        on_paths: &[(&RetiredCalls, &[Vec<usize>])],
         callers: &Callers,
-        estimated: &BTreeSet<u32>,
-    ) -> Vec<u64> {
-        let by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
-        let expected: Vec<Option<f64>> = at
-            .iter()
-            .map(|path| {
-                let (caller, recorded) = match under_callers {
-                    true => (self.at(path), 0),
-                    false => (self.at(&path[..path.len() - 1]), self.at(path).calls),
-                };
-                let rate = callers.get(&r.func).and_then(|of| of.get(&caller.func)).filter(|rate| rate.per > 0);
-                let rate = rate.filter(|_| !estimated.contains(&caller.func))?;
-                let expected = rate.calls as f64 * caller.all_calls() as f64 / rate.per as f64;
-                Some((expected - recorded as f64).max(0.0))
-            })
-            .collect();
-        let wanted: f64 = expected.iter().flatten().sum();
-        let rest: u64 = expected.iter().zip(&by_calls).filter(|(e, _)| e.is_none()).map(|(_, &w)| w).sum();
-        let total = r.calls as f64;
-        let weights: Vec<f64> = if rest == 0 {
-            // Every caller's count is exact: its expectation, scaled to the count; by calls when none is expected.
-            match wanted > 0.0 {
-                true => expected.iter().map(|e| e.unwrap_or(0.0)).collect(),
-                false => by_calls.iter().map(|&w| w as f64).collect(),
-            }
-        } else {
-            // The exact callers take what they are expected to (all of it at most), the others what is left.
-            let scale = if wanted > total { total / wanted } else { 1.0 };
-            let left = total - wanted * scale;
-            expected
-                .iter()
-                .zip(&by_calls)
-                .map(|(e, &w)| match e {
-                    Some(e) => e * scale,
-                    None => left * w as f64 / rest as f64,
-                })
-                .collect()
-        };
-        let most = weights.iter().copied().fold(0.0, f64::max);
-        if most <= 0.0 {
-            return by_calls;
+    ) -> BTreeMap<Vec<usize>, u64> {
+        let mut out = BTreeMap::new();
+        if on_paths.is_empty() {
+            return out;
         }
-        // Integer weights for `shares`, precise to about one part in 2^40 of the largest.
-        weights.iter().map(|&w| (w / most * (1u64 << 40) as f64).round() as u64).collect()
+        let funcs: BTreeSet<u32> = on_paths.iter().map(|(r, _)| r.func).collect();
+        let recursive: BTreeSet<u32> = funcs.iter().copied().filter(|&f| is_recursive(f, callers)).collect();
+        let top = self.retired_calls as f64;
+        let mut given = BTreeMap::new();
+        for recursive_pass in [true, false] {
+            let mut expected = BTreeMap::new();
+            self.expected_on_paths(&funcs, callers, &given, top, &mut Vec::new(), &mut expected);
+            for (r, at) in on_paths.iter().filter(|(r, _)| recursive.contains(&r.func) == recursive_pass) {
+                let expected: Vec<Option<f64>> = at.iter().map(|path| expected[path]).collect();
+                let mut by_calls: Vec<u64> = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+                // A caller whose every call ended before the function retired, and that got no calls placed
+                // itself, made exactly what its rate says: none of the rest is its.
+                for (path, w) in at.iter().zip(&mut by_calls) {
+                    let caller = self.at(&path[..path.len() - 1]);
+                    let rate = callers.get(&r.func).and_then(|of| of.get(&caller.func));
+                    let closed = rate.is_some_and(|rate| rate.per > 0 && rate.open == 0);
+                    if closed && !funcs.contains(&caller.func) && caller.retired_calls == 0 {
+                        *w = 0;
+                    }
+                }
+                if by_calls.iter().all(|&w| w == 0) {
+                    by_calls = at.iter().map(|path| self.at(path).calls.max(1)).collect();
+                }
+                let shares = shares(r.calls, &retired_weights(r.calls, &expected, &by_calls));
+                for (path, share) in at.iter().zip(shares) {
+                    given.insert(path.clone(), share as f64);
+                    out.insert(path.clone(), share);
+                }
+            }
+        }
+        out
+    }
+
+    /// The calls each recorded path of the functions `funcs` is expected to have made after they retired (by the
+    /// path, `None` where nothing is known of its caller's rate), top-down: `placed` is what this node gets (its
+    /// share in `given` where it has one, else its expectation). A path under a caller path expecting more calls takes, per such call, what its recorded calls made
+    /// per recorded call of the caller path (a recursion's depth-bound shape: the outer calls of `list` all call
+    /// `item`, the innermost none). Its caller path's calls recorded while open, say a recursion's outer calls,
+    /// made the rest of their calls after it retired: at least the caller function's rate of calling it (learnt
+    /// from every recorded call) times the caller path's calls, less those recorded. The larger of the two.
+    fn expected_on_paths(
+        &self,
+        funcs: &BTreeSet<u32>,
+        callers: &Callers,
+        given: &BTreeMap<Vec<usize>, f64>,
+        placed: f64,
+        path: &mut Vec<usize>,
+        out: &mut BTreeMap<Vec<usize>, Option<f64>>,
+    ) {
+        for (i, child) in self.children.iter().enumerate() {
+            path.push(i);
+            let mut child_placed = child.retired_calls as f64;
+            if funcs.contains(&child.func) && child.calls > 0 {
+                let rate = callers.get(&child.func).and_then(|of| of.get(&self.func)).filter(|rate| rate.per > 0);
+                let recorded = child.calls as f64;
+                let by_shape = placed * recorded / self.calls.max(1) as f64;
+                let by_rate =
+                    rate.map(|rate| rate.calls as f64 * (self.calls as f64 + placed) / rate.per as f64 - recorded);
+                let expected = match (by_rate, placed > 0.0) {
+                    (None, false) => None,
+                    (by_rate, _) => Some(by_shape.max(by_rate.unwrap_or(0.0)).max(0.0)),
+                };
+                child_placed = given.get(path).copied().unwrap_or(expected.unwrap_or(0.0));
+                out.insert(path.clone(), expected);
+            }
+            child.expected_on_paths(funcs, callers, given, child_placed, path, out);
+            path.pop();
+        }
     }
 
     /// The child-index paths of the nodes `wanted` picks, in preorder.
@@ -341,6 +440,11 @@ impl Merged {
 
     fn at_mut(&mut self, path: &[usize]) -> &mut Merged {
         path.iter().fold(self, |node, &i| &mut node.children[i])
+    }
+
+    /// A node of `func` is in this subtree.
+    fn has_node_of(&self, func: u32) -> bool {
+        self.func == func || self.children.iter().any(|c| c.has_node_of(func))
     }
 
     /// This subtree has calls placed by [`Merged::place_retired`].
@@ -547,6 +651,53 @@ fn clamp_estimates(node: &mut Merged) {
     for child in &mut node.children {
         clamp_estimates(child);
     }
+}
+
+/// Whether `func` is seen calling itself, directly or through other functions (its callers' callers, and so on).
+fn is_recursive(func: u32, callers: &Callers) -> bool {
+    calls_transitively(func, func, callers)
+}
+
+/// Whether `caller` is seen calling `callee`, directly or through other functions.
+fn calls_transitively(caller: u32, callee: u32, callers: &Callers) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut next = vec![callee];
+    while let Some(func) = next.pop() {
+        for &up in callers.get(&func).into_iter().flat_map(|of| of.keys()) {
+            if up == caller {
+                return true;
+            }
+            if seen.insert(up) {
+                next.push(up);
+            }
+        }
+    }
+    false
+}
+
+/// Weights for [`shares`] of `total` retired calls among candidate paths: those with an expectation (`Some`: their
+/// caller's count is known and so is its rate of calling the function) take what they expect (scaled down to the
+/// total when they expect more), and what is left goes to every path by `by_calls` (the function's recorded calls
+/// there, or the caller's). The expectations can explain little of the count: a caller whose one call was still
+/// open when the function retired (pulldown-cmark's `HtmlWriter::run`, 848 calls of `Parser::next` recorded of
+/// 759,448) made most of its calls after, and its rate from before says nothing of them.
+fn retired_weights(total: u64, expected: &[Option<f64>], by_calls: &[u64]) -> Vec<u64> {
+    let wanted: f64 = expected.iter().flatten().sum();
+    let all_calls: u64 = by_calls.iter().sum();
+    let total = total as f64;
+    let scale = if wanted > total { total / wanted } else { 1.0 };
+    let left = total - wanted * scale;
+    let weights: Vec<f64> = expected
+        .iter()
+        .zip(by_calls)
+        .map(|(e, &w)| e.unwrap_or(0.0) * scale + left * w as f64 / all_calls.max(1) as f64)
+        .collect();
+    let most = weights.iter().copied().fold(0.0, f64::max);
+    if most <= 0.0 {
+        return by_calls.to_vec();
+    }
+    // Integer weights for `shares`, precise to about one part in 2^40 of the largest.
+    weights.iter().map(|&w| (w / most * (1u64 << 40) as f64).round() as u64).collect()
 }
 
 /// `total` split in proportion to `weights`, rounded so that the shares add up to `total` exactly (the largest

@@ -253,6 +253,11 @@ struct JsonAggregateNode {
     retired: JsonRetiredAt,
     /// Invocations in which this call path occurs.
     invocations: u64,
+    /// Where the path's calls went on after its function retired (counted, not timed): the invocations whose
+    /// recorded calls give its times (`mean_ns` and the rest), fewer than the aggregate's (a process's first
+    /// invocation is recorded in full). Absent elsewhere, and in the runtime's whole-run aggregate (not counted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timed_invocations: Option<u64>,
     calls_per_invocation: f64,
     #[serde(flatten)]
     times: JsonTimes,
@@ -281,10 +286,17 @@ struct JsonRetiredAt {
     /// `retired_calls` is an estimate (the function went quiet, or its calls were shared among call paths).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     retired_estimated: bool,
+    /// `retired_calls` are a recursive function's calls at every depth under this caller (the tree recorded none).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    retired_all_depths: bool,
 }
 
 fn retired_at(m: &Merged) -> JsonRetiredAt {
-    JsonRetiredAt { retired_calls: m.retired_calls, retired_estimated: m.retired_estimated }
+    JsonRetiredAt {
+        retired_calls: m.retired_calls,
+        retired_estimated: m.retired_estimated,
+        retired_all_depths: m.retired_all_depths,
+    }
 }
 
 /// Cancelled calls, `Err` returns and concurrent children, in both node kinds.
@@ -428,6 +440,11 @@ fn aggregate_node(trace: &Trace, agg: &Aggregate, m: &Merged, whole_run: bool) -
         calls: m.all_calls(),
         retired: retired_at(m),
         invocations: m.invocations,
+        timed_invocations: match m.calls {
+            _ if whole_run || m.retired_calls == 0 => None,
+            0 => Some(0),
+            _ => Some(m.invocations).filter(|&n| n < agg.invocations),
+        },
         calls_per_invocation: m.all_calls() as f64 / agg.invocations.max(1) as f64,
         times: times(m),
         mean_ns: m.mean_ns(),

@@ -283,6 +283,9 @@ impl TextView<'_> {
             self.names.get(agg.tree.func)
         );
         let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
+        if let Some(note) = root_spread_note(agg) {
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
+        }
         if has_folded_calls(&agg.tree) {
             let note = "  p50 and p99 are left out (-) where calls were recorded folded: they have no durations of \
                         their own";
@@ -400,6 +403,18 @@ impl TextView<'_> {
             let unknown = retirement(self.trace, node.func).is_none() && self.trace.stats.dropped_cap > 0;
             let calls = if unknown { "?".to_owned() } else { calls };
             row.tags.push((dim(), format!("[+{mark}{calls} after it retired]")));
+            if node.retired_all_depths {
+                row.tags.push((dim(), "[at every depth of its recursion]".to_owned()));
+            }
+            // An aggregate's times at this path are its recorded calls' alone: say over how many invocations, so
+            // that a mean carried by a process's first, fully recorded invocation reads as such.
+            if !columns.spread && node.calls > 0 && (self.runtime_aggregate || node.invocations < columns.invocations) {
+                let timed = match self.runtime_aggregate {
+                    true => "[times from its calls before it retired]".to_owned(),
+                    false => format!("[timed in {} of {} invocations]", node.invocations, columns.invocations),
+                };
+                row.tags.push((dim(), timed));
+            }
         }
         if node.children_overlap_ns > 0 {
             let tag = format!("[children overlap {}]", format_ns(node.children_overlap_ns));
@@ -767,6 +782,28 @@ pub(crate) fn controls_note(trace: &Trace) -> Option<String> {
         })
         .collect();
     Some(format!("switched while running (cargo calltime ctl): {}", changes.join(", ")))
+}
+
+/// The root's mean per invocation beside its median, when slow invocations carry the mean (over 1.25x the
+/// median): a process's first invocation records every call, the later ones little, and a tree's mean over a few
+/// invocations moves with one slow one.
+fn root_spread_note(agg: &Aggregate) -> Option<String> {
+    let root = &agg.tree;
+    let median = root.percentile_ns(0.5).filter(|&ns| ns > 0)?;
+    let mean = root.mean_ns();
+    // Of two invocations the nearest-rank median is the faster one: no middle to compare with.
+    if agg.invocations < 3 || (mean as f64) <= 1.25 * median as f64 {
+        return None;
+    }
+    Some(format!(
+        "  per invocation: mean {} over {} invocations, median {}, slowest {}: the mean is {:.2}x the median, carried by \
+         slow invocations",
+        format_ns(mean),
+        agg.invocations,
+        format_ns(median),
+        format_ns(root.max_ns),
+        mean as f64 / median as f64
+    ))
 }
 
 /// Why invocations were dropped: the causes a version 3 trace counts, else the possible ones.
