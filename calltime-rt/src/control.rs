@@ -108,12 +108,17 @@ pub(crate) fn watch_forks() {
             *locks.poller = Poller { dir: None, applied: 0, last_status: None, trace: String::new() };
         });
     }
-    static REGISTERED: std::sync::Once = std::sync::Once::new();
-    // SAFETY: pthread_atfork is the C library's (libc on Linux, libSystem on macOS); the handlers are plain extern
-    // "C" fns with no captured state.
-    REGISTERED.call_once(|| unsafe {
-        pthread_atfork(Some(prepare), Some(parent), Some(child));
-    });
+    // A flag, not a `Once`: a fork while another thread is inside a `Once` leaves the child a `Once` that never
+    // completes, and its first root would wait for it forever. Forked between the swap and the registration, the
+    // child has no handler and a runtime not yet set up: it sets one up as a spawned copy does.
+    static REGISTERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !REGISTERED.swap(true, Relaxed) {
+        // SAFETY: pthread_atfork is the C library's (libc on Linux, libSystem on macOS); the handlers are plain
+        // extern "C" fns with no captured state.
+        unsafe {
+            pthread_atfork(Some(prepare), Some(parent), Some(child));
+        }
+    }
 }
 
 #[cfg(not(unix))]

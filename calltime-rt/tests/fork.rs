@@ -249,7 +249,13 @@ fn a_fork_while_another_thread_sets_the_runtime_up_leaves_a_child_that_records()
         .find_map(|line| line.split_once("forked child pid=").map(|(_, pid)| pid))
         .and_then(|pid| pid.trim().parse().ok())
         .unwrap_or_else(|| panic!("no child pid in:\n{stdout}"));
-    assert_eq!(parse(&text).stats_fields[..2], [1, 1], "the parent's one root");
-    let child = parse(&read_trace(out.with_file_name(format!("{stale}{pid}"))));
-    assert_eq!(child.stats_fields[..2], [CHILD, CHILD], "the child's roots, seen and kept");
+    assert!(pid > 0);
+    // Forked once the set-up began, the child writes `<out>.p<pid>`; forked before it (the other thread not yet in
+    // its first root), the two processes set up a runtime each, as spawned copies do, and the first to open the
+    // trace keeps its name. Either way the run's files hold both processes' roots, whole.
+    let roots = parse(&text).stats_fields[0];
+    assert!(roots == 1 || roots == CHILD, "the trace holds one process's roots: {roots}");
+    let merged = cargo_calltime::trace::Trace::load(&out, None).expect("the run's files load");
+    assert_eq!(merged.stats.seen, 1 + CHILD, "both processes' roots");
+    assert_eq!(merged.invocations.len() as u64, 1 + CHILD);
 }
