@@ -599,7 +599,7 @@ impl Extractor {
             return_type: if wrapped { self.return_type(&sig.output) } else { None },
             errs,
             body_in_closure: wrapped && in_closure,
-            body_twice: wrapped && in_closure && may_be_written_twice(block),
+            body_twice: wrapped && in_closure && !returns_impl_trait(&sig.output) && may_be_written_twice(block),
         })
     }
 
@@ -761,6 +761,22 @@ fn may_be_written_twice(block: &syn::Block) -> bool {
     let mut declares = Declares(false);
     declares.visit_block(block);
     !declares.0
+}
+
+/// Whether the return type holds an `impl Trait` anywhere (`impl Iterator`, `Option<impl Fn()>`): its value may
+/// hold a closure's or an async block's type, which differs in each copy of a body written twice, so the two copies
+/// would not have the same type (minijinja's `LoaderStore::iter`: "`if` and `else` have incompatible types").
+fn returns_impl_trait(output: &ReturnType) -> bool {
+    struct HasImpl(bool);
+    impl<'ast> Visit<'ast> for HasImpl {
+        fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let ReturnType::Type(_, ty) = output else { return false };
+    let mut has = HasImpl(false);
+    has.visit_type(ty);
+    has.0
 }
 
 /// `impl Future<..>`, `Pin<Box<dyn Future<..>>>`, `BoxFuture<..>`: a function that hands back a future.
@@ -984,7 +1000,10 @@ mod tests {
                     fn f() -> u8 { thread_local!(static T: u8 = 1); T.with(|t| *t) }\n\
                     fn g() -> u8 { my_items! { 1 } 2 }\n\
                     fn h() -> u8 { let f = || { static S: u8 = 1; S }; f() }\n\
-                    fn i(v: Vec<u8>) -> usize { v.len() }\n";
+                    fn i(v: Vec<u8>) -> usize { v.len() }\n\
+                    fn j(v: &[u8]) -> impl Iterator<Item = u8> + '_ { v.iter().map(|x| x + 1) }\n\
+                    fn k(v: &[u8]) -> Option<Box<impl Fn() -> u8>> { let n = v.len() as u8; Some(Box::new(move || n)) }\n\
+                    fn l(v: &[u8]) -> Box<dyn Fn() -> u8> { let n = v.len() as u8; Box::new(move || n) }\n";
         let items = extract_file(text).unwrap().items;
         let twice: Vec<(&str, bool)> =
             items.fns.iter().map(|f| (f.name.as_str(), f.probe.as_ref().unwrap().body_twice)).collect();
@@ -998,6 +1017,9 @@ mod tests {
             ("g", false),
             ("h", false),
             ("i", false),
+            ("j", false),
+            ("k", false),
+            ("l", true),
         ];
         assert_eq!(twice, expected);
     }

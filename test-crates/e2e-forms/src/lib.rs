@@ -168,6 +168,11 @@ fn block_on<F: Future>(fut: F) -> F::Output {
 }
 
 /// The root: calls everything and returns the lines to print.
+/// `impl Trait` in return position holding a closure: one copy of the body (two would give two closure types).
+pub fn plus_one(items: &[u32]) -> impl Iterator<Item = u32> + '_ {
+    items.iter().map(|x| x + 1)
+}
+
 pub fn run_all() -> Vec<String> {
     let mut out = Vec::new();
     out.push(format!("{:?} {:?}", block_on(parse_twice("21")).ok(), block_on(parse_twice("x")).is_err()));
@@ -187,5 +192,6 @@ pub fn run_all() -> Vec<String> {
     let rows: [&[u32]; 3] = [&[1, 2, 3], &[5, 7], &[4]];
     out.push(format!("{:?} {:?} {:?}", first_evens(&rows), first_evens(&[&[2000]]), parsed_sum("1", "2")));
     out.push(format!("{:?} {} {} {}", parsed_sum("1", "x").is_err(), calls_so_far(), calls_so_far(), wrapped(3)));
+    out.push(format!("{:?}", plus_one(&[1, 2]).collect::<Vec<_>>()));
     out
 }
