@@ -287,8 +287,8 @@ impl Recorder {
     /// caller is open (its calls of the function are still coming: the tokenizer's `class_of` in its first
     /// invocation), `QUIET_WITHIN_CALLS` with none open (the invocation may be about to end, and going quiet then
     /// would only turn its exact count into an estimate). Checked on a timed exit every `CHECK_EVERY` samples: a loop
-    /// over the slots still counted, in order of retirement (a quiet slot has nothing to decide; syn's parse had
-    /// 154 slots, most of them quiet, and the loop over all of them took 622 M of its 13,400 M instructions).
+    /// over the slots still counted, in order of retirement (a quiet slot has nothing to decide, and most slots of a
+    /// long run are quiet).
     #[cold]
     #[inline(never)]
     fn consider_quiet_within(&self) {
