@@ -62,9 +62,11 @@ static COUNTED_IN: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) 
 static KEEPS_COUNTING: [AtomicBool; RETIRE_INDICES + 1] = [const { AtomicBool::new(false) }; RETIRE_INDICES + 1];
 /// Slots handed out so far (the highest slot in use); readers scan counters `1..=SLOTS_USED`.
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
-/// The slots whose functions are counted now (not quiet), in no order: `COUNTING[..COUNTING_LEN]`. A settle visits
-/// these alone while no function went quiet since its thread's last settle (`QUIET_SEQ`), so that it stays cheap
-/// when most retired functions are quiet.
+/// The slots whose functions are counted now (not quiet), ascending (in order of retirement):
+/// `COUNTING[..COUNTING_LEN]`. A settle visits these alone while no function went quiet since its thread's last
+/// settle (`QUIET_SEQ`), so that it stays cheap when most retired functions are quiet; a folded invocation's
+/// quiet-within check walks them in order (`counted_slot_after`): its decisions, each of which may depend on those
+/// before it (a caller or sibling gone quiet), are made in order of retirement.
 static COUNTING: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) }; RETIRE_INDICES + 1];
 static COUNTING_LEN: AtomicU32 = AtomicU32::new(0);
 /// Goes up by two each time a function goes quiet, odd while `COUNTING` is being changed (a sequence lock: a settle
@@ -610,9 +612,12 @@ fn go_quiet_with(index: u32, calls: u64, caller_calls: u64, by: u32) {
     let seq = QUIET_SEQ.load(Relaxed);
     QUIET_SEQ.store(seq | 1, Relaxed);
     fence(Release);
+    // Shifted down rather than swapped with the last, so that the rest stay ascending.
     let counting = COUNTING_LEN.load(Relaxed) as usize;
     if let Some(at) = COUNTING[..counting].iter().position(|s| s.load(Relaxed) as usize == slot) {
-        COUNTING[at].store(COUNTING[counting - 1].load(Relaxed), Relaxed);
+        for i in at..counting - 1 {
+            COUNTING[i].store(COUNTING[i + 1].load(Relaxed), Relaxed);
+        }
         COUNTING_LEN.store(counting as u32 - 1, Relaxed);
     }
     state.store(QUIET, Relaxed);
@@ -649,6 +654,22 @@ pub(crate) fn unsettled_calls(slot: usize) -> u64 {
         false => counter(counts, index).load(Relaxed),
     };
     RETIRED_CALLS.try_with(unsettled).unwrap_or(0)
+}
+
+/// The lowest slot above `after` whose function is counted now (not quiet), from `COUNTING`: a binary search, so a
+/// caller that makes a function go quiet between two calls (which shifts the slots above it) still gets the next.
+/// Without the lock: while another thread makes a function go quiet, a slot may be missed, which its caller's next
+/// check makes up for.
+pub(crate) fn counted_slot_after(after: usize) -> Option<usize> {
+    let counting = &COUNTING[..(COUNTING_LEN.load(Relaxed) as usize).min(RETIRE_INDICES + 1)];
+    let at = counting.partition_point(|s| s.load(Relaxed) as usize <= after);
+    counting.get(at).map(|s| s.load(Relaxed) as usize).filter(|&slot| slot > after)
+}
+
+/// Retirement slot `slot`'s function is counted and may go quiet: not a member of a recursive cluster's cycle,
+/// which stays counted (`go_quiet` passes it over).
+pub(crate) fn slot_may_go_quiet(slot: usize) -> bool {
+    slot_is_counted(slot) && !KEEPS_COUNTING.get(slot).is_some_and(|keeps| keeps.load(Relaxed))
 }
 
 /// Retirement slot `slot`'s function is being counted (not quiet).
@@ -856,6 +877,43 @@ mod tests {
         assert_eq!((EARLY.state(after), LATE.state(after)), (QUIET, QUIET), "written when it goes quiet");
         assert_eq!(EARLY.state(62_002), 0);
         assert_eq!(EARLY.state(70_000), 0, "past the table's end");
+    }
+
+    #[test]
+    fn the_counted_slots_stay_ascending_and_are_walked_in_order_when_some_go_quiet() {
+        // Function indices no other test uses; other tests may retire theirs meanwhile, so only the order and these
+        // four are checked.
+        let indices = [62_100u32, 62_101, 62_102, 62_103];
+        indices.iter().for_each(|&index| retire(index, 0, 0));
+        let slots = indices.map(slot_of);
+        assert!(slots.windows(2).all(|w| w[0] < w[1]), "slots in order of retirement: {slots:?}");
+        go_quiet(indices[1]); // swapped with the last, it would leave [.., a, d, c]
+        let walked = {
+            let _no_retirement_meanwhile = lock(&RECORDS);
+            let counting: Vec<usize> =
+                COUNTING[..COUNTING_LEN.load(Relaxed) as usize].iter().map(|s| s.load(Relaxed) as usize).collect();
+            assert!(counting.windows(2).all(|w| w[0] < w[1]), "counted slots ascending: {counting:?}");
+            let mut walked = Vec::new();
+            let mut after = 0;
+            while let Some(slot) = counted_slot_after(after) {
+                walked.push(slot);
+                after = slot;
+            }
+            assert_eq!(walked, counting, "the walk visits every counted slot, in order");
+            walked
+        };
+        assert!(walked.contains(&slots[0]) && walked.contains(&slots[2]) && walked.contains(&slots[3]));
+        assert!(!walked.contains(&slots[1]), "a quiet slot is not visited");
+        // Going quiet during a walk (as `consider_quiet_within` does) shifts the slots above: the walk goes on.
+        let (mut after, mut visited) = (0, Vec::new());
+        while let Some(slot) = counted_slot_after(after) {
+            if slot == slots[2] {
+                go_quiet(indices[2]);
+            }
+            visited.push(slot);
+            after = slot;
+        }
+        assert!(visited.contains(&slots[2]) && visited.contains(&slots[3]), "{visited:?} {slots:?}");
     }
 
     #[test]

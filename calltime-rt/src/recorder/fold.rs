@@ -9,8 +9,8 @@ use std::mem;
 use super::{DepthArray, Recorder, FLAG_PANICKED, FOLD_KEY, HOT_CHILDREN, NO_PATH, PARENT_MASK, TIMED_KEY, UNTIMED};
 use crate::clock::now;
 use crate::retire::{
-    consider_path, go_quiet_within, is_retired, quiet_within_enabled, retired_state, slot_index, slot_is_counted,
-    slot_of, slots_used, unsettled_calls, CHECK_EVERY, COUNTED, NO_BY, QUIET, QUIET_WITHIN_CALLS,
+    consider_path, counted_slot_after, go_quiet_within, is_retired, quiet_within_enabled, retired_state, slot_index,
+    slot_may_go_quiet, slot_of, unsettled_calls, CHECK_EVERY, COUNTED, NO_BY, QUIET, QUIET_WITHIN_CALLS,
     QUIET_WITHIN_OPEN_CALLS,
 };
 
@@ -287,16 +287,21 @@ impl Recorder {
     /// caller is open (its calls of the function are still coming: the tokenizer's `class_of` in its first
     /// invocation), `QUIET_WITHIN_CALLS` with none open (the invocation may be about to end, and going quiet then
     /// would only turn its exact count into an estimate). Checked on a timed exit every `CHECK_EVERY` samples: a loop
-    /// over the slots in use.
+    /// over the slots still counted, in order of retirement (a quiet slot has nothing to decide, and most slots of a
+    /// long run are quiet).
     #[cold]
     #[inline(never)]
     fn consider_quiet_within(&self) {
         if !quiet_within_enabled() {
             return;
         }
-        for slot in 1..=slots_used() {
+        let mut after = 0;
+        while let Some(slot) = counted_slot_after(after) {
+            after = slot;
             let counted = self.retired_calls_of(slot) + unsettled_calls(slot);
-            if !slot_is_counted(slot) || counted < QUIET_WITHIN_OPEN_CALLS {
+            // A cluster's member stays counted: `go_quiet_within` would pass it over after `calls_so_far`'s scan
+            // of the paths (syn's expression cluster, at every check).
+            if !slot_may_go_quiet(slot) || counted < QUIET_WITHIN_OPEN_CALLS {
                 continue;
             }
             let index = slot_index(slot);
