@@ -150,6 +150,11 @@ pub(crate) struct Recorder {
     fold_at: usize,
     fold_after: usize,
     pub(crate) folded: bool,
+    /// The folded invocation's quiet-within checks (see `consider_quiet_within`): triggers so far, the trigger at
+    /// which the next one runs, and the gap after it, doubled by each check that scanned paths and decided nothing.
+    pub(super) quiet_checks: u32,
+    pub(super) quiet_check_next: u32,
+    pub(super) quiet_check_gap: u32,
     /// Call paths of the folded invocation, in order of first entry (parents before children).
     paths: Vec<PathNode>,
     /// The call path each node of `nodes` was folded into.
@@ -262,6 +267,9 @@ impl Recorder {
             fold_after: if fold_after == 0 { usize::MAX } else { fold_after.min(cap) },
             fold_at: usize::MAX,
             folded: false,
+            quiet_checks: 0,
+            quiet_check_next: 0,
+            quiet_check_gap: 1,
             paths: Vec::new(),
             slot_path: Vec::new(),
             frame_path: DepthArray::unallocated(),
@@ -289,6 +297,7 @@ impl Recorder {
         self.fold_at = self.fold_after;
         self.limit = self.cap.min(self.nodes.capacity()).min(self.fold_at);
         self.folded = false;
+        (self.quiet_checks, self.quiet_check_next, self.quiet_check_gap) = (0, 0, 1);
         self.paths.clear();
         self.slot_path.clear();
         self.truncated = 0;

@@ -291,10 +291,20 @@ impl Recorder {
     /// long run are quiet).
     #[cold]
     #[inline(never)]
-    fn consider_quiet_within(&self) {
+    fn consider_quiet_within(&mut self) {
         if !quiet_within_enabled() {
             return;
         }
+        // Every path's every `CHECK_EVERY`th sample triggers a check, and a check that scans the paths costs about
+        // 20 k instructions (syn: 287,000 of them, a third of the run; docs/truth-bench.md "Eighth round, after the
+        // merges"). A check that scanned and decided nothing doubles the gap to the next (up to `MAX_QUIET_GAP`
+        // triggers): a function that becomes ready is seen within twice the triggers it took.
+        const MAX_QUIET_GAP: u32 = 1 << 12;
+        self.quiet_checks = self.quiet_checks.wrapping_add(1);
+        if self.quiet_checks < self.quiet_check_next {
+            return;
+        }
+        let (mut scanned, mut decided) = (false, false);
         let mut after = 0;
         while let Some(slot) = counted_slot_after(after) {
             after = slot;
@@ -305,13 +315,21 @@ impl Recorder {
                 continue;
             }
             let index = slot_index(slot);
+            scanned = true;
             match self.calls_so_far(index, slot) {
                 Some((calls, per, by)) if by != NO_BY || counted >= QUIET_WITHIN_CALLS => {
-                    go_quiet_within(index, calls, per, by)
+                    go_quiet_within(index, calls, per, by);
+                    decided = true;
                 }
                 _ => {}
             }
         }
+        self.quiet_check_gap = match (scanned, decided) {
+            (true, false) => (self.quiet_check_gap * 2).min(MAX_QUIET_GAP),
+            (_, true) => 1,
+            (false, false) => self.quiet_check_gap,
+        };
+        self.quiet_check_next = self.quiet_checks.saturating_add(self.quiet_check_gap);
     }
 
     /// Calls of retired function `index` (slot `slot`) in this invocation so far (its call paths, from before it
