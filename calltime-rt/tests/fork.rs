@@ -42,6 +42,29 @@ fn wait_for(pid: i32) -> Option<i32> {
     None
 }
 
+/// Runs test `name` as a child process (which forks), with the files of earlier runs' forked children removed (they
+/// would be merged into this run's); checks it succeeded. Returns the trace path, the prefix of forked children's
+/// files (`<out>.p`), the trace's text and the pids it printed (`forked child pid=N`).
+fn run_forking(name: &str) -> (std::path::PathBuf, String, String, Vec<u32>) {
+    let out = out_path(name);
+    let stale = format!("{}.p", out.file_name().unwrap().to_string_lossy());
+    for entry in std::fs::read_dir(out.parent().unwrap()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&stale) {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    let (output, text) = run_child(name, &[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the forking process failed: {}\n{stdout}", output.status);
+    let pids: Vec<u32> = stdout
+        .lines()
+        // The harness prints the test's name on the same line.
+        .filter_map(|line| line.split_once("forked child pid=").and_then(|(_, pid)| pid.trim().parse().ok()))
+        .collect();
+    assert!(!pids.is_empty(), "no child pid in:\n{stdout}");
+    (out, stale, text, pids)
+}
+
 fn root(step: u64) {
     let __calltime_guard = enter_root(0, &PLAN);
     leaf(step);
@@ -95,23 +118,9 @@ fn a_forked_child_records_its_own_roots_in_its_own_file() {
         }
         return;
     }
-    let out = out_path(NAME);
-    // Files of earlier runs' children would be merged into this run's.
-    let stale = format!("{}.p", out.file_name().unwrap().to_string_lossy());
-    for entry in std::fs::read_dir(out.parent().unwrap()).unwrap().flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&stale) {
-            std::fs::remove_file(entry.path()).unwrap();
-        }
-    }
-    let (output, text) = run_child(NAME, &[]);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the forking process failed: {}\n{stdout}", output.status);
-    let pid: u32 = stdout
-        .lines()
-        // The harness prints the test's name on the same line.
-        .find_map(|line| line.split_once("forked child pid=").map(|(_, pid)| pid))
-        .and_then(|pid| pid.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no child pid in:\n{stdout}"));
+    let (out, stale, text, pids) = run_forking(NAME);
+    assert_eq!(pids.len(), 1);
+    let pid = pids[0];
 
     let parent = parse(&text);
     assert_eq!(parent.invocations.len() as u64, BEFORE + PARENT_AFTER, "only the parent's roots");
@@ -173,21 +182,8 @@ fn forks_while_another_thread_records_leave_each_child_only_its_own_roots() {
         busy.join().unwrap();
         return;
     }
-    let out = out_path(BUSY_NAME);
-    let stale = format!("{}.p", out.file_name().unwrap().to_string_lossy());
-    for entry in std::fs::read_dir(out.parent().unwrap()).unwrap().flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&stale) {
-            std::fs::remove_file(entry.path()).unwrap();
-        }
-    }
-    let (output, text) = run_child(BUSY_NAME, &[]);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the forking process failed: {}\n{stdout}", output.status);
-    let pids: Vec<u32> = stdout
-        .lines()
-        .filter_map(|line| line.split_once("forked child pid=").and_then(|(_, pid)| pid.trim().parse().ok()))
-        .collect();
-    assert_eq!(pids.len(), FORKS, "{stdout}");
+    let (out, stale, text, pids) = run_forking(BUSY_NAME);
+    assert_eq!(pids.len(), FORKS, "{pids:?}");
     let parent = parse(&text);
     let parent_roots = parent.stats_fields[0];
     // Its trees' shapes are not checked: `leaf`, called this often, retires (its calls then counted, not noded).
@@ -234,22 +230,8 @@ fn a_fork_while_another_thread_sets_the_runtime_up_leaves_a_child_that_records()
         first.join().unwrap();
         return;
     }
-    let out = out_path(STARTING_NAME);
-    let stale = format!("{}.p", out.file_name().unwrap().to_string_lossy());
-    for entry in std::fs::read_dir(out.parent().unwrap()).unwrap().flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&stale) {
-            std::fs::remove_file(entry.path()).unwrap();
-        }
-    }
-    let (output, text) = run_child(STARTING_NAME, &[]);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the forking process failed: {}\n{stdout}", output.status);
-    let pid: u32 = stdout
-        .lines()
-        .find_map(|line| line.split_once("forked child pid=").map(|(_, pid)| pid))
-        .and_then(|pid| pid.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no child pid in:\n{stdout}"));
-    assert!(pid > 0);
+    let (out, _, text, pids) = run_forking(STARTING_NAME);
+    assert_eq!(pids.len(), 1);
     // Forked once the set-up began, the child writes `<out>.p<pid>`; forked before it (the other thread not yet in
     // its first root), the two processes set up a runtime each, as spawned copies do, and the first to open the
     // trace keeps its name. Either way the run's files hold both processes' roots, whole.
