@@ -168,15 +168,21 @@ fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(
 ) {
     // SAFETY: `run_quiet_in` hands over a body it never touches again (and never drops: `ManuallyDrop`).
     let body = unsafe { ManuallyDrop::take(body) };
-    let state = states.state(index);
-    let _guard = if state != 0 {
+    let _guard = enter_unquiet(states, index);
+    out.write(body());
+}
+
+/// The entry of a call that is not quiet (`run_unquiet_in`, `run_unquiet_at`): counted when the function retired
+/// (an inert guard), else the crate's table registered (once) and the call recorded.
+#[inline(always)]
+fn enter_unquiet<const N: usize>(states: &'static States<N>, index: u32) -> Guard {
+    if states.state(index) != 0 {
         count_retired_call(index);
         Guard::INERT
     } else {
         states.register_once();
         enter_unretired(index)
-    };
-    out.write(body());
+    }
 }
 
 impl<const N: usize> States<N> {
@@ -189,14 +195,7 @@ impl<const N: usize> States<N> {
     #[cold]
     #[inline(never)]
     pub fn run_unquiet_at<const INDEX: u32, R, F: FnOnce() -> R>(&'static self, body: F) -> R {
-        let state = self.state(INDEX);
-        let _guard = if state != 0 {
-            count_retired_call(INDEX);
-            Guard::INERT
-        } else {
-            self.register_once();
-            enter_unretired(INDEX)
-        };
+        let _guard = enter_unquiet(self, INDEX);
         body()
     }
 }

@@ -65,6 +65,24 @@ fn run_forking(name: &str) -> (std::path::PathBuf, String, String, Vec<u32>) {
     (out, stale, text, pids)
 }
 
+/// Forks a child that runs `CHILD` roots and exits with 7, prints its pid for the parent test, and checks that it
+/// exited so within 20 s (`hung`: what a child that did not means).
+fn fork_a_child_running_roots(hung: &str) {
+    // SAFETY: fork has no preconditions; the child below only runs roots and exits.
+    let pid = unsafe { fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        for step in 0..CHILD {
+            root(step);
+        }
+        std::process::exit(7);
+    }
+    println!("forked child pid={pid}");
+    let status = wait_for(pid).expect(hung);
+    // WIFEXITED and WEXITSTATUS, as both Linux and macOS encode them.
+    assert_eq!((status & 0x7f, (status >> 8) & 0xff), (0, 7), "status {status:#x}");
+}
+
 fn root(step: u64) {
     let __calltime_guard = enter_root(0, &PLAN);
     leaf(step);
@@ -165,18 +183,7 @@ fn forks_while_another_thread_records_leave_each_child_only_its_own_roots() {
         };
         for _ in 0..FORKS {
             std::thread::sleep(std::time::Duration::from_millis(5));
-            // SAFETY: fork has no preconditions; the child below only runs roots and exits.
-            let pid = unsafe { fork() };
-            assert!(pid >= 0, "fork failed");
-            if pid == 0 {
-                for step in 0..CHILD {
-                    root(step);
-                }
-                std::process::exit(7);
-            }
-            println!("forked child pid={pid}");
-            let status = wait_for(pid).expect("the child hung");
-            assert_eq!((status & 0x7f, (status >> 8) & 0xff), (0, 7), "status {status:#x}");
+            fork_a_child_running_roots("the child hung");
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         busy.join().unwrap();
@@ -215,18 +222,7 @@ fn a_fork_while_another_thread_sets_the_runtime_up_leaves_a_child_that_records()
         while !started.load(std::sync::atomic::Ordering::Acquire) {
             std::hint::spin_loop();
         }
-        // SAFETY: fork has no preconditions; the child below only runs roots and exits.
-        let pid = unsafe { fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            for step in 0..CHILD {
-                root(step);
-            }
-            std::process::exit(7);
-        }
-        println!("forked child pid={pid}");
-        let status = wait_for(pid).expect("the child hung: it was forked while another thread set the runtime up");
-        assert_eq!((status & 0x7f, (status >> 8) & 0xff), (0, 7), "status {status:#x}");
+        fork_a_child_running_roots("the child hung: it was forked while another thread set the runtime up");
         first.join().unwrap();
         return;
     }
