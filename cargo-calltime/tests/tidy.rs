@@ -103,3 +103,27 @@ fn the_layer_check_finds_every_spelling() {
     }
     assert_eq!(layer_violations("fn a() {}\n\nuse crate::ui;\n"), [(3, "use crate::ui;".to_owned())]);
 }
+
+/// The runtime's start-up calibration measures a quiet probe inlined into a loop in the form the rewrite gives a
+/// tiny item-free body: when the rewrite moved such bodies from `run_quiet_in` to the body written twice
+/// (`quiet_in!`), the calibration kept timing the closure form, and compensation took 0.45-0.48 ns a quiet call
+/// where the tokenizer's `class_of` costs about 0.1-0.3 ns (docs/truth-bench.md, "Ninth round").
+#[test]
+fn the_calibration_times_the_quiet_form_the_rewrite_writes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |path: PathBuf| std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let rewrite = read(root.join("src/rewrite.rs"));
+    let calibrate = read(root.join("../calltime-rt/src/calibrate.rs"));
+    // The form of a body written twice, as the rewrite spells it.
+    let form = if rewrite.contains(r#"let form = if counts_errs { "quiet_err_in" } else { "quiet_in" };"#) {
+        "quiet_in!("
+    } else {
+        panic!("rewrite.rs no longer writes tiny bodies twice with `quiet_in!`: make calibrate.rs's `runs_probed` time the form it writes")
+    };
+    let probed = calibrate.split("fn runs_probed(").nth(1).and_then(|rest| rest.split("\n}").next());
+    let probed = probed.expect("calibrate.rs has `fn runs_probed`");
+    assert!(
+        probed.contains(form),
+        "calibrate.rs's `runs_probed` must time `{form}..)`, the form rewrite.rs writes:\n{probed}"
+    );
+}
