@@ -33,8 +33,8 @@ pub(crate) struct Calibration {
     pub(crate) retired_outer_ps: u64,
     /// A retired function's call once it went quiet (no longer counted).
     pub(crate) quiet_outer_ps: u64,
-    /// The same quiet call of a tiny function inlined into a loop, as the rewrite's closure form leaves it there
-    /// (`quiet_in_loop`).
+    /// The same quiet call of a tiny function inlined into a loop, as the rewrite's body written twice leaves it
+    /// there (`quiet_in_loop`).
     pub(crate) quiet_inline_ps: u64,
     /// Nanoseconds per clock tick (1 with `Instant`).
     pub(crate) ns_per_tick: f64,
