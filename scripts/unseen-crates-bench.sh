@@ -553,7 +553,8 @@ fn value(input: &str) -> IResult<&str, Value> {
 
 fn leaves(value: &Value) -> usize {
     match value {
-        Value::Number(_) | Value::Text(_) => 1,
+        Value::Number(number) => 1 + usize::from(*number < 0),
+        Value::Text(text) => 1 + usize::from(text.is_empty()),
         Value::List(items) => items.iter().map(leaves).sum(),
         Value::Object(members) => members.iter().map(|(_, v)| leaves(v)).sum(),
     }
