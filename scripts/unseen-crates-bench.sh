@@ -12,7 +12,9 @@
 #        CALLTIME_CC=PATH measures that cargo-calltime binary; ONLY="tm rx" runs only those programs (tm toml_edit,
 #        rx regex, qx quick-xml, mz miniz_oxide, hp httparse, ae the tokio server; cs csv, sq sqlparser, sv semver,
 #        sh sha2, lz lz4_flex, nm a nom parser);
-#        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts.
+#        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts;
+#        REUSE_BUILDS=1 measures the binaries an earlier run left in WORK_DIR (sqlparser's instrumented build takes
+#        15 minutes at load 15).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -596,6 +598,7 @@ RS
 echo "== builds (plain, then the default plan from a fresh calltime target dir)"
 build() { # NAME BENCH ROOT
   local name=$1 bench=$2 root=$3 dir=$work/$1 built
+  if [ -n "${REUSE_BUILDS:-}" ] && [ -x "$work/$name-plain" ] && [ -x "$work/$name-d5" ]; then return; fi
   (cd "$dir" && cargo build -q --release --bin "$bench") 2> "$work/build-$name.log" \
     || fail "cannot build $name plainly in $dir (see $work/build-$name.log)"
   cp "$dir/target/release/$bench" "$work/$name-plain"
