@@ -26,4 +26,6 @@ for path in sys.argv[1:]:
 if not tree or not plain:
     sys.exit("root-mean: need at least one report and one truth file")
 t, p = statistics.median(tree), statistics.median(plain)
-print(f"root {root}: tree mean {t / 1e3:.1f} us, plain {p / 1e3:.1f} us: {t / p:.2f}x (medians of {len(tree)} runs each)")
+# Sub-microsecond roots (semver, csv: one record) in ns: 0.1 us of rounding would be the whole difference.
+shown = (lambda v: f"{v:.0f} ns") if p < 10e3 else (lambda v: f"{v / 1e3:.1f} us")
+print(f"root {root}: tree mean {shown(t)}, plain {shown(p)}: {t / p:.2f}x (medians of {len(tree)} runs each)")

@@ -10,14 +10,17 @@
 # usage: scripts/unseen-crates-bench.sh [WORK_DIR]   (default /tmp/unseen-crates-bench; kept between runs so that
 #        the plain builds are reused; the instrumented builds are always redone from scratch)
 #        CALLTIME_CC=PATH measures that cargo-calltime binary; ONLY="tm rx" runs only those programs (tm toml_edit,
-#        rx regex, qx quick-xml, mz miniz_oxide, hp httparse, ae the tokio server);
-#        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts.
+#        rx regex, qx quick-xml, mz miniz_oxide, hp httparse, ae the tokio server; cs csv, sq sqlparser, sv semver,
+#        sh sha2, lz lz4_flex, nm a nom parser);
+#        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts;
+#        REUSE_BUILDS=1 measures the binaries an earlier run left in WORK_DIR (sqlparser's instrumented build takes
+#        15 minutes at load 15).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/unseen-crates-bench}
 runs=${RUNS:-10}
-only=${ONLY:-tm rx qx mz hp ae}
+only=${ONLY:-tm rx qx mz hp ae cs sq sv sh lz nm}
 fail() { echo "unseen-crates-bench: $*" >&2; exit 1; }
 mkdir -p "$work" || fail "cannot create the work directory $work"
 work=$(cd "$work" && pwd)
@@ -26,7 +29,8 @@ command -v python3 >/dev/null || fail "python3 is needed for the run loop and th
 echo "== setup (work dir $work)"
 . "$repo/scripts/bench-tool.sh"   # sets CC: CALLTIME_CC, or this checkout's tool
 crates="toml_edit@0.25.20 toml_parser@1.1.6 quick-xml@0.41.0 miniz_oxide@0.9.1 httparse@1.10.1 regex@1.13.2
-  regex-automata@0.4.19 regex-syntax@0.8.12"
+  regex-automata@0.4.19 regex-syntax@0.8.12 csv@1.4.0 csv-core@0.1.13 sqlparser@0.64.0 semver@1.0.28 sha2@0.10.8
+  digest@0.10.7 lz4_flex@0.14.2 nom@8.0.0"
 registry() { ls -d "$HOME"/.cargo/registry/src/*/"$1"-[0-9]* 2>/dev/null | grep -F -- "-$2" | head -1 || true; }
 missing=0
 for spec in $crates; do [ -n "$(registry "${spec%@*}" "${spec#*@}")" ] || missing=1; done
@@ -333,9 +337,269 @@ fn main() {
 }
 RS
 
+# csv: one `Reader::read_record` per record (the per-record call a reader loop makes), 200,000 generated records
+# of 7 fields (quoted fields, escaped quotes) read from memory.
+workspace "$work/cs" csbench csv@1.4.0 csv-core@0.1.13 <<'RS'
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200_000);
+    let mut data = String::from("id,name,city,amount,ratio,note,flag\n");
+    for i in 0..count {
+        let _ = writeln!(data, "{i},\"Name {i}, Jr.\",City{},{},{}.{:03},\"say \"\"hi\"\" to {}\",{}", i % 97,
+            i * 31 % 100_000, i % 13, i % 1000, i % 7, i % 2 == 0);
+    }
+    let mut reader = csv::Reader::from_reader(data.as_bytes());
+    let mut record = csv::StringRecord::new();
+    let (mut records, mut fields, mut total, mut spent) = (0usize, 0usize, 0u64, Duration::ZERO);
+    loop {
+        let started = Instant::now();
+        let more = reader.read_record(&mut record);
+        spent += started.elapsed();
+        if !more.expect("well-formed CSV") {
+            break;
+        }
+        records += 1;
+        fields += record.len();
+        total += record.get(3).and_then(|a| a.parse::<u64>().ok()).unwrap_or(0);
+    }
+    println!("{records} records, {fields} fields, amount total {total}");
+    // The last call (end of input) is timed too: records + 1 calls.
+    eprintln!("truth csv::reader::Reader::read_record {} {}", spent.as_nanos() as f64 / (records + 1) as f64,
+        records + 1);
+}
+RS
+
+# sqlparser: one `Parser::parse_sql` per statement (recursive descent), 6,000 generated statements of 8 shapes.
+workspace "$work/sq" sqbench sqlparser@0.64.0 <<'RS'
+use sqlparser::dialect::GenericDialect;
+use sqlparser::parser::Parser;
+use std::time::{Duration, Instant};
+
+fn statement(i: usize) -> String {
+    match i % 8 {
+        0 => format!("SELECT a.id, b.name, SUM(a.v{i} * 2 + 1) AS total FROM t{i} a JOIN u b ON a.id = b.id \
+              WHERE a.x > {i} AND (b.y < 3 OR b.z IN (1, 2, 3)) GROUP BY a.id, b.name HAVING COUNT(*) > 1 \
+              ORDER BY total DESC LIMIT 10"),
+        1 => format!("INSERT INTO log{i} (id, msg, at) VALUES ({i}, 'message {i}', '2026-11-27'), ({}, 'x', NULL)",
+              i + 1),
+        2 => format!("UPDATE accounts SET balance = balance - {i}, updated = CURRENT_TIMESTAMP WHERE id = {i} \
+              AND balance >= {i}"),
+        3 => format!("CREATE TABLE t{i} (id INT PRIMARY KEY, name VARCHAR(64) NOT NULL, score DOUBLE DEFAULT 0.5, \
+              created TIMESTAMP, CONSTRAINT u{i} UNIQUE (name))"),
+        4 => format!("SELECT CASE WHEN x > {i} THEN 'big' WHEN x > 10 THEN 'mid' ELSE 'small' END, \
+              COALESCE(y, z, 0) FROM (SELECT x, y, z FROM s WHERE w LIKE '%{i}%') AS sub"),
+        5 => format!("WITH r AS (SELECT id, parent FROM tree WHERE id = {i}) SELECT * FROM r \
+              WHERE EXISTS (SELECT 1 FROM other o WHERE o.id = r.parent)"),
+        6 => format!("DELETE FROM sessions WHERE last_seen < NOW() - INTERVAL '{i} days' OR user_id IS NULL"),
+        _ => format!("SELECT ((((a + b) * (c - d)) / (e + {i})) % 7) + f(g(h(1, 2), 3), 4) FROM nums"),
+    }
+}
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(6000);
+    let statements: Vec<String> = (0..count).map(statement).collect();
+    let dialect = GenericDialect {};
+    let (mut parsed, mut printed, mut spent) = (0usize, 0usize, Duration::ZERO);
+    for sql in &statements {
+        let started = Instant::now();
+        let ast = Parser::parse_sql(&dialect, sql);
+        spent += started.elapsed();
+        let ast = ast.expect("generated SQL parses");
+        parsed += ast.len();
+        printed += ast.iter().map(|s| s.to_string().len()).sum::<usize>();
+    }
+    println!("{parsed} statements, {printed} bytes printed back");
+    eprintln!("truth sqlparser::parser::Parser::parse_sql {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+
+# semver: one `VersionReq::parse` per requirement, 200,000 requirements of 12 shapes, each matched against a
+# version (not under the root).
+workspace "$work/sv" svbench semver@1.0.28 <<'RS'
+use std::time::{Duration, Instant};
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200_000);
+    let shapes = ["^1.2.3", ">=1.0, <2.0.0", "~0.4", "=3.1.4-alpha.1", "*", "1.x", ">1.2.3-rc.1, <=1.9",
+        "^0.0.7", "~1.2.3-beta+build.5", ">= 2.1, < 3, != 2.5.0", "0.9.*", "<4.0.0-0"];
+    let requirements: Vec<String> = (0..count).map(|i| shapes[i % shapes.len()].replace("!= 2.5.0", "<2.9")).collect();
+    let version = semver::Version::parse("1.5.0").expect("version");
+    let (mut matching, mut comparators, mut spent) = (0usize, 0usize, Duration::ZERO);
+    for text in &requirements {
+        let started = Instant::now();
+        let requirement = semver::VersionReq::parse(text);
+        spent += started.elapsed();
+        let requirement = requirement.expect("valid requirement");
+        comparators += requirement.comparators.len();
+        matching += usize::from(requirement.matches(&version));
+    }
+    println!("{count} requirements, {comparators} comparators, {matching} match 1.5.0");
+    eprintln!("truth semver::VersionReq::parse {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+
+# sha2: the program's own `digest_chunk` (new, update, finalize through digest's traits) per 16 KB chunk, 4,096
+# chunks (64 MB).
+workspace "$work/sh" shbench sha2@0.10.8 digest@0.10.7 <<'RS'
+use sha2::{Digest, Sha256};
+use std::time::{Duration, Instant};
+
+/// The SHA-256 of one chunk.
+fn digest_chunk(chunk: &[u8]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(chunk);
+    hasher.finalize().into()
+}
+
+fn main() {
+    let chunks: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(4096);
+    let data: Vec<u8> = (0..chunks * 16384).map(|i| (i as u32).wrapping_mul(2654435761) as u8 ^ (i >> 12) as u8).collect();
+    let (mut folded, mut spent) = ([0u8; 32], Duration::ZERO);
+    for chunk in data.chunks(16384) {
+        let started = Instant::now();
+        let hash = digest_chunk(chunk);
+        spent += started.elapsed();
+        // Rotated before each xor: the data repeats every 64 chunks, and a plain xor of pairs would cancel to zero.
+        for (f, h) in folded.iter_mut().zip(hash) {
+            *f = f.rotate_left(3) ^ h;
+        }
+    }
+    let hex: String = folded.iter().map(|b| format!("{b:02x}")).collect();
+    println!("{chunks} chunks, folded hash {hex}");
+    eprintln!("truth shbench::digest_chunk {} {chunks}", spent.as_nanos() as f64 / chunks as f64);
+}
+RS
+
+# lz4_flex: one `compress_prepend_size` per 64 KB chunk of 16 MB of generated text (safe encoder, the default),
+# each chunk decompressed again to check it (not under the root).
+workspace "$work/lz" lzbench lz4_flex@0.14.2 <<'RS'
+use std::time::{Duration, Instant};
+
+fn main() {
+    let chunks: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(256);
+    let mut data = Vec::with_capacity(chunks * 65536);
+    let mut state = 7u64;
+    while data.len() < chunks * 65536 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let word = ["alpha", "beta", "gamma", "delta", "calltime", "probe", "tree", "node"][(state >> 60) as usize % 8];
+        data.extend_from_slice(word.as_bytes());
+        data.push(if state & 0xf == 0 { b'\n' } else { b' ' });
+        data.extend_from_slice(format!("{}", (state >> 40) % 1000).as_bytes());
+    }
+    let (mut compressed, mut spent) = (0usize, Duration::ZERO);
+    for chunk in data.chunks(65536).take(chunks) {
+        let started = Instant::now();
+        let packed = lz4_flex::compress_prepend_size(chunk);
+        spent += started.elapsed();
+        compressed += packed.len();
+        let unpacked = lz4_flex::decompress_size_prepended(&packed).expect("round trip");
+        assert_eq!(unpacked, chunk, "round trip");
+    }
+    println!("{chunks} chunks, {compressed} bytes compressed");
+    eprintln!("truth lz4_flex::block::compress::compress_prepend_size {} {chunks}",
+        spent.as_nanos() as f64 / chunks as f64);
+}
+RS
+
+# nom 8: the program's own JSON-like parser built from nom's combinators (recursive `value`), one `parse_document`
+# per document, 300 generated documents of about 25 KB.
+workspace "$work/nm" nmbench nom@8.0.0 <<'RS'
+use nom::branch::alt;
+use nom::bytes::complete::take_while;
+use nom::character::complete::{char, digit1, multispace0};
+use nom::combinator::{map, map_res, opt, recognize};
+use nom::multi::separated_list0;
+use nom::sequence::{delimited, pair, separated_pair};
+use nom::{IResult, Parser};
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+enum Value {
+    Number(i64),
+    Text(String),
+    List(Vec<Value>),
+    Object(Vec<(String, Value)>),
+}
+
+fn ws<'a, P>(inner: P) -> impl Parser<&'a str, Output = P::Output, Error = nom::error::Error<&'a str>>
+where
+    P: Parser<&'a str, Error = nom::error::Error<&'a str>>,
+{
+    delimited(multispace0, inner, multispace0)
+}
+
+fn number(input: &str) -> IResult<&str, Value> {
+    map_res(recognize(pair(opt(char('-')), digit1)), |s: &str| s.parse::<i64>().map(Value::Number)).parse(input)
+}
+
+fn text(input: &str) -> IResult<&str, String> {
+    map(delimited(char('"'), take_while(|c| c != '"'), char('"')), String::from).parse(input)
+}
+
+fn list(input: &str) -> IResult<&str, Value> {
+    map(delimited(char('['), separated_list0(char(','), ws(value)), char(']')), Value::List).parse(input)
+}
+
+fn member(input: &str) -> IResult<&str, (String, Value)> {
+    separated_pair(ws(text), char(':'), ws(value)).parse(input)
+}
+
+fn object(input: &str) -> IResult<&str, Value> {
+    map(delimited(char('{'), separated_list0(char(','), ws(member)), char('}')), Value::Object).parse(input)
+}
+
+fn value(input: &str) -> IResult<&str, Value> {
+    alt((number, map(text, Value::Text), list, object)).parse(input)
+}
+
+fn leaves(value: &Value) -> usize {
+    match value {
+        Value::Number(number) => 1 + usize::from(*number < 0),
+        Value::Text(text) => 1 + usize::from(text.is_empty()),
+        Value::List(items) => items.iter().map(leaves).sum(),
+        Value::Object(members) => members.iter().map(|(_, v)| leaves(v)).sum(),
+    }
+}
+
+/// Parses one document and counts its leaves.
+fn parse_document(document: &str) -> usize {
+    let (rest, parsed) = ws(value).parse(document).expect("generated document parses");
+    assert!(rest.is_empty(), "whole document parsed");
+    leaves(&parsed)
+}
+
+fn document(seed: usize) -> String {
+    let mut text = String::from("{\n");
+    for i in 0..120 {
+        let _ = write!(text, "  \"item{i}\": {{ \"id\": {}, \"name\": \"thing {seed}-{i}\", \"tags\": [\"a\", \"b{i}\", {}],",
+            seed * 1000 + i, i % 7);
+        let _ = write!(text, " \"dims\": [[{i}, -{i}], [1, 2, 3], []], \"meta\": {{ \"x\": {}, \"y\": \"z\" }} }}{}\n",
+            i * 3, if i + 1 < 120 { "," } else { "" });
+    }
+    text.push('}');
+    text
+}
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
+    let (mut total, mut spent) = (0usize, Duration::ZERO);
+    for seed in 0..count {
+        let text = document(seed);
+        let started = Instant::now();
+        total += parse_document(&text);
+        spent += started.elapsed();
+    }
+    println!("{count} documents, {total} leaves");
+    eprintln!("truth nmbench::parse_document {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+
 echo "== builds (plain, then the default plan from a fresh calltime target dir)"
 build() { # NAME BENCH ROOT
   local name=$1 bench=$2 root=$3 dir=$work/$1 built
+  if [ -n "${REUSE_BUILDS:-}" ] && [ -x "$work/$name-plain" ] && [ -x "$work/$name-d5" ]; then return; fi
   (cd "$dir" && cargo build -q --release --bin "$bench") 2> "$work/build-$name.log" \
     || fail "cannot build $name plainly in $dir (see $work/build-$name.log)"
   cp "$dir/target/release/$bench" "$work/$name-plain"
@@ -347,11 +611,14 @@ build() { # NAME BENCH ROOT
 }
 root_of() {
   case $1 in tm) echo Document::parse;; rx) echo string::Regex::new;; qx) echo count_events;;
-    mz) echo deflate::compress_to_vec;; hp) echo Request::parse;; ae) echo handle;; esac
+    mz) echo deflate::compress_to_vec;; hp) echo Request::parse;; ae) echo handle;; cs) echo csv::Reader::read_record;;
+    sq) echo Parser::parse_sql;; sv) echo VersionReq::parse;; sh) echo digest_chunk;; lz) echo compress_prepend_size;;
+    nm) echo parse_document;; esac
 }
 bench_of() {
   case $1 in tm) echo tmbench;; rx) echo rxbench;; qx) echo qxbench;; mz) echo mzbench;; hp) echo hpbench;;
-    ae) echo aebench;; esac
+    ae) echo aebench;; cs) echo csbench;; sq) echo sqbench;; sv) echo svbench;; sh) echo shbench;; lz) echo lzbench;;
+    nm) echo nmbench;; esac
 }
 for name in $only; do build "$name" "$(bench_of "$name")" "$(root_of "$name")"; done
 

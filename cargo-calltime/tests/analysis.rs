@@ -64,6 +64,8 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // Std values bound to locals, slice parameters, `size_of`, `Self::Variant(x)` patterns and `if let` shadowing
     // (seen in sd and toml_edit).
     ("receivers-std", "analysis-receivers", &["--root", "chains::more", "--depth", "4", "--probe-trivial"]),
+    // A blanket impl's method (digest's `impl<D: ..> Digest for D`) is shown as `<T as Describe>::describe`.
+    ("blanket", "analysis-receivers", &["--root", "blanket::show", "--depth", "3", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

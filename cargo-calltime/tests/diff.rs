@@ -302,6 +302,26 @@ fn extra_call_is_reported_even_when_time_barely_moves() {
 /// `lookup` starts returning an `Err` in every invocation and `page` is cancelled: both are reported like call
 /// counts (exact), whatever their times do.
 #[test]
+fn a_move_of_a_few_nanoseconds_is_never_a_change() {
+    // Two runs of semver's parser: paths of 1-2 ns a call (compensated for a probe of ~19 ns) came out as
+    // `-100.0%, 1ns -> 0ns`, improved. Here `get` goes from 4 ns to 1 ns: -75%, significant, yet within the
+    // compensation's error.
+    let tmp = tempfile::tempdir().unwrap();
+    let functions = app_functions();
+    let tree = |get_ns| call(HANDLE, 20_000, vec![call(ROUTE, 5_000, vec![call(CACHE_GET, get_ns, vec![])])]);
+    write_side(&tmp.path().join("base"), &functions, &tree(4), 5, 100, &[]);
+    write_side(&tmp.path().join("head"), &functions, &tree(1), 5, 200, &[]);
+    let case = Case { base: tmp.path().join("base"), head: tmp.path().join("head"), _tmp: tmp };
+    let json = diff_json(&case, &[]);
+    let get = path_entry(&json, "handle -> route -> get");
+    assert!(get["change"]["median_pct"].as_f64().unwrap() < -50.0, "{get:#}");
+    assert!(get["change"]["significant"].as_bool().unwrap(), "{get:#}");
+    assert_eq!(get["status"], "unchanged", "{get:#}");
+    assert_eq!(json["summary"]["improved"], 0, "{json:#}");
+    assert_eq!(json["summary"]["below_threshold"], 1, "{json:#}");
+}
+
+#[test]
 fn err_returns_and_cancelled_calls_are_counted_like_calls() {
     let mut head = app_tree(50_000, 1);
     head.children[0].children[0].err = true;

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::graph::{traverse, traverse_all, Reached};
-use super::index::{FnId, Index};
+use super::index::{FnId, Index, Owner, SelfRes};
 use super::modules::TargetKind;
 use super::roots::{display_name, find_root};
 use super::trivial::Trivial;
@@ -194,11 +194,24 @@ fn plan_order(index: &Index, reached: &Reached) -> Vec<(FnId, u32)> {
     order
 }
 
+/// `<T as Describe>::describe` for a method of a blanket impl (`impl<T: Named> Describe for T`; digest's
+/// `impl<D: ..> Digest for D`): `T::describe` would name no type.
+fn blanket_display(index: &Index, f: FnId) -> Option<String> {
+    let def = &index.fns[f];
+    let Owner::Impl(i) = def.owner else { return None };
+    let imp = &index.impls[i];
+    if !matches!(imp.self_res, SelfRes::Blanket) {
+        return None;
+    }
+    let trait_name = imp.trait_path.as_ref()?.segs.last()?;
+    Some(format!("<{} as {trait_name}{}>::{}", imp.self_ty_text, imp.trait_args, def.item.name))
+}
+
 fn planned_function(index: &Index, f: FnId, level: u32, is_root: bool) -> PlannedFunction {
     let def = &index.fns[f];
     PlannedFunction {
         path: def.path.clone(),
-        display: display_name(&def.match_path),
+        display: blanket_display(index, f).unwrap_or_else(|| display_name(&def.match_path)),
         file: index.files[def.file].clone(),
         line: def.item.line,
         level,

@@ -35,6 +35,10 @@ pub const OUTLIER_MADS: f64 = 3.0;
 pub const OUTLIER_MIN_RELATIVE: f64 = 0.05;
 /// Fewer invocations than this on either side and a path's times are not tested.
 pub const MIN_SAMPLES: usize = 8;
+/// The smallest move of a path's median self time that can be a regression or an improvement, whatever its
+/// percentage: the probes' compensation leaves a few nanoseconds of error per call (semver's paths of 1-2 ns a call
+/// came out `-100.0%, 1ns -> 0ns` between two runs of one binary).
+pub const MIN_CHANGE_NS: f64 = 5.0;
 /// GitHub's limit on a comment body, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
 /// Room the Markdown report leaves under that limit for what a workflow appends (a link to the run's artifacts).
@@ -391,7 +395,7 @@ pub enum Status {
 pub enum Noise {
     /// Moved by at least the threshold, but the test did not find it significant.
     NotSignificant,
-    /// Significant, but smaller than the threshold.
+    /// Significant, but smaller than the threshold (or than [`MIN_CHANGE_NS`]).
     BelowThreshold,
     /// Too few invocations on a side to test.
     TooFewSamples,
@@ -841,7 +845,7 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
         significant,
     });
     let Some(pct) = median_pct else { return diff };
-    let big = pct.abs() >= settings.threshold_pct;
+    let big = pct.abs() >= settings.threshold_pct && (ht.median_self_ns - bt.median_self_ns).abs() >= MIN_CHANGE_NS;
     // The test and the medians must agree on the direction (a shift of the bulk against the median is not a
     // regression anyone can act on).
     let same_direction = (pct > 0.0) == (test.z > 0.0);

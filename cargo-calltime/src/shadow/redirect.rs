@@ -63,6 +63,10 @@ struct Node {
     suffix: PathBuf,
     /// Its declarations that lead to a file, with that file's node.
     decls: Vec<(ModDecl, usize)>,
+    /// Its declarations of a file an earlier declaration already reached, with that file's node: the alternatives
+    /// of a `cfg` (sha2's `cfg_if! { if .. { mod soft; } else if .. { mod soft; } }`). Each needs the same `#[path]`
+    /// as the first, as any of them may be the one compiled.
+    alternatives: Vec<(ModDecl, usize)>,
 }
 
 /// A crate target of an instrumented package and its module tree.
@@ -148,6 +152,7 @@ fn module_tree(root: &Path, crate_root: &Path) -> Vec<Node> {
         parent: None,
         suffix: PathBuf::new(),
         decls: Vec::new(),
+        alternatives: Vec::new(),
     };
     let mut nodes = vec![first];
     let mut seen = BTreeSet::from([crate_root.to_owned()]);
@@ -172,9 +177,13 @@ fn module_tree(root: &Path, crate_root: &Path) -> Vec<Node> {
             let plain_name = base.join(&suffix);
             let rel = lexical(&plain_name);
             if !seen.insert(rel.clone()) {
+                if let Some(child) = nodes.iter().position(|node| node.rel == rel && node.parent == Some(next)) {
+                    nodes[next].alternatives.push((decl, child));
+                }
                 continue;
             }
-            nodes.push(Node { rel, plain_name, owning: child_owning, parent: Some(next), suffix, decls: Vec::new() });
+            let (decls, alternatives) = (Vec::new(), Vec::new());
+            nodes.push(Node { rel, plain_name, owning: child_owning, parent: Some(next), suffix, decls, alternatives });
             let child = nodes.len() - 1;
             nodes[next].decls.push((decl, child));
         }
@@ -224,7 +233,7 @@ fn redirected_files(trees: &[Tree], edited: &BTreeSet<PathBuf>) -> BTreeSet<Path
                     parent = tree.nodes[up].parent;
                 }
                 let mut moved_owners = Vec::new();
-                for (decl, child) in &node.decls {
+                for (decl, child) in node.decls.iter().chain(&node.alternatives) {
                     let child = &tree.nodes[*child];
                     let moved = needs_path(node, decl, child, &redirected);
                     if moved && !child.owning && child.decls.iter().any(|(d, _)| depends_on_ownership(d)) {
@@ -255,38 +264,19 @@ fn names_and_insertions(tree: &Tree, redirected: &BTreeSet<PathBuf>, shadow: &Pa
             let child = &nodes[*child_index];
             let (file_name, owning) = names[index].clone();
             let name = if is_redirected && needs_path(node, decl, child, redirected) {
-                // The sibling owns its directory; the inserted path is relative to it (and the inline modules').
-                let mut base = file_name.parent().unwrap_or(Path::new("")).to_owned();
-                base.extend(&decl.inline_dirs);
-                let target = if redirected.contains(&child.rel) { sibling_of(&child.rel) } else { child.rel.clone() };
-                let relative = relative(&lexical(&base), &target);
-                let value = if relative.starts_with("..") && !decl.inline_dirs.is_empty() {
-                    shadow.join(&target).display().to_string()
-                } else {
-                    slash_path(&relative)
-                };
-                if decl.cfg_attr_path {
-                    out.warnings.push(format!(
-                        "{}: module `{}` is declared with #[cfg_attr(.., path = ..)]: the copy gives it a #[path] of \
-                         its own, which wins over the cfg_attr one",
-                        node.rel.display(),
-                        decl.name
-                    ));
-                }
-                let inserts = out.files.entry(node.rel.clone()).or_default();
-                inserts.push((decl.insert_at, format!("#[path = {value:?}] ")));
-                // An existing `#[path = ".."]` is turned off (`#[cfg_attr(any(), path = "..")]`): a second one
-                // would be an `unused_attributes` warning, an error under `deny(warnings)`.
-                for (open, close) in &decl.path_attr_brackets {
-                    inserts.push((*open, "cfg_attr(any(), ".to_owned()));
-                    inserts.push((*close, ")".to_owned()));
-                }
-                base.join(value)
+                insert_path(node, decl, child, &file_name, redirected, shadow, out)
             } else {
                 decl_base(&file_name, owning, decl).join(&child.suffix)
             };
             let owning = child.owning || (is_redirected && needs_path(node, decl, child, redirected));
             names.push((name, owning));
+        }
+        // The other declarations of a child already named: the same `#[path]`, whichever of them is compiled.
+        for (decl, child_index) in &node.alternatives {
+            let child = &nodes[*child_index];
+            if is_redirected && needs_path(node, decl, child, redirected) {
+                insert_path(node, decl, child, &names[index].0, redirected, shadow, out);
+            }
         }
     }
     // `names` is in the order children were visited, which is the nodes' order (breadth first, one push per node).
@@ -295,6 +285,46 @@ fn names_and_insertions(tree: &Tree, redirected: &BTreeSet<PathBuf>, shadow: &Pa
             out.remaps.push((name.clone(), node.plain_name.clone()));
         }
     }
+}
+
+/// Inserts the `#[path]` that leads `decl` of the redirected `node` (compiled as `file_name`) to `child` (its
+/// sibling when the child is redirected too), and returns the name rustc then gives the child.
+fn insert_path(
+    node: &Node,
+    decl: &ModDecl,
+    child: &Node,
+    file_name: &Path,
+    redirected: &BTreeSet<PathBuf>,
+    shadow: &Path,
+    out: &mut Redirects,
+) -> PathBuf {
+    // The sibling owns its directory; the inserted path is relative to it (and the inline modules').
+    let mut base = file_name.parent().unwrap_or(Path::new("")).to_owned();
+    base.extend(&decl.inline_dirs);
+    let target = if redirected.contains(&child.rel) { sibling_of(&child.rel) } else { child.rel.clone() };
+    let relative = relative(&lexical(&base), &target);
+    let value = if relative.starts_with("..") && !decl.inline_dirs.is_empty() {
+        shadow.join(&target).display().to_string()
+    } else {
+        slash_path(&relative)
+    };
+    if decl.cfg_attr_path {
+        out.warnings.push(format!(
+            "{}: module `{}` is declared with #[cfg_attr(.., path = ..)]: the copy gives it a #[path] of its own, \
+             which wins over the cfg_attr one",
+            node.rel.display(),
+            decl.name
+        ));
+    }
+    let inserts = out.files.entry(node.rel.clone()).or_default();
+    inserts.push((decl.insert_at, format!("#[path = {value:?}] ")));
+    // An existing `#[path = ".."]` is turned off (`#[cfg_attr(any(), path = "..")]`): a second one would be an
+    // `unused_attributes` warning, an error under `deny(warnings)`.
+    for (open, close) in &decl.path_attr_brackets {
+        inserts.push((*open, "cfg_attr(any(), ".to_owned()));
+        inserts.push((*close, ")".to_owned()));
+    }
+    base.join(value)
 }
 
 /// Lexical normalisation of a relative path (`a/./b/../c` is `a/c`).

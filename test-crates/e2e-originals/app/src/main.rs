@@ -34,6 +34,7 @@ fn run() {
     println!("{}", helpers::where_am_i());
     println!("{}", helpers::deep::where_am_i());
     println!("consts (no functions, no probes): {}", helpers::consts::NAME);
+    println!("platform (declared once per cfg): {}", helpers::platform::NAME);
     println!("{}", helpers::nested::leaf::where_am_i());
     println!("{}", layout::where_am_i());
     println!("{}", renamed::where_am_i());
