@@ -149,6 +149,8 @@ pub(crate) struct Sink {
     aggregate_text: String,
     /// The `(function index, calls)` of the binary record being written.
     retired_pairs: Vec<(u32, u64)>,
+    /// Whether the last binary record had allocation counts (see `block::push_record`).
+    allocs_hint: bool,
     pending_records: u64,
     pending_truncated: u64,
     /// A folded invocation's call paths with the times of its pre-fold calls added.
@@ -231,6 +233,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     block: None,
     aggregate_text: String::new(),
     retired_pairs: Vec::new(),
+    allocs_hint: false,
     pending_records: 0,
     pending_truncated: 0,
     paths: Vec::new(),
@@ -644,9 +647,15 @@ impl Sink {
     /// Writes one per-call invocation: converts ticks, applies the minimum duration, writes the nodes in preorder.
     fn write_nodes(&mut self, rt: &Runtime, nodes: &[Node], owner: &Owner, scale: Scale) {
         let Some(root) = nodes.first() else { return };
+        self.watch.observe_nodes(nodes);
+        // Most trees: nothing to choose, no spawned work, so a block, whose ticks are the reader's to convert.
+        let chooses = rt.config.chooses() || keep::slower_than_ns() != 0;
+        if !chooses && owner.spawner.is_none() && nodes.len() * block::NODE_BYTES < block::MAX_PAYLOAD / 2 {
+            self.push_binary(rt, nodes, owner, scale);
+            return;
+        }
         let root_start = scale.ns(root.start);
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
-        self.watch.observe_nodes(nodes);
         let Some(score) = self.choose(rt, root, root_end - root_start, owner) else { return };
         // Held records are kept as text (they are moved out of `pending` by themselves), and so are invocations
         // that adopted spawned work (their `p` records follow the node lines), unless no spawn has a part to write.
@@ -1087,8 +1096,11 @@ impl Sink {
         let head = block::RecordHead { seq: self.seq, task, id: owner.id, truncated: owner.truncated, name };
         let mut retired = mem::take(&mut self.retired_pairs);
         retired.clear();
-        retired.extend(owner.retired.pairs());
-        block::push_record(&mut self.pending, &head, nodes, &retired);
+        // Most outbox records count no retired call: no walk of the filter.
+        if !matches!(owner.retired, Retired::Entries([])) {
+            retired.extend(owner.retired.pairs());
+        }
+        block::push_record(&mut self.pending, &head, nodes, &retired, &mut self.allocs_hint);
         self.retired_pairs = retired;
         if let Some((_, _, records)) = self.block.as_mut() {
             *records += 1;

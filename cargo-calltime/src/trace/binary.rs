@@ -12,17 +12,16 @@ use anyhow::{bail, Context, Result};
 /// allocation count and bytes.
 const NODE_BYTES: usize = 40;
 const NODE_BYTES_NO_ALLOCS: usize = 24;
-/// Bytes of one narrow node (version 5): its start's offset from the root's start and its duration
-/// (`NARROW_OPEN` while open) in 32 bits each, its index and link (parent in the low `NARROW_PARENT_BITS`, flags
-/// above) in 16 bits each, then, with `KIND_ALLOCS`, the allocation count and bytes in 32 bits each.
+/// Bytes of one narrow node (version 5): its start's offset from the root's start and its duration in 32 bits
+/// each, its index and link (parent in the low `NARROW_PARENT_BITS`, flags above) in 16 bits each, then, with
+/// `KIND_ALLOCS`, the allocation count and bytes in 32 bits each.
 const NARROW_NODE_BYTES: usize = 20;
 const NARROW_NODE_BYTES_NO_ALLOCS: usize = 12;
-const NARROW_OPEN: u32 = u32::MAX;
 const NARROW_PARENT_BITS: u32 = 13;
 /// Bits of a record's kind word.
 const KIND_TASK: u32 = 1;
 const KIND_ALLOCS: u32 = 2;
-/// Version 5: the record's nodes are narrow, and the root's start (ticks, 64 bits) follows the head.
+/// Version 5: the record's nodes are narrow, after the root's start (ticks, 64 bits).
 const KIND_NARROW: u32 = 4;
 /// Bytes of a block's header: the clock's origin (ticks), its factor (32.32 fixed point, 128 bits), the minimum
 /// duration in ns.
@@ -176,10 +175,10 @@ fn write_record(out: &mut String, b: &mut Bytes, scale: Scale, min_ns: u64, tree
     let (seq, id, truncated) = (b.u64()?, b.u64()?, b.u64()?);
     let (node_count, retired, name_len, kind) = (b.u32()? as usize, b.u32()?, b.u32()? as usize, b.u32()?);
     debug_assert_eq!(b.at - head_at, RECORD_HEAD);
-    let narrow = kind & KIND_NARROW != 0;
-    let root_start = if narrow { b.u64()? } else { 0 };
     let name = String::from_utf8_lossy(b.take(name_len)?).replace(['\n', '\r'], " ");
     b.take(name_len.next_multiple_of(8) - name_len)?;
+    let narrow = kind & KIND_NARROW != 0;
+    let root_start = if narrow { b.u64()? } else { 0 };
     if node_count == 0 {
         bail!("an invocation without nodes");
     }
@@ -199,7 +198,7 @@ fn write_record(out: &mut String, b: &mut Bytes, scale: Scale, min_ns: u64, tree
             let (offset, duration, index, link) = (b.u32()?, b.u32()?, b.u16()?, u32::from(b.u16()?));
             let (allocs, alloc_bytes) = if allocs { (b.u32()?.into(), b.u32()?.into()) } else { (0, 0) };
             let start = root_start.wrapping_add(offset.into());
-            let end = if duration == NARROW_OPEN { OPEN } else { start.wrapping_add(duration.into()) };
+            let end = start.wrapping_add(duration.into());
             let parent = link & ((1 << NARROW_PARENT_BITS) - 1);
             let link = parent | (link >> NARROW_PARENT_BITS) << PARENT_BITS;
             Raw { start, end, index: index.into(), link, allocs, alloc_bytes }
@@ -353,7 +352,8 @@ mod tests {
         );
     }
 
-    /// `block(0)`'s invocation in the narrow form of version 5: the same lines.
+    /// `block(0)`'s invocation with its open node closed, in the narrow form of version 5 and as version 4 wrote
+    /// it: the same lines.
     #[test]
     fn narrow_records_become_the_same_lines() {
         let mut payload = le(&[100, 2 << 32, 0, 0]);
@@ -361,8 +361,8 @@ mod tests {
         for half in [4u32, 1, 4, KIND_ALLOCS | KIND_NARROW] {
             payload.extend(half.to_le_bytes());
         }
-        payload.extend(le(&[100]));
         payload.extend(b"main\0\0\0\0");
+        payload.extend(le(&[100]));
         let narrow = |offset: u32, duration: u32, index: u16, parent: u16, flags: u16| {
             let mut bytes = offset.to_le_bytes().to_vec();
             bytes.extend(duration.to_le_bytes());
@@ -374,14 +374,19 @@ mod tests {
         payload.extend(narrow(0, 200, 0, (1 << NARROW_PARENT_BITS) - 1, 0));
         payload.extend(narrow(10, 40, 1, 0, 1));
         payload.extend(narrow(20, 1, 2, 1, 0));
-        payload.extend(narrow(60, NARROW_OPEN, 3, 0, 0));
+        payload.extend(narrow(60, 90, 3, 0, 0));
         payload.extend(le(&[9, 42]));
         let mut bytes = format!("calltime-trace 5\nb {:010} 0000000001\n", payload.len()).into_bytes();
         bytes.extend(payload);
         bytes.extend(b"stats 1 1 0 0 0\n");
         let expanded = expand(&bytes);
         assert!(expanded.warnings.is_empty(), "{:?}", expanded.warnings);
-        let wide = expand(&block(0)).text.replace("calltime-trace 4", "calltime-trace 5");
+        let mut wide = block(0);
+        let open_end = OPEN.to_le_bytes();
+        let at = wide.windows(8).position(|w| w == open_end).unwrap();
+        wide[at..at + 8].copy_from_slice(&250u64.to_le_bytes());
+        let wide = expand(&wide).text.replace("calltime-trace 4", "calltime-trace 5");
+        assert!(wide.contains("n 1 3 120 180 0 0 0\n"), "{wide}");
         assert_eq!(expanded.text, wide);
     }
 
