@@ -18,6 +18,7 @@ use crate::recorder::{Node, PARENT_BITS, PARENT_MASK};
 const MARKER: &[u8; 24] = b"b 0000000000 0000000000\n";
 /// Bytes of one encoded node: start, end, index, link, then allocs and alloc bytes when the record has them.
 pub(crate) const NODE_BYTES: usize = 40;
+#[cfg(test)]
 const NODE_BYTES_NO_ALLOCS: usize = 24;
 /// Bytes of a narrow node: its start's offset from the root's start and its duration in 32 bits each; its index and
 /// link (parent slot in the low `NARROW_PARENT_BITS`, flags above) in 16; then, when the record has them, its
@@ -86,9 +87,9 @@ pub(crate) fn push_record(
     }
     let name = &head.name.as_bytes()[..head.name.len().min(u16::MAX as usize)];
     let padded = (name.len() + 7) & !7;
-    // Room for the widest form (head, name, nodes with allocation counts, retired entries) and the narrow one's
-    // root start.
-    out.reserve(40 + padded + 8 + nodes.len() * NODE_BYTES + retired.len() * 16);
+    // Room for the widest form: head, name, the nodes wide or narrow (with the root's start), retired entries.
+    let node_room = (nodes.len() * NODE_BYTES).max(8 + nodes.len() * NARROW_NODE_BYTES);
+    out.reserve(40 + padded + node_room + retired.len() * 16);
     // Written field by field into the reserved bytes, then published with one length update: `extend_from_slice`
     // per field (a capacity check and a length store each), or a bounds check per field, cost several times the
     // stores themselves.
@@ -167,7 +168,7 @@ unsafe fn put_narrow(mut at: *mut u8, nodes: &[Node], with_allocs: bool) -> (*mu
             past_32 |= offset | duration | duration.wrapping_add(1);
             let parent = node.link & PARENT_MASK;
             // The root's parent (none, all ones) does not count.
-            past_16 |= node.index >> 16 | (parent >> NARROW_PARENT_BITS) * u32::from(slot > 0);
+            past_16 |= (node.index >> 16) | ((parent >> NARROW_PARENT_BITS) * u32::from(slot > 0));
             allocs |= node.allocs | node.alloc_bytes;
             put(&mut at, (offset as u32).to_le_bytes());
             put(&mut at, (duration as u32).to_le_bytes());
