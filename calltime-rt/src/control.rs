@@ -105,7 +105,7 @@ pub(crate) fn watch_forks() {
             locks.outboxes.iter().for_each(|outbox| outbox.forget_parent());
             crate::invocation::forget_parent_counters();
             locks.retirements.forget_parent();
-            *locks.poller = Poller { dir: None, applied: 0, last_status: None, trace: String::new() };
+            *locks.poller = Poller::new();
         });
     }
     // A flag, not a `Once`: a fork while another thread is inside a `Once` leaves the child a `Once` that never
@@ -139,13 +139,30 @@ pub(crate) fn start(sample: u64, start_off: bool) {
 
 /// What the writer thread keeps between polls.
 struct Poller {
+    /// The control directory, once the first status file was written there.
     dir: Option<PathBuf>,
     applied: u64,
     last_status: Option<Instant>,
     trace: String,
+    /// The first poll (see `FIRST_STATUS_AFTER`).
+    first_poll: Option<Instant>,
+    /// This process's command file, named once (a name costs a `getpid` and an allocation).
+    cmd: Option<PathBuf>,
 }
 
-static POLLER: Mutex<Poller> = Mutex::new(Poller { dir: None, applied: 0, last_status: None, trace: String::new() });
+impl Poller {
+    const fn new() -> Poller {
+        Poller { dir: None, applied: 0, last_status: None, trace: String::new(), first_poll: None, cmd: None }
+    }
+}
+
+/// The status file is first written this long after the writer's first poll: a program that ends sooner (most runs
+/// of a command-line program) creates, renames and removes no control file, which cost about as much CPU as the
+/// rest of the writer's work in a 30 ms run (docs/performance.md, "Ninth round"). Until then no `ctl` can name the
+/// process, so there is no command file to read either.
+const FIRST_STATUS_AFTER: Duration = Duration::from_millis(100);
+
+static POLLER: Mutex<Poller> = Mutex::new(Poller::new());
 static DIR: OnceLock<PathBuf> = OnceLock::new();
 
 /// The control directory (`CALLTIME_CONTROL_DIR`, else `<temp>/calltime-control`).
@@ -173,14 +190,16 @@ pub(crate) type Applied = (&'static str, u64, Instant);
 pub(crate) fn poll(trace: &std::path::Path) -> Option<Applied> {
     let mut poller = lock(&POLLER);
     if poller.dir.is_none() {
-        if std::fs::create_dir_all(dir()).is_err() {
+        let first = *poller.first_poll.get_or_insert_with(Instant::now);
+        if first.elapsed() < FIRST_STATUS_AFTER || std::fs::create_dir_all(dir()).is_err() {
             return None;
         }
         poller.dir = Some(dir().clone());
     }
     let mut changed = false;
     let mut change = None;
-    if let Ok(text) = std::fs::read_to_string(file("cmd")) {
+    let cmd = poller.cmd.get_or_insert_with(|| file("cmd"));
+    if let Ok(text) = std::fs::read_to_string(cmd) {
         let before = settings_now();
         if let Some(seq) = apply(&text, poller.applied) {
             poller.applied = seq;
@@ -188,9 +207,9 @@ pub(crate) fn poll(trace: &std::path::Path) -> Option<Applied> {
             change = difference(before, settings_now()).map(|(setting, value)| (setting, value, Instant::now()));
         }
     }
-    let trace = trace.display().to_string();
+    let trace = trace.to_string_lossy();
     if poller.trace != trace {
-        poller.trace = trace;
+        poller.trace = trace.into_owned();
         changed = true;
     }
     let due = poller.last_status.map_or(true, |at| at.elapsed() >= STATUS_EVERY);

@@ -403,6 +403,16 @@ fn wake_writer(rt: &Runtime) {
     }
 }
 
+/// Wakes the writer when `now` or when it was last woken `WAKE_EVERY_NS` ago or more (after a quiet spell, so a
+/// program killed between invocations loses nothing), not at every hand-off of a burst.
+fn wake_writer_in_a_burst(rt: &Runtime, now: bool) {
+    let now_ns = rt.clock.elapsed_ns();
+    if now || now_ns.saturating_sub(LAST_WAKE_NS.load(Relaxed)) >= WAKE_EVERY_NS {
+        LAST_WAKE_NS.store(now_ns, Relaxed);
+        wake_writer(rt);
+    }
+}
+
 /// The recorders' pool (boxed, as `POOL` says why).
 #[allow(clippy::vec_box)]
 pub(crate) type Pool = Vec<Box<Recorder>>;
@@ -450,16 +460,9 @@ fn send(rt: &Runtime, rec: Box<Recorder>) {
     // counter; undone when the send fails.
     let queued = QUEUED.fetch_add(1, Relaxed).wrapping_add(1);
     match rt.sender.try_send(rec) {
-        Ok(()) => {
-            let now_ns = rt.clock.elapsed_ns();
-            let last = LAST_WAKE_NS.load(Relaxed);
-            // Woken right away after a quiet spell (so a program killed between requests loses nothing), and
-            // before the queue fills up in a burst.
-            if now_ns.saturating_sub(last) >= WAKE_EVERY_NS || queued >= rt.config.queue / 2 {
-                LAST_WAKE_NS.store(now_ns, Relaxed);
-                wake_writer(rt);
-            }
-        }
+        // Woken right away after a quiet spell (so a program killed between requests loses nothing), and before
+        // the queue fills up in a burst.
+        Ok(()) => wake_writer_in_a_burst(rt, queued >= rt.config.queue / 2),
         Err(TrySendError::Full(rec)) => {
             QUEUED.fetch_sub(1, Relaxed);
             DROPPED_QUEUE_FULL.fetch_add(1, Relaxed);
@@ -584,7 +587,10 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
                 let filled = mem::replace(&mut slot.rec, Box::into_raw(fresh));
                 // SAFETY: the pointer came from Box::into_raw and the slot no longer refers to it.
                 match outbox.push_recorder(unsafe { Box::from_raw(filled) }) {
-                    Ok(_) => wake_writer(rt),
+                    // Not at every big invocation: a wake is a futex call here and a context switch, a drain and a
+                    // `write` on the writer, 50 of them in the tokenizer bench's 25 ms (docs/performance.md, "Ninth
+                    // round"); the writer looks by itself every 20 ms at most.
+                    Ok(_) => wake_writer_in_a_burst(rt, false),
                     Err(rec) => {
                         outbox.count(Counter::DroppedQueueFull);
                         give_back(rec);

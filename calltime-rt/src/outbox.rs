@@ -242,6 +242,11 @@ impl Outbox {
         self.slots.len()
     }
 
+    /// Slots published and not yet drained (for the writer's pace).
+    pub(crate) fn used(&self) -> usize {
+        self.head.load(Acquire).wrapping_sub(self.tail.load(Relaxed))
+    }
+
     /// The thread ended: a later thread may claim the outbox once it is drained.
     pub(crate) fn release(&self) {
         self.in_use.store(false, Release);

@@ -28,15 +28,16 @@ use crate::recorder::{
 use crate::retire::{self, Retirement, Watch};
 use crate::Stats;
 
-/// The trace format version this runtime writes (`calltime-trace 4`: version 3 plus binary blocks).
-const TRACE_VERSION: u32 = 4;
+/// The trace format version this runtime writes (`calltime-trace 5`: version 3 plus binary blocks, whose records may
+/// be narrow).
+const TRACE_VERSION: u32 = 5;
 /// Records gathered before the writer writes them out, even in the middle of a drain.
 const FLUSH_BYTES: usize = 1 << 18;
-/// How often the writer thread looks at the queue by itself.
+/// How often the writer thread looks at the queue by itself, at most (and how often it polls the control file).
 const WRITER_PERIOD: Duration = Duration::from_millis(20);
-/// How often while its last look found records: a thread's outbox fills in about a millisecond in a program of
-/// short invocations, faster than a wake at half full gets the writer scheduled on a busy machine, and a record
-/// that finds the outbox full is dropped.
+/// How often at least, while its looks find the outboxes filling: a thread's outbox fills in about a millisecond in
+/// a program of short invocations, faster than a wake at half full gets the writer scheduled on a busy machine, and
+/// a record that finds the outbox full is dropped.
 const BUSY_PERIOD: Duration = Duration::from_millis(1);
 /// Set by tests (`__private::hold_writer`) to keep the writer thread from draining.
 static HOLD_WRITER: AtomicBool = AtomicBool::new(false);
@@ -103,15 +104,20 @@ fn spawn_writer() -> Option<std::thread::Thread> {
         .name("calltime-writer".into())
         .spawn(|| {
             let mut last_aggregate = std::time::Instant::now();
+            let mut last_poll = None;
             let mut period = WRITER_PERIOD;
             loop {
                 std::thread::park_timeout(period);
                 if !HOLD_WRITER.load(Relaxed) {
-                    let written = drain_then(false, false);
-                    period = if written > 0 { BUSY_PERIOD } else { WRITER_PERIOD };
+                    let fill = drain_then(false, false).fill;
+                    period = next_period(period, fill);
                     write_aggregate_when_due(&mut last_aggregate);
                 }
-                poll_control();
+                // Every `WRITER_PERIOD`, not at every wake: a look at the control file is a system call.
+                if last_poll.map_or(true, |at: std::time::Instant| at.elapsed() >= WRITER_PERIOD) {
+                    last_poll = Some(std::time::Instant::now());
+                    poll_control();
+                }
             }
         })
         .ok()
@@ -143,6 +149,8 @@ pub(crate) struct Sink {
     aggregate_text: String,
     /// The `(function index, calls)` of the binary record being written.
     retired_pairs: Vec<(u32, u64)>,
+    /// Whether the last binary record had allocation counts (see `block::push_record`).
+    allocs_hint: bool,
     pending_records: u64,
     pending_truncated: u64,
     /// A folded invocation's call paths with the times of its pre-fold calls added.
@@ -225,6 +233,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     block: None,
     aggregate_text: String::new(),
     retired_pairs: Vec::new(),
+    allocs_hint: false,
     pending_records: 0,
     pending_truncated: 0,
     paths: Vec::new(),
@@ -353,11 +362,35 @@ fn drain_at_exit() {
     drain_then(true, true);
 }
 
-/// Records taken from the queue and the outboxes (written or left out).
-fn drain_then(stats_line: bool, held: bool) -> u64 {
-    let Some(rt) = RUNTIME.get() else { return 0 };
+/// What a drain found.
+#[derive(Clone, Copy, Default)]
+struct Drained {
+    /// How full the fullest outbox (or the queue of recorders) was, in 1/`FILL_SCALE`ths of its capacity.
+    fill: u64,
+}
+
+/// The unit of `Drained::fill`.
+const FILL_SCALE: u64 = 64;
+
+/// The writer's next period after a look that found the outboxes `fill` full (see `Drained`): half as long when one
+/// was a quarter full, twice as long when all were under 1/16 (a wake is a futex call, a context switch, a `write`
+/// and, on a program using every core, a thread of the program preempted; a look every millisecond cost the
+/// tokenizer bench 5-8% of its CPU, docs/performance.md "Ninth round").
+fn next_period(period: Duration, fill: u64) -> Duration {
+    if fill >= FILL_SCALE / 4 {
+        (period / 2).max(BUSY_PERIOD)
+    } else if fill < FILL_SCALE / 16 {
+        (period * 2).min(WRITER_PERIOD)
+    } else {
+        period
+    }
+}
+
+/// Takes what the queue and the outboxes hold (written or left out).
+fn drain_then(stats_line: bool, held: bool) -> Drained {
+    let Some(rt) = RUNTIME.get() else { return Drained::default() };
     if DRAINING.try_with(Cell::get).unwrap_or(true) {
-        return 0;
+        return Drained::default();
     }
     let _ = DRAINING.try_with(|d| d.set(true));
     let taken;
@@ -462,11 +495,11 @@ impl Sink {
         self.output.is_open()
     }
 
-    /// Writes what the queue and the outboxes hold; how many records they held.
-    fn write_queued(&mut self, rt: &Runtime) -> u64 {
+    /// Writes what the queue and the outboxes hold; how full they were.
+    fn write_queued(&mut self, rt: &Runtime) -> Drained {
         self.holder.set_keep(rt.config.keep);
         let mut scale = None;
-        let mut taken = 0;
+        let mut taken = 0u64;
         while let Some(rec) = self.receiver.as_ref().and_then(|r| r.try_recv().ok()) {
             dequeued();
             taken += 1;
@@ -478,21 +511,22 @@ impl Sink {
                 self.flush_pending(rt);
             }
         }
-        taken += self.write_outboxes(rt, &mut scale);
+        let queue_fill = taken * FILL_SCALE / rt.config.queue.max(1) as u64;
+        let outbox_fill = self.write_outboxes(rt, &mut scale);
         self.push_retirements();
         self.flush_pending(rt);
-        taken
+        Drained { fill: queue_fill.max(outbox_fill) }
     }
 
-    /// Writes the small invocations waiting in the threads' outboxes; how many there were.
+    /// Writes the small invocations waiting in the threads' outboxes; how full the fullest was (see `Drained`).
     fn write_outboxes(&mut self, rt: &Runtime, scale: &mut Option<Scale>) -> u64 {
         let mut scratch = mem::take(&mut self.scratch);
-        let mut taken = 0;
+        let mut fill = 0;
         let mut at = 0;
         while let Some(outbox) = outbox::nth(at) {
             at += 1;
+            fill = fill.max(outbox.used() as u64 * FILL_SCALE / outbox.capacity() as u64);
             outbox.drain(&mut scratch, |thread, name, entry| {
-                taken += 1;
                 let scale = *scale.get_or_insert_with(|| current_scale(rt));
                 self.push_retirements();
                 match entry {
@@ -513,7 +547,7 @@ impl Sink {
             });
         }
         self.scratch = scratch;
-        taken
+        fill
     }
 
     /// Appends the `retire` records not yet written (between invocations: a retirement always precedes the records
@@ -613,9 +647,15 @@ impl Sink {
     /// Writes one per-call invocation: converts ticks, applies the minimum duration, writes the nodes in preorder.
     fn write_nodes(&mut self, rt: &Runtime, nodes: &[Node], owner: &Owner, scale: Scale) {
         let Some(root) = nodes.first() else { return };
+        self.watch.observe_nodes(nodes);
+        // Most trees: nothing to choose, no spawned work, so a block, whose ticks are the reader's to convert.
+        let chooses = rt.config.chooses() || keep::slower_than_ns() != 0;
+        if !chooses && owner.spawner.is_none() && nodes.len() * block::NODE_BYTES < block::MAX_PAYLOAD / 2 {
+            self.push_binary(rt, nodes, owner, scale);
+            return;
+        }
         let root_start = scale.ns(root.start);
         let root_end = if root.end == OPEN { root_start } else { scale.ns(root.end).max(root_start) };
-        self.watch.observe_nodes(nodes);
         let Some(score) = self.choose(rt, root, root_end - root_start, owner) else { return };
         // Held records are kept as text (they are moved out of `pending` by themselves), and so are invocations
         // that adopted spawned work (their `p` records follow the node lines), unless no spawn has a part to write.
@@ -1056,8 +1096,11 @@ impl Sink {
         let head = block::RecordHead { seq: self.seq, task, id: owner.id, truncated: owner.truncated, name };
         let mut retired = mem::take(&mut self.retired_pairs);
         retired.clear();
-        retired.extend(owner.retired.pairs());
-        block::push_record(&mut self.pending, &head, nodes, &retired);
+        // Most outbox records count no retired call: no walk of the filter.
+        if !matches!(owner.retired, Retired::Entries([])) {
+            retired.extend(owner.retired.pairs());
+        }
+        block::push_record(&mut self.pending, &head, nodes, &retired, &mut self.allocs_hint);
         self.retired_pairs = retired;
         if let Some((_, _, records)) = self.block.as_mut() {
             *records += 1;

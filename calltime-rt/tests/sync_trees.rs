@@ -40,7 +40,7 @@ fn nested() {
         return;
     }
     let trace = run_ok("nested", &[]);
-    assert_eq!(trace.header[0], "calltime-trace 4");
+    assert_eq!(trace.header[0], "calltime-trace 5");
     assert!(trace.header[1].starts_with("process "), "{:?}", trace.header);
     assert_eq!(trace.header[2], "plan plan-sync /tmp/sync.functions.json");
     assert_eq!(trace.shapes(), ["0[1[2] 1[2] 2]", "0[1[2] 1[2] 2]"]);

@@ -190,8 +190,9 @@ struct Extras {
 /// A version 3 trace as the version 2 trace it contains, and what version 3 adds (checked as it is read).
 fn split_version_3(text: &str) -> (String, Extras) {
     let mut extras = Extras::default();
-    // Version 4 is version 3 with binary blocks, which `run_child` wrote out as lines.
-    let rest = text.strip_prefix("calltime-trace 3\n").or_else(|| text.strip_prefix("calltime-trace 4\n"));
+    // Versions 4 and 5 are version 3 with binary blocks, which `run_child` wrote out as lines.
+    let rest =
+        ["calltime-trace 3\n", "calltime-trace 4\n", "calltime-trace 5\n"].iter().find_map(|v| text.strip_prefix(v));
     let Some(rest) = rest else { return (text.to_owned(), extras) };
     let mut out = String::from("calltime-trace 2\n");
     let mut open: Option<u64> = None;

@@ -1,8 +1,8 @@
-//! Version 4's binary blocks (docs/trace-format.md, "Binary blocks"): the runtime's writer copies per-call
+//! Binary blocks of versions 4 and 5 (docs/trace-format.md, "Binary blocks"): the runtime's writer copies per-call
 //! invocations as recorded (clock ticks, parent links, slot order) instead of formatting them; this module turns
 //! each block back into the `inv` ... `end` lines it stands for, exactly as a version 3 writer formatted them
 //! (ticks to ns with the block's scale, preorder from the parent links, `CALLTIME_MIN_NS` applied), so the line
-//! reader (`read`) and every view see one format.
+//! reader (`read`) and every view see one format. Version 5 adds narrow records (`KIND_NARROW`).
 
 use std::fmt::Write as _;
 
@@ -12,9 +12,17 @@ use anyhow::{bail, Context, Result};
 /// allocation count and bytes.
 const NODE_BYTES: usize = 40;
 const NODE_BYTES_NO_ALLOCS: usize = 24;
+/// Bytes of one narrow node (version 5): its start's offset from the root's start and its duration in 32 bits
+/// each, its index and link (parent in the low `NARROW_PARENT_BITS`, flags above) in 16 bits each, then, with
+/// `KIND_ALLOCS`, the allocation count and bytes in 32 bits each.
+const NARROW_NODE_BYTES: usize = 20;
+const NARROW_NODE_BYTES_NO_ALLOCS: usize = 12;
+const NARROW_PARENT_BITS: u32 = 13;
 /// Bits of a record's kind word.
 const KIND_TASK: u32 = 1;
 const KIND_ALLOCS: u32 = 2;
+/// Version 5: the record's nodes are narrow, after the root's start (ticks, 64 bits).
+const KIND_NARROW: u32 = 4;
 /// Bytes of a block's header: the clock's origin (ticks), its factor (32.32 fixed point, 128 bits), the minimum
 /// duration in ns.
 const BLOCK_HEADER: usize = 32;
@@ -104,6 +112,12 @@ impl<'a> Bytes<'a> {
         half.copy_from_slice(self.take(4)?);
         Ok(u32::from_le_bytes(half))
     }
+
+    fn u16(&mut self) -> Result<u16> {
+        let mut quarter = [0u8; 2];
+        quarter.copy_from_slice(self.take(2)?);
+        Ok(u16::from_le_bytes(quarter))
+    }
 }
 
 /// Ticks to ns as the runtime's clock converts them.
@@ -163,19 +177,37 @@ fn write_record(out: &mut String, b: &mut Bytes, scale: Scale, min_ns: u64, tree
     debug_assert_eq!(b.at - head_at, RECORD_HEAD);
     let name = String::from_utf8_lossy(b.take(name_len)?).replace(['\n', '\r'], " ");
     b.take(name_len.next_multiple_of(8) - name_len)?;
+    let narrow = kind & KIND_NARROW != 0;
+    let root_start = if narrow { b.u64()? } else { 0 };
     if node_count == 0 {
         bail!("an invocation without nodes");
     }
     let allocs = kind & KIND_ALLOCS != 0;
-    let node_bytes = if allocs { NODE_BYTES } else { NODE_BYTES_NO_ALLOCS };
+    let node_bytes = match (narrow, allocs) {
+        (true, true) => NARROW_NODE_BYTES,
+        (true, false) => NARROW_NODE_BYTES_NO_ALLOCS,
+        (false, true) => NODE_BYTES,
+        (false, false) => NODE_BYTES_NO_ALLOCS,
+    };
     if node_count.saturating_mul(node_bytes) > b.data.len() - b.at {
         bail!("{node_count} nodes announced, more than the block holds");
     }
     tree.nodes.clear();
     for _ in 0..node_count {
-        let (start, end, index, link) = (b.u64()?, b.u64()?, b.u32()?, b.u32()?);
-        let (allocs, alloc_bytes) = if allocs { (b.u64()?, b.u64()?) } else { (0, 0) };
-        tree.nodes.push(Raw { start, end, index, link, allocs, alloc_bytes });
+        let raw = if narrow {
+            let (offset, duration, index, link) = (b.u32()?, b.u32()?, b.u16()?, u32::from(b.u16()?));
+            let (allocs, alloc_bytes) = if allocs { (b.u32()?.into(), b.u32()?.into()) } else { (0, 0) };
+            let start = root_start.wrapping_add(offset.into());
+            let end = start.wrapping_add(duration.into());
+            let parent = link & ((1 << NARROW_PARENT_BITS) - 1);
+            let link = parent | (link >> NARROW_PARENT_BITS) << PARENT_BITS;
+            Raw { start, end, index: index.into(), link, allocs, alloc_bytes }
+        } else {
+            let (start, end, index, link) = (b.u64()?, b.u64()?, b.u32()?, b.u32()?);
+            let (allocs, alloc_bytes) = if allocs { (b.u64()?, b.u64()?) } else { (0, 0) };
+            Raw { start, end, index, link, allocs, alloc_bytes }
+        };
+        tree.nodes.push(raw);
     }
     let root = tree.nodes[0];
     let root_start = scale.ns(root.start);
@@ -318,6 +350,44 @@ mod tests {
             expanded.text,
             "calltime-trace 4\ninv 0 task 2 10 10 2 0 0 \nn 0 0 10 10 0 0 0\nn 1 1 11 1 0 0 0\nend 0\n"
         );
+    }
+
+    /// `block(0)`'s invocation with its open node closed, in the narrow form of version 5 and as version 4 wrote
+    /// it: the same lines.
+    #[test]
+    fn narrow_records_become_the_same_lines() {
+        let mut payload = le(&[100, 2 << 32, 0, 0]);
+        payload.extend(le(&[7, 1, 0]));
+        for half in [4u32, 1, 4, KIND_ALLOCS | KIND_NARROW] {
+            payload.extend(half.to_le_bytes());
+        }
+        payload.extend(b"main\0\0\0\0");
+        payload.extend(le(&[100]));
+        let narrow = |offset: u32, duration: u32, index: u16, parent: u16, flags: u16| {
+            let mut bytes = offset.to_le_bytes().to_vec();
+            bytes.extend(duration.to_le_bytes());
+            bytes.extend(index.to_le_bytes());
+            bytes.extend((parent | flags << NARROW_PARENT_BITS).to_le_bytes());
+            bytes.extend([0u8; 8]);
+            bytes
+        };
+        payload.extend(narrow(0, 200, 0, (1 << NARROW_PARENT_BITS) - 1, 0));
+        payload.extend(narrow(10, 40, 1, 0, 1));
+        payload.extend(narrow(20, 1, 2, 1, 0));
+        payload.extend(narrow(60, 90, 3, 0, 0));
+        payload.extend(le(&[9, 42]));
+        let mut bytes = format!("calltime-trace 5\nb {:010} 0000000001\n", payload.len()).into_bytes();
+        bytes.extend(payload);
+        bytes.extend(b"stats 1 1 0 0 0\n");
+        let expanded = expand(&bytes);
+        assert!(expanded.warnings.is_empty(), "{:?}", expanded.warnings);
+        let mut wide = block(0);
+        let open_end = OPEN.to_le_bytes();
+        let at = wide.windows(8).position(|w| w == open_end).unwrap();
+        wide[at..at + 8].copy_from_slice(&250u64.to_le_bytes());
+        let wide = expand(&wide).text.replace("calltime-trace 4", "calltime-trace 5");
+        assert!(wide.contains("n 1 3 120 180 0 0 0\n"), "{wide}");
+        assert_eq!(expanded.text, wide);
     }
 
     #[test]

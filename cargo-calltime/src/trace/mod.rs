@@ -40,9 +40,9 @@ pub use table::{FunctionInfo, FunctionTable};
 
 use crate::error::UserError;
 
-/// The newest trace format version this reader understands (4: version 3 plus binary blocks); it also reads every
-/// older one (1, 2, 3).
-pub const TRACE_VERSION: u32 = 4;
+/// The newest trace format version this reader understands (4: version 3 plus binary blocks; 5: their records may be
+/// narrow); it also reads every older one (1, 2, 3, 4).
+pub const TRACE_VERSION: u32 = 5;
 /// Versions [`parse`] accepts.
 pub const TRACE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=TRACE_VERSION;
 

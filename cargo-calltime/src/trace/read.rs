@@ -372,7 +372,7 @@ n 0 0 300 10 0
     fn rejects_other_files() {
         assert!(parse("hello").is_err());
         let err = format!("{:#}", parse("calltime-trace 9").unwrap_err());
-        assert!(err.contains("version 9 is not supported") && err.contains("reads versions 1 to 4"), "{err}");
+        assert!(err.contains("version 9 is not supported") && err.contains("reads versions 1 to 5"), "{err}");
     }
 
     const FOLDED: &str = "calltime-trace 2
