@@ -514,7 +514,9 @@ impl Extractor {
         body.visit_block(block);
         if sig.asyncness.is_none() {
             let mut shape = StraightLine { stmts: 0, straight: true };
-            shape.visit_block(block);
+            // The body itself: each statement counts, a lone tail expression too (`shape` leaves out only the blocks
+            // of one expression nested in it).
+            block.stmts.iter().for_each(|stmt| shape.visit_stmt(stmt));
             item.straight_line_stmts = shape.straight.then_some(shape.stmts);
         }
         let BodyVisitor { calls, items, calls_params, polls_params, spawns, .. } = body;
