@@ -158,6 +158,22 @@ macro_rules! __calltime_quiet_in {
     };
 }
 
+/// `__calltime_quiet_in!` for a body whose parameters may drop something (taken by value), so that moving them into
+/// a closure could change when they drop: both copies stay in place, the second under a guard entered out of line
+/// (`States::enter_unquiet_at`). A quiet call runs the first copy with no guard, so no unwind cleanup either: the
+/// function keeps the size, and the inlining, of the plain build's (docs/performance.md, "Ninth round"). The tool
+/// takes it for small bodies only, both copies counting toward the function's size.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __calltime_quiet_guard_in {
+    ($states:expr, $index:literal, $body:block) => {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
+            let __calltime_guard = ($states).enter_unquiet_at::<$index>();
+            $body
+        }
+    };
+}
+
 /// `__calltime_quiet_in!` for a body whose `Err` returns are counted: the cold copy hands its result to the runtime
 /// (`Outcome::note`), the quiet copy does not (a quiet call recorded nothing, so its `Err` has no frame to mark:
 /// `outcome::err_returned` would leave it alone).
@@ -247,7 +263,10 @@ pub mod __private {
         states.is_quiet(index)
     }
 
-    pub use crate::{__calltime_quiet_err_in as quiet_err_in, __calltime_quiet_in as quiet_in};
+    pub use crate::{
+        __calltime_quiet_err_in as quiet_err_in, __calltime_quiet_guard_in as quiet_guard_in,
+        __calltime_quiet_in as quiet_in,
+    };
 
     /// Probe of a root sync function: starts an invocation when none is in progress on this thread. Out of line in
     /// the dev profile's runtime, as [`enter`] is.

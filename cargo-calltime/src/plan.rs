@@ -300,9 +300,11 @@ pub struct ProbeSite {
     /// the plan's JSON).
     #[serde(skip)]
     pub body_in_closure: bool,
-    /// A `body_in_closure` body that declares no item (but `use`, `const`, `type`) nor a statement macro that may
-    /// declare one, so the rewrite may write it twice (calltime-rt's `quiet_in!`): in place for quiet calls, in a
-    /// closure for the others (not part of the plan's JSON).
+    /// A body that declares no item (but `use`, `const`, `type`) nor a statement macro that may declare one, and
+    /// returns no `impl Trait`, so the rewrite may write it twice: in place for quiet calls, and for the others in
+    /// a closure (calltime-rt's `quiet_in!`, `quiet_err_in!`: a `body_in_closure` body, or one whose `Err`s are
+    /// counted) or in place under a guard (`quiet_guard_in!`). `close` is then the body's closing `}` (not part of
+    /// the plan's JSON).
     #[serde(skip)]
     pub body_twice: bool,
     /// Arguments of spawn calls in the body that the rewrite wraps so the work they do elsewhere is adopted

@@ -95,15 +95,26 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             } else {
                 format!("enter_in(&crate::{STATES}, {index})")
             };
-            if site.body_in_closure && !probe.is_root && !plan.dev_profile {
-                let small = site.close.saturating_sub(site.open) < IN_PLACE_BODY;
+            let size = site.close.saturating_sub(site.open);
+            if site.body_twice && !probe.is_root && !plan.dev_profile {
                 let pin = return_pin(site.return_type.as_deref());
-                if site.body_twice && site.close.saturating_sub(site.open) < WRITTEN_TWICE_BODY {
+                if (site.body_in_closure || counts_errs) && size < WRITTEN_TWICE_BODY {
                     // The body written twice by the runtime's macro (its `Err` counting too, in the cold copy only).
+                    // A body whose `Err`s are counted runs in a closure anyway, whatever its parameters.
                     let form = if counts_errs { "quiet_err_in" } else { "quiet_in" };
                     let open = format!("::calltime_rt::__private::{form}!(&crate::{STATES}, {index}, {{ {pin}");
                     return vec![(site.open, open), (site.close, " })".to_owned())];
                 }
+                if !site.body_in_closure && !counts_errs && size < IN_PLACE_BODY {
+                    // Parameters that may drop something stay the function's own: both copies in place, the
+                    // guard in the second.
+                    let open = format!("::calltime_rt::__private::quiet_guard_in!(&crate::{STATES}, {index}, {{");
+                    return vec![(site.open, open), (site.close, " })".to_owned())];
+                }
+            }
+            if site.body_in_closure && !probe.is_root && !plan.dev_profile {
+                let small = size < IN_PLACE_BODY;
+                let pin = return_pin(site.return_type.as_deref());
                 let run = if small { "run_quiet_in" } else { "run_in" };
                 let run = format!("::calltime_rt::__private::{run}(&crate::{STATES}, {index}, move || {{");
                 if counts_errs {
@@ -631,6 +642,49 @@ mod tests {
         s.body_twice = true;
         let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
         assert!(out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, "));
+    }
+
+    #[test]
+    fn a_body_taking_values_is_written_twice_with_its_parameters_kept_in_place() {
+        // Parameters taken by value, `Err`s counted: the body already runs in a closure, so the macro's.
+        let src = "fn f(v: String) -> Result<usize, E> {\n    Ok(v.len())\n}\n";
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = counting(site(ProbeKind::Sync, 4, open, close, Some("Result<usize, E>")));
+        s.body_twice = true;
+        let (out, shifted) = apply_keeping_columns(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(shifted.is_empty(), "{out}");
+        let pin = return_pin(Some("Result<usize, E>"));
+        assert_eq!(
+            out,
+            format!(
+                "fn f(v: String) -> Result<usize, E> {{::calltime_rt::__private::quiet_err_in!(\
+                 &crate::__CALLTIME_STATE, 4, {{ {pin}\n    Ok(v.len()) }})\n}}\n"
+            )
+        );
+        // No `Err` counted: both copies in place, the guard in the second (no closure, no pin).
+        let src = "fn f(v: String) -> usize {\n    v.len()\n}\n";
+        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
+        let mut s = site(ProbeKind::Sync, 3, open, close, None);
+        s.body_twice = true;
+        let (out, shifted) = apply_keeping_columns(src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
+        assert!(shifted.is_empty(), "{out}");
+        assert_eq!(
+            out,
+            "fn f(v: String) -> usize {::calltime_rt::__private::quiet_guard_in!(&crate::__CALLTIME_STATE, 3, {\n    \
+             v.len() })\n}\n"
+        );
+        // Past `IN_PLACE_BODY` (two copies in place), a root and the dev profile: the guard alone.
+        let big = format!("fn f(v: String) -> usize {{\n    v.len(){}\n}}\n", " ".repeat(IN_PLACE_BODY));
+        let (open, close) = (big.find('{').unwrap() + 1, big.rfind('}').unwrap());
+        let mut b = site(ProbeKind::Sync, 3, open, close, None);
+        b.body_twice = true;
+        let out = apply(&big, &[Probe { site: &b, is_root: false }], &plan()).unwrap();
+        assert!(out.starts_with("fn f(v: String) -> usize {let __calltime_guard = ::calltime_rt::__private::enter_in("));
+        let out = apply(src, &[Probe { site: &s, is_root: true }], &plan()).unwrap();
+        assert!(!out.contains("quiet_guard_in!") && out.contains("enter_root(3, "), "{out}");
+        let dev = PlanInfo { dev_profile: true, ..plan() };
+        let out = apply(src, &[Probe { site: &s, is_root: false }], &dev).unwrap();
+        assert!(!out.contains("quiet_guard_in!") && out.contains("enter_in(&crate::__CALLTIME_STATE, 3)"), "{out}");
     }
 
     #[test]

@@ -32,6 +32,8 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // Functions cheaper than a probe are left out by default, and kept with --probe-trivial.
     ("trivial", "analysis-trivial", &["--root", "Doc::render", "--depth", "3"]),
     ("trivial-probed", "analysis-trivial", &["--root", "Doc::render", "--depth", "3", "--probe-trivial"]),
+    // Raw pointer accessors are trivial; `add` on a named type is not.
+    ("trivial-pointers", "analysis-trivial", &["--root", "Cursor::scan", "--depth", "2"]),
     // Issue 12.6: workspace traits implemented for std types, called on literals, `vec![..]`, `String`, `&str`,
     // slices and `Option`; a std value of unknown type and an unknown receiver are over-approximated with a note.
     ("std-impls", "analysis-faults", &["--root", "shapes::shown", "--depth", "2", "--probe-trivial"]),
@@ -213,7 +215,7 @@ fn probe_offsets_point_into_the_files_on_disk() {
         assert_eq!(probe.line, cargo_calltime::rewrite::line_of(&text, probe.open), "{}: line of the probe", f.path);
         match probe.kind {
             ProbeKind::Sync => {
-                if probe.body_in_closure || probe.errs == ErrCounting::Counted {
+                if probe.body_in_closure || probe.errs == ErrCounting::Counted || probe.body_twice {
                     assert_eq!(bytes[probe.close], b'}', "{}: {}", f.path, around(&text, probe.close));
                 } else {
                     assert_eq!(probe.open, probe.close, "{}", f.path);

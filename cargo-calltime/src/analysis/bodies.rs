@@ -27,14 +27,24 @@ impl<'ast> Visit<'ast> for StraightLine {
         // A nested item is a function of its own, not code of this body.
     }
     fn visit_stmt(&mut self, stmt: &'ast Stmt) {
-        self.stmts += 1;
+        // `debug_assert!` compiles to nothing in an optimised build.
+        let debug_only = matches!(stmt, Stmt::Macro(m) if macro_name(&m.mac).starts_with("debug_assert"));
+        self.stmts += u32::from(!debug_only);
         syn::visit::visit_stmt(self, stmt);
+    }
+    fn visit_block(&mut self, block: &'ast syn::Block) {
+        // A block of one expression (`unsafe { *p }`, `else { None }`) is no code of its own: that expression is.
+        match block.stmts.as_slice() {
+            [Stmt::Expr(only, None)] => self.visit_expr(only),
+            _ => syn::visit::visit_block(self, block),
+        }
     }
     fn visit_expr(&mut self, expr: &'ast Expr) {
         match expr {
             Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) | Expr::Closure(_) | Expr::Async(_) | Expr::Await(_) => {
                 self.straight = false
             }
+
             _ => syn::visit::visit_expr(self, expr),
         }
     }

@@ -514,7 +514,9 @@ impl Extractor {
         body.visit_block(block);
         if sig.asyncness.is_none() {
             let mut shape = StraightLine { stmts: 0, straight: true };
-            shape.visit_block(block);
+            // The body itself: each statement counts, a lone tail expression too (`shape` leaves out only the blocks
+            // of one expression nested in it).
+            block.stmts.iter().for_each(|stmt| shape.visit_stmt(stmt));
             item.straight_line_stmts = shape.straight.then_some(shape.stmts);
         }
         let BodyVisitor { calls, items, calls_params, polls_params, spawns, .. } = body;
@@ -588,18 +590,22 @@ impl Extractor {
         }
         // A body whose `Err`s are counted is wrapped, and so is one that fits the runtime's closure (`run`): its
         // closing text goes before the body's `}`, its type pinned to the return type. Otherwise the probe is a guard
-        // declared first.
+        // declared first. A body that may be written twice is, whatever its parameters: the quiet copy in place as
+        // written, the other in the form it would have alone (in a closure when its `Err`s are counted, as the guard
+        // form's are; else in place under the guard: calltime-rt's `quiet_guard_in!`).
         let in_closure = body_fits_a_closure(attrs, sig);
         let wrapped = errs == ErrCounting::Counted || (errs == ErrCounting::NotAResult && in_closure);
+        let never = matches!(&sig.output, ReturnType::Type(_, ty) if matches!(**ty, Type::Never(_)));
+        let twice = (wrapped || !never) && !returns_impl_trait(&sig.output) && may_be_written_twice(block);
         Some(ProbeDraft {
             kind: ProbeKind::Sync,
             line,
             open,
-            close: if wrapped { close } else { open },
+            close: if wrapped || twice { close } else { open },
             return_type: if wrapped { self.return_type(&sig.output) } else { None },
             errs,
             body_in_closure: wrapped && in_closure,
-            body_twice: wrapped && in_closure && !returns_impl_trait(&sig.output) && may_be_written_twice(block),
+            body_twice: twice,
         })
     }
 
@@ -985,8 +991,9 @@ mod tests {
         // A counted sync body is wrapped up to its closing brace, pinned to its return type.
         let a = items.fns[0].probe.as_ref().unwrap();
         assert_eq!((&text[a.close..a.close + 1], a.return_type.as_deref()), ("}", Some("Result<u8, E>")));
+        // `#[track_caller]`: not wrapped (no closure), but written twice in place, so its closing brace is known.
         let d = items.fns[3].probe.as_ref().unwrap();
-        assert_eq!((d.close, d.return_type.as_deref()), (d.open, None));
+        assert_eq!((&text[d.close..d.close + 1], d.return_type.as_deref(), d.body_twice), ("}", None, true));
     }
 
     #[test]
@@ -1016,7 +1023,8 @@ mod tests {
             ("f", false),
             ("g", false),
             ("h", false),
-            ("i", false),
+            // A parameter taken by value: both copies in place (`quiet_guard_in!`).
+            ("i", true),
             ("j", false),
             ("k", false),
             ("l", true),

@@ -177,6 +177,28 @@ pub(super) const SMART_POINTERS: &[&str] = &["Box", "Rc", "Arc"];
 /// The std type name of slices and arrays (`[u8]`, `[T; 4]`): workspace impls on any of them are candidates.
 pub(super) const SLICE: &str = "[_]";
 
+/// The std type name of raw pointers (`*const u8`, `*mut T`), whose arithmetic ([`POINTER_METHODS`]) is an
+/// instruction or two.
+pub(super) const RAW_POINTER: &str = "*_";
+
+/// Raw pointer methods that compute an address or test one, in constant time: cheap (they keep a body trivial) on a
+/// receiver that is a raw pointer or whose type is not known, never on a named type (an `add` of some crate's type
+/// may do anything).
+pub(super) const POINTER_METHODS: &[&str] = &[
+    "add",
+    "sub",
+    "offset",
+    "offset_from",
+    "byte_add",
+    "byte_sub",
+    "byte_offset",
+    "wrapping_offset",
+    "cast",
+    "cast_mut",
+    "cast_const",
+    "is_null",
+];
+
 /// `LocalKey`'s methods that take a closure: on a `SCREAMING_CASE` name they are a `thread_local!`'s.
 pub(super) const LOCAL_KEY_METHODS: &[&str] = &["with", "with_borrow", "with_borrow_mut"];
 
@@ -323,7 +345,15 @@ const CHEAP_STD_METHODS: &[&str] = &[
 
 /// `a.min(b)`, `std::cmp::max(a, b)`, `mem::replace(..)`: cheap with these argument counts (an iterator's
 /// `min()` is a loop).
-pub(super) const CHEAP_STD_FNS: &[(&str, usize)] = &[("min", 2), ("max", 2), ("swap", 2), ("replace", 2), ("take", 1)];
+pub(super) const CHEAP_STD_FNS: &[(&str, usize)] = &[
+    ("min", 2),
+    ("max", 2),
+    ("swap", 2),
+    ("replace", 2),
+    ("take", 1),
+    ("from_raw_parts", 2),
+    ("from_raw_parts_mut", 2),
+];
 
 /// Which implicit calls the graph models. Printed under the plan and in docs/graph-json.md.
 pub const IMPLICIT_CALLS: &str = "implicit calls: `x.await` on a call is that call's edge (the awaited async fn); \

@@ -9,7 +9,7 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::{Type, TypeParamBound};
 
 use super::cfg::Cfg;
-use super::std_model::{SLICE, SMART_POINTERS, STD_WRAPPERS};
+use super::std_model::{RAW_POINTER, SLICE, SMART_POINTERS, STD_WRAPPERS};
 use crate::plan::{ProbeKind, SkipReason};
 
 /// A path as written, without generic arguments: `a::b::c`, `::x`, `crate::m::f`.
@@ -300,6 +300,7 @@ fn ty_ref_of(ty: &Type, generics: &[(String, Vec<PathRef>)], keep_wrappers: bool
         Type::Group(g) => ty_ref(&g.elem, generics),
         // `haystack: &[u8]`: std's slice methods, or a workspace impl on a slice or array.
         Type::Slice(_) | Type::Array(_) if keep_wrappers => TyRef::Std(SLICE),
+        Type::Ptr(_) if keep_wrappers => TyRef::Std(RAW_POINTER),
         Type::Path(tp) if tp.qself.is_none() => {
             let path = &tp.path;
             if let Some(ident) = path.get_ident() {

@@ -3,8 +3,10 @@
 use std::collections::{HashMap, HashSet};
 
 use super::index::{FnId, Index, Owner, SelfRes};
-use super::std_model::{is_cheap_std_method, CHEAP_STD_FNS, RANGE_RECEIVER, TRIVIAL_MAX_STATEMENTS};
-use super::syntax::{CallKind, Receiver};
+use super::std_model::{
+    is_cheap_std_method, CHEAP_STD_FNS, POINTER_METHODS, RANGE_RECEIVER, RAW_POINTER, TRIVIAL_MAX_STATEMENTS,
+};
+use super::syntax::{CallKind, Receiver, TyRef};
 use crate::plan::ProbeKind;
 
 /// Which functions cost less than their probe would: like profilers that leave getters and setters alone, a
@@ -60,10 +62,11 @@ impl Trivial {
         for (site, targets) in item.calls.iter().zip(&resolved.by_call) {
             let targets: Vec<FnId> = targets.iter().copied().filter(|t| !index.fns[*t].item.test_only).collect();
             let cheap_external = match &site.kind {
-                CallKind::Method { name, args, .. } => {
+                CallKind::Method { name, args, receiver } => {
                     is_cheap_std_method(name)
                         || (name == "contains" && site.text.starts_with(&format!("{RANGE_RECEIVER}.")))
                         || CHEAP_STD_FNS.iter().any(|(n, a)| n == name && args.is_some_and(|x| x + 1 == *a))
+                        || (POINTER_METHODS.contains(&name.as_str()) && may_be_a_raw_pointer(index, f, receiver))
                 }
                 CallKind::Qualified { name, .. } => is_cheap_std_method(name),
                 CallKind::Path { path, args, called } => {
@@ -98,5 +101,23 @@ impl Trivial {
             total += most;
         }
         (total <= TRIVIAL_MAX_STATEMENTS).then_some(total)
+    }
+}
+
+/// Whether a method's receiver may be a raw pointer (for [`POINTER_METHODS`]): a raw pointer field of `Self`, a value
+/// declared as one, or a value whose type the syntax does not show (`let p = v.as_ptr();`). Not a named type.
+fn may_be_a_raw_pointer(index: &Index, f: FnId, receiver: &Receiver) -> bool {
+    let is_pointer = |ty: &TyRef| matches!(ty, TyRef::Std(name) if *name == RAW_POINTER);
+    match receiver {
+        Receiver::Unknown => true,
+        Receiver::Type(ty) => is_pointer(ty),
+        Receiver::SelfField(field) => match index.fns[f].owner {
+            Owner::Impl(imp) => match index.impls[imp].self_res {
+                SelfRes::Local(t) => index.types[t].fields.get(field).is_some_and(is_pointer),
+                _ => false,
+            },
+            _ => false,
+        },
+        Receiver::Std(_) | Receiver::Guessed(_) => false,
     }
 }

@@ -157,6 +157,35 @@ pub fn wrapped(x: u32) -> u32 {
     Wrapper(x).get()
 }
 
+/// Drops write to a log, so that a change in when parameters drop shows in the output.
+pub struct Noisy(pub u32);
+
+thread_local! {
+    static DROPS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Drop for Noisy {
+    fn drop(&mut self) {
+        DROPS.with(|d| d.borrow_mut().push(self.0));
+    }
+}
+
+/// Parameters taken by value, one unused: written twice in place, the guard in the second copy (`quiet_guard_in!`),
+/// so they drop as in the plain build, after the body's locals.
+pub fn first_of(a: Noisy, _b: Noisy, names: Vec<String>) -> u32 {
+    let local = Noisy(a.0 + 100);
+    if names.is_empty() {
+        return local.0;
+    }
+    a.0 + names.len() as u32
+}
+
+/// A parameter taken by value and `?`: written twice, the cold copy in the closure its `Err` counting needs.
+pub fn parsed_owned(text: String) -> Result<u32, std::num::ParseIntError> {
+    let n: u32 = text.trim().parse()?;
+    Ok(n + 1)
+}
+
 fn block_on<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
     let mut cx = Context::from_waker(Waker::noop());
@@ -193,5 +222,8 @@ pub fn run_all() -> Vec<String> {
     out.push(format!("{:?} {:?} {:?}", first_evens(&rows), first_evens(&[&[2000]]), parsed_sum("1", "2")));
     out.push(format!("{:?} {} {} {}", parsed_sum("1", "x").is_err(), calls_so_far(), calls_so_far(), wrapped(3)));
     out.push(format!("{:?}", plus_one(&[1, 2]).collect::<Vec<_>>()));
+    let firsts = [first_of(Noisy(1), Noisy(2), vec!["x".to_owned()]), first_of(Noisy(3), Noisy(4), Vec::new())];
+    out.push(format!("{firsts:?} {:?}", DROPS.with(|d| d.borrow().clone())));
+    out.push(format!("{:?} {:?}", parsed_owned(" 41 ".to_owned()), parsed_owned("x".to_owned()).is_err()));
     out
 }
