@@ -37,7 +37,7 @@ const ROOTS: usize = 8;
 const FIXED_NS: f64 = 300.0;
 /// A recorded node costs its probe pair on the thread, plus about as much again on the writer and in the
 /// whole-run aggregate's fold (docs/performance.md, "Ninth round").
-const NODE_FACTOR: f64 = 3.0;
+const NODE_FACTOR: f64 = 2.0;
 /// Weight of the newest invocation in the running means (1/8).
 const NEWEST: f64 = 0.125;
 
@@ -78,6 +78,8 @@ pub(crate) struct Entry {
     /// invocation's duration, in ticks.
     cost: AtomicU64,
     skipped_span: AtomicU64,
+    /// A recorded invocation's duration (ticks; running mean).
+    recorded_span: AtomicU64,
     /// Invocations skipped; of them, the ones whose root was timed, and their time in ticks.
     skipped: AtomicU64,
     timed: AtomicU64,
@@ -92,6 +94,7 @@ impl Entry {
         period: AtomicU64::new(1),
         cost: AtomicU64::new(0),
         skipped_span: AtomicU64::new(0),
+        recorded_span: AtomicU64::new(0),
         skipped: AtomicU64::new(0),
         timed: AtomicU64::new(0),
         timed_ticks: AtomicU64::new(0),
@@ -149,6 +152,7 @@ fn claim() -> &'static Table {
         e.period.store(1, Relaxed);
         e.cost.store(0, Relaxed);
         e.skipped_span.store(0, Relaxed);
+        e.recorded_span.store(0, Relaxed);
     }
     table
 }
@@ -259,15 +263,17 @@ pub(crate) fn record_next(e: &Entry) {
     e.countdown.store(1, Relaxed);
 }
 
+/// Adds `value` to a running mean; a value over 4x the mean counts as 4x (a preempted invocation must not hold the
+/// mean up for long).
 fn store_mean(mean: &AtomicU64, value: f64) {
     let old = f64::from_bits(mean.load(Relaxed));
-    let new = if old == 0.0 { value } else { old + (value - old) * NEWEST };
+    let new = if old == 0.0 { value } else { old + (value.min(4.0 * old) - old) * NEWEST };
     mean.store(new.to_bits(), Relaxed);
 }
 
 /// A recorded invocation of `e`'s root ended: `nodes` recorded over `span` ticks. Sets the period from the
 /// running means: the share recorded is `budget x plain time / probe cost`, where the plain time is a skipped
-/// invocation's mean duration once there is one, else the recorded one's minus its probe cost. (A root task may
+/// invocation's mean duration, bounded by a recorded one's (which has the probes in it too). (A root task may
 /// end on another thread than the one that decided: the fields are atomics, and a lost update only delays the
 /// period by an invocation.)
 pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64) {
@@ -278,8 +284,10 @@ pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64) {
     let cost = f64::from_bits(FIXED_TICKS.load(Relaxed)) + nodes as f64 * f64::from_bits(NODE_TICKS.load(Relaxed));
     store_mean(&e.cost, cost);
     let cost = f64::from_bits(e.cost.load(Relaxed));
+    store_mean(&e.recorded_span, span as f64);
+    let recorded_span = f64::from_bits(e.recorded_span.load(Relaxed));
     let skipped = f64::from_bits(e.skipped_span.load(Relaxed));
-    let plain = if skipped > 0.0 { skipped } else { (span as f64 - cost).max(span as f64 / 4.0) };
+    let plain = if skipped > 0.0 { skipped.min(recorded_span) } else { recorded_span };
     let share = budget as f64 / 100.0 * plain / cost.max(1.0);
     let period = if share >= 1.0 { 1 } else { ((1.0 / share).ceil() as u64).clamp(1, MAX_PERIOD) };
     e.period.store(period, Relaxed);
