@@ -609,7 +609,8 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
             return Some(());
         }
         if let Some(entry) = r.sampled_by {
-            sampler::recorded(entry, r.nodes().len(), root.end.wrapping_sub(root.start));
+            let recorded = r.nodes().len() + r.retired_pairs().len();
+            sampler::recorded(entry, recorded, root.end.wrapping_sub(root.start));
         }
         if rt.config.chooses() {
             let local_bar = keep::local_sample_bar(rt.config.keep, slot.seen);
@@ -711,7 +712,7 @@ pub(crate) fn finish_task(owned: OwnedRecorder) {
         return give_back(rec);
     }
     if let (Some(entry), Some(root)) = (rec.sampled_by, root) {
-        sampler::recorded(entry, rec.nodes().len(), root.end.wrapping_sub(root.start));
+        sampler::recorded(entry, rec.nodes().len() + rec.retired_pairs().len(), root.end.wrapping_sub(root.start));
     }
     if let Some(root) = root.filter(|_| rt.config.chooses()) {
         if let Err(why) = keep::verdict(rt.config.keep, root.start, root.end, OwnerKind::Task, rec.owner(), 0) {

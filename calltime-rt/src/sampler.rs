@@ -4,7 +4,8 @@
 //!
 //! - The cost of a recorded invocation is estimated from what the runtime knows: its recorded nodes times the
 //!   calibrated cost of a recorded call (`calibrate.rs`, times `NODE_FACTOR` for the writer's and the aggregate's
-//!   work per node), plus `FIXED_NS` for the invocation itself (admission, hand-off, writing).
+//!   work per node; its counts of retired calls alike), plus `FIXED_NS` for the invocation itself (admission,
+//!   hand-off, writing).
 //! - The decision is made at the root's entry by a per-thread countdown reset to a random gap (mean: the period),
 //!   never from the invocation's content or duration, so the recorded ones are a uniform sample.
 //! - The first `RECORD_FIRST` invocations of each root on each thread are always recorded (a short run keeps every
@@ -31,12 +32,12 @@ pub(crate) const RECORD_FIRST: u64 = 100;
 const MAX_PERIOD: u64 = 4096;
 /// Roots a thread samples (more are always recorded).
 const ROOTS: usize = 8;
-/// What a recorded invocation costs beyond its nodes: root entry and exit, the hand-off to the outbox, the
-/// aggregate's fold and the writer's framing (docs/performance.md, "Per-invocation cost": about 1,700
-/// instructions all-in).
-const FIXED_NS: f64 = 300.0;
+/// What a recorded invocation costs beyond its nodes: root entry and exit, the hand-off to the outbox, settling
+/// its retired calls, the aggregate's fold and the writer's framing (docs/performance.md, "Per-invocation cost":
+/// 822 instructions on the recording thread and 1,807 on the writer for a 3-node tree with 2 `r` lines).
+const FIXED_NS: f64 = 500.0;
 /// A recorded node costs its probe pair on the thread, plus about as much again on the writer and in the
-/// whole-run aggregate's fold (docs/performance.md, "Ninth round").
+/// whole-run aggregate's fold; so does each retired function's count of calls (an `r` line) the tree carries.
 const NODE_FACTOR: f64 = 2.0;
 /// Weight of the newest invocation in the running means (1/8).
 const NEWEST: f64 = 0.125;
@@ -271,7 +272,8 @@ fn store_mean(mean: &AtomicU64, value: f64) {
     mean.store(new.to_bits(), Relaxed);
 }
 
-/// A recorded invocation of `e`'s root ended: `nodes` recorded over `span` ticks. Sets the period from the
+/// A recorded invocation of `e`'s root ended: `nodes` recorded (nodes and counts of retired calls) over `span`
+/// ticks. Sets the period from the
 /// running means: the share recorded is `budget x plain time / probe cost`, where the plain time is a skipped
 /// invocation's mean duration, bounded by a recorded one's (which has the probes in it too). (A root task may
 /// end on another thread than the one that decided: the fields are atomics, and a lost update only delays the
