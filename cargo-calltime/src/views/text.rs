@@ -279,6 +279,13 @@ impl TextView<'_> {
     /// the root's count and mean over all of them (the skipped ones' roots were timed). Returns the factor that
     /// scales the runtime's whole-run totals (recorded invocations only) to the whole run, for `--format
     /// aggregate`; the kept trees' totals are what they are, sums over the trees.
+    /// The root's total over the whole run when its invocations were sampled for cost and every skipped one was
+    /// timed: the recorded ones' total plus the skipped ones' time.
+    fn sampled_root_total(&self, agg: &Aggregate) -> Option<u64> {
+        let sampled = self.trace.sampled.iter().find(|s| s.func == agg.tree.func && s.skipped > 0)?;
+        (sampled.timed == sampled.skipped).then_some(agg.tree.total_ns + sampled.timed_ns)
+    }
+
     fn sampled_root_note(&self, out: &mut String, agg: &Aggregate) -> Option<f64> {
         let sampled = self.trace.sampled.iter().find(|s| s.func == agg.tree.func && s.skipped > 0)?;
         let recorded = agg.invocations.max(1);
@@ -289,7 +296,7 @@ impl TextView<'_> {
             0 => String::new(),
             n => format!(", {} root tasks not timed", thousands(n)),
         };
-        let scaled = if self.runtime_aggregate { "; totals scaled to all of them (~)" } else { "" };
+        let scaled = if self.runtime_aggregate { "; the other totals scaled to all of them (~)" } else { "" };
         let note = format!(
             "  {} of {} invocations recorded, the others sampled for cost: calls/inv and times per call over the \
              recorded ones; the root over all {}: mean {}{untimed}{scaled}",
@@ -328,15 +335,27 @@ impl TextView<'_> {
         tree.estimate_retired_times(&self.trace.retirements);
         let percentile = |node: &Merged, q: f64| node.percentile_ns(q).map_or_else(|| "-".to_owned(), format_ns);
         // Totals over the run, scaled from the recorded invocations to all of them when they were sampled for cost.
+        // The root's own total is exact: the skipped invocations' roots were timed (when all of them were).
+        let root_total = self.sampled_root_total(agg);
         let total = |ns: u64, estimated: bool| match scale {
             Some(factor) => approx((ns as f64 * factor).round() as u64, true),
             None => approx(ns, estimated),
         };
+        let tree_root: *const Merged = &tree;
         let cells = |node: &Merged| {
+            let (node_total, node_self) = match (root_total.filter(|_| std::ptr::eq(node, tree_root)), scale) {
+                // Its self time is what the scaled children leave of it.
+                (Some(ns), Some(factor)) => {
+                    let children: u64 = node.children.iter().map(|c| c.total_ns).sum();
+                    let children = (children as f64 * factor).round() as u64;
+                    (format_ns(ns), approx(ns.saturating_sub(children), true))
+                }
+                _ => (total(node.total_ns, node.is_estimated()), total(node.self_ns, self_is_estimated(node))),
+            };
             let mut cells = vec![
                 calls_cell(node, Some(agg.invocations)),
-                total(node.total_ns, node.is_estimated()),
-                total(node.self_ns, self_is_estimated(node)),
+                node_total,
+                node_self,
                 approx(node.mean_ns(), node.is_estimated()),
                 percentile(node, 0.5),
                 percentile(node, 0.99),
