@@ -286,7 +286,10 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
         crate::aggregate::set_enabled(config.aggregate);
         let clock = clock();
         crate::calibrate::at_start_up();
-        sampler::start(config.cost_budget_pct);
+        // A keep policy chooses its trees from every invocation (the slowest, those over a bar, a uniform sample of
+        // the run), and leaves the rest out before the writer: no sampling for cost under it.
+        let keeps = config.keep != Keep::All || config.slower_than_ns > 0;
+        sampler::start(if keeps { 0 } else { config.cost_budget_pct });
         crate::alloc::detect_counting();
         let (sender, receiver) = sync_channel(config.queue);
         SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);

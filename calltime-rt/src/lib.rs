@@ -62,7 +62,7 @@
 //! | `CALLTIME_QUEUE` | 1024 | what may wait for the writer, per thread: an outbox of 8 x N node slots (up to 16384), into which invocations of up to 2 x N nodes are copied (bigger ones take one slot and their buffer); when full, invocations are dropped and counted; also the length of the root tasks' queue |
 //! | `CALLTIME_CLOCK` | `auto` | `instant` forces `std::time::Instant` instead of the invariant TSC |
 //! | `CALLTIME_EXACT` | unset | `1`: probes never retire, and every invocation is recorded (no sampling for cost) |
-//! | `CALLTIME_COST_BUDGET` | 5 | percent of a root's time its recorded invocations' probes may take: past it, only a random fraction of its invocations is recorded (after each thread's first 100), the others run unrecorded with their root timed and are counted as `sampled_for_cost`; 0 records every one |
+//! | `CALLTIME_COST_BUDGET` | 5 | percent of a root's time its recorded invocations' probes may take: past it, only a random fraction of its invocations is recorded (after each thread's first 100), the others run unrecorded with their root timed and are counted as `sampled_for_cost`; 0 records every one, as do runs with one of the three keep settings above |
 //! | `CALLTIME_RETIRE_FACTOR` | 20 | a function retires when its compensated mean is under N x a recorded probe's cost |
 //! | `CALLTIME_RETIRE_MIN_CALLS` | 1000 | calls observed before a function may retire |
 //!
