@@ -88,18 +88,20 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    const FREE: Entry = Entry {
-        root: AtomicU32::new(0),
-        seen: AtomicU64::new(0),
-        countdown: AtomicU64::new(0),
-        period: AtomicU64::new(1),
-        cost: AtomicU64::new(0),
-        skipped_span: AtomicU64::new(0),
-        recorded_span: AtomicU64::new(0),
-        skipped: AtomicU64::new(0),
-        timed: AtomicU64::new(0),
-        timed_ticks: AtomicU64::new(0),
-    };
+    fn free() -> Entry {
+        Entry {
+            root: AtomicU32::new(0),
+            seen: AtomicU64::new(0),
+            countdown: AtomicU64::new(0),
+            period: AtomicU64::new(1),
+            cost: AtomicU64::new(0),
+            skipped_span: AtomicU64::new(0),
+            recorded_span: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            timed: AtomicU64::new(0),
+            timed_ticks: AtomicU64::new(0),
+        }
+    }
 }
 
 /// A thread's entries. Never freed: an ended thread's table is reused by a later thread (its counters kept).
@@ -139,8 +141,10 @@ fn claim() -> &'static Table {
     let table = match all.iter().find(|t| !t.in_use.load(Relaxed)) {
         Some(&t) => t,
         None => {
-            let t: &'static Table =
-                Box::leak(Box::new(Table { entries: [Entry::FREE; ROOTS], in_use: AtomicBool::new(false) }));
+            let t: &'static Table = Box::leak(Box::new(Table {
+                entries: std::array::from_fn(|_| Entry::free()),
+                in_use: AtomicBool::new(false),
+            }));
             all.push(t);
             t
         }
