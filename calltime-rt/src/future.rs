@@ -86,7 +86,7 @@ fn begin_task_node(index: u32, plan: Option<&'static PlanInfo>) -> TaskState {
 #[cold]
 #[inline(never)]
 fn start_task_invocation(index: u32, plan: &'static PlanInfo) -> TaskState {
-    let Some(mut rec) = begin_task_invocation(plan) else { return TaskState::Skipped };
+    let Some(mut rec) = begin_task_invocation(index, plan) else { return TaskState::Skipped };
     let start = now();
     rec.push(index, start);
     TaskState::Root(OwnedRecorder::new(rec))

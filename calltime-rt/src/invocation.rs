@@ -15,6 +15,7 @@ use crate::keep::{self, Keep, LeftOut};
 use crate::outbox::{self, Counter, Outbox};
 use crate::probe::{record_enter, Guard};
 use crate::recorder::{OwnerKind, Recorder, DEFAULT_MAX_DEPTH, PARENT_MASK};
+use crate::sampler::{self, Decision, Entry};
 use crate::writer::{install_flush_hooks, start_writer};
 
 /// Recorders beyond one per thread and the queue's length: root tasks in progress and the one being written.
@@ -131,6 +132,15 @@ pub(crate) fn set_current(rec: *mut Recorder) -> *mut Recorder {
 #[inline(never)]
 pub(crate) fn end_skipped_invocation() {
     set_current(ptr::null_mut());
+    // Skipped for cost: its root's time is counted; one `--slower-than` or `--keep-slowest` would have kept asks
+    // for the next invocation's tree.
+    if let Some((entry, ticks)) = sampler::skip_ended() {
+        if let Some(rt) = RUNTIME.get() {
+            if rt.config.chooses() && keep::passes_time_bar(rt.config.keep, ticks) {
+                sampler::record_next(entry);
+            }
+        }
+    }
 }
 
 // Counters of `crate::Stats` outside the threads' outboxes: root tasks, invocations handed over in their recorder,
@@ -187,6 +197,10 @@ pub(crate) struct Config {
     pub(crate) rotate_bytes: u64,
     /// Bytes of trees written per hour at most (`CALLTIME_MAX_BYTES_PER_HOUR`; 0 no limit).
     pub(crate) bytes_per_hour: u64,
+    /// The share of the run's time, in percent, the recorded invocations' probes may take before a root's
+    /// invocations are sampled for cost (`CALLTIME_COST_BUDGET`, default 5; 0, or `CALLTIME_EXACT=1`: every one
+    /// recorded; `sampler.rs`).
+    pub(crate) cost_budget_pct: u64,
 }
 
 impl Config {
@@ -213,6 +227,7 @@ impl Config {
             _ => out,
         };
         let slower_than_ns = number("CALLTIME_SLOWER_THAN_NS", 0, 0);
+        let exact = std::env::var("CALLTIME_EXACT").is_ok_and(|v| !matches!(v.trim(), "" | "0"));
         let keep = Keep::from_counts(number("CALLTIME_KEEP_SLOWEST", 0, 0), number("CALLTIME_KEEP_SAMPLE", 0, 0));
         // Choosing which trees to keep looks at the whole run: no limit on the first ones unless one is asked for.
         let default_max = if keep == Keep::All && slower_than_ns == 0 { 100_000 } else { u64::MAX };
@@ -234,6 +249,7 @@ impl Config {
             aggregate_ms: number("CALLTIME_AGGREGATE_MS", 1000, 10),
             rotate_bytes: number("CALLTIME_ROTATE_BYTES", 16_000_000, 0),
             bytes_per_hour: number("CALLTIME_MAX_BYTES_PER_HOUR", 50_000_000, 0),
+            cost_budget_pct: if exact { 0 } else { number("CALLTIME_COST_BUDGET", sampler::DEFAULT_BUDGET_PCT, 0) },
         }
     }
 
@@ -270,6 +286,10 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
         crate::aggregate::set_enabled(config.aggregate);
         let clock = clock();
         crate::calibrate::at_start_up();
+        // A keep policy chooses its trees from every invocation (the slowest, those over a bar, a uniform sample of
+        // the run), and leaves the rest out before the writer: no sampling for cost under it.
+        let keeps = config.keep != Keep::All || config.slower_than_ns > 0;
+        sampler::start(if keeps { 0 } else { config.cost_budget_pct });
         crate::alloc::detect_counting();
         let (sender, receiver) = sync_channel(config.queue);
         SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);
@@ -298,8 +318,11 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 enum Admission {
-    Record,
+    /// Recorded; with the sampler's entry of its root when it has one.
+    Record(Option<&'static Entry>),
     Skip,
+    /// Skipped to keep the probes' cost within the budget (`sampler.rs`): not recorded at all, its root timed.
+    SkipForCost(&'static Entry),
     /// Not kept (sampled out, past the invocation limit), but recorded for the whole-run aggregate.
     AggregateOnly,
 }
@@ -313,8 +336,8 @@ fn not_kept() -> Admission {
     }
 }
 
-/// Admits a root task's invocation (threads admit with their own counters, in `admit_on_thread`).
-fn admit(rt: &Runtime) -> Admission {
+/// Admits a root task's invocation of root `index` (threads admit with their own counters, in `admit_on_thread`).
+fn admit(rt: &Runtime, index: u32) -> Admission {
     let seen = SEEN.fetch_add(1, Relaxed);
     if seen % crate::control::sample() != 0 {
         SAMPLED_OUT.fetch_add(1, Relaxed);
@@ -324,7 +347,10 @@ fn admit(rt: &Runtime) -> Admission {
         DROPPED_LIMIT.fetch_add(1, Relaxed);
         return not_kept();
     }
-    Admission::Record
+    match sampler::decide(index) {
+        Decision::Record(entry) => Admission::Record(entry),
+        Decision::Skip(entry) => Admission::SkipForCost(entry),
+    }
 }
 
 /// Whether the default `max_invocations` is lifted now: `ctl slower-than` set a threshold on a run started without
@@ -348,7 +374,7 @@ fn take_tickets(max: u64) -> u64 {
 
 /// Admits (or skips, counted) a root invocation on this thread: its own sampling count and tickets, so threads
 /// starting invocations at once share no counter.
-fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime) -> Admission {
+fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime, index: u32) -> Admission {
     outbox.count(Counter::Seen);
     let seen = slot.seen;
     slot.seen += 1;
@@ -357,6 +383,11 @@ fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime) -> Admi
         outbox.count(Counter::SampledOut);
         return not_kept();
     }
+    // Before the tickets: an invocation skipped for cost takes none, so the trees kept span more of the run.
+    let entry = match sampler::decide(index) {
+        Decision::Record(entry) => entry,
+        Decision::Skip(entry) => return Admission::SkipForCost(entry),
+    };
     if slot.tickets == 0 {
         let max = if limit_lifted(rt) { u64::MAX } else { rt.config.max_invocations };
         slot.tickets = take_tickets(max);
@@ -366,7 +397,7 @@ fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime) -> Admi
         }
     }
     slot.tickets -= 1;
-    Admission::Record
+    Admission::Record(entry)
 }
 
 /// A free recorder from the pool, or a new one while the spare budget lasts.
@@ -445,6 +476,7 @@ pub(crate) fn forget_parent_counters() {
     }
     FIRST_TASK_START.store(u64::MAX, Relaxed);
     QUEUED.store(0, Relaxed);
+    sampler::forget_parent();
     // The forking thread's next outbox push counts as after a quiet spell, so it wakes (starts) the child's writer.
     let _ = THREAD.try_with(|slot| {
         if let Ok(mut slot) = slot.try_borrow_mut() {
@@ -515,16 +547,29 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
                 set_up_thread(slot, rt);
             }
             let outbox = slot.outbox?;
-            let admission = admit_on_thread(slot, outbox, rt);
-            if let Admission::Skip = admission {
-                outbox.note_root_start(now());
-                return Some(SKIP);
+            let admission = admit_on_thread(slot, outbox, rt, index);
+            match admission {
+                Admission::Skip => {
+                    outbox.note_root_start(now());
+                    return Some(SKIP);
+                }
+                Admission::SkipForCost(entry) => {
+                    let start = now();
+                    outbox.note_root_start(start);
+                    sampler::skip_started(entry, start);
+                    return Some(SKIP);
+                }
+                _ => {}
             }
             // SAFETY: the slot owns the recorder and no invocation is in progress on this thread. The name is the
             // outbox's (the writer takes it from there).
             unsafe {
                 (*slot.rec).begin(OwnerKind::Thread, slot.id, None);
                 (*slot.rec).aggregate_only = matches!(admission, Admission::AggregateOnly);
+                (*slot.rec).sampled_by = match admission {
+                    Admission::Record(entry) => entry,
+                    _ => None,
+                };
             }
             Some(slot.rec)
         })
@@ -568,6 +613,10 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         outbox.note_root_start(root.start);
         if r.aggregate_only {
             return Some(());
+        }
+        if let Some(entry) = r.sampled_by {
+            let recorded = r.nodes().len() + r.retired_pairs().len();
+            sampler::recorded(entry, recorded, root.end.wrapping_sub(root.start));
         }
         if rt.config.chooses() {
             let local_bar = keep::local_sample_bar(rt.config.keep, slot.seen);
@@ -633,13 +682,14 @@ fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, rt: &R
 
 /// Admits a new root task's invocation: a recorder begun for it, or `None` when it is not recorded (sampled out,
 /// past the invocation limit, or no free recorder; counted).
-pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recorder>> {
+pub(crate) fn begin_task_invocation(index: u32, plan: &'static PlanInfo) -> Option<Box<Recorder>> {
     let rt = runtime(plan);
     if crate::control::is_off() {
         return None;
     }
-    let admission = admit(rt);
-    if let Admission::Skip = admission {
+    let admission = admit(rt, index);
+    // A root task skipped for cost is counted, not timed: its polls may run on several threads.
+    if let Admission::Skip | Admission::SkipForCost(_) = admission {
         note_task_root_start(now());
         return None;
     }
@@ -649,6 +699,10 @@ pub(crate) fn begin_task_invocation(plan: &'static PlanInfo) -> Option<Box<Recor
     };
     rec.begin(OwnerKind::Task, TASK_IDS.fetch_add(1, Relaxed), None);
     rec.aggregate_only = matches!(admission, Admission::AggregateOnly);
+    rec.sampled_by = match admission {
+        Admission::Record(entry) => entry,
+        _ => None,
+    };
     Some(rec)
 }
 
@@ -665,6 +719,9 @@ pub(crate) fn finish_task(owned: OwnedRecorder) {
     }
     if rec.aggregate_only {
         return give_back(rec);
+    }
+    if let (Some(entry), Some(root)) = (rec.sampled_by, root) {
+        sampler::recorded(entry, rec.nodes().len() + rec.retired_pairs().len(), root.end.wrapping_sub(root.start));
     }
     if let Some(root) = root.filter(|_| rt.config.chooses()) {
         if let Err(why) = keep::verdict(rt.config.keep, root.start, root.end, OwnerKind::Task, rec.owner(), 0) {
@@ -720,6 +777,7 @@ pub(crate) fn stats() -> crate::Stats {
         seen: SEEN.load(Relaxed) + outbox::total(Counter::Seen),
         kept: KEPT.load(Relaxed),
         sampled_out: SAMPLED_OUT.load(Relaxed) + outbox::total(Counter::SampledOut),
+        sampled_for_cost: sampler::total_skipped(),
         dropped: DROPPED.load(Relaxed) + dropped_limit + dropped_queue_full + dropped_no_buffer,
         truncated: TRUNCATED.load(Relaxed),
         dropped_limit,

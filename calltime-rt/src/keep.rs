@@ -100,6 +100,17 @@ pub(crate) fn verdict(
     }
 }
 
+/// Whether a root that took `ticks` would pass `--slower-than` and, with `--keep-slowest`, the bar of the slowest
+/// held (for an invocation skipped for cost, which has no tree: `sampler::record_next`). `false` when neither
+/// applies.
+pub(crate) fn passes_time_bar(keep: Keep, ticks: u64) -> bool {
+    let threshold = SLOWER_THAN_TICKS.load(Relaxed);
+    match keep {
+        Keep::Slowest(_) => ticks >= threshold && ticks >= BAR_TICKS.load(Relaxed),
+        _ => threshold > 0 && ticks >= threshold,
+    }
+}
+
 /// `Keep::Sample`: a bar a thread can apply before the writer's is known (which would let the start of a run flood
 /// the writer). A tree in the run's sample of K is in the top K ranks of its own thread's first `seen` invocations,
 /// and K of `seen` uniform ranks fall below `1 - m / seen` with m = K + 4 sqrt(K) + 8 with probability under 1e-4

@@ -61,7 +61,8 @@
 //! | `CALLTIME_MAX_DEPTH` | 4096 | frames stored per invocation in depth; deeper calls are counted in `truncated_calls` |
 //! | `CALLTIME_QUEUE` | 1024 | what may wait for the writer, per thread: an outbox of 8 x N node slots (up to 16384), into which invocations of up to 2 x N nodes are copied (bigger ones take one slot and their buffer); when full, invocations are dropped and counted; also the length of the root tasks' queue |
 //! | `CALLTIME_CLOCK` | `auto` | `instant` forces `std::time::Instant` instead of the invariant TSC |
-//! | `CALLTIME_EXACT` | unset | `1`: probes never retire |
+//! | `CALLTIME_EXACT` | unset | `1`: probes never retire, and every invocation is recorded (no sampling for cost) |
+//! | `CALLTIME_COST_BUDGET` | 5 | percent of a root's time its recorded invocations' probes may take: past it, only a random fraction of its invocations is recorded (after each thread's first 100), the others run unrecorded with their root timed and are counted as `sampled_for_cost`; 0 records every one, as do runs with one of the three keep settings above |
 //! | `CALLTIME_RETIRE_FACTOR` | 20 | a function retires when its compensated mean is under N x a recorded probe's cost |
 //! | `CALLTIME_RETIRE_MIN_CALLS` | 1000 | calls observed before a function may retire |
 //!
@@ -132,6 +133,7 @@ mod output;
 mod probe;
 mod recorder;
 mod retire;
+mod sampler;
 mod writer;
 
 use std::path::PathBuf;
@@ -328,6 +330,9 @@ pub struct Stats {
     pub kept: u64,
     /// Invocations not recorded because of 1-in-N sampling (`CALLTIME_SAMPLE`).
     pub sampled_out: u64,
+    /// Invocations not recorded to keep the probes' cost within `CALLTIME_COST_BUDGET` (sampled for cost; their
+    /// roots timed). Neither dropped nor `sampled_out`.
+    pub sampled_for_cost: u64,
     /// Invocations lost: the three causes below, plus failed writes and thread teardown.
     pub dropped: u64,
     /// Written invocations whose tree hit the node cap or the depth limit (calls counted, not stored).

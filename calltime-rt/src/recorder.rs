@@ -183,6 +183,8 @@ pub(crate) struct Recorder {
     /// Recorded only for the whole-run aggregate (sampled out or past the invocation limit): folded into it at
     /// the root's exit, never written as a tree.
     pub(crate) aggregate_only: bool,
+    /// The sampler's entry of this invocation's root (`sampler.rs`), told its cost at the root's exit.
+    pub(crate) sampled_by: Option<&'static crate::sampler::Entry>,
     /// Work spawned from this invocation on other threads or tasks (`adopt.rs`): created at its first spawn.
     pub(crate) adoption: Option<Arc<crate::adopt::Adoption>>,
     /// For a part: the whole-run aggregate's call path its first node hangs under (function indices from the
@@ -284,6 +286,7 @@ impl Recorder {
             retired_calls: vec![0; INITIAL_RETIRED_COUNTERS],
             retired_slots: Vec::with_capacity(INITIAL_RETIRED_COUNTERS),
             aggregate_only: false,
+            sampled_by: None,
             adoption: None,
             adopted_path: Vec::new(),
             part_marker: 0,
@@ -309,6 +312,7 @@ impl Recorder {
         self.owner = owner;
         self.name = name;
         self.aggregate_only = false;
+        self.sampled_by = None;
         self.adoption = None;
         self.adopted_path.clear();
         self.part_marker = 0;

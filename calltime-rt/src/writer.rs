@@ -621,9 +621,21 @@ impl Sink {
         line.pop();
         let chosen = [now.left_out_fast, now.left_out_unselected, now.first_root_ns, now.last_root_ns, now.dropped_cap];
         push_fields(&mut line, b"", &chosen);
-        if periodic {
+        if periodic || now.sampled_for_cost > 0 {
             line.pop();
-            push_fields(&mut line, b"", &[1]);
+            push_fields(&mut line, b"", &[u64::from(periodic)]);
+        }
+        if now.sampled_for_cost > 0 {
+            line.pop();
+            push_fields(&mut line, b"", &[now.sampled_for_cost]);
+            // Before the line, so a reader that keeps the last `stats` has the `sampled` records of the same moment.
+            let mut sampled = Vec::new();
+            let scale = Scale::current(rt.clock);
+            for (root, skipped, timed, ticks) in crate::sampler::totals() {
+                push_fields(&mut sampled, b"sampled", &[u64::from(root), skipped, timed, scale.span(ticks)]);
+            }
+            sampled.extend_from_slice(&line);
+            line = sampled;
         }
         if self.open(rt) && self.output.write_always(&line) {
             self.last_stats = Some(now);
@@ -1172,7 +1184,8 @@ fn header(rt: &Runtime) -> String {
         "calltime-trace {TRACE_VERSION}\nprocess {} {} {}\nplan {} {}\nsettings node_cap={} \
          fold_after={} time_sample={} min_ns={} sample={} max_invocations={} max_depth={} \
          retire={} retire_factor={} retire_min_calls={} aggregate={} aggregate_ms={} rotate_bytes={} \
-         max_bytes_per_hour={} start_off={} slower_than_ns={} keep_slowest={} keep_sample={} allocs={} quiet_after={}\n{}{}",
+         max_bytes_per_hour={} start_off={} slower_than_ns={} keep_slowest={} keep_sample={} allocs={} quiet_after={} \
+         cost_budget_pct={}\n{}{}",
         std::process::id(),
         rt.clock.epoch_unix_ns(),
         exe.replace(['\n', '\r'], " "),
@@ -1198,6 +1211,7 @@ fn header(rt: &Runtime) -> String {
         c.keep.counts().1,
         u8::from(crate::alloc::counting()),
         r.quiet_after,
+        crate::sampler::budget_pct(),
         calibration_line(),
         clock_line(rt),
     )

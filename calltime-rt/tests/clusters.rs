@@ -87,7 +87,10 @@ fn a_recursive_cluster_retires_together_and_its_calls_stay_exact() {
         }
         return;
     }
-    let trace = run_ok("a_recursive_cluster_retires_together_and_its_calls_stay_exact", &[]);
+    // Every invocation recorded: the count of trees after the retirement below is about the retirement, not about
+    // sampling for cost (which would keep a fraction of these cheap ones; tests/sampled.rs).
+    let trace =
+        run_ok("a_recursive_cluster_retires_together_and_its_calls_stay_exact", &[("CALLTIME_COST_BUDGET", "0")]);
     let mut retired: Vec<u32> = trace.retirements.iter().map(|r| r.index).collect();
     retired.sort_unstable();
     assert_eq!(retired, [0, 1, 2, 3, 4], "the cluster (0: its nested calls) and the leaf under it; not `slow`");

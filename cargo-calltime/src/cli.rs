@@ -339,8 +339,9 @@ pub struct RecordArgs {
     /// of the first ones.
     #[arg(long, value_name = "N", conflicts_with = "max_invocations")]
     pub keep_sample: Option<u64>,
-    /// Record every call: probes never retire (CALLTIME_EXACT=1). Without it, a function seen to be too fast to be
-    /// worth its probe stops being timed; its later calls are only counted.
+    /// Record every call: probes never retire and every invocation is recorded (CALLTIME_EXACT=1). Without it, a
+    /// function seen to be too fast to be worth its probe stops being timed (its later calls are only counted), and
+    /// a root whose recorded invocations would cost more than 5% of its time records a random sample of them.
     #[arg(long)]
     pub exact: bool,
     /// The frame-depth limit: calls nested deeper than N levels below the root are counted, not stored (deep

@@ -30,6 +30,7 @@ pub const RUNTIME_SOURCES: &[(&str, &str)] = &[
     ("retire.rs", include_str!("../../calltime-rt/src/retire.rs")),
     ("retire/cluster.rs", include_str!("../../calltime-rt/src/retire/cluster.rs")),
     ("retire/spread.rs", include_str!("../../calltime-rt/src/retire/spread.rs")),
+    ("sampler.rs", include_str!("../../calltime-rt/src/sampler.rs")),
     ("writer.rs", include_str!("../../calltime-rt/src/writer.rs")),
     ("writer/block.rs", include_str!("../../calltime-rt/src/writer/block.rs")),
 ];

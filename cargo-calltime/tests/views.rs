@@ -967,6 +967,37 @@ fn whole_run_estimates_never_exceed_their_parent() {
     assert!(doc["whole_run"]["aggregate"][0]["tree"]["allocs"].is_null(), "no allocation counts in the whole run");
 }
 
+/// sampled.trace: a run whose root (`server::handle`, 10 invocations) was sampled for cost: 3 recorded (trees and
+/// the runtime's whole-run aggregate), 7 not (a `sampled` record: all 7 timed, 14 us in all; `sampled_for_cost` in
+/// `stats`, neither dropped nor sampled out). Every view says "recorded 3 of 10"; the root's mean is over all 10
+/// ((12 + 14) us / 10); calls per invocation stay exact over the recorded 3; `--format aggregate` scales the run's
+/// totals to the 10 and marks them `~`; the trace reads back and writes back as the runtime wrote it.
+#[test]
+fn a_run_sampled_for_cost_says_so_and_scales_the_whole_run() {
+    let trace = load("sampled");
+    assert_eq!((trace.stats.sampled_for_cost, trace.stats.dropped, trace.stats.sampled_out), (7, 0, 0));
+    let text = render_text(&trace, &ViewOptions::default());
+    check(&expect("sampled.txt"), &text);
+    assert!(text.contains("recorded 3 of 10 invocations (sampled to keep the probes' cost under 5%)"), "{text}");
+    assert!(text.contains("the root over all 10: mean 2.60µs"), "{text}");
+    let whole = render_text(&trace, &opts(ViewFormat::Aggregate));
+    check(&expect("sampled.aggregate.txt"), &whole);
+    // The root's total is exact (12 us recorded + 14 us timed), its child's scaled from 3 invocations to 10.
+    assert!(
+        whole.contains("totals scaled to all of them (~)") && whole.contains("  26.0µs") && whole.contains("~23.3µs")
+    );
+    let table = render_text(&trace, &opts(ViewFormat::Table));
+    assert!(table.contains("recorded 3 of 10 invocations"), "{table}");
+    let json = render_text(&trace, &opts(ViewFormat::Json));
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["sampled"][0]["skipped"], 7);
+    assert_eq!(doc["stats"]["sampled_for_cost"], 7);
+    let rendered = render(&trace, &opts(ViewFormat::Folded)).unwrap();
+    assert!(rendered.note.as_deref().is_some_and(|n| n.contains("recorded 3 of 10")), "{:?}", rendered.note);
+    let written = std::fs::read_to_string(data("views/sampled.trace")).unwrap();
+    assert_eq!(cargo_calltime::trace::TraceBuilder::write(&trace), written);
+}
+
 /// stale/: `run.trace` from this run (process 4242, two invocations, no rotation) beside `run.trace.s1`, a segment
 /// an earlier, longer run (process 3131) rotated into and an older runtime left there (today's removes them at
 /// start; the reader still guards against them, as a removal can fail). The segment is left out with a

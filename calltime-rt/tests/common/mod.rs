@@ -138,6 +138,8 @@ pub struct Trace {
     pub retirements: Vec<Retire>,
     /// `quiet` records: (function index, at_ns).
     pub quiet: Vec<(u32, u64)>,
+    /// The last `sampled` record of each root: root index, invocations skipped for cost, of them timed, their ns.
+    pub sampled: Vec<[u64; 4]>,
     pub stats_lines: usize,
     pub incomplete: usize,
     pub last_line: String,
@@ -170,6 +172,7 @@ pub fn parse(text: &str) -> Trace {
     trace.retirements = extras.retirements;
     trace.quiet = extras.quiet;
     trace.stats_fields = extras.stats_fields;
+    trace.sampled = extras.sampled;
     trace
 }
 
@@ -185,6 +188,7 @@ struct Extras {
     exact: std::collections::HashMap<u64, Vec<(u64, u64)>>,
     retired: std::collections::HashMap<u64, Vec<(u32, u64)>>,
     stats_fields: Vec<u64>,
+    sampled: Vec<[u64; 4]>,
 }
 
 /// A version 3 trace as the version 2 trace it contains, and what version 3 adds (checked as it is read).
@@ -251,6 +255,13 @@ fn split_version_3(text: &str) -> (String, Extras) {
                 out.push_str(&words[..6].join(" "));
                 out.push('\n');
                 continue;
+            }
+            // Kept for the reader too (cumulative: the last of each root stands).
+            "sampled" if whole => {
+                assert!(open.is_none(), "sampled between invocations: {line}");
+                let fields = [1, 2, 3, 4].map(|i| number(words[i]));
+                extras.sampled.retain(|s| s[0] != fields[0]);
+                extras.sampled.push(fields);
             }
             "inv" => open = words.get(1).and_then(|w| w.parse().ok()),
             "end" => open = None,

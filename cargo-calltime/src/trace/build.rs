@@ -102,6 +102,12 @@ impl TraceBuilder {
         self
     }
 
+    /// Appends a `sampled` record (a root's invocations sampled for cost).
+    pub fn sampled(&mut self, sampled: &super::SampledRoot) -> &mut TraceBuilder {
+        records::write_sampled(&mut self.text, sampled);
+        self
+    }
+
     /// Appends a `stats` line (`incomplete` is the reader's count and is not written; the fields of version 3
     /// only from version 3 on).
     pub fn stats(&mut self, stats: &Stats) -> &mut TraceBuilder {
@@ -152,6 +158,9 @@ impl TraceBuilder {
             builder.aggregate(aggregate);
         }
         if trace.stats_records > 0 {
+            for sampled in &trace.sampled {
+                builder.sampled(sampled);
+            }
             builder.stats(&trace.stats);
         }
         builder.into_text()

@@ -135,6 +135,10 @@ fn merge_segments(segments: Vec<Trace>, name_files: bool) -> Trace {
             let incomplete = first.stats.incomplete + later.stats.incomplete;
             first.stats = Stats { incomplete, ..later.stats };
             first.stats_records += later.stats_records;
+            // Cumulative, written with each `stats` line.
+            if !later.sampled.is_empty() {
+                first.sampled = later.sampled;
+            }
         } else {
             first.stats.incomplete += later.stats.incomplete;
         }
@@ -178,6 +182,7 @@ fn add_process(into: &mut Trace, mut process: Trace, rank: u64) {
         (&mut a.seen, b.seen),
         (&mut a.kept, b.kept),
         (&mut a.sampled_out, b.sampled_out),
+        (&mut a.sampled_for_cost, b.sampled_for_cost),
         (&mut a.dropped, b.dropped),
         (&mut a.truncated, b.truncated),
         (&mut a.dropped_limit, b.dropped_limit),
@@ -190,6 +195,17 @@ fn add_process(into: &mut Trace, mut process: Trace, rank: u64) {
         *sum += add;
     }
     a.periodic |= b.periodic;
+    for s in process.sampled {
+        match into.sampled.iter_mut().find(|t| t.func == s.func) {
+            Some(t) => {
+                t.skipped += s.skipped;
+                t.timed += s.timed;
+                t.timed_ns += s.timed_ns;
+            }
+            None => into.sampled.push(s),
+        }
+    }
+    into.sampled.sort_by_key(|s| s.func);
     into.stats_records += process.stats_records;
     match (&mut into.aggregate, process.aggregate) {
         (Some(a), Some(b)) => a.merge(&b),

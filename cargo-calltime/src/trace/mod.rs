@@ -80,6 +80,9 @@ pub struct Trace {
     /// Settings `cargo calltime ctl` switched while the program ran (`control` records), in file order (a merged
     /// run: process by process).
     pub controls: Vec<ControlChange>,
+    /// Roots whose invocations were sampled for cost (`sampled` records, the last of each process, summed over a
+    /// merged run's processes), in root order: the invocations not recorded and their roots' times.
+    pub sampled: Vec<SampledRoot>,
     /// Sequence numbers of trees written while held (`--keep-slowest`, `--keep-sample`) and displaced later
     /// (`unheld` records); the reader leaves those invocations out.
     pub unheld: Vec<u64>,
@@ -131,6 +134,10 @@ pub struct Stats {
     pub kept: u64,
     /// Invocations not recorded because of 1-in-N sampling.
     pub sampled_out: u64,
+    /// Invocations not recorded to keep the probes' cost within the budget (`cost_budget_pct`; not in `dropped`
+    /// nor `sampled_out`): see [`Trace::sampled`].
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sampled_for_cost: u64,
     /// Invocations dropped because the writer fell behind or the maximum was reached.
     pub dropped: u64,
     /// Invocations whose tree hit the node cap.
@@ -243,6 +250,18 @@ impl RetiredCalls {
     pub fn estimated(func: u32, calls: u64, counted: u64) -> RetiredCalls {
         RetiredCalls { func, calls: calls.max(counted), estimated: true, counted }
     }
+}
+
+/// A root's invocations not recorded to keep the probes' cost within the budget (a `sampled` record, cumulative):
+/// neither dropped nor sampled out by `--sample`. Their roots were timed, so the root's count and mean over the whole
+/// run are exact (`timed` of `skipped`, for a root task not timed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SampledRoot {
+    pub func: u32,
+    pub skipped: u64,
+    pub timed: u64,
+    /// The timed roots' time (ns), raw: the probes of an unrecorded invocation record nothing to compensate.
+    pub timed_ns: u64,
 }
 
 /// A retired function that went quiet (a `quiet` record): from then on its calls were not counted.

@@ -202,6 +202,18 @@ impl Reader {
                 open.aggregate.retired.push(retired);
                 self.aggregate_path(None)
             }
+            "sampled" => {
+                // Cumulative: the last of each root stands.
+                let sampled = records::read_sampled(rest)?;
+                match trace.sampled.iter_mut().find(|s| s.func == sampled.func) {
+                    Some(s) => *s = sampled,
+                    None => {
+                        trace.sampled.push(sampled);
+                        trace.sampled.sort_by_key(|s| s.func);
+                    }
+                }
+                Ok(())
+            }
             "stats" => {
                 trace.stats = records::read_stats(rest, trace.stats.incomplete)?;
                 trace.stats_records += 1;

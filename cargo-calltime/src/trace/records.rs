@@ -9,15 +9,15 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use super::{
-    AggregatePath, Calibration, Invocation, Node, Quiet, RetiredCalls, Retirement, RunAggregate, Spawned, Stats,
-    ThreadKind, ThreadRef, Trace,
+    AggregatePath, Calibration, Invocation, Node, Quiet, RetiredCalls, Retirement, RunAggregate, SampledRoot, Spawned,
+    Stats, ThreadKind, ThreadRef, Trace,
 };
 
 pub(super) const MAGIC: &str = "calltime-trace";
 
 /// Settings the runtime writes, in its order: a value of these that is not a number is an error, and the builder
 /// writes them first, in this order, as the runtime does.
-pub(super) const KNOWN_SETTINGS: [&str; 20] = [
+pub(super) const KNOWN_SETTINGS: [&str; 21] = [
     "node_cap",
     "fold_after",
     "time_sample",
@@ -38,6 +38,7 @@ pub(super) const KNOWN_SETTINGS: [&str; 20] = [
     "keep_sample",
     "allocs",
     "quiet_after",
+    "cost_budget_pct",
 ];
 
 // ---- header ----
@@ -404,12 +405,23 @@ pub(super) fn write_end(out: &mut String, seq: u64) {
 
 // ---- statistics ----
 
+/// `sampled <root> <skipped> <timed> <timed_ns>`: a root's invocations sampled for cost so far (cumulative; written
+/// right before each `stats` line of a run that sampled).
+pub(super) fn read_sampled(rest: &str) -> Result<SampledRoot> {
+    let mut f = Fields::new(rest, 4);
+    Ok(SampledRoot { func: f.index()?, skipped: f.num()?, timed: f.num()?, timed_ns: f.num()? })
+}
+
+pub(super) fn write_sampled(out: &mut String, s: &SampledRoot) {
+    let _ = writeln!(out, "sampled {} {} {} {}", s.func, s.skipped, s.timed, s.timed_ns);
+}
+
 /// `stats <seen> <kept> <sampled_out> <dropped> <truncated>`, then (version 3) `<dropped_limit>
 /// <dropped_queue_full> <dropped_no_buffer> <retired_functions>`, then `<left_out_fast> <left_out_unselected>
-/// <first_root_ns> <last_root_ns>`, then `<dropped_cap>`, each optional (a runtime may write only the first five); `incomplete` is the
-/// reader's own count, kept.
+/// <first_root_ns> <last_root_ns>`, then `<dropped_cap>`, then `<periodic>` (1 or 0), then `<sampled_for_cost>`,
+/// each optional (a runtime may write only the first five); `incomplete` is the reader's own count, kept.
 pub(super) fn read_stats(rest: &str, incomplete: u64) -> Result<Stats> {
-    let mut f = Fields::new(rest, 15);
+    let mut f = Fields::new(rest, 16);
     let mut stats = Stats {
         seen: f.num()?,
         kept: f.num()?,
@@ -436,6 +448,7 @@ pub(super) fn read_stats(rest: &str, incomplete: u64) -> Result<Stats> {
         }
     }
     stats.periodic = f.optional_num()? == Some(1);
+    stats.sampled_for_cost = f.optional_num()?.unwrap_or(0);
     Ok(stats)
 }
 
@@ -448,14 +461,18 @@ pub(super) fn write_stats(out: &mut String, stats: &Stats, version: u32) {
         let Stats { left_out_fast, left_out_unselected, first_root_ns, last_root_ns, dropped_cap, .. } = stats;
         let periodic = stats.periodic;
         let chosen = (left_out_fast, left_out_unselected, first_root_ns, last_root_ns, dropped_cap);
-        if periodic || chosen != (&0, &0, &0, &0, &0) {
+        let sampled = stats.sampled_for_cost;
+        if periodic || sampled != 0 || chosen != (&0, &0, &0, &0, &0) {
             let _ = write!(out, " {left_out_fast} {left_out_unselected} {first_root_ns} {last_root_ns}");
         }
-        if periodic || *dropped_cap != 0 {
+        if periodic || sampled != 0 || *dropped_cap != 0 {
             let _ = write!(out, " {dropped_cap}");
         }
-        if periodic {
-            out.push_str(" 1");
+        if periodic || sampled != 0 {
+            let _ = write!(out, " {}", u8::from(periodic));
+        }
+        if sampled != 0 {
+            let _ = write!(out, " {sampled}");
         }
     }
     out.push('\n');

@@ -46,6 +46,10 @@ struct Document<'a> {
     slower_than: Option<super::SlowerThan>,
     /// Settings `cargo calltime ctl` switched while the program ran, in order, with when (ns since the epoch).
     controls: &'a [ControlChange],
+    /// Roots whose invocations were sampled for cost: how many were not recorded, and their roots' timed share
+    /// (left out when none was).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    sampled: &'a [crate::trace::SampledRoot],
     stats: Stats,
     warnings: &'a [String],
 }
@@ -371,6 +375,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
         functions: super::table::rows(trace, opts)?,
         slower_than: slower,
         controls: &trace.controls,
+        sampled: &trace.sampled,
         stats: trace.stats,
         warnings: &trace.warnings,
     };

@@ -179,6 +179,10 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
                 Some(note) => after_first_line(&table, &note),
                 None => table,
             };
+            let table = match text::sampled_note(trace) {
+                Some(note) => after_first_line(&table, &note),
+                None => table,
+            };
             (with_note(table).into_bytes(), false)
         }
         ViewFormat::Aggregate => (text::render_whole_run(trace, opts)?.into_bytes(), false),
@@ -190,7 +194,12 @@ pub fn render(trace: &Trace, opts: &ViewOptions) -> Result<Rendered> {
     // Text and aggregate say it in their summary, table under its title, JSON in `controls`; the others on stderr.
     let controls = match opts.format {
         ViewFormat::Text | ViewFormat::Aggregate | ViewFormat::Json | ViewFormat::Table => None,
-        ViewFormat::Svg | ViewFormat::Folded | ViewFormat::Chrome | ViewFormat::Html => text::controls_note(trace),
+        ViewFormat::Svg | ViewFormat::Folded | ViewFormat::Chrome | ViewFormat::Html => {
+            match (text::controls_note(trace), text::sampled_note(trace)) {
+                (Some(controls), Some(sampled)) => Some(format!("{controls}; {sampled}")),
+                (controls, sampled) => controls.or(sampled),
+            }
+        }
     };
     let note = match (slower.map(|s| s.to_string()), controls) {
         (Some(slower), Some(controls)) => Some(format!("{slower}; {controls}")),

@@ -275,6 +275,40 @@ impl TextView<'_> {
         self.retired_lines(out, &inv.retired, &unplaced, None);
     }
 
+    /// Under a root's aggregate header when its invocations were sampled for cost: how many were recorded, and
+    /// the root's count and mean over all of them (the skipped ones' roots were timed). Returns the factor that
+    /// scales the runtime's whole-run totals (recorded invocations only) to the whole run, for `--format
+    /// aggregate`; the kept trees' totals are what they are, sums over the trees.
+    /// The root's total over the whole run when its invocations were sampled for cost and every skipped one was
+    /// timed: the recorded ones' total plus the skipped ones' time.
+    fn sampled_root_total(&self, agg: &Aggregate) -> Option<u64> {
+        let sampled = self.trace.sampled.iter().find(|s| s.func == agg.tree.func && s.skipped > 0)?;
+        (sampled.timed == sampled.skipped).then_some(agg.tree.total_ns + sampled.timed_ns)
+    }
+
+    fn sampled_root_note(&self, out: &mut String, agg: &Aggregate) -> Option<f64> {
+        let sampled = self.trace.sampled.iter().find(|s| s.func == agg.tree.func && s.skipped > 0)?;
+        let recorded = agg.invocations.max(1);
+        let all = recorded + sampled.skipped;
+        let timed = recorded + sampled.timed;
+        let mean = (agg.tree.total_ns as f64 + sampled.timed_ns as f64) / timed as f64;
+        let untimed = match sampled.skipped - sampled.timed {
+            0 => String::new(),
+            n => format!(", {} root tasks not timed", thousands(n)),
+        };
+        let scaled = if self.runtime_aggregate { "; the other totals scaled to all of them (~)" } else { "" };
+        let note = format!(
+            "  {} of {} invocations recorded, the others sampled for cost: calls/inv and times per call over the \
+             recorded ones; the root over all {}: mean {}{untimed}{scaled}",
+            thousands(recorded),
+            thousands(all),
+            thousands(all),
+            format_ns(mean.round() as u64)
+        );
+        let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
+        self.runtime_aggregate.then_some(all as f64 / recorded as f64)
+    }
+
     fn aggregate(&self, out: &mut String, agg: &Aggregate) {
         let header = format!(
             "aggregate of {} invocation{} of {} by call path (per call: mean, p50, p99, max)",
@@ -283,6 +317,7 @@ impl TextView<'_> {
             self.names.get(agg.tree.func)
         );
         let _ = writeln!(out, "{}", self.paint.s(bold(), &header));
+        let scale = self.sampled_root_note(out, agg);
         if let Some(note) = root_spread_note(agg) {
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
@@ -299,11 +334,28 @@ impl TextView<'_> {
         let unplaced = tree.place_retired(&agg.retired, &self.callers);
         tree.estimate_retired_times(&self.trace.retirements);
         let percentile = |node: &Merged, q: f64| node.percentile_ns(q).map_or_else(|| "-".to_owned(), format_ns);
+        // Totals over the run, scaled from the recorded invocations to all of them when they were sampled for cost.
+        // The root's own total is exact: the skipped invocations' roots were timed (when all of them were).
+        let root_total = self.sampled_root_total(agg);
+        let total = |ns: u64, estimated: bool| match scale {
+            Some(factor) => approx((ns as f64 * factor).round() as u64, true),
+            None => approx(ns, estimated),
+        };
+        let tree_root: *const Merged = &tree;
         let cells = |node: &Merged| {
+            let (node_total, node_self) = match (root_total.filter(|_| std::ptr::eq(node, tree_root)), scale) {
+                // Its self time is what the scaled children leave of it.
+                (Some(ns), Some(factor)) => {
+                    let children: u64 = node.children.iter().map(|c| c.total_ns).sum();
+                    let children = (children as f64 * factor).round() as u64;
+                    (format_ns(ns), approx(ns.saturating_sub(children), true))
+                }
+                _ => (total(node.total_ns, node.is_estimated()), total(node.self_ns, self_is_estimated(node))),
+            };
             let mut cells = vec![
                 calls_cell(node, Some(agg.invocations)),
-                approx(node.total_ns, node.is_estimated()),
-                approx(node.self_ns, self_is_estimated(node)),
+                node_total,
+                node_self,
                 approx(node.mean_ns(), node.is_estimated()),
                 percentile(node, 0.5),
                 percentile(node, 0.99),
@@ -532,8 +584,12 @@ impl TextView<'_> {
         } else if no_counters {
             format!("invocations: {loaded} recorded (the trace has no counters: the program did not exit normally)")
         } else {
+            let for_cost = match stats.sampled_for_cost {
+                0 => String::new(),
+                n => format!(", {n} sampled for cost"),
+            };
             let mut line = format!(
-                "invocations: {} seen, {} kept, {} sampled out, {} dropped, {} truncated, {} incomplete",
+                "invocations: {} seen, {} kept, {} sampled out{for_cost}, {} dropped, {} truncated, {} incomplete",
                 stats.seen, stats.kept, stats.sampled_out, stats.dropped, stats.truncated, stats.incomplete
             );
             if running {
@@ -591,6 +647,13 @@ impl TextView<'_> {
         }
         if let Some(note) = controls_note(self.trace) {
             let _ = writeln!(out, "{}", self.paint.s(dim(), &format!("  {note}")));
+        }
+        if let Some(note) = sampled_note(self.trace) {
+            let note = format!(
+                "  {note}: trees, calls per invocation and times per call are over the recorded ones; each root's \
+                 count and mean over all of them (its aggregate's header)"
+            );
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
         let retired = stats.retired_functions.max(self.trace.retirements.len() as u64);
         if retired > 0 {
@@ -763,6 +826,25 @@ fn choice_note(trace: &Trace) -> Option<String> {
         stats.left_out_fast,
         stats.left_out_unselected,
         over.unwrap_or_default()
+    ))
+}
+
+/// What sampling for cost left out: `recorded 1,200 of 20,000 invocations (sampled to keep the probes' cost under
+/// 5%)`; `None` when every invocation was recorded. Every view says it: text and aggregate in their summary (and
+/// each sampled root's aggregate header), table under its title, JSON in `sampled`, the others on stderr.
+pub(crate) fn sampled_note(trace: &Trace) -> Option<String> {
+    let listed: u64 = trace.sampled.iter().map(|s| s.skipped).sum();
+    let skipped = trace.stats.sampled_for_cost.max(listed);
+    if skipped == 0 {
+        return None;
+    }
+    let seen = trace.stats.seen.max(skipped + trace.invocations.len() as u64);
+    let recorded = seen - skipped - trace.stats.sampled_out.min(seen - skipped);
+    let budget = trace.settings.get("cost_budget_pct").map_or(String::new(), |pct| format!(" under {pct}%"));
+    Some(format!(
+        "recorded {} of {} invocations (sampled to keep the probes' cost{budget})",
+        thousands(recorded),
+        thousands(seen)
     ))
 }
 

@@ -72,6 +72,10 @@ pub fn settings_note(trace: &Trace) -> Option<String> {
             format!("retire on ({})", when.join(", "))
         }
     });
+    // Said only when it applied, as `--exact` turns it off with retirement.
+    if let (Some(pct), true) = (settings.get("cost_budget_pct"), !trace.sampled.is_empty()) {
+        parts.push(format!("invocations sampled to keep the probes' cost under {pct}% (--exact records all)"));
+    }
     Some(format!("settings: {}", parts.join(", ")))
 }
 

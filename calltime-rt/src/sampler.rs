@@ -1,0 +1,345 @@
+//! Invocations sampled for cost: a root whose recorded invocations spend more than a budget of their time in the
+//! probes (`CALLTIME_COST_BUDGET`, 5% by default; off with `CALLTIME_EXACT=1`) records only a fraction of its next
+//! ones, so that what the recorded ones cost stays within the budget of the whole run's time.
+//!
+//! - The cost of a recorded invocation is estimated from what the runtime knows: its recorded nodes times the
+//!   calibrated cost of a recorded call (`calibrate.rs`, times `NODE_FACTOR` for the writer's and the aggregate's
+//!   work per node; its counts of retired calls alike), plus `FIXED_NS` for the invocation itself (admission,
+//!   hand-off, writing).
+//! - The decision is made at the root's entry by a per-thread countdown reset to a random gap (mean: the period),
+//!   never from the invocation's content or duration, so the recorded ones are a uniform sample.
+//! - The first `RECORD_FIRST` invocations of each root on each thread are always recorded (a short run keeps every
+//!   tree); the period follows the recent recorded invocations (it goes back to 1 when they get cheaper).
+//! - A skipped invocation runs with `CURRENT = SKIP` (every probe inside takes its cheapest path, the root's
+//!   re-entry does not start an invocation, nothing spawned is adopted, nothing goes to the whole-run aggregate)
+//!   and costs two clock reads: its root is timed, so the root's count and mean stay exact over the whole run.
+//!
+//! Each thread keeps its counters in a table of its own (written by it alone with plain stores, summed by the
+//! writer for the trace's `sampled` records and `stats`): no shared read-modify-write per invocation.
+
+use std::cell::Cell;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+use crate::invocation::lock;
+
+/// The default budget: the recorded invocations' probes may take this share of the run's time, in percent.
+pub(crate) const DEFAULT_BUDGET_PCT: u64 = 5;
+/// Invocations of each root a thread always records before sampling may start.
+pub(crate) const RECORD_FIRST: u64 = 100;
+/// At least 1 in this many invocations is recorded.
+const MAX_PERIOD: u64 = 4096;
+/// Roots a thread samples (more are always recorded).
+const ROOTS: usize = 8;
+/// What a recorded invocation costs beyond its nodes: root entry and exit, the hand-off to the outbox, settling
+/// its retired calls, the aggregate's fold and the writer's framing (docs/performance.md, "Per-invocation cost":
+/// 822 instructions on the recording thread and 1,807 on the writer for a 3-node tree with 2 `r` lines).
+const FIXED_NS: f64 = 500.0;
+/// A recorded node costs its probe pair on the thread, plus about as much again on the writer and in the
+/// whole-run aggregate's fold; so does each retired function's count of calls (an `r` line) the tree carries.
+const NODE_FACTOR: f64 = 2.0;
+/// Weight of the newest invocation in the running means (1/8).
+const NEWEST: f64 = 0.125;
+
+/// The budget in percent (0: every invocation recorded).
+static BUDGET_PCT: AtomicU64 = AtomicU64::new(0);
+/// Cost of a recorded node and of an invocation, in ticks (f64 bits), set at the runtime's start.
+static NODE_TICKS: AtomicU64 = AtomicU64::new(0);
+static FIXED_TICKS: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the budget up (at the runtime's start, after the calibration).
+pub(crate) fn start(budget_pct: u64) {
+    let (node, fixed) = match crate::calibrate::get() {
+        Some(c) => {
+            ((c.recorded_inner_ticks + c.recorded_outer_ticks) * NODE_FACTOR, FIXED_NS / c.ns_per_tick.max(1e-6))
+        }
+        None => (0.0, 0.0),
+    };
+    NODE_TICKS.store(node.to_bits(), Relaxed);
+    FIXED_TICKS.store(fixed.to_bits(), Relaxed);
+    BUDGET_PCT.store(if node > 0.0 { budget_pct.min(100) } else { 0 }, Relaxed);
+}
+
+/// The budget in percent (0: off).
+pub(crate) fn budget_pct() -> u64 {
+    BUDGET_PCT.load(Relaxed)
+}
+
+/// One root's sampling state on one thread. The decision fields are the owner's alone (relaxed loads and stores);
+/// the counters are read by the writer.
+pub(crate) struct Entry {
+    /// Root index + 1; 0 while free.
+    root: AtomicU32,
+    seen: AtomicU64,
+    countdown: AtomicU64,
+    /// Record 1 in `period` on average.
+    period: AtomicU64,
+    /// Running means (f64 bits; 0 before the first): a recorded invocation's estimated probe cost, and a skipped
+    /// invocation's duration, in ticks.
+    cost: AtomicU64,
+    skipped_span: AtomicU64,
+    /// A recorded invocation's duration (ticks; running mean).
+    recorded_span: AtomicU64,
+    /// Invocations skipped; of them, the ones whose root was timed, and their time in ticks.
+    skipped: AtomicU64,
+    timed: AtomicU64,
+    timed_ticks: AtomicU64,
+}
+
+impl Entry {
+    fn free() -> Entry {
+        Entry {
+            root: AtomicU32::new(0),
+            seen: AtomicU64::new(0),
+            countdown: AtomicU64::new(0),
+            period: AtomicU64::new(1),
+            cost: AtomicU64::new(0),
+            skipped_span: AtomicU64::new(0),
+            recorded_span: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            timed: AtomicU64::new(0),
+            timed_ticks: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A thread's entries. Never freed: an ended thread's table is reused by a later thread (its counters kept).
+pub(crate) struct Table {
+    entries: [Entry; ROOTS],
+    in_use: AtomicBool,
+}
+
+static TABLES: Mutex<Vec<&'static Table>> = Mutex::new(Vec::new());
+
+struct Mine {
+    table: Cell<Option<&'static Table>>,
+    rng: Cell<u64>,
+    /// The entry and start (ticks) of the skipped invocation in progress on this thread.
+    skipping: Cell<*const Entry>,
+    skip_start: Cell<u64>,
+}
+
+impl Drop for Mine {
+    fn drop(&mut self) {
+        if let Some(table) = self.table.get() {
+            table.in_use.store(false, Relaxed);
+        }
+    }
+}
+
+thread_local! {
+    static MINE: Mine = const {
+        Mine { table: Cell::new(None), rng: Cell::new(0), skipping: Cell::new(ptr::null()), skip_start: Cell::new(0) }
+    };
+}
+
+#[cold]
+#[inline(never)]
+fn claim() -> &'static Table {
+    let mut all = lock(&TABLES);
+    let table = match all.iter().find(|t| !t.in_use.load(Relaxed)) {
+        Some(&t) => t,
+        None => {
+            let t: &'static Table = Box::leak(Box::new(Table {
+                entries: std::array::from_fn(|_| Entry::free()),
+                in_use: AtomicBool::new(false),
+            }));
+            all.push(t);
+            t
+        }
+    };
+    table.in_use.store(true, Relaxed);
+    // A new thread starts its roots afresh (always recording its first ones); the counters stay for the totals.
+    for e in &table.entries {
+        e.seen.store(0, Relaxed);
+        e.countdown.store(0, Relaxed);
+        e.period.store(1, Relaxed);
+        e.cost.store(0, Relaxed);
+        e.skipped_span.store(0, Relaxed);
+        e.recorded_span.store(0, Relaxed);
+    }
+    table
+}
+
+/// This thread's entry for root `index` (taken when free); `None` past `ROOTS` roots, or in thread teardown.
+fn entry(index: u32) -> Option<&'static Entry> {
+    let table = MINE
+        .try_with(|mine| match mine.table.get() {
+            Some(t) => t,
+            None => {
+                let t = claim();
+                mine.table.set(Some(t));
+                mine.rng.set(seed(t));
+                t
+            }
+        })
+        .ok()?;
+    let key = index.wrapping_add(1);
+    let mut free = None;
+    for e in &table.entries {
+        match e.root.load(Relaxed) {
+            k if k == key => return Some(e),
+            0 if free.is_none() => free = Some(e),
+            _ => {}
+        }
+    }
+    let e = free?;
+    e.root.store(key, Relaxed);
+    Some(e)
+}
+
+fn seed(table: &Table) -> u64 {
+    let address = table as *const Table as u64;
+    (address ^ crate::clock::now()).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1
+}
+
+/// The next random gap between recorded invocations, uniform in `1..2 * period` (mean `period`).
+fn gap(period: u64) -> u64 {
+    let x = MINE
+        .try_with(|mine| {
+            // xorshift64
+            let mut x = mine.rng.get().max(1);
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            mine.rng.set(x);
+            x
+        })
+        .unwrap_or(1);
+    1 + x % (2 * period - 1)
+}
+
+/// What the sampler says at a root's entry.
+pub(crate) enum Decision {
+    /// Recorded; the entry (when the root is sampled) learns its cost at the end (`recorded`).
+    Record(Option<&'static Entry>),
+    /// Skipped for cost (counted).
+    Skip(&'static Entry),
+}
+
+/// At the entry of root `index` (an invocation otherwise admitted): whether it is recorded or skipped for cost.
+#[inline]
+pub(crate) fn decide(index: u32) -> Decision {
+    if BUDGET_PCT.load(Relaxed) == 0 {
+        return Decision::Record(None);
+    }
+    let Some(e) = entry(index) else { return Decision::Record(None) };
+    let seen = e.seen.load(Relaxed) + 1;
+    e.seen.store(seen, Relaxed);
+    let period = e.period.load(Relaxed);
+    if seen <= RECORD_FIRST || period <= 1 {
+        return Decision::Record(Some(e));
+    }
+    let countdown = e.countdown.load(Relaxed);
+    if countdown > 1 {
+        e.countdown.store(countdown - 1, Relaxed);
+        e.skipped.store(e.skipped.load(Relaxed) + 1, Relaxed);
+        return Decision::Skip(e);
+    }
+    e.countdown.store(gap(period), Relaxed);
+    Decision::Record(Some(e))
+}
+
+/// A skipped invocation of thread root `e` started at `start` (ticks): its root is timed at its end.
+pub(crate) fn skip_started(e: &'static Entry, start: u64) {
+    let _ = MINE.try_with(|mine| {
+        mine.skipping.set(e);
+        mine.skip_start.set(start);
+    });
+}
+
+/// The end of a skipped invocation on this thread: its root's duration (ticks) when it was skipped for cost and
+/// timed, `None` for the other skipped invocations (sampled out, past the limit).
+pub(crate) fn skip_ended() -> Option<(&'static Entry, u64)> {
+    let (e, start) = MINE.try_with(|mine| (mine.skipping.replace(ptr::null()), mine.skip_start.get())).ok()?;
+    // SAFETY: entries live in leaked tables, never freed.
+    let e = unsafe { e.as_ref() }?;
+    let ticks = crate::clock::now().wrapping_sub(start);
+    e.timed.store(e.timed.load(Relaxed) + 1, Relaxed);
+    e.timed_ticks.store(e.timed_ticks.load(Relaxed) + ticks, Relaxed);
+    store_mean(&e.skipped_span, ticks as f64);
+    Some((e, ticks))
+}
+
+/// Records the next invocation of `e`'s root (a skipped one would have been kept by `--slower-than` or
+/// `--keep-slowest`: the next may show why).
+pub(crate) fn record_next(e: &Entry) {
+    e.countdown.store(1, Relaxed);
+}
+
+/// Adds `value` to a running mean; a value over 4x the mean counts as 4x (a preempted invocation must not hold the
+/// mean up for long).
+fn store_mean(mean: &AtomicU64, value: f64) {
+    let old = f64::from_bits(mean.load(Relaxed));
+    let new = if old == 0.0 { value } else { old + (value.min(4.0 * old) - old) * NEWEST };
+    mean.store(new.to_bits(), Relaxed);
+}
+
+/// A recorded invocation of `e`'s root ended: `nodes` recorded (nodes and counts of retired calls) over `span`
+/// ticks. Sets the period from the
+/// running means: the share recorded is `budget x plain time / probe cost`, where the plain time is a skipped
+/// invocation's mean duration, bounded by a recorded one's (which has the probes in it too). (A root task may
+/// end on another thread than the one that decided: the fields are atomics, and a lost update only delays the
+/// period by an invocation.)
+pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64) {
+    let budget = BUDGET_PCT.load(Relaxed);
+    if budget == 0 {
+        return;
+    }
+    let cost = f64::from_bits(FIXED_TICKS.load(Relaxed)) + nodes as f64 * f64::from_bits(NODE_TICKS.load(Relaxed));
+    store_mean(&e.cost, cost);
+    let cost = f64::from_bits(e.cost.load(Relaxed));
+    store_mean(&e.recorded_span, span as f64);
+    let recorded_span = f64::from_bits(e.recorded_span.load(Relaxed));
+    let skipped = f64::from_bits(e.skipped_span.load(Relaxed));
+    let plain = if skipped > 0.0 { skipped.min(recorded_span) } else { recorded_span };
+    let share = budget as f64 / 100.0 * plain / cost.max(1.0);
+    let period = if share >= 1.0 { 1 } else { ((1.0 / share).ceil() as u64).clamp(1, MAX_PERIOD) };
+    e.period.store(period, Relaxed);
+    if e.countdown.load(Relaxed) > 2 * period {
+        e.countdown.store(gap(period), Relaxed);
+    }
+}
+
+/// Per root: invocations skipped for cost, how many of them were timed, and their time in ticks; in root order.
+pub(crate) fn totals() -> Vec<(u32, u64, u64, u64)> {
+    let mut out: Vec<(u32, u64, u64, u64)> = Vec::new();
+    for table in lock(&TABLES).iter() {
+        for e in &table.entries {
+            let key = e.root.load(Relaxed);
+            let skipped = e.skipped.load(Relaxed);
+            if key == 0 || skipped == 0 {
+                continue;
+            }
+            let (timed, ticks) = (e.timed.load(Relaxed), e.timed_ticks.load(Relaxed));
+            match out.iter_mut().find(|t| t.0 == key - 1) {
+                Some(t) => {
+                    t.1 += skipped;
+                    t.2 += timed;
+                    t.3 += ticks;
+                }
+                None => out.push((key - 1, skipped, timed, ticks)),
+            }
+        }
+    }
+    out.sort_unstable_by_key(|t| t.0);
+    out
+}
+
+/// Invocations skipped for cost so far, over every thread.
+pub(crate) fn total_skipped() -> u64 {
+    lock(&TABLES).iter().flat_map(|t| t.entries.iter()).map(|e| e.skipped.load(Relaxed)).sum()
+}
+
+/// In a child forked without exec: the parent's counts are forgotten (the child's `stats` count its own roots).
+/// `try_lock`: a lock held by a parent's thread that the child does not have is skipped rather than waited for.
+pub(crate) fn forget_parent() {
+    if let Ok(all) = TABLES.try_lock() {
+        for e in all.iter().flat_map(|t| t.entries.iter()) {
+            for counter in [&e.skipped, &e.timed, &e.timed_ticks] {
+                counter.store(0, Relaxed);
+            }
+        }
+    }
+}
