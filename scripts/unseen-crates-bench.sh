@@ -57,6 +57,27 @@ workspace() {
   cat > "$dir/$bench/src/main.rs"
 }
 
+# The Rust function the compression benches share: `generated_text(len, seed)`, words and numbers from a seeded LCG;
+# appended to a bench's main.rs after `workspace` wrote it.
+generated_text_rs() {
+  cat <<'RS'
+
+/// At least `len` bytes of words and numbers, the same for the same seed.
+fn generated_text(len: usize, seed: u64) -> Vec<u8> {
+    let mut data = Vec::with_capacity(len);
+    let mut state = seed;
+    while data.len() < len {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let word = ["alpha", "beta", "gamma", "delta", "calltime", "probe", "tree", "node"][(state >> 60) as usize % 8];
+        data.extend_from_slice(word.as_bytes());
+        data.push(if state & 0xf == 0 { b'\n' } else { b' ' });
+        data.extend_from_slice(format!("{}", (state >> 40) % 1000).as_bytes());
+    }
+    data
+}
+RS
+}
+
 # toml_edit: one `Document::parse` per document, 150 generated documents of about 40 KB.
 workspace "$work/tm" tmbench toml_edit@0.25.20 toml_parser@1.1.6 <<'RS'
 use std::fmt::Write;
@@ -197,15 +218,7 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let chunks: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(128);
-    let mut data = Vec::with_capacity(chunks * 65536);
-    let mut state = 11u64;
-    while data.len() < chunks * 65536 {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let word = ["alpha", "beta", "gamma", "delta", "calltime", "probe", "tree", "node"][(state >> 60) as usize % 8];
-        data.extend_from_slice(word.as_bytes());
-        data.push(if state & 0xf == 0 { b'\n' } else { b' ' });
-        data.extend_from_slice(format!("{}", (state >> 40) % 1000).as_bytes());
-    }
+    let data = generated_text(chunks * 65536, 11);
     let (mut compressed, mut spent) = (0usize, Duration::ZERO);
     for chunk in data.chunks(65536).take(chunks) {
         let started = Instant::now();
@@ -219,6 +232,7 @@ fn main() {
     eprintln!("truth miniz_oxide::deflate::compress_to_vec {} {chunks}", spent.as_nanos() as f64 / chunks as f64);
 }
 RS
+generated_text_rs >> "$work/mz/mzbench/src/main.rs"
 
 # httparse: one `Request::parse` per request, 300,000 requests (16 shapes of 200-700 bytes).
 workspace "$work/hp" hpbench httparse@1.10.1 <<'RS'
@@ -479,15 +493,7 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let chunks: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(256);
-    let mut data = Vec::with_capacity(chunks * 65536);
-    let mut state = 7u64;
-    while data.len() < chunks * 65536 {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let word = ["alpha", "beta", "gamma", "delta", "calltime", "probe", "tree", "node"][(state >> 60) as usize % 8];
-        data.extend_from_slice(word.as_bytes());
-        data.push(if state & 0xf == 0 { b'\n' } else { b' ' });
-        data.extend_from_slice(format!("{}", (state >> 40) % 1000).as_bytes());
-    }
+    let data = generated_text(chunks * 65536, 7);
     let (mut compressed, mut spent) = (0usize, Duration::ZERO);
     for chunk in data.chunks(65536).take(chunks) {
         let started = Instant::now();
@@ -502,6 +508,7 @@ fn main() {
         spent.as_nanos() as f64 / chunks as f64);
 }
 RS
+generated_text_rs >> "$work/lz/lzbench/src/main.rs"
 
 # nom 8: the program's own JSON-like parser built from nom's combinators (recursive `value`), one `parse_document`
 # per document, 300 generated documents of about 25 KB.
