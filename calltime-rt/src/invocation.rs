@@ -14,7 +14,7 @@ use crate::clock::{clock, now, ClockBase, Scale};
 use crate::keep::{self, Keep, LeftOut};
 use crate::outbox::{self, Counter, Outbox};
 use crate::probe::{record_enter, Guard};
-use crate::recorder::{OwnerKind, Recorder, DEFAULT_MAX_DEPTH, PARENT_MASK};
+use crate::recorder::{Node, OwnerKind, Recorder, DEFAULT_MAX_DEPTH, PARENT_MASK};
 use crate::sampler::{self, Decision, Entry};
 use crate::writer::{install_flush_hooks, start_writer};
 
@@ -327,6 +327,16 @@ enum Admission {
     AggregateOnly,
 }
 
+impl Admission {
+    /// The sampler's entry a recorded invocation reports its cost to at its end (`sampler::recorded`).
+    fn sampled_by(&self) -> Option<&'static Entry> {
+        match *self {
+            Admission::Record(entry) => entry,
+            _ => None,
+        }
+    }
+}
+
 /// What happens to an invocation that is not kept: recorded for the aggregate when there is one.
 fn not_kept() -> Admission {
     if crate::aggregate::enabled() {
@@ -566,10 +576,7 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
             unsafe {
                 (*slot.rec).begin(OwnerKind::Thread, slot.id, None);
                 (*slot.rec).aggregate_only = matches!(admission, Admission::AggregateOnly);
-                (*slot.rec).sampled_by = match admission {
-                    Admission::Record(entry) => entry,
-                    _ => None,
-                };
+                (*slot.rec).sampled_by = admission.sampled_by();
             }
             Some(slot.rec)
         })
@@ -594,6 +601,14 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
 }
 
 /// The root frame of a thread invocation was left: hand the tree to the writer, through the thread's outbox when
+/// A recorded invocation tells its root's sampler entry (when sampled) what it cost: its nodes and counts of retired
+/// calls, over its root's span.
+fn report_to_sampler(rec: &Recorder, root: &Node) {
+    if let Some(entry) = rec.sampled_by {
+        sampler::recorded(entry, rec.nodes().len() + rec.retired_pairs().len(), root.end.wrapping_sub(root.start));
+    }
+}
+
 /// it is small (the recorder is reused at once), else in its recorder (the thread takes a fresh one).
 #[cold]
 #[inline(never)]
@@ -614,10 +629,7 @@ pub(crate) fn complete_thread_invocation(rec: *mut Recorder) {
         if r.aggregate_only {
             return Some(());
         }
-        if let Some(entry) = r.sampled_by {
-            let recorded = r.nodes().len() + r.retired_pairs().len();
-            sampler::recorded(entry, recorded, root.end.wrapping_sub(root.start));
-        }
+        report_to_sampler(r, root);
         if rt.config.chooses() {
             let local_bar = keep::local_sample_bar(rt.config.keep, slot.seen);
             let (start, end) = (root.start, root.end);
@@ -699,10 +711,7 @@ pub(crate) fn begin_task_invocation(index: u32, plan: &'static PlanInfo) -> Opti
     };
     rec.begin(OwnerKind::Task, TASK_IDS.fetch_add(1, Relaxed), None);
     rec.aggregate_only = matches!(admission, Admission::AggregateOnly);
-    rec.sampled_by = match admission {
-        Admission::Record(entry) => entry,
-        _ => None,
-    };
+    rec.sampled_by = admission.sampled_by();
     Some(rec)
 }
 
@@ -720,8 +729,8 @@ pub(crate) fn finish_task(owned: OwnedRecorder) {
     if rec.aggregate_only {
         return give_back(rec);
     }
-    if let (Some(entry), Some(root)) = (rec.sampled_by, root) {
-        sampler::recorded(entry, rec.nodes().len() + rec.retired_pairs().len(), root.end.wrapping_sub(root.start));
+    if let Some(root) = &root {
+        report_to_sampler(&rec, root);
     }
     if let Some(root) = root.filter(|_| rt.config.chooses()) {
         if let Err(why) = keep::verdict(rt.config.keep, root.start, root.end, OwnerKind::Task, rec.owner(), 0) {

@@ -102,6 +102,16 @@ impl Entry {
             timed_ticks: AtomicU64::new(0),
         }
     }
+
+    /// The decision fields as `free` has them, for a new thread: its counters stay (they are the run's totals).
+    fn restart(&self) {
+        self.seen.store(0, Relaxed);
+        self.countdown.store(0, Relaxed);
+        self.period.store(1, Relaxed);
+        for mean in [&self.cost, &self.skipped_span, &self.recorded_span] {
+            mean.store(0, Relaxed);
+        }
+    }
 }
 
 /// A thread's entries. Never freed: an ended thread's table is reused by a later thread (its counters kept).
@@ -152,12 +162,7 @@ fn claim() -> &'static Table {
     table.in_use.store(true, Relaxed);
     // A new thread starts its roots afresh (always recording its first ones); the counters stay for the totals.
     for e in &table.entries {
-        e.seen.store(0, Relaxed);
-        e.countdown.store(0, Relaxed);
-        e.period.store(1, Relaxed);
-        e.cost.store(0, Relaxed);
-        e.skipped_span.store(0, Relaxed);
-        e.recorded_span.store(0, Relaxed);
+        e.restart();
     }
     table
 }
