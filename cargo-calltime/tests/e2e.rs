@@ -401,7 +401,8 @@ fn every_function_form_builds_and_behaves_the_same() {
 }
 
 /// The same forms in an optimised build, where small non-root bodies take the runtime's forms: written twice
-/// (`quiet_in!`, `quiet_err_in!`, and `quiet_guard_in!` for parameters taken by value) unless they declare an item,
+/// (`quiet_in!`, `quiet_err_in!`, and `quiet_guard_in!` for parameters taken by value; `quiet_or_counted_*!` past
+/// `rewrite::COUNTED_IN_PLACE_BODY`) unless they declare an item,
 /// else in a closure (`run_quiet_in`) or under a guard (`enter_in`: parameters taken by value). No warning, the
 /// plain build's output, the same tree as the dev profile's guards record.
 #[test]
@@ -412,12 +413,29 @@ fn every_function_form_builds_and_behaves_the_same_optimised() {
     let shadow = std::fs::read_to_string(dir.join("target/calltime/shadow/src/.lib.calltime.rs")).unwrap();
     let form = |name: &str| {
         let line = shadow.lines().find(|l| l.contains(&format!("fn {name}("))).unwrap_or("");
-        ["quiet_in!", "quiet_err_in!", "quiet_guard_in!", "run_quiet_in", "enter_in"]
-            .into_iter()
-            .find(|f| line.contains(f))
+        [
+            "quiet_in!",
+            "quiet_err_in!",
+            "quiet_guard_in!",
+            "quiet_or_counted_in!",
+            "quiet_or_counted_err_in!",
+            "quiet_or_counted_guard_in!",
+            "run_quiet_in",
+            "enter_in",
+        ]
+        .into_iter()
+        .find(|f| line.contains(&format!("__private::{f}")))
     };
-    let names = ["first_evens", "parsed_sum", "calls_so_far", "wrapped", "first_of", "parsed_owned"];
-    let expected = ["quiet_in!", "quiet_err_in!", "run_quiet_in", "run_quiet_in", "quiet_guard_in!", "quiet_err_in!"];
+    let names = ["first_evens", "parsed_sum", "calls_so_far", "wrapped", "first_of", "parsed_owned", "parsed_total"];
+    let expected = [
+        "quiet_or_counted_in!",
+        "quiet_err_in!",
+        "run_quiet_in",
+        "run_quiet_in",
+        "quiet_or_counted_guard_in!",
+        "quiet_err_in!",
+        "quiet_or_counted_err_in!",
+    ];
     assert_eq!(names.map(form), expected.map(Some));
 }
 
