@@ -23,6 +23,14 @@ impl Guard {
     pub(crate) const INERT: Guard = Guard { rec: ptr::null_mut(), slot: NO_SLOT };
     /// The root guard of an invocation that is not recorded: its drop ends the skipped invocation.
     pub(crate) const SKIPPED: Guard = Guard { rec: SKIP, slot: NO_SLOT };
+
+    /// Whether this guard records its call (so its result's `Err` is noted): false for a quiet, counted or skipped
+    /// call, and outside any invocation.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn records(&self) -> bool {
+        self.rec as usize > SKIP as usize
+    }
 }
 
 /// The entry probe of a non-root function. A retired function is settled by the global state byte alone: a quiet

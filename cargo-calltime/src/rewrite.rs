@@ -138,7 +138,11 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             }
             let guard = format!("let __calltime_guard = ::calltime_rt::__private::{call};");
             if counts_errs {
-                let (open, close) = sync_err_wrap(index, site.return_type.as_deref());
+                let (open, close) = if plan.dev_profile {
+                    sync_err_wrap(index, site.return_type.as_deref())
+                } else {
+                    guarded_err_wrap(index, site.return_type.as_deref())
+                };
                 return vec![(site.open, format!("{guard}{open}")), (site.close, close)];
             }
             vec![(site.open, guard)]
@@ -179,6 +183,25 @@ fn sync_err_wrap(index: u32, return_type: Option<&str>) -> (String, String) {
     (
         format!(" match ::calltime_rt::__private::call_once(move || {{ {pin}"),
         format!(" }}) {{ __calltime_result => {{ {note}__calltime_result }} }} "),
+    )
+}
+
+/// `sync_err_wrap` after a guard, in an optimised build: only a call whose guard records passes its result to the
+/// note; the others return the body's result as it comes. With one path, the result is read before it is returned,
+/// so it is built in a temporary and copied to the return slot piece by piece (an enum's fields at odd offsets,
+/// then read back 16 bytes at a time: a stalled store-to-load forward), on every call of a root's recursion or of a
+/// counted function (serde_json's `Value::deserialize` and `Deserializer::deserialize_any`: docs/performance.md,
+/// "Tenth round"). The closure, called from two places, may stay out of line: one call, against those copies.
+fn guarded_err_wrap(index: u32, return_type: Option<&str>) -> (String, String) {
+    let pin = return_pin(return_type);
+    let note = outcome_note(index);
+    (
+        format!(" let __calltime_body = move || {{ {pin}"),
+        format!(
+            " }}; if __calltime_guard.records() {{ match ::calltime_rt::__private::call_once(__calltime_body) {{ \
+             __calltime_result => {{ {note}__calltime_result }} }} }} else {{ \
+             ::calltime_rt::__private::call_once(__calltime_body) }} "
+        ),
     )
 }
 
@@ -787,12 +810,17 @@ mod tests {
         assert_eq!(
             out,
             "fn f() -> Result<u8, E> {let __calltime_guard = ::calltime_rt::__private::enter_in(&crate::__CALLTIME_STATE, 4); \
-             match \
-             ::calltime_rt::__private::call_once(move || { if false { #[allow(unreachable_code)] let __calltime_r: \
+             let __calltime_body = move || { if false { #[allow(unreachable_code)] let __calltime_r: \
              Result<u8, E> = loop {}; #[allow(unreachable_code)] return __calltime_r; } \n    g()?;\n    \
-             Ok(1) }) { __calltime_result => { { #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as \
-             _; ::calltime_rt::__private::Outcome(&__calltime_result).note(4); } __calltime_result } } \n}\n"
+             Ok(1) }; if __calltime_guard.records() { match ::calltime_rt::__private::call_once(__calltime_body) { \
+             __calltime_result => { { #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as \
+             _; ::calltime_rt::__private::Outcome(&__calltime_result).note(4); } __calltime_result } } } else { \
+             ::calltime_rt::__private::call_once(__calltime_body) } \n}\n"
         );
+        // The dev profile: one path, every result noted (the note leaves a call that records nothing alone).
+        let dev = PlanInfo { dev_profile: true, ..plan() };
+        let out = apply(src, &[Probe { site: &s, is_root: false }], &dev).unwrap();
+        assert!(out.contains("; match ::calltime_rt::__private::call_once(move || { if false"), "{out}");
         // Async: an inner async block, its output noted inside the wrapper.
         let src = "async fn f() -> Result<u8, E> {\n    Ok(1)\n}\n";
         let s = counting(site(ProbeKind::Async, 2, src.find('{').unwrap() + 1, src.rfind('}').unwrap(), Some("R")));
