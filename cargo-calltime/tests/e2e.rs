@@ -474,6 +474,31 @@ fn err_returns_are_counted_exactly_and_every_form_behaves_the_same() {
     assert_eq!(folded_dump, dump);
 }
 
+/// The same `Err` counts in an optimised build, where the bodies take the runtime's forms (written twice, their
+/// counted calls in the first copy past the tiny) and a guarded body's result is noted only when its guard records
+/// (`rewrite::guarded_err_wrap`: the root `run` and the bodies that declare an item).
+#[test]
+fn err_returns_are_counted_exactly_when_optimised() {
+    let (tmp, dir) = util::copy_test_crate("e2e-errs");
+    let json = json_report_printing_as_plain(
+        tmp.path(),
+        &dir,
+        &["--root", "run", "--depth", "4", "--probe-trivial", "--release"],
+    );
+    fn node(out: &mut String, n: &Value, depth: usize) {
+        let path = n["path"].as_str().unwrap_or("?");
+        out.push_str(&format!("{}{path} calls={} errs={}\n", "  ".repeat(depth), n["calls"], n["errs"]));
+        for child in n["children"].as_array().into_iter().flatten() {
+            node(out, child, depth + 1);
+        }
+    }
+    let mut dump = String::new();
+    node(&mut dump, &json["invocations"][0]["tree"], 0);
+    util::check(&util::data("e2e/errs-tree.txt"), &dump);
+    let shadow = std::fs::read_to_string(dir.join("target/calltime/shadow/src/.main.calltime.rs")).unwrap();
+    assert!(shadow.contains("__calltime_guard.records()"), "{shadow}");
+}
+
 /// Futures polled together (test-crates/async-overlap, a std-only executor): `both`'s children overlap and its
 /// self time is its duration less their union, not 0; `race` drops `slow` when `fast` is done: `slow` is cancelled.
 #[test]

@@ -3,7 +3,8 @@
 //! back through `&mut self`, const generics, `unsafe fn`, `impl Trait` inside the result, an async fn, a non-std
 //! type named `*Result` (never counted) and a `#[track_caller]` function (not counted: its location must stay).
 //! `cargo calltime --root run --format json`: `parse_even` errs 3 of 6 calls, `checked` 2 of 6, `io_step` 1 of 4,
-//! `boxed` 1 of 2, `slot` 1 of 3, `pick` 1 of 3, `raw` 1 of 2, `evens` 1 of 2, `fetch` 2 of 4.
+//! `boxed` 1 of 2, `slot` 1 of 3, `pick` 1 of 3, `raw` 1 of 2, `evens` 1 of 2, `fetch` 2 of 4,
+//! `owned_with_item` 1 of 3.
 #![deny(warnings)]
 
 use std::error::Error;
@@ -145,7 +146,20 @@ fn block_on<F: Future>(fut: F) -> F::Output {
     }
 }
 
+/// A parameter taken by value and a nested item: the guard form, its result noted only when its guard records
+/// (an optimised build's `rewrite::guarded_err_wrap`).
+fn owned_with_item(text: String) -> Result<u32, std::num::ParseIntError> {
+    fn trimmed(text: &str) -> &str {
+        text.trim()
+    }
+    let n: u32 = trimmed(&text).parse()?;
+    Ok(n * 2)
+}
+
 fn run() {
+    for text in [" 4 ", "x", "5"] {
+        println!("owned_with_item({text:?}) = {:?}", owned_with_item(text.to_owned()));
+    }
     for n in 1..=6 {
         println!("checked({n}) = {:?}", checked(n));
     }
