@@ -5,7 +5,7 @@
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
 use super::index::{CrateId, FnId, ImplDef, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
-use super::std_model::{DERIVED_METHODS, GUARDS, INTEGERS, PRELUDE_FNS, SLICE, STD_TYPES};
+use super::std_model::{DERIVED_METHODS, GUARDS, INTEGERS, ITERATOR_METHODS, PRELUDE_FNS, SLICE, STD_TYPES};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
 /// Most candidates a call resolved by name and arity may fan out to; beyond it the call is reported, not followed.
@@ -490,6 +490,14 @@ impl Index {
                 {
                     // std's blanket `ToString` runs the type's `Display::fmt`.
                     out.extend(self.trait_impl_methods(t, "Display", &["fmt"]));
+                    return None;
+                }
+                Outcome::MissingOnType(t)
+                    if ITERATOR_METHODS.contains(&name)
+                        && !self.trait_impl_methods(t, "Iterator", &["next"]).is_empty() =>
+                {
+                    // std's provided method pulls the items through the type's own `next`.
+                    out.extend(self.trait_impl_methods(t, "Iterator", &["next"]));
                     return None;
                 }
                 Outcome::MissingOnType(_) if DERIVED_METHODS.contains(&name) => return None,
