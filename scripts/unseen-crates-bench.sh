@@ -1047,8 +1047,9 @@ for name in $only; do
     fi
   done
   echo "  views$views (stderr of each in $work/$name.view.*.stderr)"
-  [ ! -s "$work/$name.view.json" ] || python3 "$repo/scripts/placement-check.py" "$work/$name.view.json" 2>&1 \
-    | head -3 | sed "s/^/  placement-check: /"
+  # (head closes the pipe early: not a failure)
+  [ ! -s "$work/$name.view.json" ] || { python3 "$repo/scripts/placement-check.py" "$work/$name.view.json" 2>&1 \
+    | head -3 | sed "s/^/  placement-check: /"; } || true
   "$CC" calltime diff "$work/$name.1.trace" "$work/$name.2.trace" > "$work/$name.diff.txt" 2>&1 \
     && echo "  diff: $(head -1 "$work/$name.diff.txt")" || echo "  diff FAILED (see $work/$name.diff.txt)"
   echo "  trace $(cat "$work/$name.1.trace"* | grep -a '^stats ' | tail -1) (seen kept sampled_out dropped truncated)"
