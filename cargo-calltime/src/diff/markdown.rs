@@ -243,6 +243,15 @@ pub(super) fn noise_notes(report: &Report) -> Vec<String> {
             ));
         }
     }
+    for side in [&report.base, &report.head] {
+        if side.sampled {
+            notes.push(format!(
+                "{}: a random sample of the invocations was recorded (sampled for cost, or CALLTIME_SAMPLE): calls \
+                 and allocations per invocation are changes only beyond what sampling explains",
+                label(&side.label)
+            ));
+        }
+    }
     let s = &report.summary;
     let threshold = super::format_pct_plain(report.settings.threshold_pct);
     if s.not_significant > 0 {
