@@ -861,11 +861,10 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
                     && stands_out((bytes_base, bytes_sq_base), (bytes_head, bytes_sq_head))),
         }
     });
-    let count = |samples: Option<&PathSamples>, of: fn(&PathSamples) -> (u64, u128)| samples.map_or((0, 0), of);
-    let (errs_of, cancelled_of): (fn(&PathSamples) -> (u64, u128), fn(&PathSamples) -> (u64, u128)) =
-        (|p| (p.errs, p.errs_sq), |p| (p.cancelled, p.cancelled_sq));
-    let errs = Outcomes::of(count(in_base, errs_of), base, count(in_head, errs_of), head);
-    let cancelled = Outcomes::of(count(in_base, cancelled_of), base, count(in_head, cancelled_of), head);
+    let errs_of = |p: Option<&PathSamples>| p.map_or((0, 0), |p| (p.errs, p.errs_sq));
+    let cancelled_of = |p: Option<&PathSamples>| p.map_or((0, 0), |p| (p.cancelled, p.cancelled_sq));
+    let errs = Outcomes::of(errs_of(in_base), base, errs_of(in_head), head);
+    let cancelled = Outcomes::of(cancelled_of(in_base), base, cancelled_of(in_head), head);
     let time_stats = |samples: Option<&PathSamples>, side: &Side| {
         samples.map(|p| TimeStats {
             samples: p.total_ns.len(),
