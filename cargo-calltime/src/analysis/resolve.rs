@@ -74,7 +74,14 @@ impl Index {
                     out.extend(fns);
                     None
                 }
-                Outcome::External | Outcome::MissingOnType(_) => None,
+                Outcome::External => None,
+                Outcome::MissingOnType(t) => called.then(|| {
+                    format!(
+                        "unresolved: no function `{}` on `{}` in the workspace (made by a derive or another macro?)",
+                        path.segs.last().map(String::as_str).unwrap_or_default(),
+                        self.types[t].name
+                    )
+                }),
                 Outcome::ByTypeName(fns) => {
                     if !called {
                         return None;
@@ -200,8 +207,14 @@ impl Index {
                     _ => Outcome::Missing(Some(pm)),
                 }
             }
-            // Nothing found on a workspace type or trait: a derived or foreign trait's function.
-            Some(TypeRes::Type(t)) => ext(self.assoc_fns(t, last, false)),
+            // Nothing found on a workspace type or trait: a derived or foreign trait's function. A std derive's
+            // leaves the workspace; another name was made by a macro the analysis does not expand (pest_derive's
+            // `JsonParser::parse`): a call it cannot follow, noted.
+            Some(TypeRes::Type(t)) => match self.assoc_fns(t, last, false) {
+                fns if !fns.is_empty() => Outcome::Fns(fns),
+                _ if DERIVED_METHODS.contains(&last.as_str()) => Outcome::External,
+                _ => Outcome::MissingOnType(t),
+            },
             Some(TypeRes::Trait(tr)) => ext(self.trait_dispatch(tr, last)),
             // `dependency::f(..)` or `ForeignType::f(..)`: outside the workspace unless a workspace impl adds it; never
             // a workspace function of the same name (`fn unescape(..) { unescape::unescape(..) }` is no recursion).

@@ -125,3 +125,4 @@ pub fn entry(key: &str) -> u32 {
 mod blanket;
 mod chains;
 mod iterate;
+mod made;
