@@ -11,7 +11,8 @@
 #        the plain builds are reused; the instrumented builds are always redone from scratch)
 #        CALLTIME_CC=PATH measures that cargo-calltime binary; ONLY="tm rx" runs only those programs (tm toml_edit,
 #        rx regex, qx quick-xml, mz miniz_oxide, hp httparse, ae the tokio server; cs csv, sq sqlparser, sv semver,
-#        sh sha2, lz lz4_flex, nm a nom parser);
+#        sh sha2, lz lz4_flex, nm a nom parser; pt a pest_derive JSON grammar, te tera, ur url, si similar, wn a
+#        winnow parser, jf jiff);
 #        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts;
 #        REUSE_BUILDS=1 measures the binaries an earlier run left in WORK_DIR (sqlparser's instrumented build takes
 #        15 minutes at load 15).
@@ -20,7 +21,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/unseen-crates-bench}
 runs=${RUNS:-10}
-only=${ONLY:-tm rx qx mz hp ae cs sq sv sh lz nm}
+only=${ONLY:-tm rx qx mz hp ae cs sq sv sh lz nm pt te ur si wn jf}
 fail() { echo "unseen-crates-bench: $*" >&2; exit 1; }
 mkdir -p "$work" || fail "cannot create the work directory $work"
 work=$(cd "$work" && pwd)
@@ -30,7 +31,8 @@ echo "== setup (work dir $work)"
 . "$repo/scripts/bench-tool.sh"   # sets CC: CALLTIME_CC, or this checkout's tool
 crates="toml_edit@0.25.20 toml_parser@1.1.6 quick-xml@0.41.0 miniz_oxide@0.9.1 httparse@1.10.1 regex@1.13.2
   regex-automata@0.4.19 regex-syntax@0.8.12 csv@1.4.0 csv-core@0.1.13 sqlparser@0.64.0 semver@1.0.28 sha2@0.10.8
-  digest@0.10.7 lz4_flex@0.14.2 nom@8.0.0"
+  digest@0.10.7 lz4_flex@0.14.2 nom@8.0.0 pest@2.9.6 pest_derive@2.9.6 tera@1.20.1 url@2.5.8 similar@2.7.0
+  winnow@0.7.15 jiff@1.0.2 jiff-core@1.0.1"
 registry() { ls -d "$HOME"/.cargo/registry/src/*/"$1"-[0-9]* 2>/dev/null | grep -F -- "-$2" | head -1 || true; }
 missing=0
 for spec in $crates; do [ -n "$(registry "${spec%@*}" "${spec#*@}")" ] || missing=1; done
@@ -603,6 +605,373 @@ fn main() {
 }
 RS
 
+# pest 2 with pest_derive: a JSON grammar's generated parser (`#[derive(Parser)]`), the program's own
+# `parse_document` (parse, then a recursive walk of the pairs) per document, 300 generated documents of about 20 KB.
+workspace "$work/pt" ptbench pest@2.9.6 <<'RS'
+use pest::iterators::Pair;
+use pest::Parser;
+use pest_derive::Parser;
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[grammar_inline = r#"
+WHITESPACE = _{ " " | "\t" | "\r" | "\n" }
+json = _{ SOI ~ (object | array) ~ EOI }
+object = { "{" ~ "}" | "{" ~ pair ~ ("," ~ pair)* ~ "}" }
+pair = { string ~ ":" ~ value }
+array = { "[" ~ "]" | "[" ~ value ~ ("," ~ value)* ~ "]" }
+value = _{ object | array | string | number | boolean | null }
+boolean = { "true" | "false" }
+null = { "null" }
+string = ${ "\"" ~ inner ~ "\"" }
+inner = @{ char* }
+char = { !("\"" | "\\") ~ ANY | "\\" ~ ("\"" | "\\" | "/" | "b" | "f" | "n" | "r" | "t") | "\\" ~ ("u" ~ ASCII_HEX_DIGIT{4}) }
+number = @{ "-"? ~ ("0" | ASCII_NONZERO_DIGIT ~ ASCII_DIGIT*) ~ ("." ~ ASCII_DIGIT*)? ~ (^"e" ~ ("+" | "-")? ~ ASCII_DIGIT+)? }
+"#]
+struct JsonParser;
+
+fn leaves(pair: Pair<Rule>) -> usize {
+    match pair.as_rule() {
+        Rule::object | Rule::array | Rule::pair => pair.into_inner().map(leaves).sum(),
+        Rule::string => 1 + pair.as_str().len() / 16,
+        _ => 1,
+    }
+}
+
+/// Parses one document with the generated parser and counts its leaves.
+fn parse_document(text: &str) -> usize {
+    let parsed = JsonParser::parse(Rule::json, text).expect("generated JSON parses");
+    parsed.map(leaves).sum()
+}
+
+fn document(seed: usize) -> String {
+    let mut text = String::from("{\n");
+    for i in 0..100 {
+        let _ = write!(text, "  \"item{i}\": {{ \"id\": {}, \"name\": \"thing \\\"{seed}\\\" \\u00e9 {i}\", \"ok\": {},",
+            seed * 1000 + i, i % 3 == 0);
+        let _ = write!(text, " \"ratio\": -{}.{}e-3, \"none\": null, \"tags\": [\"a\", \"b{i}\", {}, []],", i, seed % 97, i % 7);
+        let _ = write!(text, " \"dims\": [[{i}, 0], [1, 2, 3]], \"meta\": {{ \"x\": {}, \"y\": {{}} }} }}{}\n",
+            i * 3, if i + 1 < 100 { "," } else { "" });
+    }
+    text.push('}');
+    text
+}
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
+    let (mut total, mut spent) = (0usize, Duration::ZERO);
+    for seed in 0..count {
+        let text = document(seed);
+        let started = Instant::now();
+        total += parse_document(&text);
+        spent += started.elapsed();
+    }
+    println!("{count} documents, {total} leaves");
+    eprintln!("truth ptbench::parse_document {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+printf 'pest_derive = "=2.9.6"\n' >> "$work/pt/ptbench/Cargo.toml"
+# pest_derive's generator depends on pest too: the same copy.
+grep -q '^\[patch' "$work/pt/Cargo.toml" || printf '[patch.crates-io]\npest = { path = "pest" }\n' >> "$work/pt/Cargo.toml"
+
+# tera 1 (default features off: no chrono, rand): one `Tera::render` of a page per context, a recursive macro
+# rendering a tree of items, loops, filters; 400 renders of generated contexts.
+workspace "$work/te" tebench tera@1.20.1 <<'RS'
+use std::time::{Duration, Instant};
+use tera::{Context, Map, Tera, Value};
+
+const MACROS: &str = r#"{% macro node(item, depth) %}<li class="d{{ depth }}">{{ item.name | upper }} ({{ item.size }})
+{%- if item.children %}<ul>{% for child in item.children %}{{ self::node(item=child, depth=depth + 1) }}{% endfor %}</ul>{% endif -%}
+</li>{% endmacro node %}"#;
+
+const PAGE: &str = r#"{% import "macros.html" as m %}<html><h1>{{ title | title }}</h1>
+{% for section in sections -%}
+<h2>{{ loop.index }}. {{ section.title | title }}</h2>
+{% if section.items | length > 2 %}<ul>{% for item in section.items %}{{ m::node(item=item, depth=1) }}{% endfor %}</ul>
+{% else %}<p>few</p>{% endif %}
+{%- set total = section.items | length -%}
+<p>{{ total }} items, {{ section.note | replace(from="a", to="o") | truncate(length=24) }}</p>
+{% endfor %}</html>
+"#;
+
+fn item(seed: usize, depth: usize) -> Value {
+    let mut item = Map::new();
+    item.insert("name".into(), Value::from(format!("item {seed} at {depth}")));
+    item.insert("size".into(), Value::from(seed * 37 % 1000));
+    let children: Vec<Value> = if depth < 4 { (0..(seed % 3 + 1)).map(|c| item_of(seed * 3 + c, depth + 1)).collect() } else { Vec::new() };
+    item.insert("children".into(), Value::Array(children));
+    Value::Object(item)
+}
+
+fn item_of(seed: usize, depth: usize) -> Value {
+    item(seed, depth)
+}
+
+fn context(seed: usize) -> Context {
+    let mut context = Context::new();
+    context.insert("title", &format!("report number {seed}"));
+    let sections: Vec<Value> = (0..8)
+        .map(|s| {
+            let mut section = Map::new();
+            section.insert("title".into(), Value::from(format!("section {s} of page {seed}")));
+            section.insert("note".into(), Value::from("a note that says a lot about a thing and more"));
+            section.insert("items".into(), Value::Array((0..(s % 4 + 1)).map(|i| item(seed + s * 7 + i, 1)).collect()));
+            Value::Object(section)
+        })
+        .collect();
+    context.insert("sections", &sections);
+    context
+}
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(400);
+    let mut tera = Tera::default();
+    tera.add_raw_templates(vec![("macros.html", MACROS), ("page.html", PAGE)]).expect("templates parse");
+    let (mut bytes, mut spent) = (0usize, Duration::ZERO);
+    for seed in 0..count {
+        let context = context(seed);
+        let started = Instant::now();
+        let page = tera.render("page.html", &context);
+        spent += started.elapsed();
+        bytes += page.expect("page renders").len();
+    }
+    println!("{count} pages, {bytes} bytes");
+    eprintln!("truth tera::tera::Tera::render {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+sed -i 's|^tera = { path = "../tera" }|tera = { path = "../tera", default-features = false }|' "$work/te/tebench/Cargo.toml"
+
+# url 2: one `Url::parse` per URL, 200,000 URLs of 8 shapes (IPv6 and IDNA hosts, percent-encoding, dot segments,
+# queries and fragments).
+workspace "$work/ur" urbench url@2.5.8 <<'RS'
+use std::time::{Duration, Instant};
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200_000);
+    let urls: Vec<String> = (0..count)
+        .map(|i| match i % 8 {
+            0 => format!("https://example.org/api/v{}/items/{i}?page={}&q=call%20time#top", i % 5, i % 31),
+            1 => format!("http://user:pa%20ss@[::1]:{}/a/./b/../c/{i}", 8000 + i % 1000),
+            2 => format!("https://B\u{fc}cher.example/k\u{e4}se/{i}?x=\u{e9}t\u{e9}"),
+            3 => format!("file:///home/user/projects/{i}/src/../Cargo.toml"),
+            4 => format!("ftp://192.168.{}.{}/pub/file-{i}.tar.gz", i % 256, (i / 256) % 256),
+            5 => format!("HTTPS://WWW.EXAMPLE.COM:443/Path With Spaces/{i}?a=1&b=2&c=%zz"),
+            6 => format!("mailto:someone{i}@example.com?subject=hello%20there"),
+            _ => format!("https://sub{}.deep.nested.example.co.uk/{}/index.html?ref={i}", i % 97, "seg/".repeat(i % 6)),
+        })
+        .collect();
+    let (mut host_bytes, mut segments, mut pairs, mut spent) = (0usize, 0usize, 0usize, Duration::ZERO);
+    for text in &urls {
+        let started = Instant::now();
+        let parsed = url::Url::parse(text);
+        spent += started.elapsed();
+        let parsed = parsed.expect("valid URL");
+        host_bytes += parsed.host_str().map_or(0, str::len);
+        segments += parsed.path_segments().map_or(0, Iterator::count);
+        pairs += parsed.query_pairs().count();
+    }
+    println!("{count} URLs, {host_bytes} host bytes, {segments} segments, {pairs} query pairs");
+    eprintln!("truth url::Url::parse {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+
+# similar 2: the program's own `diff_texts` (a line diff, Myers' recursive divide and conquer, then a unified diff
+# printed) per pair of generated texts, 200 pairs of 1,500 lines with about 5% of the lines changed.
+workspace "$work/si" sibench similar@2.7.0 <<'RS'
+use similar::{ChangeTag, TextDiff};
+use std::time::{Duration, Instant};
+
+/// Lines changed between two texts, and the unified diff's length.
+fn diff_texts(old: &str, new: &str) -> (usize, usize, usize) {
+    let diff = TextDiff::from_lines(old, new);
+    let (mut inserted, mut deleted) = (0, 0);
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            ChangeTag::Insert => inserted += 1,
+            ChangeTag::Delete => deleted += 1,
+            ChangeTag::Equal => {}
+        }
+    }
+    let unified = diff.unified_diff().context_radius(3).header("old", "new").to_string();
+    (inserted, deleted, unified.len())
+}
+
+fn text(seed: u64, edits: bool) -> String {
+    let mut state = seed;
+    let mut text = String::new();
+    for line in 0..1500u64 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        if edits && (state >> 33) % 20 == 0 {
+            text.push_str(&format!("changed line {line} {}\n", state >> 50));
+            if (state >> 40) % 2 == 0 {
+                continue;
+            }
+        }
+        text.push_str(&format!("line {line}: {} calltime probes in tree {}\n", line * 7 % 13, line % 31));
+    }
+    text
+}
+
+fn main() {
+    let count: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200);
+    let (mut totals, mut spent) = ((0, 0, 0), Duration::ZERO);
+    for seed in 0..count {
+        let (old, new) = (text(seed, false), text(seed, true));
+        let started = Instant::now();
+        let (i, d, u) = diff_texts(&old, &new);
+        spent += started.elapsed();
+        totals = (totals.0 + i, totals.1 + d, totals.2 + u);
+    }
+    println!("{count} diffs: {} inserted, {} deleted, {} bytes of unified diff", totals.0, totals.1, totals.2);
+    eprintln!("truth sibench::diff_texts {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+
+# winnow 0.7: the program's own arithmetic parser in winnow's style (`&mut &str` parsers, `repeat(..).fold`,
+# recursive `expr`/`term`/`factor`), one `parse_document` per document, 300 documents of 400 statements.
+workspace "$work/wn" wnbench winnow@0.7.15 <<'RS'
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+use winnow::ascii::{digit1, multispace0};
+use winnow::combinator::{alt, delimited, preceded, repeat};
+use winnow::prelude::*;
+use winnow::token::{one_of, take_while};
+
+fn number(input: &mut &str) -> ModalResult<i64> {
+    delimited(multispace0, digit1.try_map(str::parse::<i64>), multispace0).parse_next(input)
+}
+
+fn factor(input: &mut &str) -> ModalResult<i64> {
+    alt((
+        number,
+        delimited((multispace0, '('), expr, (')', multispace0)),
+        preceded((multispace0, '-'), factor).map(|v: i64| v.wrapping_neg()),
+    ))
+    .parse_next(input)
+}
+
+fn term(input: &mut &str) -> ModalResult<i64> {
+    let first = factor.parse_next(input)?;
+    repeat(0.., (one_of(['*', '/', '%']), factor))
+        .fold(move || first, |acc: i64, (op, v): (char, i64)| match (op, v) {
+            (_, 0) if op != '*' => acc,
+            ('*', _) => acc.wrapping_mul(v),
+            ('/', _) => acc.wrapping_div(v),
+            _ => acc.wrapping_rem(v),
+        })
+        .parse_next(input)
+}
+
+fn expr(input: &mut &str) -> ModalResult<i64> {
+    let first = term.parse_next(input)?;
+    repeat(0.., (one_of(['+', '-']), term))
+        .fold(move || first, |acc: i64, (op, v): (char, i64)| if op == '+' { acc.wrapping_add(v) } else { acc.wrapping_sub(v) })
+        .parse_next(input)
+}
+
+fn statement<'s>(input: &mut &'s str) -> ModalResult<(&'s str, i64)> {
+    let name = delimited(multispace0, take_while(1.., |c: char| c.is_alphanumeric() || c == '_'), multispace0)
+        .parse_next(input)?;
+    let value = preceded('=', expr).parse_next(input)?;
+    (multispace0, ';').parse_next(input)?;
+    Ok((name, value))
+}
+
+/// Parses and evaluates every statement of one document: the sum of the values and of the names' lengths.
+fn parse_document(text: &str) -> i64 {
+    let mut input = text;
+    let mut sum = 0i64;
+    while !input.trim_start().is_empty() {
+        let (name, value) = statement.parse_next(&mut input).expect("generated statement parses");
+        sum = sum.wrapping_add(value).wrapping_add(name.len() as i64);
+    }
+    sum
+}
+
+fn expression(state: &mut u64, depth: u32, out: &mut String) {
+    *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let pick = (*state >> 59) as u32;
+    if depth > 3 || pick < 6 {
+        let _ = write!(out, "{}", (*state >> 40) % 1000);
+    } else if pick < 10 {
+        out.push_str("(");
+        expression(state, depth + 1, out);
+        out.push_str(")");
+    } else if pick < 12 {
+        out.push_str("-");
+        expression(state, depth + 1, out);
+    } else {
+        expression(state, depth + 1, out);
+        out.push_str([" + ", " - ", " * ", " / ", " % "][(pick % 5) as usize]);
+        expression(state, depth + 1, out);
+    }
+}
+
+fn document(seed: u64) -> String {
+    let (mut state, mut text) = (seed, String::new());
+    for i in 0..400 {
+        let _ = write!(text, "value_{i} = ");
+        expression(&mut state, 0, &mut text);
+        text.push_str(";\n");
+    }
+    text
+}
+
+fn main() {
+    let count: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
+    let (mut total, mut spent) = (0i64, Duration::ZERO);
+    for seed in 0..count {
+        let text = document(seed);
+        let started = Instant::now();
+        total = total.wrapping_add(parse_document(&text));
+        spent += started.elapsed();
+    }
+    println!("{count} documents, checksum {total}");
+    eprintln!("truth wnbench::parse_document {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+
+# jiff 1 (with jiff-core): the program's own `parse_batch` per batch of 1,000 log lines, each a timestamp, a civil
+# date-time and an ISO 8601 span parsed with `str::parse`; 200 batches.
+workspace "$work/jf" jfbench jiff@1.0.2 jiff-core@1.0.1 <<'RS'
+use jiff::{civil::DateTime, Span, Timestamp};
+use std::time::{Duration, Instant};
+
+/// The sum of the seconds, years and hours in a batch of lines.
+fn parse_batch(lines: &[String]) -> i64 {
+    let mut sum = 0i64;
+    for line in lines {
+        let mut fields = line.split(' ');
+        let stamp: Timestamp = fields.next().unwrap_or("").parse().expect("valid timestamp");
+        let civil: DateTime = fields.next().unwrap_or("").parse().expect("valid date-time");
+        let span: Span = fields.next().unwrap_or("").parse().expect("valid span");
+        sum += stamp.as_second() + i64::from(civil.year()) + i64::from(span.get_hours());
+    }
+    sum
+}
+
+fn main() {
+    let batches: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200);
+    let lines: Vec<String> = (0..batches * 1000)
+        .map(|i| {
+            format!("2026-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}{} 2025-{:02}-{:02}T{:02}:{:02}:00 P{}DT{}H{}M{}.5S",
+                1 + i % 12, 1 + i % 28, i % 24, i % 60, (i * 7) % 60, i % 1_000_000,
+                ["Z", "+05:30", "-08:00"][i % 3], 1 + i % 12, 1 + (i / 3) % 28, i % 24, (i * 11) % 60,
+                i % 9, i % 24, i % 60, i % 50)
+        })
+        .collect();
+    let (mut total, mut spent) = (0i64, Duration::ZERO);
+    for batch in lines.chunks(1000) {
+        let started = Instant::now();
+        total = total.wrapping_add(parse_batch(batch));
+        spent += started.elapsed();
+    }
+    println!("{batches} batches, checksum {total}");
+    eprintln!("truth jfbench::parse_batch {} {batches}", spent.as_nanos() as f64 / batches as f64);
+}
+RS
+
 echo "== builds (plain, then the default plan from a fresh calltime target dir)"
 build() { # NAME BENCH ROOT
   local name=$1 bench=$2 root=$3 dir=$work/$1 built
@@ -620,12 +989,14 @@ root_of() {
   case $1 in tm) echo Document::parse;; rx) echo string::Regex::new;; qx) echo count_events;;
     mz) echo deflate::compress_to_vec;; hp) echo Request::parse;; ae) echo handle;; cs) echo csv::Reader::read_record;;
     sq) echo Parser::parse_sql;; sv) echo VersionReq::parse;; sh) echo digest_chunk;; lz) echo compress_prepend_size;;
-    nm) echo parse_document;; esac
+    nm) echo parse_document;; pt) echo parse_document;; te) echo Tera::render;; ur) echo Url::parse;;
+    si) echo diff_texts;; wn) echo parse_document;; jf) echo parse_batch;; esac
 }
 bench_of() {
   case $1 in tm) echo tmbench;; rx) echo rxbench;; qx) echo qxbench;; mz) echo mzbench;; hp) echo hpbench;;
     ae) echo aebench;; cs) echo csbench;; sq) echo sqbench;; sv) echo svbench;; sh) echo shbench;; lz) echo lzbench;;
-    nm) echo nmbench;; esac
+    nm) echo nmbench;; pt) echo ptbench;; te) echo tebench;; ur) echo urbench;; si) echo sibench;; wn) echo wnbench;;
+    jf) echo jfbench;; esac
 }
 for name in $only; do build "$name" "$(bench_of "$name")" "$(root_of "$name")"; done
 
@@ -660,6 +1031,27 @@ for name in $only; do
   done
   "$CC" calltime report "$work/$name.1.trace" --format aggregate > "$work/$name.aggregate.txt" 2>&1 || true
   python3 "$repo/scripts/root-mean.py" "$work/$name".[123].txt "$work/truth.$name".[123] | sed "s/^/  /"
+  # What a new user would look at: every view of the first run (JSON only when the trace is small: it holds every
+  # kept tree), the JSON's trees checked by placement-check.py, and `diff` of the first two runs.
+  views=""
+  for format in text aggregate svg folded chrome table html json; do
+    if [ "$format" = json ] && [ "$(cat "$work/$name.1.trace"* | wc -c)" -gt 20000000 ]; then
+      views="$views json:skipped(trace over 20 MB)"
+      continue
+    fi
+    if "$CC" calltime report "$work/$name.1.trace" --format "$format" -o "$work/$name.view.$format" \
+        2> "$work/$name.view.$format.stderr"; then
+      views="$views $format:$(wc -c < "$work/$name.view.$format")B"
+    else
+      views="$views $format:FAILED"
+    fi
+  done
+  echo "  views$views (stderr of each in $work/$name.view.*.stderr)"
+  # (head closes the pipe early: not a failure)
+  [ ! -s "$work/$name.view.json" ] || { python3 "$repo/scripts/placement-check.py" "$work/$name.view.json" 2>&1 \
+    | head -3 | sed "s/^/  placement-check: /"; } || true
+  "$CC" calltime diff "$work/$name.1.trace" "$work/$name.2.trace" > "$work/$name.diff.txt" 2>&1 \
+    && echo "  diff: $(head -1 "$work/$name.diff.txt")" || echo "  diff FAILED (see $work/$name.diff.txt)"
   echo "  trace $(cat "$work/$name.1.trace"* | grep -a '^stats ' | tail -1) (seen kept sampled_out dropped truncated)"
 done
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"

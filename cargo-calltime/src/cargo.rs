@@ -632,8 +632,7 @@ pub fn prebuilt_runtime(
         return None;
     }
     let bytes = PREBUILT_RUNTIMES.iter().find(|(name, _)| *name == profile)?.1;
-    // Named after the compiler too: two builds of one tool version by two rustcs must not share a file.
-    let rlib = home.join(format!("prebuilt-{:016x}/{profile}/libcalltime_rt.rlib", hash_of(PREBUILT_RUSTC)));
+    let rlib = prebuilt_rlib_path(home, profile, PREBUILT_RUSTC, bytes);
     match write_once(&rlib, bytes) {
         Ok(()) => Some(rlib),
         Err(e) => {
@@ -678,8 +677,52 @@ fn sets_runtime_profile(manifest: &Path) -> bool {
     })
 }
 
-/// Writes `bytes` to `path` unless a file of that size is there, through a temporary name (a concurrent run reads
-/// the whole file or none).
+/// The start of the name the prebuilt runtime takes in a build's `deps` directory ([`place_prebuilt_runtime`]); not
+/// `libcalltime_rt-`, the compiled runtime's, which [`share_runtime_build`] copies.
+const PLACED_RUNTIME_PREFIX: &str = "libcalltime_rt_prebuilt-";
+
+/// Links (or copies) the prebuilt runtime `rlib` of the cache into the build's own `deps` directory, which cargo
+/// gives every crate it compiles as `-L dependency=`, and returns its path there, to be given to the workspace's
+/// crates. A crate that is not the workspace's but depends on a member that links the runtime (pest_meta on a
+/// `[patch]`ed pest) loads the runtime as that member's dependency, by search path: from the cache, which only the
+/// workspace's crates are told of, it was not found (`E0463 can't find crate for pest`). Named after the cached
+/// file's path, which names its content ([`prebuilt_rlib_path`]); an earlier one is removed first.
+pub fn place_prebuilt_runtime(rlib: &Path, target_dir: &Path, build: &BuildOptions) -> Result<PathBuf> {
+    let deps = target_dir.join(profile_dir(build)).join("deps");
+    std::fs::create_dir_all(&deps).with_context(|| format!("cannot create {}", deps.display()))?;
+    let name = format!("{PLACED_RUNTIME_PREFIX}{:016x}.rlib", hash_of(rlib));
+    let placed = deps.join(&name);
+    let entries = std::fs::read_dir(&deps).with_context(|| format!("cannot read {}", deps.display()))?;
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if file.starts_with(PLACED_RUNTIME_PREFIX) && file != name {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    if !placed.is_file() {
+        let staging = placed.with_extension(format!("tmp{}", std::process::id()));
+        let _ = std::fs::remove_file(&staging);
+        let written = std::fs::hard_link(rlib, &staging)
+            .or_else(|_| std::fs::copy(rlib, &staging).map(|_| ()))
+            .and_then(|()| std::fs::rename(&staging, &placed));
+        let _ = std::fs::remove_file(&staging);
+        written.with_context(|| format!("cannot copy {} to {}", rlib.display(), placed.display()))?;
+    }
+    Ok(placed)
+}
+
+/// Where the prebuilt runtime `bytes` of `profile`, made by `rustc` (its `rustc -vV`), goes in the cache `home`: a
+/// directory named after both. The same runtime sources (one `home`) compiled into two tool binaries give two
+/// different rlibs (the sources' path is in them: two checkouts, an installed tool and a development one); were they
+/// to share a file, a run of one tool would replace it while another's build was linking crates against it, and
+/// the next crate to load those would fail on the changed runtime (`E0463 can't find crate for` a workspace crate,
+/// `E0460`), as would a later build that cargo, seeing the same path in the crates' `env-dep`, took for fresh.
+fn prebuilt_rlib_path(home: &Path, profile: &str, rustc: &str, bytes: &[u8]) -> PathBuf {
+    home.join(format!("prebuilt-{:016x}/{profile}/libcalltime_rt.rlib", hash_of((rustc, bytes))))
+}
+
+/// Writes `bytes` to `path` unless a file of that length is there (the path names its content, see
+/// [`prebuilt_rlib_path`]): under a temporary name, then renamed into place, so no run reads half a file.
 fn write_once(path: &Path, bytes: &[u8]) -> Result<()> {
     if std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64) {
         return Ok(());
@@ -960,6 +1003,29 @@ mod tests {
             std::fs::read_dir(to.path().join("debug/deps")).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(left.len(), 2, "no staging file is left: {left:?}");
         assert_eq!(share_runtime_build(from.path(), to.path(), &build).unwrap(), 0);
+    }
+
+    /// The E0463 flake of docs/performance.md's "Unseen programs": two tool binaries built from two checkouts of the
+    /// same sources embed different rlibs, of the same length or not; each goes to its own file, so neither run
+    /// replaces the runtime another's build is linking crates against.
+    #[test]
+    fn two_tools_with_the_same_runtime_sources_never_share_a_prebuilt_rlib() {
+        let home = tempfile::tempdir().unwrap();
+        let rustc = "rustc 1.91.0 (f8297e351 2025-10-28)\nhost: x86_64-unknown-linux-gnu\n";
+        let runtimes: [&[u8]; 3] =
+            [b"rlib compiled in /work/a", b"rlib compiled in /work/b", b"rlib compiled in /work/abc"];
+        let paths: Vec<PathBuf> =
+            runtimes.iter().map(|bytes| prebuilt_rlib_path(home.path(), "release", rustc, bytes)).collect();
+        for (path, bytes) in paths.iter().zip(runtimes) {
+            write_once(path, bytes).unwrap();
+        }
+        for (path, bytes) in paths.iter().zip(runtimes) {
+            assert_eq!(std::fs::read(path).unwrap(), bytes, "{}", path.display());
+        }
+        // The same runtime by the same rustc is the same file; by another rustc, another.
+        assert_eq!(prebuilt_rlib_path(home.path(), "release", rustc, runtimes[0]), paths[0]);
+        assert_ne!(prebuilt_rlib_path(home.path(), "release", "rustc 1.92.0", runtimes[0]), paths[0]);
+        assert_ne!(prebuilt_rlib_path(home.path(), "dev", rustc, runtimes[0]), paths[0]);
     }
 
     #[test]

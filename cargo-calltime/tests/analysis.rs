@@ -68,6 +68,12 @@ const CASES: &[(&str, &str, &[&str])] = &[
     ("receivers-std", "analysis-receivers", &["--root", "chains::more", "--depth", "4", "--probe-trivial"]),
     // A blanket impl's method (digest's `impl<D: ..> Digest for D`) is shown as `<T as Describe>::describe`.
     ("blanket", "analysis-receivers", &["--root", "blanket::show", "--depth", "3", "--probe-trivial"]),
+    // std's `Iterator` methods on a workspace type that implements it (pest's `Pairs::map`, url's
+    // `Input::take_while`) reach its `next`; they were reported as unresolved, with no edge.
+    ("iterator-methods", "analysis-receivers", &["--root", "iterate::total", "--depth", "3", "--probe-trivial"]),
+    // A call to an associated function a macro made (pest_derive's `JsonParser::parse`) is a call-site note; it was
+    // dropped with none. A std derive's (`Made::clone`) is not.
+    ("macro-made", "analysis-receivers", &["--root", "made::made_total", "--depth", "2", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

@@ -109,6 +109,21 @@ fn save_run(path: &Path, functions: &FunctionTable, text: &str) {
 
 /// Writes `path` (a trace of `invocations` calls of `tree`) and its `<path>.functions.json` beside it.
 fn write_run(path: &Path, functions: &FunctionTable, tree: &Call, invocations: usize, noise: &Noise) {
+    let count = invocations as u64;
+    let stats = Stats { seen: count, kept: count, ..Stats::default() };
+    write_run_of(path, functions, std::slice::from_ref(tree), &|_| 0, invocations, noise, (1, &stats));
+}
+
+/// [`write_run`] with invocation `seq` recording `trees[pick(seq)]`, in trace format `version` with its `stats`.
+fn write_run_of(
+    path: &Path,
+    functions: &FunctionTable,
+    trees: &[Call],
+    pick: &dyn Fn(u64) -> usize,
+    invocations: usize,
+    noise: &Noise,
+    (version, stats): (u32, &Stats),
+) {
     /// The call timed from `start`: its self time jittered, half before the children and half after.
     fn timed(call: &Call, start: u64, scale: f64, rng: &mut Rng, jitter: f64) -> Node {
         let own = (call.self_ns as f64 * scale * (1.0 - jitter + 2.0 * jitter * rng.unit())).round() as u64;
@@ -126,16 +141,15 @@ fn write_run(path: &Path, functions: &FunctionTable, tree: &Call, invocations: u
         node
     }
     let mut rng = Rng(noise.seed);
-    let mut builder = TraceBuilder::new(&header(1, noise.seed));
+    let mut builder = TraceBuilder::new(&header(version, noise.seed));
     let mut clock = 1_000;
     for seq in 0..invocations as u64 {
         let spike = if rng.unit() < noise.spikes { 3.0 } else { 1.0 };
-        let root = timed(tree, clock, noise.run_factor * spike, &mut rng, noise.jitter);
+        let root = timed(&trees[pick(seq)], clock, noise.run_factor * spike, &mut rng, noise.jitter);
         clock += root.duration_ns + 500;
         builder.invocation(&Invocation::new(seq, main_thread(), root));
     }
-    let count = invocations as u64;
-    builder.stats(&Stats { seen: count, kept: count, ..Stats::default() });
+    builder.stats(stats);
     save_run(path, functions, builder.text());
 }
 
@@ -319,6 +333,54 @@ fn a_move_of_a_few_nanoseconds_is_never_a_change() {
     assert_eq!(get["status"], "unchanged", "{get:#}");
     assert_eq!(json["summary"]["improved"], 0, "{json:#}");
     assert_eq!(json["summary"]["below_threshold"], 1, "{json:#}");
+}
+
+/// A root sampled for cost records a random sample of its invocations: two runs of one program record different
+/// mixes of its requests (url's 8 shapes of URL: 37 paths' calls per invocation differed between two runs of one
+/// binary), so a count per invocation over the recorded ones moves by chance. That is no change; a real one still
+/// is, and runs that recorded every invocation still compare exactly.
+#[test]
+fn counts_over_invocations_sampled_for_cost_change_only_beyond_chance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let functions = app_functions();
+    // Requests that record once or 3 times; `errs` of `lookup` in the records-3-times shape.
+    let mut three = app_tree(50_000, 3);
+    three.children[0].children[0].err = true;
+    let shapes = [app_tree(50_000, 1), three];
+    let write = |side: &str, every: u64, sampled_for_cost: u64, shapes: &[Call]| {
+        let dir = tmp.path().join(side);
+        std::fs::create_dir_all(&dir).unwrap();
+        for run in 1..=5u64 {
+            let stats = Stats { seen: 200 + sampled_for_cost, kept: 200, sampled_for_cost, ..Stats::default() };
+            let pick = move |seq: u64| usize::from(seq % every == 0);
+            let path = dir.join(format!("run-{run}.trace"));
+            write_run_of(&path, &functions, shapes, &pick, 200, &noise(run * 7 + every), (3, &stats));
+        }
+        dir
+    };
+    let calls_changed = |base: &Path, head: &Path| {
+        let out = util::run(util::calltime().arg("diff").arg(base).arg(head).args(["--format", "json"]), true);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let record = path_entry(&json, "handle -> record");
+        let lookup = path_entry(&json, "handle -> route -> lookup");
+        (
+            record["calls"]["changed"].as_bool(),
+            lookup["errs"]["changed"].as_bool(),
+            json["summary"]["calls_changed"].clone(),
+        )
+    };
+    // 1 in 5 against 1 in 4 requests of the second shape: 1.40 against 1.50 records an invocation.
+    let (base, head) = (write("base", 5, 9_000, &shapes), write("head", 4, 9_000, &shapes));
+    assert_eq!(calls_changed(&base, &head), (Some(false), Some(false), serde_json::json!(0)));
+    let text = util::run(util::calltime().arg("diff").arg(&base).arg(&head), true);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("base: a random sample of the invocations was recorded"));
+    // Every invocation recorded: the same mixes are a change, as ever.
+    let (base, head) = (write("base-all", 5, 0, &shapes), write("head-all", 4, 0, &shapes));
+    assert_eq!(calls_changed(&base, &head), (Some(true), Some(true), serde_json::json!(1)));
+    // Sampled, and the second shape now records 10 times: a change beyond chance.
+    let more = [shapes[0].clone(), app_tree(50_000, 10)];
+    let head = write("head-more", 4, 9_000, &more);
+    assert_eq!(calls_changed(&tmp.path().join("base"), &head).0, Some(true));
 }
 
 #[test]

@@ -1017,6 +1017,27 @@ fn a_fresh_cache_with_the_tools_toolchain_compiles_no_runtime() {
     assert!(stderr.contains("Compiling calltime-rt") && stderr.contains("Compiling e2e-forms"), "{stderr}");
 }
 
+/// A registry crate (vendored in test-crates/e2e-outside-member) that depends on a `[patch]`ed workspace member is
+/// compiled without the workspace's rustc wrapper: it finds the prebuilt runtime the member links in the build's
+/// own `deps`, where cargo tells every crate to look. It failed with `E0463 can't find crate for calltime_rt which
+/// core_sums depends on` (pest_meta on a patched pest: `can't find crate for pest`, and no retry).
+#[test]
+fn a_registry_crate_on_a_patched_member_finds_the_prebuilt_runtime() {
+    let (tmp, dir) = util::copy_test_crate("e2e-outside-member");
+    let report = tmp.path().join("report.json");
+    let mut cmd = util::calltime();
+    cmd.args(["--root", "run", "--depth", "3", "-v", "--offline", "--format", "json", "-o"]).arg(&report);
+    cmd.current_dir(&dir).env_remove("RUSTFLAGS").env_remove("CALLTIME_PREBUILT_RUNTIME");
+    let out = util::run(&mut cmd, true);
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("Linking the runtime compiled with the tool"), "{stderr}");
+    assert!(!stderr.contains("error") && !stderr.contains("does not link with this build"), "{stderr}");
+    let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    util::check(&util::data("e2e/outside-member-tree.txt"), &tree_dump(&json));
+}
+
 /// Allocations per node, exact, counted by the allocator the copy declares in the binary's crate root (e2e-allocs)
 /// or by the program's own `#[global_allocator]`, wrapped in the copy (e2e-allocs-own, which goes on using it).
 #[test]

@@ -5,7 +5,7 @@
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
 use super::index::{CrateId, FnId, ImplDef, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
-use super::std_model::{DERIVED_METHODS, GUARDS, INTEGERS, PRELUDE_FNS, SLICE, STD_TYPES};
+use super::std_model::{DERIVED_METHODS, GUARDS, INTEGERS, ITERATOR_METHODS, PRELUDE_FNS, SLICE, STD_TYPES};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
 /// Most candidates a call resolved by name and arity may fan out to; beyond it the call is reported, not followed.
@@ -74,7 +74,14 @@ impl Index {
                     out.extend(fns);
                     None
                 }
-                Outcome::External | Outcome::MissingOnType(_) => None,
+                Outcome::External => None,
+                Outcome::MissingOnType(t) => called.then(|| {
+                    format!(
+                        "unresolved: no function `{}` on `{}` in the workspace (made by a derive or another macro?)",
+                        path.segs.last().map(String::as_str).unwrap_or_default(),
+                        self.types[t].name
+                    )
+                }),
                 Outcome::ByTypeName(fns) => {
                     if !called {
                         return None;
@@ -200,8 +207,14 @@ impl Index {
                     _ => Outcome::Missing(Some(pm)),
                 }
             }
-            // Nothing found on a workspace type or trait: a derived or foreign trait's function.
-            Some(TypeRes::Type(t)) => ext(self.assoc_fns(t, last, false)),
+            // Nothing found on a workspace type or trait: a derived or foreign trait's function. A std derive's
+            // leaves the workspace; another name was made by a macro the analysis does not expand (pest_derive's
+            // `JsonParser::parse`): a call it cannot follow, noted.
+            Some(TypeRes::Type(t)) => match self.assoc_fns(t, last, false) {
+                fns if !fns.is_empty() => Outcome::Fns(fns),
+                _ if DERIVED_METHODS.contains(&last.as_str()) => Outcome::External,
+                _ => Outcome::MissingOnType(t),
+            },
             Some(TypeRes::Trait(tr)) => ext(self.trait_dispatch(tr, last)),
             // `dependency::f(..)` or `ForeignType::f(..)`: outside the workspace unless a workspace impl adds it; never
             // a workspace function of the same name (`fn unescape(..) { unescape::unescape(..) }` is no recursion).
@@ -490,6 +503,14 @@ impl Index {
                 {
                     // std's blanket `ToString` runs the type's `Display::fmt`.
                     out.extend(self.trait_impl_methods(t, "Display", &["fmt"]));
+                    return None;
+                }
+                Outcome::MissingOnType(t)
+                    if ITERATOR_METHODS.contains(&name)
+                        && !self.trait_impl_methods(t, "Iterator", &["next"]).is_empty() =>
+                {
+                    // std's provided method pulls the items through the type's own `next`.
+                    out.extend(self.trait_impl_methods(t, "Iterator", &["next"]));
                     return None;
                 }
                 Outcome::MissingOnType(_) if DERIVED_METHODS.contains(&name) => return None,

@@ -90,6 +90,57 @@ const STD_RESULT_METHODS: &[&str] = &[
     "as_bytes",
 ];
 
+/// std's provided `Iterator` methods that pull items through `next` (adaptors and consumers alike): called on a
+/// workspace type that implements `Iterator`, they reach its `next`.
+pub(super) const ITERATOR_METHODS: &[&str] = &[
+    "all",
+    "any",
+    "by_ref",
+    "chain",
+    "cloned",
+    "collect",
+    "copied",
+    "count",
+    "cycle",
+    "enumerate",
+    "filter",
+    "filter_map",
+    "find",
+    "find_map",
+    "flat_map",
+    "flatten",
+    "fold",
+    "for_each",
+    "fuse",
+    "inspect",
+    "last",
+    "map",
+    "map_while",
+    "max",
+    "max_by",
+    "max_by_key",
+    "min",
+    "min_by",
+    "min_by_key",
+    "nth",
+    "partition",
+    "peekable",
+    "position",
+    "product",
+    "reduce",
+    "scan",
+    "skip",
+    "skip_while",
+    "step_by",
+    "sum",
+    "take",
+    "take_while",
+    "try_fold",
+    "try_for_each",
+    "unzip",
+    "zip",
+];
+
 /// The receiver text of a method called on a range expression.
 pub const RANGE_RECEIVER: &str = "(..)";
 

@@ -111,6 +111,11 @@ pub fn analyse_and_build(
     if seeded > 0 {
         ui::status("Reusing", &format!("{seeded} files of dependencies built in {}", user_target.display()));
     }
+    // After the seeding, which needs an empty profile dir.
+    let prebuilt = match prebuilt {
+        Some(rlib) => Some(cargo::place_prebuilt_runtime(&rlib, &build_dir, &opts.build)?),
+        None => None,
+    };
     let build = |runtime: Option<&CompiledRuntime>, remaps: &[(PathBuf, PathBuf)]| {
         let rustc =
             cargo::ShadowRustc { file_remaps: remaps, runtime_rlib: prebuilt.as_deref().filter(|_| runtime.is_none()) };

@@ -31,7 +31,8 @@ pub fn render(report: &Report, limit: usize) -> String {
         "<sub>{}. Times are medians of each call path's self time per invocation (time in the function itself); a \
          path changed when a Mann-Whitney U test gives p < {}, the {:.0}% bootstrap interval of the change excludes \
          0 and the medians differ by at least {}; callers whose total time moved only through it are listed under \
-         it. Calls are per invocation and compared exactly.</sub>",
+         it. Self time / inv is the change of the mean (slow invocations included, so it can move against the \
+         medians). Calls are per invocation and compared exactly.</sub>",
         sides_line(report),
         report.settings.alpha,
         report.settings.confidence * 100.0,
@@ -239,6 +240,15 @@ pub(super) fn noise_notes(report: &Report) -> Vec<String> {
                 "{}: {} run(s) only: dirty runs are recognised from 3 runs on",
                 label(&side.label),
                 side.runs.len()
+            ));
+        }
+    }
+    for side in [&report.base, &report.head] {
+        if side.sampled {
+            notes.push(format!(
+                "{}: a random sample of the invocations was recorded (sampled for cost, or CALLTIME_SAMPLE): calls \
+                 and allocations per invocation are changes only beyond what sampling explains",
+                label(&side.label)
             ));
         }
     }

@@ -101,13 +101,20 @@ struct PathSamples {
     /// Display names, root first.
     display: Vec<String>,
     calls: u64,
+    /// The sum over invocations of each one's calls squared (with `calls`, the spread of calls per invocation: a
+    /// side that recorded a random sample of its invocations compares by it).
+    calls_sq: u128,
     /// Calls that returned an `Err`, and calls cancelled, over the side's invocations.
     errs: u64,
     cancelled: u64,
+    errs_sq: u128,
+    cancelled_sq: u128,
     self_ns_sum: u128,
     /// Self allocations and bytes over the side's invocations (exact).
     self_allocs: u64,
     self_alloc_bytes: u64,
+    self_allocs_sq: u128,
+    self_alloc_bytes_sq: u128,
     /// Per invocation in which the path ran: its total time, and its self time.
     total_ns: Vec<f64>,
     self_ns: Vec<f64>,
@@ -158,6 +165,11 @@ pub struct Side {
     estimated: HashSet<String>,
     /// Every call of each function over the analysed invocations: in the trees, plus retired calls (`r` lines).
     function_calls: HashMap<String, u64>,
+    /// Their sum of squares per invocation, as [`PathSamples::calls_sq`].
+    function_calls_sq: HashMap<String, u128>,
+    /// A kept run recorded a random sample of its invocations (sampled for cost, or `CALLTIME_SAMPLE`): counts per
+    /// invocation over the recorded ones differ between two runs by chance, so they compare statistically.
+    pub sampled: bool,
     /// Every kept run counted allocations: only then do they compare.
     counts_allocs: bool,
     pub warnings: Vec<String>,
@@ -232,6 +244,8 @@ impl Side {
             retired: HashSet::new(),
             estimated: HashSet::new(),
             function_calls: HashMap::new(),
+            function_calls_sq: HashMap::new(),
+            sampled: false,
             counts_allocs: true,
             warnings,
             plans: Vec::new(),
@@ -271,6 +285,7 @@ impl Side {
 
     fn add_trace(&mut self, trace: &Trace, run: usize) {
         self.counts_allocs &= trace.counts_allocs();
+        self.sampled |= trace.stats.sampled_for_cost > 0 || trace.stats.sampled_out > 0;
         // Index paths repeat across invocations: name each one once.
         let mut names: HashMap<Vec<u32>, PathKey> = HashMap::new();
         self.retired.extend(trace.retirements.iter().map(|r| trace.table.path(r.func)));
@@ -283,9 +298,11 @@ impl Side {
                 self.filtered_invocations += 1;
             }
             self.invocations += 1;
+            // Each function's calls in this invocation, for the sums of squares.
+            let mut function_calls: HashMap<String, u64> = HashMap::new();
             for retired in &invocation.retired {
                 let path = trace.table.path(retired.func);
-                *self.function_calls.entry(path.clone()).or_default() += retired.calls;
+                *function_calls.entry(path.clone()).or_default() += retired.calls;
                 if retired.estimated {
                     self.estimated.insert(path.clone());
                 }
@@ -301,20 +318,29 @@ impl Side {
                     ..PathSamples::default()
                 });
                 samples.calls += stat.calls;
+                samples.calls_sq += u128::from(stat.calls).pow(2);
                 samples.errs += stat.errs;
+                samples.errs_sq += u128::from(stat.errs).pow(2);
+                samples.cancelled_sq += u128::from(stat.cancelled).pow(2);
                 samples.cancelled += stat.cancelled;
                 if let Some(&function) = indices.last() {
-                    *self.function_calls.entry(trace.table.path(function)).or_default() += stat.calls;
+                    *function_calls.entry(trace.table.path(function)).or_default() += stat.calls;
                 }
                 samples.self_ns_sum += u128::from(stat.self_ns);
                 samples.self_allocs += stat.self_allocs;
                 samples.self_alloc_bytes += stat.self_alloc_bytes;
+                samples.self_allocs_sq += u128::from(stat.self_allocs).pow(2);
+                samples.self_alloc_bytes_sq += u128::from(stat.self_alloc_bytes).pow(2);
                 if samples.last_run != Some(run) {
                     samples.run_starts.push(samples.total_ns.len());
                     samples.last_run = Some(run);
                 }
                 samples.total_ns.push(stat.total_ns as f64);
                 samples.self_ns.push(stat.self_ns as f64);
+            }
+            for (function, calls) in function_calls {
+                *self.function_calls_sq.entry(function.clone()).or_default() += u128::from(calls).pow(2);
+                *self.function_calls.entry(function).or_default() += calls;
             }
             for (indices, kind) in invocation.spawned_paths() {
                 if let Some(samples) = names.get(&indices).and_then(|key| self.paths.get_mut(key)) {
@@ -439,12 +465,24 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
-    fn of(base_count: u64, base: &Side, head_count: u64, head: &Side) -> Outcomes {
+    /// From each side's count and sum of squares per invocation.
+    fn of(
+        (base_count, base_sq): (u64, u128),
+        base: &Side,
+        (head_count, head_sq): (u64, u128),
+        head: &Side,
+    ) -> Outcomes {
+        let sampled = base.sampled || head.sampled;
         Outcomes {
             base: base_count as f64 / base.invocations as f64,
             head: head_count as f64 / head.invocations as f64,
             changed: u128::from(base_count) * u128::from(head.invocations)
-                != u128::from(head_count) * u128::from(base.invocations),
+                != u128::from(head_count) * u128::from(base.invocations)
+                && (!sampled
+                    || differs_beyond_chance(
+                        (base_count, base_sq, base.invocations),
+                        (head_count, head_sq, head.invocations),
+                    )),
         }
     }
 
@@ -550,6 +588,9 @@ pub struct SideSummary {
     pub runs: Vec<RunInfo>,
     pub invocations: u64,
     pub truncated_invocations: u64,
+    /// Its runs recorded a random sample of their invocations: counts compared statistically ([`Side::sampled`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sampled: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -673,6 +714,7 @@ pub fn compare(base: &Side, head: &Side, settings: &Settings) -> Report {
         runs: side.runs.clone(),
         invocations: side.invocations,
         truncated_invocations: side.truncated_invocations,
+        sampled: side.sampled,
     };
     Report {
         version: DIFF_JSON_VERSION,
@@ -739,17 +781,51 @@ fn marked_display(key: &PathKey, display: &[String], base: &Side, head: &Side) -
     frames.collect::<Vec<_>>().join(PATH_SEPARATOR)
 }
 
+/// How far apart (percent) the estimated calls of a retired function must be to be a change when a side recorded a
+/// random sample of its invocations.
+const SAMPLED_ESTIMATE_PCT: u128 = 10;
+
+/// How far apart (in standard errors) two means of per-invocation counts must be to be a change when a side recorded
+/// a random sample of its invocations: far out, since every path of a diff is tested.
+const SAMPLED_COUNT_Z: f64 = 4.0;
+
+/// Whether two per-invocation counts, each given as (sum, sum of squares, invocations), differ by more than the
+/// sampling of invocations explains (Welch's z over the per-invocation spread). With no spread on either side any
+/// difference counts.
+fn differs_beyond_chance((sum_a, sq_a, n_a): (u64, u128, u64), (sum_b, sq_b, n_b): (u64, u128, u64)) -> bool {
+    let moments = |sum: u64, sq: u128, n: u64| {
+        let n = n.max(1) as f64;
+        let mean = sum as f64 / n;
+        (mean, (sq as f64 / n - mean * mean).max(0.0) / n)
+    };
+    let ((mean_a, var_a), (mean_b, var_b)) = (moments(sum_a, sq_a, n_a), moments(sum_b, sq_b, n_b));
+    let spread = (var_a + var_b).sqrt();
+    if spread == 0.0 {
+        return mean_a != mean_b;
+    }
+    (mean_a - mean_b).abs() > SAMPLED_COUNT_Z * spread
+}
+
 fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) -> PathDiff {
     let in_base = base.paths.get(key);
     let in_head = head.paths.get(key);
     let display = in_base.or(in_head).map(|p| marked_display(key, &p.display, base, head)).unwrap_or_default();
     let function = key.last().map(String::as_str).unwrap_or_default();
     let retired = base.retired.contains(function) || head.retired.contains(function);
-    let (calls_base, calls_head) = if retired {
-        let total = |side: &Side| side.function_calls.get(function).copied().unwrap_or(0);
+    let ((calls_base, sq_base), (calls_head, sq_head)) = if retired {
+        let total = |side: &Side| {
+            let calls = side.function_calls.get(function).copied().unwrap_or(0);
+            (calls, side.function_calls_sq.get(function).copied().unwrap_or(0))
+        };
         (total(base), total(head))
     } else {
-        (in_base.map_or(0, |p| p.calls), in_head.map_or(0, |p| p.calls))
+        let of = |p: Option<&PathSamples>| p.map_or((0, 0), |p| (p.calls, p.calls_sq));
+        (of(in_base), of(in_head))
+    };
+    // Over random samples of the invocations, a difference must stand out of their spread.
+    let sampled = base.sampled || head.sampled;
+    let stands_out = |(sum_base, sq_base): (u64, u128), (sum_head, sq_head): (u64, u128)| {
+        !sampled || differs_beyond_chance((sum_base, sq_base, base.invocations), (sum_head, sq_head, head.invocations))
     };
     let estimated = retired && (base.estimated.contains(function) || head.estimated.contains(function));
     let (scaled_base, scaled_head) =
@@ -757,9 +833,13 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
     let calls = Calls {
         base: calls_base as f64 / base.invocations as f64,
         head: calls_head as f64 / head.invocations as f64,
-        changed: match estimated {
-            false => scaled_base != scaled_head,
-            true => scaled_base.abs_diff(scaled_head) * 100 > scaled_base.max(scaled_head),
+        changed: match (estimated, sampled) {
+            (false, _) => scaled_base != scaled_head && stands_out((calls_base, sq_base), (calls_head, sq_head)),
+            (true, false) => scaled_base.abs_diff(scaled_head) * 100 > scaled_base.max(scaled_head),
+            // Estimated from the calls counted in a few random invocations: no spread to test, a wider margin.
+            (true, true) => {
+                scaled_base.abs_diff(scaled_head) * 100 > SAMPLED_ESTIMATE_PCT * scaled_base.max(scaled_head)
+            }
         },
         retired,
         estimated,
@@ -768,18 +848,23 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
         let (n_base, n_head) = (u128::from(base.invocations), u128::from(head.invocations));
         let of = |p: Option<&PathSamples>| p.map_or((0, 0), |p| (p.self_allocs, p.self_alloc_bytes));
         let ((allocs_base, bytes_base), (allocs_head, bytes_head)) = (of(in_base), of(in_head));
+        let squares = |p: Option<&PathSamples>| p.map_or((0, 0), |p| (p.self_allocs_sq, p.self_alloc_bytes_sq));
+        let ((allocs_sq_base, bytes_sq_base), (allocs_sq_head, bytes_sq_head)) = (squares(in_base), squares(in_head));
         Allocs {
             base: allocs_base as f64 / base.invocations as f64,
             head: allocs_head as f64 / head.invocations as f64,
             base_bytes: bytes_base as f64 / base.invocations as f64,
             head_bytes: bytes_head as f64 / head.invocations as f64,
-            changed: u128::from(allocs_base) * n_head != u128::from(allocs_head) * n_base
-                || u128::from(bytes_base) * n_head != u128::from(bytes_head) * n_base,
+            changed: (u128::from(allocs_base) * n_head != u128::from(allocs_head) * n_base
+                && stands_out((allocs_base, allocs_sq_base), (allocs_head, allocs_sq_head)))
+                || (u128::from(bytes_base) * n_head != u128::from(bytes_head) * n_base
+                    && stands_out((bytes_base, bytes_sq_base), (bytes_head, bytes_sq_head))),
         }
     });
-    let count = |samples: Option<&PathSamples>, of: fn(&PathSamples) -> u64| samples.map_or(0, of);
-    let errs = Outcomes::of(count(in_base, |p| p.errs), base, count(in_head, |p| p.errs), head);
-    let cancelled = Outcomes::of(count(in_base, |p| p.cancelled), base, count(in_head, |p| p.cancelled), head);
+    let errs_of = |p: Option<&PathSamples>| p.map_or((0, 0), |p| (p.errs, p.errs_sq));
+    let cancelled_of = |p: Option<&PathSamples>| p.map_or((0, 0), |p| (p.cancelled, p.cancelled_sq));
+    let errs = Outcomes::of(errs_of(in_base), base, errs_of(in_head), head);
+    let cancelled = Outcomes::of(cancelled_of(in_base), base, cancelled_of(in_head), head);
     let time_stats = |samples: Option<&PathSamples>, side: &Side| {
         samples.map(|p| TimeStats {
             samples: p.total_ns.len(),

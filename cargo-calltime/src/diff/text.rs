@@ -95,6 +95,12 @@ pub fn render(report: &Report, color: bool) -> String {
             "\n  {}",
             paint(dim, "times: median self time per invocation (in the function itself, not in the calls it makes)")
         );
+        // The mean counts every invocation, slow ones included: it can move against the medians beside it.
+        let _ = writeln!(
+            out,
+            "  {}",
+            paint(dim, "self/inv: change of the mean self time per invocation (slow invocations included)")
+        );
     }
     let unchanged = report.paths.len() - reported.len();
     if unchanged > 0 {

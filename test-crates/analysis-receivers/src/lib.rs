@@ -124,3 +124,5 @@ pub fn entry(key: &str) -> u32 {
 }
 mod blanket;
 mod chains;
+mod iterate;
+mod made;
