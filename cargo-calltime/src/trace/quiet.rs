@@ -25,9 +25,7 @@ pub fn estimate_quiet_calls(trace: &mut Trace) {
         return;
     }
     let callers = callers_of(&trace.invocations, trace.quiet.iter().map(|q| q.func).collect());
-    // Callers retire after their callees, so they go quiet later: estimated first, their estimates then scale
-    // their callees'.
-    for quiet in trace.quiet.clone().into_iter().rev() {
+    for quiet in in_order_of_callers(&trace.quiet, &callers) {
         let no_callers = BTreeSet::new();
         // Went quiet under a caller that stayed open: its calls are estimated per call of the sibling it names.
         let by_sibling = quiet.by.map(|by| BTreeSet::from([by]));
@@ -81,19 +79,119 @@ fn estimate_in_aggregate(aggregate: &mut RunAggregate, func: u32, rate: &Rate, c
     set_estimate(&mut aggregate.retired, func, over_run.saturating_sub(on_paths));
 }
 
-/// Per quiet function, the functions seen calling it (parents of its nodes), over every invocation.
+/// The `quiet` records in the order their estimates are made: a function after the quiet functions its estimate
+/// scales by (its callers, whose estimates must be in first), else latest first (callers retire after their
+/// callees, so they go quiet later). A ring of them (none can be first) is taken latest first.
+fn in_order_of_callers(quiet: &[Quiet], callers: &BTreeMap<u32, BTreeSet<u32>>) -> Vec<Quiet> {
+    let mut pending: Vec<Quiet> = quiet.iter().rev().copied().collect();
+    let mut order = Vec::with_capacity(pending.len());
+    while !pending.is_empty() {
+        let waits = |q: &Quiet| {
+            let of = callers.get(&q.func);
+            pending.iter().any(|other| other.func != q.func && of.is_some_and(|of| of.contains(&other.func)))
+        };
+        let next = pending.iter().position(|q| q.by.is_some() || !waits(q)).unwrap_or(0);
+        order.push(pending.remove(next));
+    }
+    order
+}
+
+/// Per quiet function, the functions its later calls are estimated per call of: those seen calling it (parents of
+/// its nodes), over every invocation. For a member of a recursive cycle (a strongly connected set of functions in
+/// the trees, which retired and went quiet together: calltime-rt's retire/cluster.rs), the nearest callers outside
+/// the cycle instead: its callers within it are estimated themselves. None (calls per invocation) when the
+/// invocation's root is a member of its cycle.
 fn callers_of(invocations: &[Invocation], funcs: BTreeSet<u32>) -> BTreeMap<u32, BTreeSet<u32>> {
-    fn walk(node: &Node, funcs: &BTreeSet<u32>, out: &mut BTreeMap<u32, BTreeSet<u32>>) {
+    let cycle_of = cycles_of(invocations, &funcs);
+    // `outside[c]`: the nearest caller outside cycle `c` of the calls being walked (None at the root).
+    fn walk(
+        node: &Node,
+        funcs: &BTreeSet<u32>,
+        cycle_of: &BTreeMap<u32, usize>,
+        outside: &mut Vec<Option<u32>>,
+        out: &mut BTreeMap<u32, BTreeSet<u32>>,
+        per_invocation: &mut BTreeSet<u32>,
+    ) {
+        let own_cycle = cycle_of.get(&node.func).copied();
         for child in &node.children {
+            let cycle = cycle_of.get(&child.func).copied();
+            let entered = cycle.filter(|&c| own_cycle != Some(c));
+            let saved = entered.map(|c| std::mem::replace(&mut outside[c], Some(node.func)));
             if funcs.contains(&child.func) {
-                out.entry(child.func).or_default().insert(node.func);
+                match cycle {
+                    None => {
+                        out.entry(child.func).or_default().insert(node.func);
+                    }
+                    Some(c) => match outside[c] {
+                        Some(caller) => {
+                            out.entry(child.func).or_default().insert(caller);
+                        }
+                        None => {
+                            per_invocation.insert(child.func);
+                        }
+                    },
+                }
             }
-            walk(child, funcs, out);
+            walk(child, funcs, cycle_of, outside, out, per_invocation);
+            if let (Some(c), Some(saved)) = (entered, saved) {
+                outside[c] = saved;
+            }
         }
     }
-    let mut out = BTreeMap::new();
-    invocations.iter().for_each(|inv| walk(&inv.root, &funcs, &mut out));
+    let cycles = cycle_of.values().max().map_or(0, |&c| c + 1);
+    let (mut out, mut per_invocation) = (BTreeMap::new(), BTreeSet::new());
+    for inv in invocations {
+        let mut outside = vec![None; cycles];
+        walk(&inv.root, &funcs, &cycle_of, &mut outside, &mut out, &mut per_invocation);
+    }
+    // A cycle with the root in it has no caller outside it in the invocation: its calls are per invocation.
+    for func in per_invocation {
+        out.insert(func, BTreeSet::new());
+    }
     out
+}
+
+/// The recursive cycles the functions `funcs` are members of (numbered from 0), from the calls between functions
+/// in every invocation's tree: a function's cycle is the set of functions it reaches and that reach it. Every
+/// member of such a cycle is in the map, quiet or not (a cycle's caller must be outside all of it).
+fn cycles_of(invocations: &[Invocation], funcs: &BTreeSet<u32>) -> BTreeMap<u32, usize> {
+    fn edges(node: &Node, calls: &mut BTreeMap<u32, BTreeSet<u32>>, called_by: &mut BTreeMap<u32, BTreeSet<u32>>) {
+        for child in &node.children {
+            calls.entry(node.func).or_default().insert(child.func);
+            called_by.entry(child.func).or_default().insert(node.func);
+            edges(child, calls, called_by);
+        }
+    }
+    fn reached(from: u32, edges: &BTreeMap<u32, BTreeSet<u32>>) -> BTreeSet<u32> {
+        let (mut seen, mut next) = (BTreeSet::new(), vec![from]);
+        while let Some(func) = next.pop() {
+            for &to in edges.get(&func).into_iter().flatten() {
+                if seen.insert(to) {
+                    next.push(to);
+                }
+            }
+        }
+        seen
+    }
+    let (mut calls, mut called_by) = (BTreeMap::new(), BTreeMap::new());
+    invocations.iter().for_each(|inv| edges(&inv.root, &mut calls, &mut called_by));
+    let mut cycle_of = BTreeMap::new();
+    let mut cycles = 0;
+    for &func in funcs {
+        if cycle_of.contains_key(&func) {
+            continue;
+        }
+        let down = reached(func, &calls);
+        if !down.contains(&func) {
+            continue; // not recursive
+        }
+        let up = reached(func, &called_by);
+        for &member in down.intersection(&up) {
+            cycle_of.insert(member, cycles);
+        }
+        cycles += 1;
+    }
+    cycle_of
 }
 
 /// Calls of `func` and calls of the functions in `of` in an invocation: nodes, and retired calls of those that
