@@ -383,6 +383,74 @@ mod tests {
         assert_eq!(TraceBuilder::write(&trace), text);
     }
 
+    /// A recursive cycle that went quiet: functions 2 and 3 call each other under 1 (called twice by the root 0).
+    /// Invocation 0 counted them all: 8 calls each (3 and 1 nodes, 5 and 7 `r` calls), 4 per call of 1. Invocation
+    /// 1, after both went quiet, has 3 calls of 1: 12 each, from the cycle's caller outside it. Taken per call of
+    /// their callers within the cycle (2 for 3, 1 and 3 for 2), as for other functions, 3's callers in invocation 1
+    /// are estimates not yet made (0), and 2's rate mixes in 3's calls: 0 and 2.
+    const CYCLE: &str = "calltime-trace 3\nprocess 1 0 /app\nplan p /t.json\nsettings fold_after=4096 quiet_after=1\n\
+        retire 2 1050 5 10\n\
+        retire 3 1060 5 10\n\
+        inv 0 thread 1 1000 5000 7 0 0 main\n\
+        n 0 0 1000 5000 0\n\
+        n 1 1 1100 2000 0\n\
+        n 2 2 1200 1000 0\n\
+        n 3 3 1300 500 0\n\
+        n 4 2 1400 100 0\n\
+        n 1 1 3200 1500 0\n\
+        n 2 2 3300 1000 0\n\
+        r 2 5\n\
+        r 3 7\n\
+        end 0\n\
+        quiet 2 6500\n\
+        quiet 3 6500\n\
+        inv 1 thread 1 7000 3000 4 0 0 main\n\
+        n 0 0 7000 3000 0\n\
+        n 1 1 7100 900 0\n\
+        n 1 1 8000 900 0\n\
+        n 1 1 9000 900 0\n\
+        end 1\n";
+
+    #[test]
+    fn a_quiet_cycle_is_estimated_per_call_of_its_caller_outside_it() {
+        let mut trace = parse(CYCLE).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        estimate_quiet_calls(&mut trace);
+        assert_eq!(trace.invocations[0].retired, [RetiredCalls::counted(2, 5), RetiredCalls::counted(3, 7)]);
+        let mut later = trace.invocations[1].retired.clone();
+        later.sort_by_key(|r| r.func);
+        assert_eq!(later, [RetiredCalls::estimated(2, 12, 0), RetiredCalls::estimated(3, 12, 0)]);
+    }
+
+    #[test]
+    fn a_quiet_cycle_with_the_root_in_it_is_estimated_per_invocation() {
+        // The root 0 is a member (its nested calls retired): 0 -> 1 -> 0 -> 1 recorded, then 2 calls of 0 and 3 of 1
+        // counted: 4 and 5 an invocation, no caller outside the cycle. The next invocation is its root node alone.
+        let text = "calltime-trace 3\nprocess 1 0 /app\nplan p /t.json\nsettings fold_after=4096 quiet_after=1\n\
+            retire 0 1050 5 10\n\
+            retire 1 1060 5 10\n\
+            inv 0 thread 1 1000 5000 4 0 0 main\n\
+            n 0 0 1000 5000 0\n\
+            n 1 1 1100 2000 0\n\
+            n 2 0 1200 1000 0\n\
+            n 3 1 1300 500 0\n\
+            r 0 2\n\
+            r 1 3\n\
+            end 0\n\
+            quiet 0 6500\n\
+            quiet 1 6500\n\
+            inv 1 thread 1 7000 3000 1 0 0 main\n\
+            n 0 0 7000 3000 0\n\
+            end 1\n";
+        let mut trace = parse(text).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        estimate_quiet_calls(&mut trace);
+        let mut later = trace.invocations[1].retired.clone();
+        later.sort_by_key(|r| r.func);
+        // 0: 4 calls an invocation less the recorded root node: 3 nested.
+        assert_eq!(later, [RetiredCalls::estimated(0, 3, 0), RetiredCalls::estimated(1, 5, 0)]);
+    }
+
     #[test]
     fn without_callers_the_rate_is_per_invocation_and_the_aggregate_is_estimated_too() {
         // Function 2 is only ever a retired count (no node names its caller): 19 calls over 2 invocations.
