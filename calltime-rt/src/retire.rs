@@ -604,9 +604,9 @@ pub(crate) fn go_quiet(index: u32) {
         records.quiet_locked(state, index, 0, 0, NO_BY);
         return;
     }
-    for slot in 1..=slots_used() {
+    for (slot, of) in CYCLE_OF.iter().enumerate().take(slots_used() + 1).skip(1) {
         let member = slot_index(slot);
-        if CYCLE_OF[slot].load(Relaxed) == cycle {
+        if of.load(Relaxed) == cycle {
             if let Some(state) = STATE.get(member as usize) {
                 records.quiet_locked(state, member, 0, 0, NO_BY);
             }

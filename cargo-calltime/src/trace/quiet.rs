@@ -116,7 +116,7 @@ fn callers_of(invocations: &[Invocation], funcs: BTreeSet<u32>) -> BTreeMap<u32,
         for child in &node.children {
             let cycle = cycle_of.get(&child.func).copied();
             let entered = cycle.filter(|&c| own_cycle != Some(c));
-            let saved = entered.map(|c| std::mem::replace(&mut outside[c], Some(node.func)));
+            let saved = entered.map(|c| outside[c].replace(node.func));
             if funcs.contains(&child.func) {
                 match cycle {
                     None => {
