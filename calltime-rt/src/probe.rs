@@ -298,11 +298,13 @@ pub(crate) fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
     if rec == SKIP {
         return Guard::INERT;
     }
-    // A nested call of a root that retired with a recursive cluster (retire/cluster.rs) is counted; the
-    // outermost call, above, is always recorded. Such a cluster never goes quiet.
+    // A nested call of a root that retired with a recursive cluster (retire/cluster.rs) is counted, until the
+    // cluster goes quiet; the outermost call, above, is always recorded.
     let state = retired_state(index);
     if state != 0 {
-        count_retired_call(index);
+        if (state as i8) >= 0 {
+            count_retired_call(index);
+        }
         return Guard::INERT;
     }
     // SAFETY: as in `enter`.

@@ -57,9 +57,12 @@ static SLOT_INDEX: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(u32
 /// Per retirement slot: invocations that counted calls of its function (a relaxed load and store, not a
 /// read-modify-write: two threads ending invocations at once may count one; it then goes quiet one later).
 static COUNTED_IN: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) }; RETIRE_INDICES + 1];
-/// Per retirement slot: its function retired with a recursive cluster and its calls stay counted (never quiet:
-/// see `cluster`).
-static KEEPS_COUNTING: [AtomicBool; RETIRE_INDICES + 1] = [const { AtomicBool::new(false) }; RETIRE_INDICES + 1];
+/// Per retirement slot: the cycle of a recursive cluster its function retired in (see `cluster`), numbered by the
+/// slot of the cycle's first member to retire; 0 for none. A cycle's members go quiet together, and only when an
+/// invocation ends (`note_invocation`): the tool estimates their later calls per call of the cycle's nearest caller
+/// outside it (or per invocation when the root is a member), from invocations that counted them all, never from
+/// estimates within the cycle.
+static CYCLE_OF: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) }; RETIRE_INDICES + 1];
 /// Slots handed out so far (the highest slot in use); readers scan counters `1..=SLOTS_USED`.
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
 /// The slots whose functions are counted now (not quiet), ascending (in order of retirement):
@@ -490,30 +493,35 @@ pub(crate) fn set_state_for_calibration(index: u32, state: u8) {
 #[cold]
 #[inline(never)]
 pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
-    retire_with(index, calls, mean_ns, false);
+    retire_with(index, calls, mean_ns, 0);
 }
 
 /// Retires function `index` as part of a recursive cluster's unit whose `calls` calls had a compensated mean of
-/// `mean_ns` (its outermost calls' time per call); a member of the cycle (`in_cycle`) stays counted for the rest
-/// of the process (see `cluster`). The root's state byte too: its nested calls then retire (`probe::enter_root`).
+/// `mean_ns` (its outermost calls' time per call). A member of the cycle passes `cycle`, the same for every member
+/// of it (0 for the rest of the unit, which goes quiet as any retired function): the slot of the first member
+/// retired, or `NEW_CYCLE` for that first member (see `CYCLE_OF`). Returns the slot the function got (0 when it
+/// did not retire). The root's state byte too: its nested calls then retire (`probe::enter_root`).
 #[cold]
 #[inline(never)]
-fn retire_cluster_member(index: u32, calls: u64, mean_ns: u64, in_cycle: bool) {
-    retire_with(index, calls, mean_ns, in_cycle);
+fn retire_cluster_member(index: u32, calls: u64, mean_ns: u64, cycle: u32) -> u32 {
+    retire_with(index, calls, mean_ns, cycle)
 }
 
-fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {
-    let Some(state) = STATE.get(index as usize) else { return };
+/// `retire_cluster_member`'s `cycle` for the first member of a cycle: its own slot numbers the cycle.
+const NEW_CYCLE: u32 = u32::MAX;
+
+fn retire_with(index: u32, calls: u64, mean_ns: u64, cycle: u32) -> u32 {
+    let Some(state) = STATE.get(index as usize) else { return 0 };
     let mut records = lock(&RECORDS);
     let slot = SLOTS_USED.load(Relaxed) as usize + 1;
     if state.load(Relaxed) != 0 || index as usize >= retire_limit(&records) || slot > RETIRE_INDICES {
-        return;
+        return 0;
     }
     // The slot is published before the state byte that makes probes count: a settle that sees the byte's effect
     // (a count) scans the slot.
     SLOT_INDEX[slot].store(index, Relaxed);
     SLOT_OF[index as usize].store(slot as u32, Relaxed);
-    KEEPS_COUNTING[slot].store(keeps_counting, Relaxed);
+    CYCLE_OF[slot].store(if cycle == NEW_CYCLE { slot as u32 } else { cycle }, Relaxed);
     SLOTS_USED.store(slot as u32, Relaxed);
     let counting = COUNTING_LEN.load(Relaxed);
     COUNTING[counting as usize].store(slot as u32, Relaxed);
@@ -524,7 +532,7 @@ fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {
         SLOT_OF[index as usize].store(0, Relaxed);
         SLOT_INDEX[slot].store(u32::MAX, Relaxed);
         SLOTS_USED.store(slot as u32 - 1, Relaxed);
-        return;
+        return 0;
     }
     records.above_highest = records.above_highest.max(index as usize + 1);
     records.mirror(index, COUNTED);
@@ -532,6 +540,7 @@ fn retire_with(index: u32, calls: u64, mean_ns: u64, keeps_counting: bool) {
     let retirement = Retirement { index, at_ns, calls, mean_ns, quiet: false, by: NO_BY };
     records.push(retirement);
     records.total += 1;
+    slot as u32
 }
 
 impl Records {
@@ -582,48 +591,76 @@ fn note_counted(slot: usize) {
 }
 
 /// Stops counting the calls of retired function `index` (cold; once per function). Calls already counted stay in
-/// the per-thread counters and are settled as before; the slot is not reused.
+/// the per-thread counters and are settled as before; the slot is not reused. A member of a recursive cluster's
+/// cycle goes quiet with every other member of it, in order of retirement (see `CYCLE_OF`): the tool then estimates
+/// them all from the same invocations, none from another's estimate.
 #[cold]
 #[inline(never)]
 pub(crate) fn go_quiet(index: u32) {
-    go_quiet_with(index, 0, 0, NO_BY);
+    let Some(state) = STATE.get(index as usize) else { return };
+    let mut records = lock(&RECORDS);
+    let cycle = CYCLE_OF.get(slot_of(index)).map_or(0, |c| c.load(Relaxed));
+    if cycle == 0 {
+        records.quiet_locked(state, index, 0, 0, NO_BY);
+        return;
+    }
+    for (slot, of) in CYCLE_OF.iter().enumerate().take(slots_used() + 1).skip(1) {
+        let member = slot_index(slot);
+        if of.load(Relaxed) == cycle {
+            if let Some(state) = STATE.get(member as usize) {
+                records.quiet_locked(state, member, 0, 0, NO_BY);
+            }
+        }
+    }
 }
 
 /// `go_quiet` within a long invocation: `calls` of the function and `per` calls made in it so far, of its callers
 /// (with no call of a caller open, `by` = `NO_BY`) or of function `by` (a sibling under a caller that stays open),
 /// so that their ratio is its calls per such call (the tool's estimate of the rest; docs/trace-format.md, `quiet`
-/// records).
+/// records). Never a cycle's member: its callers within the cycle would be estimates (it goes quiet at an
+/// invocation's end instead, with its cycle).
 #[cold]
 #[inline(never)]
 pub(crate) fn go_quiet_within(index: u32, calls: u64, per: u64, by: u32) {
-    go_quiet_with(index, calls, per, by);
-}
-
-fn go_quiet_with(index: u32, calls: u64, caller_calls: u64, by: u32) {
     let Some(state) = STATE.get(index as usize) else { return };
     let mut records = lock(&RECORDS);
-    let slot = slot_of(index);
-    if state.load(Relaxed) != COUNTED || KEEPS_COUNTING[slot].load(Relaxed) {
+    if is_cycle_member(slot_of(index)) {
         return;
     }
-    // Read before the store: an invocation that ended before `at_ns` counted every call it made.
-    let at_ns = crate::clock::clock().elapsed_ns();
-    // Out of the counted slots, under the sequence lock (see `settle_retired_calls`).
-    let seq = QUIET_SEQ.load(Relaxed);
-    QUIET_SEQ.store(seq | 1, Relaxed);
-    fence(Release);
-    // Shifted down rather than swapped with the last, so that the rest stay ascending.
-    let counting = COUNTING_LEN.load(Relaxed) as usize;
-    if let Some(at) = COUNTING[..counting].iter().position(|s| s.load(Relaxed) as usize == slot) {
-        for i in at..counting - 1 {
-            COUNTING[i].store(COUNTING[i + 1].load(Relaxed), Relaxed);
+    records.quiet_locked(state, index, calls, per, by);
+}
+
+/// Retirement slot `slot`'s function is a member of a recursive cluster's cycle.
+fn is_cycle_member(slot: usize) -> bool {
+    CYCLE_OF.get(slot).is_some_and(|cycle| cycle.load(Relaxed) != 0)
+}
+
+impl Records {
+    /// Makes function `index` (state byte `state`) quiet if it is counted now, with its `quiet` record.
+    fn quiet_locked(&mut self, state: &AtomicU8, index: u32, calls: u64, caller_calls: u64, by: u32) {
+        let slot = slot_of(index);
+        if state.load(Relaxed) != COUNTED {
+            return;
         }
-        COUNTING_LEN.store(counting as u32 - 1, Relaxed);
+        // Read before the store: an invocation that ended before `at_ns` counted every call it made.
+        let at_ns = crate::clock::clock().elapsed_ns();
+        // Out of the counted slots, under the sequence lock (see `settle_retired_calls`).
+        let seq = QUIET_SEQ.load(Relaxed);
+        QUIET_SEQ.store(seq | 1, Relaxed);
+        fence(Release);
+        // Shifted down rather than swapped with the last, so that the rest stay ascending.
+        let counting = COUNTING_LEN.load(Relaxed) as usize;
+        if let Some(at) = COUNTING[..counting].iter().position(|s| s.load(Relaxed) as usize == slot) {
+            for i in at..counting - 1 {
+                COUNTING[i].store(COUNTING[i + 1].load(Relaxed), Relaxed);
+            }
+            COUNTING_LEN.store(counting as u32 - 1, Relaxed);
+        }
+        state.store(QUIET, Relaxed);
+        QUIET_SEQ.store((seq | 1).wrapping_add(1), Release);
+        self.mirror(index, QUIET);
+        self.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true, by });
     }
-    state.store(QUIET, Relaxed);
-    QUIET_SEQ.store((seq | 1).wrapping_add(1), Release);
-    records.mirror(index, QUIET);
-    records.push(Retirement { index, at_ns, calls, mean_ns: caller_calls, quiet: true, by });
 }
 
 /// Counted calls of a retired function in one invocation past which it goes quiet within that invocation (when
@@ -666,10 +703,10 @@ pub(crate) fn counted_slot_after(after: usize) -> Option<usize> {
     counting.get(at).map(|s| s.load(Relaxed) as usize).filter(|&slot| slot > after)
 }
 
-/// Retirement slot `slot`'s function is counted and may go quiet: not a member of a recursive cluster's cycle,
-/// which stays counted (`go_quiet` passes it over).
+/// Retirement slot `slot`'s function is counted and may go quiet within an invocation: not a member of a recursive
+/// cluster's cycle, which goes quiet at an invocation's end (`go_quiet_within` passes it over).
 pub(crate) fn slot_may_go_quiet(slot: usize) -> bool {
-    slot_is_counted(slot) && !KEEPS_COUNTING.get(slot).is_some_and(|keeps| keeps.load(Relaxed))
+    slot_is_counted(slot) && !is_cycle_member(slot)
 }
 
 /// Retirement slot `slot`'s function is being counted (not quiet).

@@ -1,6 +1,7 @@
 //! Recursive clusters (calltime-rt/src/retire/cluster.rs): mutually recursive functions whose calls are too fast
-//! to be worth their probes retire together with the functions under them, the root's nested calls too, and
-//! their calls stay counted exactly. Each scenario runs in its own child process.
+//! to be worth their probes retire together with the functions under them, the root's nested calls too; their
+//! calls are counted exactly until an invocation ends having counted enough of them, and then the whole cycle goes
+//! quiet at once (never within an invocation). Each scenario runs in its own child process.
 
 mod common;
 
@@ -80,8 +81,8 @@ fn calls_in(trace: &Trace, inv: usize, index: u32) -> (u64, u64) {
 }
 
 #[test]
-fn a_recursive_cluster_retires_together_and_its_calls_stay_exact() {
-    if is_child("a_recursive_cluster_retires_together_and_its_calls_stay_exact") {
+fn a_recursive_cluster_retires_together_and_goes_quiet_together_after_its_counted_invocations() {
+    if is_child("a_recursive_cluster_retires_together_and_goes_quiet_together_after_its_counted_invocations") {
         for _ in 0..INVOCATIONS {
             black_box(document());
         }
@@ -89,24 +90,37 @@ fn a_recursive_cluster_retires_together_and_its_calls_stay_exact() {
     }
     // Every invocation recorded: the count of trees after the retirement below is about the retirement, not about
     // sampling for cost (which would keep a fraction of these cheap ones; tests/sampled.rs).
-    let trace =
-        run_ok("a_recursive_cluster_retires_together_and_its_calls_stay_exact", &[("CALLTIME_COST_BUDGET", "0")]);
+    let name = "a_recursive_cluster_retires_together_and_goes_quiet_together_after_its_counted_invocations";
+    let trace = run_ok(name, &[("CALLTIME_COST_BUDGET", "0")]);
     let mut retired: Vec<u32> = trace.retirements.iter().map(|r| r.index).collect();
     retired.sort_unstable();
     assert_eq!(retired, [0, 1, 2, 3, 4], "the cluster (0: its nested calls) and the leaf under it; not `slow`");
-    // The cycle never goes quiet, so its counts stay exact; the leaf under it does, as other retired functions.
-    let quiet: Vec<u32> = trace.quiet.iter().map(|q| q.0).collect();
-    assert_eq!(quiet, [4]);
+    // The cycle goes quiet too, every member at once, as the invocation that counted its calls a third time
+    // (`CALLTIME_QUIET_AFTER`'s default) ends; the leaf under it as other retired functions do.
+    let mut quiet: Vec<u32> = trace.quiet.iter().map(|q| q.0).collect();
+    quiet.sort_unstable();
+    assert_eq!(quiet, [0, 1, 2, 3, 4]);
+    let cycle_quiet: Vec<u64> = trace.quiet.iter().filter(|q| q.0 != 4).map(|q| q.1).collect();
+    let (first_quiet, last_quiet) = (*cycle_quiet.iter().min().unwrap(), *cycle_quiet.iter().max().unwrap());
+    let quiet_at = |index: u32| trace.quiet.iter().find(|q| q.0 == index).unwrap().1;
     let last_retired = trace.retirements.iter().map(|r| r.at_ns).max().unwrap();
-    let mut after = 0;
+    let (mut after, mut counted_invocations, mut quiet_invocations) = (0, 0, 0);
     for (i, inv) in trace.invocations.iter().enumerate() {
         assert_eq!(inv.nodes[0].index, 0, "the root's outermost call is always recorded");
+        let ended = inv.start + inv.duration;
+        assert!(ended < first_quiet || inv.start > last_quiet, "invocation {i} ran while the cycle went quiet");
         for (index, calls) in PER_INVOCATION {
             let (nodes, counted) = calls_in(&trace, i, index);
-            if index != 4 || inv.start + inv.duration < trace.quiet[0].1 {
+            if index == 5 || ended < quiet_at(index) {
                 assert_eq!(nodes + counted, calls, "function {index} in invocation {i}: {inv:?}");
+            } else {
+                assert_eq!(counted, 0, "function {index} in invocation {i}, after it went quiet: {inv:?}");
             }
         }
+        if inv.start > last_retired && ended < first_quiet && inv.retired.iter().any(|r| r.0 < 4) {
+            counted_invocations += 1;
+        }
+        quiet_invocations += usize::from(inv.start > last_quiet);
         if inv.start > last_retired {
             after += 1;
             assert_eq!(inv.shape(), "0[5]", "only the root and the slow call are recorded");
@@ -114,6 +128,9 @@ fn a_recursive_cluster_retires_together_and_its_calls_stay_exact() {
         }
     }
     assert!(after > INVOCATIONS / 2, "the cluster retired late: {after} invocations after it");
+    // Counted in the invocation it retired in (if it ended later) and the next ones, three in all.
+    assert!((2..=3).contains(&counted_invocations), "{counted_invocations} invocations counted the cycle");
+    assert!(quiet_invocations as u64 > INVOCATIONS / 2, "the cycle went quiet late: {quiet_invocations} after it");
 }
 
 #[test]
@@ -201,9 +218,10 @@ fn big_document() -> u64 {
 }
 
 /// Invocations that fold (thousands of recursive calls each): the cluster retires at the first one's fold, whose
-/// calls on the stack are still open, and the rest of that invocation and every later one count the members'
-/// calls instead of recording them on folded paths; every invocation's counts stay exact (folded paths plus counted
-/// calls), and later invocations are the root's node and `slow`'s.
+/// calls on the stack are still open, and the rest of that invocation counts the members' calls instead of
+/// recording them on folded paths: its counts stay exact (folded paths plus counted calls), never quiet within it.
+/// It counted more than `QUIET_AT_END_CALLS` of them: the cycle goes quiet as it ends, and later invocations are
+/// the root's node and `slow`'s, with nothing counted.
 #[test]
 fn a_recursive_cluster_retires_inside_a_folded_invocation() {
     if is_child("a_recursive_cluster_retires_inside_a_folded_invocation") {
@@ -219,13 +237,23 @@ fn a_recursive_cluster_retires_inside_a_folded_invocation() {
     assert_eq!(trace.invocations.len(), BIG_INVOCATIONS);
     let first = &trace.invocations[0];
     assert!(first.nodes.iter().any(|n| n.folded.is_some()), "the first invocation folded: {}", first.shape());
-    let quiet_at = trace.quiet.iter().find(|q| q.0 == 4).map_or(u64::MAX, |q| q.1);
+    let mut quiet: Vec<u32> = trace.quiet.iter().map(|q| q.0).collect();
+    quiet.sort_unstable();
+    assert_eq!(quiet, [0, 1, 2, 3, 4], "the cycle and the leaf went quiet");
+    let quiet_at = |index: u32| trace.quiet.iter().find(|q| q.0 == index).unwrap().1;
+    let second = &trace.invocations[1];
+    for member in 0..4 {
+        assert!(first.start + first.duration < quiet_at(member), "{member}: not within the first invocation");
+        assert!(quiet_at(member) < second.start, "{member}: quiet as the first invocation ended");
+    }
     for (i, inv) in trace.invocations.iter().enumerate() {
         assert_eq!(inv.nodes[0].index, 0, "the root's outermost call is always recorded");
         for (index, calls) in per_big_invocation() {
             let (nodes, counted) = calls_in(&trace, i, index);
-            if index != 4 || inv.start + inv.duration < quiet_at {
+            if index == 5 || inv.start + inv.duration < quiet_at(index) {
                 assert_eq!(nodes + counted, calls, "function {index} in invocation {i}: {}", inv.shape());
+            } else {
+                assert_eq!(counted, 0, "function {index} in invocation {i}, quiet: {}", inv.shape());
             }
         }
         if i > 0 {

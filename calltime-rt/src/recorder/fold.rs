@@ -309,7 +309,7 @@ impl Recorder {
         while let Some(slot) = counted_slot_after(after) {
             after = slot;
             let counted = self.retired_calls_of(slot) + unsettled_calls(slot);
-            // A cluster's member stays counted: `go_quiet_within` would pass it over after `calls_so_far`'s scan
+            // A cycle's member goes quiet at an invocation's end only: `go_quiet_within` would pass it over after `calls_so_far`'s scan
             // of the paths (syn's expression cluster, at every check).
             if !slot_may_go_quiet(slot) || counted < QUIET_WITHIN_OPEN_CALLS {
                 continue;
