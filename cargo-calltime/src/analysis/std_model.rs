@@ -298,6 +298,9 @@ pub(super) const DERIVED_METHODS: &[&str] = &[
 /// Most statements a trivial function may have, its own and those of the trivial functions it calls.
 pub(super) const TRIVIAL_MAX_STATEMENTS: u32 = 6;
 
+/// Most statements a forwarder's body may have, its one call's included (`analysis::trivial::forwarded_callees`).
+pub(super) const FORWARDER_MAX_STATEMENTS: u32 = 2;
+
 /// Std methods that run in constant time without allocating (`Vec::len`, `Option::unwrap`, `slice::get`): a call
 /// to one of these, and to nothing in the workspace, keeps a body trivial. A workspace method of the same name is
 /// judged by its own body instead.
