@@ -348,6 +348,12 @@ const CHEAP_STD_METHODS: &[&str] = &[
 
 /// `a.min(b)`, `std::cmp::max(a, b)`, `mem::replace(..)`: cheap with these argument counts (an iterator's
 /// `min()` is a loop).
+/// Std collections whose `new()` and `default()` make an empty value without allocating (`HashMap::new` reads its
+/// thread-local seed): `T::new()` on one, or on a workspace alias of one (serde_json's `type MapImpl<K, V> = BTreeMap<K, V>`),
+/// keeps a body trivial.
+pub(super) const EMPTY_COLLECTIONS: &[&str] =
+    &["Vec", "String", "VecDeque", "LinkedList", "BinaryHeap", "BTreeMap", "BTreeSet", "HashMap", "HashSet"];
+
 pub(super) const CHEAP_STD_FNS: &[(&str, usize)] = &[
     ("min", 2),
     ("max", 2),

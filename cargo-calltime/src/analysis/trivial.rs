@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::index::{FnId, Index, Owner, SelfRes, TypeId};
 use super::std_model::{
-    is_cheap_std_method, CHEAP_STD_FNS, FORWARDER_MAX_STATEMENTS, POINTER_METHODS, RANGE_RECEIVER, RAW_POINTER,
+    is_cheap_std_method, CHEAP_STD_FNS, EMPTY_COLLECTIONS, FORWARDER_MAX_STATEMENTS, POINTER_METHODS, RANGE_RECEIVER, RAW_POINTER,
     TRIVIAL_MAX_STATEMENTS,
 };
 use super::syntax::{CallKind, Receiver, TyRef};
@@ -122,7 +122,9 @@ fn straight_body(index: &Index, f: FnId) -> Option<(u32, Vec<SiteTargets>)> {
             }
             CallKind::Qualified { name, .. } => is_cheap_std_method(name),
             CallKind::Path { path, args, called } => {
-                *called && path.segs.last().is_some_and(|l| CHEAP_STD_FNS.contains(&(l.as_str(), *args)))
+                *called
+                    && (path.segs.last().is_some_and(|l| CHEAP_STD_FNS.contains(&(l.as_str(), *args)))
+                        || (*args == 0 && empty_collection_new(index, &path.segs)))
             }
             // `x[i]` on a std collection.
             CallKind::Operator { .. } => true,
@@ -166,6 +168,26 @@ pub(super) fn forwarded_callees(index: &Index, f: FnId) -> Option<Vec<FnId>> {
         forwarded = Some(site.targets);
     }
     forwarded
+}
+
+/// `Vec::new()`, `MapImpl::default()` with `type MapImpl<K, V> = BTreeMap<K, V>`: an empty std collection
+/// ([`EMPTY_COLLECTIONS`]), named directly or through a workspace alias. Only reached for calls that resolve to no
+/// workspace function, so a workspace type of the same name never counts.
+fn empty_collection_new(index: &Index, segs: &[String]) -> bool {
+    let [.., ty, new] = segs else { return false };
+    if new != "new" && new != "default" {
+        return false;
+    }
+    if EMPTY_COLLECTIONS.contains(&ty.as_str()) {
+        return true;
+    }
+    index.types_by_name.get(ty.as_str()).is_some_and(|ts| {
+        !ts.is_empty()
+            && ts.iter().all(|&t| match &index.types[t].alias {
+                Some(TyRef::Path(p)) => p.segs.last().is_some_and(|l| EMPTY_COLLECTIONS.contains(&l.as_str())),
+                _ => false,
+            })
+    })
 }
 
 /// Whether dropping a value of the workspace type `t` runs no code: it derives `Copy`, or it has no fields (a unit
