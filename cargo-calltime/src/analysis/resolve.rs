@@ -4,7 +4,7 @@
 //! the default body; a method call on a receiver of unknown type goes to every workspace method of that name and
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
-use super::index::{CrateId, FnId, ImplDef, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
+use super::index::{CrateId, FnId, ImplDef, ImplId, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
 use super::std_model::{DERIVED_METHODS, GUARDS, INTEGERS, PRELUDE_FNS, SLICE, STD_TYPES};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
@@ -702,7 +702,7 @@ impl Index {
     /// The `param`-th type argument of impl `i`'s self type as the impl writes it (`R` in `impl<R: Read>
     /// Parser<R>`, with the impl's bounds; `SliceRead` in `impl Parser<SliceRead>`): what a field of that generic
     /// parameter is inside the impl's methods.
-    fn impl_type_argument(&self, ctx: &Ctx, i: usize, param: usize) -> Option<TyRef> {
+    fn impl_type_argument(&self, ctx: &Ctx, i: ImplId, param: usize) -> Option<TyRef> {
         let syn::Type::Path(tp) = syn::parse_str::<syn::Type>(&self.impls[i].self_ty_text).ok()? else { return None };
         let syn::PathArguments::AngleBracketed(args) = &tp.path.segments.last()?.arguments else { return None };
         let arg = args
