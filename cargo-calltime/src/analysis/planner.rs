@@ -326,7 +326,12 @@ fn skip_forwarders(index: &Index, trivial: &mut Trivial, order: &[(FnId, u32)], 
     let mut forwarders = Forwarders {
         index,
         trivial,
-        probed: order.iter().zip(functions.iter()).filter(|(_, p)| p.probe.is_some() && !p.is_root).map(|(o, _)| o.0).collect(),
+        probed: order
+            .iter()
+            .zip(functions.iter())
+            .filter(|(_, p)| p.probe.is_some() && !p.is_root)
+            .map(|(o, _)| o.0)
+            .collect(),
         memo: HashMap::new(),
         active: HashSet::new(),
     };

@@ -4,8 +4,8 @@ use std::collections::{HashMap, HashSet};
 
 use super::index::{FnId, Index, Owner, SelfRes, TypeId};
 use super::std_model::{
-    is_cheap_std_method, CHEAP_STD_FNS, EMPTY_COLLECTIONS, FORWARDER_MAX_STATEMENTS, POINTER_METHODS, RANGE_RECEIVER, RAW_POINTER,
-    TRIVIAL_MAX_STATEMENTS,
+    is_cheap_std_method, CHEAP_STD_FNS, EMPTY_COLLECTIONS, FORWARDER_MAX_STATEMENTS, POINTER_METHODS, RANGE_RECEIVER,
+    RAW_POINTER, TRIVIAL_MAX_STATEMENTS,
 };
 use super::syntax::{CallKind, Receiver, TyRef};
 use crate::plan::ProbeKind;
@@ -197,9 +197,10 @@ fn drops_nothing(index: &Index, t: TypeId) -> bool {
     def.is_copy
         || (def.alias.is_none()
             && def.fields.is_empty()
-            && !def.impls.iter().any(|&i| {
-                index.impls[i].trait_path.as_ref().and_then(|p| p.segs.last()).is_some_and(|n| n == "Drop")
-            }))
+            && !def
+                .impls
+                .iter()
+                .any(|&i| index.impls[i].trait_path.as_ref().and_then(|p| p.segs.last()).is_some_and(|n| n == "Drop")))
 }
 
 /// Whether a method's receiver may be a raw pointer (for [`POINTER_METHODS`]): a raw pointer field of `Self`, a value
