@@ -326,12 +326,8 @@ fn skip_forwarders(index: &Index, trivial: &mut Trivial, order: &[(FnId, u32)], 
     let mut forwarders = Forwarders {
         index,
         trivial,
-        probed: order
-            .iter()
-            .zip(functions.iter())
-            .filter(|(_, p)| p.probe.is_some() && !p.is_root)
-            .map(|(o, _)| o.0)
-            .collect(),
+        probed: order.iter().zip(functions.iter()).filter(|(_, p)| p.probe.is_some()).map(|(o, _)| o.0).collect(),
+        roots: order.iter().zip(functions.iter()).filter(|(_, p)| p.is_root).map(|(o, _)| o.0).collect(),
         memo: HashMap::new(),
         active: HashSet::new(),
     };
@@ -357,8 +353,10 @@ fn skip_forwarders(index: &Index, trivial: &mut Trivial, order: &[(FnId, u32)], 
 struct Forwarders<'a> {
     index: &'a Index,
     trivial: &'a mut Trivial,
-    /// Non-root functions that got a probe before forwarders were looked at.
+    /// Functions that got a probe before forwarders were looked at.
     probed: HashSet<FnId>,
+    /// The roots, which keep their probes.
+    roots: HashSet<FnId>,
     memo: HashMap<FnId, bool>,
     /// Forwarders being judged: a candidate among them fails, so that no two forwarders are left out on each
     /// other's account (a cycle would leave their callees' time unmeasured).
@@ -372,7 +370,7 @@ impl Forwarders<'_> {
         if let Some(&known) = self.memo.get(&f) {
             return known;
         }
-        if !self.probed.contains(&f) {
+        if !self.probed.contains(&f) || self.roots.contains(&f) {
             return false;
         }
         let Some(callees) = super::trivial::forwarded_callees(self.index, f) else {
