@@ -147,7 +147,8 @@ pub struct PlanArgs {
     pub all_functions: bool,
     /// Probe trivial functions too: by default a function whose body has no loop, at most a few statements and
     /// calls only trivial functions or constant-time std accessors (`len`, `get`, `unwrap`, ...) gets no probe,
-    /// since it costs less than the probe itself.
+    /// since it costs less than the probe itself; nor does a forwarder, one call to functions that are probed or
+    /// trivial (`fn peek(&mut self) { self.read.peek() }`), whose probe would measure what theirs do.
     #[arg(long)]
     pub probe_trivial: bool,
 }

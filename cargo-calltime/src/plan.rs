@@ -194,6 +194,8 @@ pub enum SkipReason {
     ExcludedFast,
     /// No loop, few statements and only cheap calls: it costs less than its probe.
     Trivial,
+    /// One call passing on to functions that are probed or trivial: their probes measure what its would.
+    Forwarder,
     ConstFn,
     Naked,
     ExternBlock,
@@ -220,6 +222,7 @@ impl SkipReason {
             SkipReason::Excluded => "excluded",
             SkipReason::ExcludedFast => "excluded_fast",
             SkipReason::Trivial => "trivial",
+            SkipReason::Forwarder => "forwarder",
             SkipReason::ConstFn => "const_fn",
             SkipReason::Naked => "naked",
             SkipReason::ExternBlock => "extern_block",
@@ -244,6 +247,10 @@ impl fmt::Display for SkipReason {
             SkipReason::Trivial => {
                 f.write_str("trivial: no loops and no costly calls (pass --probe-trivial to probe it)")
             }
+            SkipReason::Forwarder => f.write_str(
+                "forwarder: one call to probed or trivial functions; its own few instructions count in its caller's \
+                 self time (pass --probe-trivial to probe it)",
+            ),
             SkipReason::ConstFn => f.write_str("const fn"),
             SkipReason::Naked => f.write_str("#[naked] function"),
             SkipReason::ExternBlock => f.write_str("declared in an extern block"),
@@ -478,6 +485,7 @@ mod tests {
             SkipReason::Excluded,
             SkipReason::ExcludedFast,
             SkipReason::Trivial,
+            SkipReason::Forwarder,
             SkipReason::ConstFn,
             SkipReason::Naked,
             SkipReason::ExternBlock,

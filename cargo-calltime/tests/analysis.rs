@@ -34,6 +34,16 @@ const CASES: &[(&str, &str, &[&str])] = &[
     ("trivial-probed", "analysis-trivial", &["--root", "Doc::render", "--depth", "3", "--probe-trivial"]),
     // Raw pointer accessors are trivial; `add` on a named type is not.
     ("trivial-pointers", "analysis-trivial", &["--root", "Cursor::scan", "--depth", "2"]),
+    // A method call on a field of a generic parameter (`self.read.peek()`, `read: R` in `impl<R: Source>
+    // Parser<R>`) dispatches through the impl's bound; on a field of a declared type (`self.delegate.peek()`) it
+    // is that type's impl, not the blanket impl for `&mut R`. Forwarders to probed or trivial functions are left
+    // out (`forwarder`).
+    ("forwarders", "analysis-trivial", &["--root", "Parser::skip_spaces", "--depth", "4"]),
+    // At the depth limit a forwarder's callees have no probe: it keeps its own.
+    ("forwarders-at-depth", "analysis-trivial", &["--root", "Parser::skip_spaces", "--depth", "2"]),
+    // A unit struct taken by value drops nothing; a forwarder whose call is a guess (`.into()`) keeps its probe.
+    ("forwarders-guess", "analysis-trivial", &["--root", "UnitVisitor::visit_all", "--depth", "3"]),
+    ("forwarders-probed", "analysis-trivial", &["--root", "Parser::skip_spaces", "--depth", "4", "--probe-trivial"]),
     // Issue 12.6: workspace traits implemented for std types, called on literals, `vec![..]`, `String`, `&str`,
     // slices and `Option`; a std value of unknown type and an unknown receiver are over-approximated with a note.
     ("std-impls", "analysis-faults", &["--root", "shapes::shown", "--depth", "2", "--probe-trivial"]),

@@ -85,6 +85,8 @@ pub struct TypeDef {
     pub impls: Vec<ImplId>,
     /// Declared with `#[derive(Copy)]` (every declaration of it under `#[cfg]` variants).
     pub is_copy: bool,
+    /// Fields of one of the type's own generic parameters, by the parameter's position (`TypeItem::generic_fields`).
+    pub generic_fields: HashMap<String, usize>,
 }
 
 #[derive(Debug)]
@@ -309,6 +311,7 @@ impl Index {
                     alias: None,
                     impls: Vec::new(),
                     is_copy: t.is_copy,
+                    generic_fields: HashMap::new(),
                 });
                 self.types_by_name.entry(t.name.clone()).or_default().push(self.types.len() - 1);
                 self.types.len() - 1
@@ -316,6 +319,9 @@ impl Index {
             self.types[id].is_copy &= t.is_copy;
             for (name, ty) in &t.fields {
                 self.types[id].fields.entry(name.clone()).or_insert_with(|| ty.clone());
+            }
+            for (name, param) in &t.generic_fields {
+                self.types[id].generic_fields.entry(name.clone()).or_insert(*param);
             }
             if t.alias.is_some() && self.types[id].alias.is_none() {
                 self.types[id].alias = t.alias.clone();

@@ -15,7 +15,7 @@ use syn::{
 use super::bodies::{BodyVisitor, StraightLine};
 use super::cfg;
 use super::chunks;
-use super::std_model::{BOXED_FUTURES, PRIMITIVES};
+use super::std_model::{BOXED_FUTURES, PRIMITIVES, SMART_POINTERS};
 use super::syntax::*;
 use crate::plan::{ErrCounting, ProbeKind, SkipReason};
 
@@ -232,7 +232,12 @@ impl Extractor {
             Item::ExternCrate(e) => out.uses.push(extern_crate_use(e)),
             Item::Struct(s) => {
                 let generics = generics_of(&s.generics);
-                out.types.push(data_type(&s.ident, &s.attrs, numbered_fields(&s.fields, "", &generics)));
+                let mut item = data_type(&s.ident, &s.attrs, numbered_fields(&s.fields, "", &generics));
+                // A const parameter's argument reads like a type (`Buf<N>`): positions would not line up.
+                if s.generics.const_params().next().is_none() {
+                    item.generic_fields = generic_fields(&s.fields, &generics);
+                }
+                out.types.push(item);
             }
             Item::Union(u) => {
                 let generics = generics_of(&u.generics);
@@ -261,6 +266,7 @@ impl Extractor {
                     fields: Vec::new(),
                     alias: Some(ty_ref(&t.ty, &generics)),
                     is_copy: false,
+                    generic_fields: Vec::new(),
                 });
             }
             Item::Static(s) if s.attrs.iter().any(|a| a.path().is_ident("global_allocator")) => {
@@ -651,7 +657,41 @@ fn numbered_fields(fields: &syn::Fields, prefix: &str, generics: &[(String, Vec<
 
 /// A struct, enum or union.
 fn data_type(ident: &syn::Ident, attrs: &[Attribute], fields: Vec<(String, TyRef)>) -> TypeItem {
-    TypeItem { name: ident.to_string(), fields, alias: None, is_copy: derives_copy(attrs) }
+    TypeItem { name: ident.to_string(), fields, alias: None, is_copy: derives_copy(attrs), generic_fields: Vec::new() }
+}
+
+/// The fields whose type is one of `generics` (through references and smart pointers), with its position.
+fn generic_fields(fields: &syn::Fields, generics: &[(String, Vec<PathRef>)]) -> Vec<(String, usize)> {
+    fn param_of(ty: &Type, generics: &[(String, Vec<PathRef>)]) -> Option<usize> {
+        match ty {
+            Type::Reference(r) => param_of(&r.elem, generics),
+            Type::Paren(p) => param_of(&p.elem, generics),
+            Type::Group(g) => param_of(&g.elem, generics),
+            Type::Path(tp) if tp.qself.is_none() => {
+                if let Some(ident) = tp.path.get_ident() {
+                    return generics.iter().position(|(n, _)| ident == n);
+                }
+                let last = tp.path.segments.last()?;
+                if !SMART_POINTERS.iter().any(|s| last.ident == s) {
+                    return None;
+                }
+                let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+                match args.args.first()? {
+                    syn::GenericArgument::Type(inner) => param_of(inner, generics),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+    fields
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_else(|| i.to_string());
+            Some((name, param_of(&f.ty, generics)?))
+        })
+        .collect()
 }
 
 fn parse_impl_items(input: syn::parse::ParseStream) -> syn::Result<Vec<ImplItem>> {

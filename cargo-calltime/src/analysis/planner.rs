@@ -1,7 +1,7 @@
 //! From the index to the plan: find the roots, traverse, decide each reached function's probe or skip reason, and
 //! assign dense indices. Nothing here prints: warnings and figures go into the [`Plan`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
@@ -83,6 +83,9 @@ impl Analysis {
             Probes { ws, index, options, next_index: 0, trivial: Trivial::default(), taken: HashMap::new() };
         for pos in visit {
             probes.decide(order[pos].0, &mut functions[pos])?;
+        }
+        if !options.probe_trivial && !options.all_functions {
+            skip_forwarders(index, &mut probes.trivial, &order, &mut functions);
         }
         let mut edges: Vec<Edge> =
             reached.edges.iter().map(|(a, b)| Edge { from: position[a], to: position[b] }).collect();
@@ -314,6 +317,86 @@ impl Probes<'_> {
         }
         let judge_trivial = !self.options.probe_trivial && !self.options.all_functions;
         (judge_trivial && self.trivial.cost(self.index, f).is_some()).then_some(SkipReason::Trivial)
+    }
+}
+
+/// Leaves out the probes of forwarders (`trivial::forwarded_callees`) whose every candidate callee keeps its probe
+/// or is trivial, then numbers the remaining probes densely again, in the order they were given.
+fn skip_forwarders(index: &Index, trivial: &mut Trivial, order: &[(FnId, u32)], functions: &mut [PlannedFunction]) {
+    let mut forwarders = Forwarders {
+        index,
+        trivial,
+        probed: order.iter().zip(functions.iter()).filter(|(_, p)| p.probe.is_some()).map(|(o, _)| o.0).collect(),
+        roots: order.iter().zip(functions.iter()).filter(|(_, p)| p.is_root).map(|(o, _)| o.0).collect(),
+        memo: HashMap::new(),
+        active: HashSet::new(),
+    };
+    let mut skipped = false;
+    for (pos, &(f, _)) in order.iter().enumerate() {
+        if forwarders.transparent(f) {
+            functions[pos].probe = None;
+            functions[pos].skip_reason = Some(SkipReason::Forwarder);
+            skipped = true;
+        }
+    }
+    if !skipped {
+        return;
+    }
+    let mut probed: Vec<&mut ProbeSite> = functions.iter_mut().filter_map(|p| p.probe.as_mut()).collect();
+    probed.sort_by_key(|p| p.index);
+    for (i, probe) in probed.into_iter().enumerate() {
+        probe.index = i as u32;
+    }
+}
+
+/// Which probed functions are forwarders whose probes measure nothing their callees' do not.
+struct Forwarders<'a> {
+    index: &'a Index,
+    trivial: &'a mut Trivial,
+    /// Functions that got a probe before forwarders were looked at.
+    probed: HashSet<FnId>,
+    /// The roots, which keep their probes.
+    roots: HashSet<FnId>,
+    memo: HashMap<FnId, bool>,
+    /// Forwarders being judged: a candidate among them fails, so that no two forwarders are left out on each
+    /// other's account (a cycle would leave their callees' time unmeasured).
+    active: HashSet<FnId>,
+}
+
+impl Forwarders<'_> {
+    /// Whether `f` keeps a probe so far, is a forwarder, and every candidate callee is trivial, or probed (in the
+    /// end: judged first, so that a forwarder left out is never the one that accounts for another).
+    fn transparent(&mut self, f: FnId) -> bool {
+        if let Some(&known) = self.memo.get(&f) {
+            return known;
+        }
+        if !self.probed.contains(&f) || self.roots.contains(&f) {
+            return false;
+        }
+        let Some(callees) = super::trivial::forwarded_callees(self.index, f) else {
+            self.memo.insert(f, false);
+            return false;
+        };
+        self.active.insert(f);
+        let mut all_measured = true;
+        for c in callees {
+            if self.active.contains(&c) {
+                all_measured = false;
+                break;
+            }
+            if self.trivial.cost(self.index, c).is_some() {
+                continue;
+            }
+            // A callee left out as a forwarder itself is measured by its own callees.
+            let left_out = self.transparent(c);
+            if !left_out && !self.probed.contains(&c) {
+                all_measured = false;
+                break;
+            }
+        }
+        self.active.remove(&f);
+        self.memo.insert(f, all_measured);
+        all_measured
     }
 }
 

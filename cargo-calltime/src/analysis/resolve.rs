@@ -4,7 +4,7 @@
 //! the default body; a method call on a receiver of unknown type goes to every workspace method of that name and
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
-use super::index::{CrateId, FnId, ImplDef, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
+use super::index::{CrateId, FnId, ImplDef, ImplId, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
 use super::std_model::{DERIVED_METHODS, GUARDS, INTEGERS, ITERATOR_METHODS, PRELUDE_FNS, SLICE, STD_TYPES};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
@@ -287,17 +287,30 @@ impl Index {
             return inherent;
         }
         let mut out = Vec::new();
+        // Traits the type implements itself with this method: a blanket impl of the same trait covers other types
+        // (`impl<R: Read> Read for &mut R`, as coherence requires), whose method a call on this type never reaches.
+        let mut own_traits: Vec<TypeRes> = Vec::new();
         for &i in impls.iter().chain(self.blanket_impls.iter()) {
             let imp = &self.impls[i];
             if imp.trait_path.is_none() {
                 continue;
             }
+            let blanket = matches!(imp.self_res, SelfRes::Blanket);
+            if blanket && imp.trait_res.as_ref().is_some_and(|tr| own_traits.contains(tr)) {
+                continue;
+            }
+            let before = out.len();
             match imp.methods.get(name) {
                 Some(fns) => out.extend(fns.iter().copied().filter(keep)),
                 None => {
                     if let Some(TypeRes::Trait(tr)) = imp.trait_res {
                         out.extend(self.trait_default(tr, name).into_iter().filter(keep));
                     }
+                }
+            }
+            if !blanket && out.len() > before {
+                if let Some(tr @ TypeRes::Trait(_)) = imp.trait_res {
+                    own_traits.push(tr);
                 }
             }
         }
@@ -698,8 +711,36 @@ impl Index {
         let Owner::Impl(i) = ctx.owner else { return None };
         let SelfRes::Local(t) = self.impls[i].self_res else { return None };
         let t = self.follow_alias(t);
+        if let Some(&param) = self.types[t].generic_fields.get(field) {
+            if let Some(ty) = self.impl_type_argument(ctx, i, param) {
+                return Some((ty, self.impls[i].module));
+            }
+        }
         let ty = self.types[t].fields.get(field)?;
         Some((ty.clone(), self.types[t].module))
+    }
+
+    /// The `param`-th type argument of impl `i`'s self type as the impl writes it (`R` in `impl<R: Read>
+    /// Parser<R>`, with the impl's bounds; `SliceRead` in `impl Parser<SliceRead>`): what a field of that generic
+    /// parameter is inside the impl's methods.
+    fn impl_type_argument(&self, ctx: &Ctx, i: ImplId, param: usize) -> Option<TyRef> {
+        let syn::Type::Path(tp) = syn::parse_str::<syn::Type>(&self.impls[i].self_ty_text).ok()? else { return None };
+        let syn::PathArguments::AngleBracketed(args) = &tp.path.segments.last()?.arguments else { return None };
+        let arg = args
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                syn::GenericArgument::Type(ty) => Some(ty),
+                _ => None,
+            })
+            .nth(param)?;
+        let ty = super::syntax::value_ty_ref(arg, ctx.generics);
+        // A parameter without bounds, or a type the syntax does not name, says no more than the field did.
+        match &ty {
+            TyRef::Bounds(bounds) if bounds.is_empty() => None,
+            TyRef::Unknown => None,
+            _ => Some(ty),
+        }
     }
 
     fn method_on(&self, ctx: &Ctx, ty: &TyRef, scope: ModId, name: &str) -> Outcome {

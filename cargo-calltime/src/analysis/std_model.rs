@@ -349,6 +349,9 @@ pub(super) const DERIVED_METHODS: &[&str] = &[
 /// Most statements a trivial function may have, its own and those of the trivial functions it calls.
 pub(super) const TRIVIAL_MAX_STATEMENTS: u32 = 6;
 
+/// Most statements a forwarder's body may have, its one call's included (`analysis::trivial::forwarded_callees`).
+pub(super) const FORWARDER_MAX_STATEMENTS: u32 = 2;
+
 /// Std methods that run in constant time without allocating (`Vec::len`, `Option::unwrap`, `slice::get`): a call
 /// to one of these, and to nothing in the workspace, keeps a body trivial. A workspace method of the same name is
 /// judged by its own body instead.
@@ -396,6 +399,12 @@ const CHEAP_STD_METHODS: &[&str] = &[
 
 /// `a.min(b)`, `std::cmp::max(a, b)`, `mem::replace(..)`: cheap with these argument counts (an iterator's
 /// `min()` is a loop).
+/// Std collections whose `new()` and `default()` make an empty value without allocating (`HashMap::new` reads its
+/// thread-local seed): `T::new()` on one, or on a workspace alias of one (serde_json's `type MapImpl<K, V> = BTreeMap<K, V>`),
+/// keeps a body trivial.
+pub(super) const EMPTY_COLLECTIONS: &[&str] =
+    &["Vec", "String", "VecDeque", "LinkedList", "BinaryHeap", "BTreeMap", "BTreeSet", "HashMap", "HashSet"];
+
 pub(super) const CHEAP_STD_FNS: &[(&str, usize)] = &[
     ("min", 2),
     ("max", 2),

@@ -201,6 +201,10 @@ pub struct TypeItem {
     pub alias: Option<TyRef>,
     /// `#[derive(.., Copy, ..)]`: dropping a value of it runs no code.
     pub is_copy: bool,
+    /// Fields whose type is one of the type's own generic parameters (`read: R`, `inner: Box<R>`), with that
+    /// parameter's position among the type parameters: an impl's self type (`impl<R: Read> Parser<R>`) says
+    /// what the parameter is there, so `self.read.peek()` dispatches through the impl's bounds.
+    pub generic_fields: Vec<(String, usize)>,
 }
 
 #[derive(Debug, Clone)]

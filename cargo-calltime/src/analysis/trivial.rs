@@ -2,9 +2,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::index::{FnId, Index, Owner, SelfRes};
+use super::index::{FnId, Index, Owner, SelfRes, TypeId};
 use super::std_model::{
-    is_cheap_std_method, CHEAP_STD_FNS, POINTER_METHODS, RANGE_RECEIVER, RAW_POINTER, TRIVIAL_MAX_STATEMENTS,
+    is_cheap_std_method, CHEAP_STD_FNS, EMPTY_COLLECTIONS, FORWARDER_MAX_STATEMENTS, POINTER_METHODS, RANGE_RECEIVER,
+    RAW_POINTER, TRIVIAL_MAX_STATEMENTS,
 };
 use super::syntax::{CallKind, Receiver, TyRef};
 use crate::plan::ProbeKind;
@@ -35,73 +36,171 @@ impl Trivial {
     }
 
     fn judge(&mut self, index: &Index, f: FnId) -> Option<u32> {
-        let item = &index.fns[f].item;
-        if !matches!(item.probe.as_ref()?.kind, ProbeKind::Sync) {
-            return None;
-        }
-        let mut total = item.straight_line_stmts?;
-        // A parameter taken by value is dropped at the end unless moved on: that may free memory.
-        for ty in &item.value_params {
-            let copy = match ty.as_str() {
-                "Self" => match index.fns[f].owner {
-                    Owner::Impl(imp) => {
-                        matches!(index.impls[imp].self_res, SelfRes::Local(t) if index.types[t].is_copy)
-                    }
-                    _ => false,
-                },
-                name => index
-                    .types_by_name
-                    .get(name)
-                    .is_some_and(|ts| !ts.is_empty() && ts.iter().all(|&t| index.types[t].is_copy)),
-            };
-            if !copy {
-                return None;
-            }
-        }
-        let resolved = index.resolve_calls(f);
-        for (site, targets) in item.calls.iter().zip(&resolved.by_call) {
-            let targets: Vec<FnId> = targets.iter().copied().filter(|t| !index.fns[*t].item.test_only).collect();
-            let cheap_external = match &site.kind {
-                CallKind::Method { name, args, receiver } => {
-                    is_cheap_std_method(name)
-                        || (name == "contains" && site.text.starts_with(&format!("{RANGE_RECEIVER}.")))
-                        || CHEAP_STD_FNS.iter().any(|(n, a)| n == name && args.is_some_and(|x| x + 1 == *a))
-                        || (POINTER_METHODS.contains(&name.as_str()) && may_be_a_raw_pointer(index, f, receiver))
-                }
-                CallKind::Qualified { name, .. } => is_cheap_std_method(name),
-                CallKind::Path { path, args, called } => {
-                    *called && path.segs.last().is_some_and(|l| CHEAP_STD_FNS.contains(&(l.as_str(), *args)))
-                }
-                // `x[i]` on a std collection.
-                CallKind::Operator { .. } => true,
-            };
-            if targets.is_empty() {
-                if !cheap_external {
+        let (mut total, sites) = straight_body(index, f)?;
+        for site in sites {
+            if site.targets.is_empty() {
+                if !site.cheap_external {
                     return None;
                 }
                 continue;
             }
-            // The call may also leave the workspace when its receiver's type is not known.
-            let receiver_known = match &site.kind {
-                // A call's result (`make().go()`) may still have been matched by name.
-                CallKind::Method { receiver, .. } => match receiver {
-                    Receiver::Type(ty) => !ty.is_derived(),
-                    Receiver::SelfField(_) => true,
-                    _ => false,
-                },
-                _ => true,
-            };
-            if !receiver_known && !cheap_external {
+            if !site.receiver_known && !site.cheap_external {
                 return None;
             }
             let mut most = 0;
-            for t in targets {
+            for t in site.targets {
                 most = most.max(self.cost(index, t)?);
             }
             total += most;
         }
         (total <= TRIVIAL_MAX_STATEMENTS).then_some(total)
     }
+}
+
+/// What a straight-line body's call site may reach.
+struct SiteTargets {
+    /// The workspace functions it may call (test-only ones and compiled-out `#[cfg]` variants left out).
+    targets: Vec<FnId>,
+    /// It may be a constant-time std call.
+    cheap_external: bool,
+    /// Its receiver's type is known, so it cannot leave the workspace for code the index does not see.
+    receiver_known: bool,
+    /// Its targets are a guess (by name and arity, every `From` impl for `.into()`): the call may reach code the
+    /// index does not see (an impl a macro generates).
+    guessed: bool,
+}
+
+/// For a synchronous straight-line body (`FnItem::straight_line_stmts`) whose by-value parameters drop nothing:
+/// its statement count and what each call site may reach.
+fn straight_body(index: &Index, f: FnId) -> Option<(u32, Vec<SiteTargets>)> {
+    let item = &index.fns[f].item;
+    if !matches!(item.probe.as_ref()?.kind, ProbeKind::Sync) {
+        return None;
+    }
+    let stmts = item.straight_line_stmts?;
+    // A parameter taken by value is dropped at the end unless moved on: that may free memory.
+    for ty in &item.value_params {
+        let copy = match ty.as_str() {
+            "Self" => match index.fns[f].owner {
+                Owner::Impl(imp) => matches!(index.impls[imp].self_res, SelfRes::Local(t) if drops_nothing(index, t)),
+                _ => false,
+            },
+            name => index
+                .types_by_name
+                .get(name)
+                .is_some_and(|ts| !ts.is_empty() && ts.iter().all(|&t| drops_nothing(index, t))),
+        };
+        if !copy {
+            return None;
+        }
+    }
+    let resolved = index.resolve_calls(f);
+    let blanket_method =
+        matches!(index.fns[f].owner, Owner::Impl(imp) if matches!(index.impls[imp].self_res, SelfRes::Blanket));
+    let mut sites = Vec::with_capacity(item.calls.len());
+    for (i, (site, targets)) in item.calls.iter().zip(&resolved.by_call).enumerate() {
+        let guessed = resolved.notes.iter().any(|(call, _)| *call == i);
+        let mut targets: Vec<FnId> = targets
+            .iter()
+            .copied()
+            .filter(|&t| !index.fns[t].item.test_only)
+            // `R::peek(self)` in `impl<R: Read> Read for &mut R` reaches this method again only for another type
+            // (`&mut &mut R`), one forward deeper: not a recursion that loops.
+            .filter(|&t| !(blanket_method && t == f))
+            .collect();
+        // `#[cfg]` variants that are not compiled cost nothing, unless none is (then the call is as unknown as
+        // before).
+        if targets.iter().any(|&t| !index.fns[t].compiled_out()) {
+            targets.retain(|&t| !index.fns[t].compiled_out());
+        }
+        let cheap_external = match &site.kind {
+            CallKind::Method { name, args, receiver } => {
+                is_cheap_std_method(name)
+                    || (name == "contains" && site.text.starts_with(&format!("{RANGE_RECEIVER}.")))
+                    || CHEAP_STD_FNS.iter().any(|(n, a)| n == name && args.is_some_and(|x| x + 1 == *a))
+                    || (POINTER_METHODS.contains(&name.as_str()) && may_be_a_raw_pointer(index, f, receiver))
+            }
+            CallKind::Qualified { name, .. } => is_cheap_std_method(name),
+            CallKind::Path { path, args, called } => {
+                *called
+                    && (path.segs.last().is_some_and(|l| CHEAP_STD_FNS.contains(&(l.as_str(), *args)))
+                        || (*args == 0 && empty_collection_new(index, &path.segs)))
+            }
+            // `x[i]` on a std collection.
+            CallKind::Operator { .. } => true,
+        };
+        // The call may also leave the workspace when its receiver's type is not known.
+        let receiver_known = match &site.kind {
+            // A call's result (`make().go()`) may still have been matched by name.
+            CallKind::Method { receiver, .. } => match receiver {
+                Receiver::Type(ty) => !ty.is_derived(),
+                Receiver::SelfField(_) => true,
+                _ => false,
+            },
+            _ => true,
+        };
+        sites.push(SiteTargets { targets, cheap_external, receiver_known, guessed });
+    }
+    Some((stmts, sites))
+}
+
+/// The callees of a forwarder: a straight-line body of at most [`FORWARDER_MAX_STATEMENTS`] statements whose only
+/// call into the workspace is one call of known receiver and resolved targets (`self.read.peek()`,
+/// `R::discard(self)`, `self.inner.get(k)`; not a guess by name), every other call a constant-time std one. Its probe would time the callee plus a few
+/// instructions, so when each candidate callee is measured by a probe of its own or costs less than one (the
+/// planner's decision, [`super::planner`]), the forwarder needs none. `None` for any other body.
+pub(super) fn forwarded_callees(index: &Index, f: FnId) -> Option<Vec<FnId>> {
+    let (stmts, sites) = straight_body(index, f)?;
+    if stmts > FORWARDER_MAX_STATEMENTS {
+        return None;
+    }
+    let mut forwarded = None;
+    for site in sites {
+        if site.targets.is_empty() {
+            if !site.cheap_external {
+                return None;
+            }
+            continue;
+        }
+        if !site.receiver_known || site.guessed || forwarded.is_some() {
+            return None;
+        }
+        forwarded = Some(site.targets);
+    }
+    forwarded
+}
+
+/// `Vec::new()`, `MapImpl::default()` with `type MapImpl<K, V> = BTreeMap<K, V>`: an empty std collection
+/// ([`EMPTY_COLLECTIONS`]), named directly or through a workspace alias. Only reached for calls that resolve to no
+/// workspace function, so a workspace type of the same name never counts.
+fn empty_collection_new(index: &Index, segs: &[String]) -> bool {
+    let [.., ty, new] = segs else { return false };
+    if new != "new" && new != "default" {
+        return false;
+    }
+    if EMPTY_COLLECTIONS.contains(&ty.as_str()) {
+        return true;
+    }
+    index.types_by_name.get(ty.as_str()).is_some_and(|ts| {
+        !ts.is_empty()
+            && ts.iter().all(|&t| match &index.types[t].alias {
+                Some(TyRef::Path(p)) => p.segs.last().is_some_and(|l| EMPTY_COLLECTIONS.contains(&l.as_str())),
+                _ => false,
+            })
+    })
+}
+
+/// Whether dropping a value of the workspace type `t` runs no code: it derives `Copy`, or it has no fields (a unit
+/// struct, an enum of unit variants) and no `Drop` impl.
+fn drops_nothing(index: &Index, t: TypeId) -> bool {
+    let def = &index.types[t];
+    def.is_copy
+        || (def.alias.is_none()
+            && def.fields.is_empty()
+            && !def
+                .impls
+                .iter()
+                .any(|&i| index.impls[i].trait_path.as_ref().and_then(|p| p.segs.last()).is_some_and(|n| n == "Drop")))
 }
 
 /// Whether a method's receiver may be a raw pointer (for [`POINTER_METHODS`]): a raw pointer field of `Self`, a value
