@@ -493,6 +493,7 @@ fn fold_nodes(
         until.clear();
         until.extend(nodes.iter().map(|node| node.start));
     }
+    let mut run = Run::on(NONE);
     for (slot, node) in nodes.iter().enumerate() {
         let parent_slot = if slot == 0 { NONE } else { node.link & PARENT_MASK };
         let parent_path = match slot {
@@ -512,20 +513,91 @@ fn fold_nodes(
             known if known.key == key => known.path,
             _ => new_shape_slot(trie, &mut shape[slot], key, node_index, parent_path),
         };
-        let Some(stats) = trie.paths.get_mut(path as usize) else {
-            trie.untracked_calls += 1;
-            continue;
-        };
-        stats.calls += 1;
+        if path != run.path {
+            run.add_to(trie);
+            run = Run::on(path);
+        }
+        run.calls += 1;
         if node.end != OPEN {
             let duration = node.end.saturating_sub(node.start);
-            stats.add_timed(duration);
-            stats.covers += match covered_until.as_deref_mut() {
+            run.add_timed(trie, duration);
+            run.covers += match covered_until.as_deref_mut() {
                 None if slot != 0 => duration,
                 None => 0,
                 Some(until) => cover_parent(until, nodes, parent_slot as usize, node),
             };
         }
+    }
+    run.add_to(trie);
+}
+
+/// The counters of consecutive nodes on one trie path (a loop's calls under one parent), added to the path at once
+/// when the path changes: a path's counters in memory are otherwise a chain of loads and stores, node after node
+/// (the recording bench's 4,000 nodes of one path folded at about 4 ns a node; docs/performance.md, "Tenth
+/// round"). Histogram buckets likewise, while consecutive durations fall in one bucket.
+struct Run {
+    path: u32,
+    calls: u64,
+    timed: u64,
+    total: u64,
+    min: u64,
+    max: u64,
+    covers: u64,
+    bucket: usize,
+    in_bucket: u64,
+}
+
+impl Run {
+    #[inline(always)]
+    fn on(path: u32) -> Run {
+        Run { path, calls: 0, timed: 0, total: 0, min: u64::MAX, max: 0, covers: 0, bucket: 0, in_bucket: 0 }
+    }
+
+    #[inline(always)]
+    fn add_timed(&mut self, trie: &mut Trie, duration: u64) {
+        self.timed += 1;
+        // Wrapping, as `PathStats::add_timed`.
+        self.total = self.total.wrapping_add(duration);
+        self.min = self.min.min(duration);
+        self.max = self.max.max(duration);
+        let bucket = bucket_of(duration).min(BUCKETS - 1);
+        if bucket != self.bucket {
+            self.add_bucket_to(trie);
+            self.bucket = bucket;
+        }
+        self.in_bucket += 1;
+    }
+
+    /// Adds the run's calls in its current bucket to the path's histogram.
+    #[inline(always)]
+    fn add_bucket_to(&mut self, trie: &mut Trie) {
+        if self.in_bucket == 0 {
+            return;
+        }
+        if let Some(stats) = trie.paths.get_mut(self.path as usize) {
+            let count = &mut stats.histogram[self.bucket];
+            *count = count.saturating_add(u32::try_from(self.in_bucket).unwrap_or(u32::MAX));
+        }
+        self.in_bucket = 0;
+    }
+
+    /// Adds the run to its path (to the untracked calls past the path cap).
+    #[inline(always)]
+    fn add_to(&mut self, trie: &mut Trie) {
+        if self.calls == 0 {
+            return;
+        }
+        self.add_bucket_to(trie);
+        let Some(stats) = trie.paths.get_mut(self.path as usize) else {
+            trie.untracked_calls += self.calls;
+            return;
+        };
+        stats.calls += self.calls;
+        stats.timed += self.timed;
+        stats.total = stats.total.wrapping_add(self.total);
+        stats.min = stats.min.min(self.min);
+        stats.max = stats.max.max(self.max);
+        stats.covers += self.covers;
     }
 }
 
