@@ -9,8 +9,8 @@
 //!   on its own thread, is estimated as as much again per node plus `WRITER_TREE_NS` a tree; its entry as what a
 //!   skipped invocation costs.
 //! - A skipped invocation costs something too (its admission, two clock reads, the root probe's out-of-line
-//!   calls): measured at start-up on this path's own functions (`measure_skip`), it is in the budget, so that the
-//!   recorded share is what is left of the budget once every invocation paid that.
+//!   calls): measured at start-up on this path's own functions (`measure_skip`), it is what every invocation pays
+//!   whatever is decided, so the budget is over what a recorded one costs beyond it (see `recorded`).
 //! - The decision is made at the root's entry by a per-thread countdown reset to a random gap (mean: the period),
 //!   never from the invocation's content or duration, so the recorded ones are a uniform sample.
 //! - The first `RECORD_FIRST` invocations of each root on each thread are always recorded (a short run keeps every
@@ -342,12 +342,14 @@ fn store_mean(mean: &AtomicU64, value: f64) {
 
 /// A recorded invocation of `e`'s root ended: `nodes` recorded (nodes and counts of retired calls) over `span`
 /// ticks, and the runtime's work after the root was left took `exit` ticks (measured). Sets the period from the
-/// running means. Over a run, each invocation costs a skipped one's `skip` and a recorded fraction `f` costs its
-/// `cost` instead: `(1 - f) skip + f cost <= budget x plain`, so `f = (budget x plain - skip) / (cost - skip)`,
-/// where the plain time is a skipped invocation's mean duration, bounded by a recorded one's (which has the probes
-/// in it too). When a skipped invocation alone takes the budget, the fewest are recorded (1 in `MAX_PERIOD`). (A
-/// root task may end on another thread than the one that decided: the fields are atomics, and a lost update only
-/// delays the period by an invocation.)
+/// running means: every invocation pays a skipped one's `skip`, whatever is decided, and a recorded one `cost -
+/// skip` more; the share recorded is `budget x plain time / (cost - skip)`, where the plain time is a skipped
+/// invocation's mean duration, bounded by a recorded one's (which has the probes in it too). The skip is not
+/// charged to the budget: recording fewer cannot lower it, and a root whose skips alone took the budget then
+/// recorded 1 in `MAX_PERIOD`, too few for its fast functions to retire (semver: 3 retired of 7, and the others'
+/// probes took their cold path in every skipped invocation, 40 M instructions more; docs/performance.md, "Tenth
+/// round"). (A root task may end on another thread than the one that decided: the fields are atomics, and a lost
+/// update only delays the period by an invocation.)
 pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64, exit: u64) {
     let budget = BUDGET_PCT.load(Relaxed);
     if budget == 0 {
@@ -362,14 +364,8 @@ pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64, exit: u64) {
     let recorded_span = f64::from_bits(e.recorded_span.load(Relaxed));
     let skipped = f64::from_bits(e.skipped_span.load(Relaxed));
     let plain = if skipped > 0.0 { skipped.min(recorded_span) } else { recorded_span };
-    let share = (budget as f64 / 100.0 * plain - skip) / (cost - skip).max(1.0);
-    let period = if share >= 1.0 {
-        1
-    } else if share <= 0.0 {
-        MAX_PERIOD
-    } else {
-        ((1.0 / share).ceil() as u64).clamp(1, MAX_PERIOD)
-    };
+    let share = budget as f64 / 100.0 * plain / (cost - skip).max(1.0);
+    let period = if share >= 1.0 { 1 } else { ((1.0 / share).ceil() as u64).clamp(1, MAX_PERIOD) };
     e.period.store(period, Relaxed);
     if e.countdown.load(Relaxed) > 2 * period {
         e.countdown.store(gap(period), Relaxed);
