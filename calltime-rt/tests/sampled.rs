@@ -143,9 +143,9 @@ fn wide_work(x: u64) -> u64 {
 /// the whole-run aggregate's fold of 800 nodes on paths it must look for, which costs far more than their probes).
 /// Each root call is timed from outside (its exit's work done before it returns) and known recorded or skipped
 /// from the sampler's count of skipped invocations (`stats`), so that what the recorded ones cost beyond a skipped
-/// one is measured against the roots' time. A sampler that estimated a recorded invocation's cost from its nodes
-/// (twice their probes' cost, plus 500 ns) recorded so many here that they took 23-28% of the roots' time
-/// (docs/performance.md, "Tenth round").
+/// one (medians of each kind) is measured against the roots' time. A sampler that estimated a recorded invocation's
+/// cost from its nodes (twice their probes' cost, plus 500 ns) recorded 12% of them here, which took 23-28% of the
+/// roots' time (docs/performance.md, "Tenth round").
 #[test]
 fn the_budget_holds_for_the_whole_cost_of_a_recorded_invocation() {
     if is_child("the_budget_holds_for_the_whole_cost_of_a_recorded_invocation") {
@@ -154,19 +154,25 @@ fn the_budget_holds_for_the_whole_cost_of_a_recorded_invocation() {
         for _ in 0..200 {
             seed ^= black_box(wide_root(seed));
         }
-        let (mut recorded, mut recorded_ns, mut skipped, mut skipped_ns) = (0u64, 0u64, 0u64, 0u64);
+        let (mut recorded, mut skipped) = (Vec::new(), Vec::new());
         for _ in 0..WIDE_ROOTS {
             let before = calltime_rt::stats().sampled_for_cost;
             let start = std::time::Instant::now();
             seed ^= black_box(wide_root(seed));
             let ns = start.elapsed().as_nanos() as u64;
-            if calltime_rt::stats().sampled_for_cost == before {
-                (recorded, recorded_ns) = (recorded + 1, recorded_ns + ns);
-            } else {
-                (skipped, skipped_ns) = (skipped + 1, skipped_ns + ns);
+            match calltime_rt::stats().sampled_for_cost == before {
+                true => recorded.push(ns),
+                false => skipped.push(ns),
             }
         }
-        println!("\nwide-cost {recorded} {recorded_ns} {skipped} {skipped_ns}");
+        // Medians: a time slice lost inside one of a few dozen recorded invocations would move a sum.
+        let median = |v: &mut Vec<u64>| {
+            v.sort_unstable();
+            v.get(v.len() / 2).copied().unwrap_or(0)
+        };
+        let (n_recorded, n_skipped) = (recorded.len(), skipped.len());
+        let (recorded_ns, skipped_ns) = (median(&mut recorded), median(&mut skipped));
+        println!("\nwide-cost {n_recorded} {recorded_ns} {n_skipped} {skipped_ns}");
         return;
     }
     let (output, _) = run_child(
@@ -181,14 +187,16 @@ fn the_budget_holds_for_the_whole_cost_of_a_recorded_invocation() {
     else {
         panic!("four figures: {line}")
     };
-    assert!(skipped > WIDE_ROOTS as f64 / 2.0, "a minority is recorded: {recorded} of {WIDE_ROOTS}");
-    let extra = recorded_ns - recorded * skipped_ns / skipped;
-    let share = extra / (recorded_ns + skipped_ns);
-    // The budget is 5% (4.0-5.1% measured at load 15); the rest is room for a loaded machine's noise. With the
-    // modelled cost, 23-28%.
+    // A recorded invocation here costs about as much as a plain root or more (its fold alone), so a budget of 5%
+    // over its measured cost records a few percent: 12-66 of 2,000 at load 16-19. The modelled cost, far under the
+    // real one, recorded 242-257. The times vary too much on a loaded machine to be the check (a fold that waits
+    // for the writer's snapshot, a lost time slice), and are only reported.
+    let extra = recorded * (recorded_ns - skipped_ns);
+    let share = extra / (recorded * recorded_ns + skipped * skipped_ns);
     assert!(
-        share < 0.10,
-        "recording took {:.1}% of the roots' time ({recorded} of {WIDE_ROOTS} recorded)",
+        recorded < WIDE_ROOTS as f64 * 0.075,
+        "{recorded} of {WIDE_ROOTS} recorded (medians: recorded {recorded_ns} ns, skipped {skipped_ns} ns; {:.1}% of the \
+         roots' time)",
         share * 100.0
     );
 }
