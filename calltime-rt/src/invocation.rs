@@ -487,7 +487,6 @@ pub(crate) fn forget_parent_counters() {
     }
     FIRST_TASK_START.store(u64::MAX, Relaxed);
     QUEUED.store(0, Relaxed);
-    sampler::forget_parent();
     // The forking thread's next outbox push counts as after a quiet spell, so it wakes (starts) the child's writer.
     let _ = THREAD.try_with(|slot| {
         if let Ok(mut slot) = slot.try_borrow_mut() {
