@@ -105,7 +105,9 @@ fn two_clock_reads() -> (u64, u64) {
 
 /// A probed call inside a root invocation: the node is stored and its exit patched (subtract `bare_call` for the
 /// probe pair alone). A fixed sample size, as for `folded_probe_pair`: divan otherwise picks one iteration per
-/// sample here, below the timer's precision.
+/// sample here, below the timer's precision. Each restart of the root folds its 4,000 nodes into the whole-run
+/// aggregate, about 3.5 ns a call of this row; with `CALLTIME_AGGREGATE=0` the row reads two clock reads
+/// (docs/performance.md, "Tenth round").
 #[divan::bench(sample_size = 4096)]
 fn recording_probe_pair(bencher: Bencher) {
     // Steady state: every buffer the runtime may allocate exists and has been written once (first-touch page

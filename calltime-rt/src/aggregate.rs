@@ -481,7 +481,7 @@ fn fold_under(agg: &mut ThreadAggregate, rec: &Recorder, top: u32, first: Option
 fn fold_nodes(
     trie: &mut Trie,
     shape: &mut Vec<ShapeSlot>,
-    mut covered_until: Option<&mut Vec<u64>>,
+    covered_until: Option<&mut Vec<u64>>,
     nodes: &[Node],
     top: u32,
     first: Option<u32>,
@@ -489,43 +489,122 @@ fn fold_nodes(
     if shape.len() < nodes.len() {
         shape.resize(nodes.len(), ShapeSlot::EMPTY);
     }
-    if let Some(until) = covered_until.as_deref_mut() {
-        until.clear();
-        until.extend(nodes.iter().map(|node| node.start));
-    }
-    for (slot, node) in nodes.iter().enumerate() {
-        let parent_slot = if slot == 0 { NONE } else { node.link & PARENT_MASK };
-        let parent_path = match slot {
-            0 => top,
-            // Parents come before their children: the parent's slot already has this invocation's path.
-            _ => shape
-                .get((node.link & PARENT_MASK) as usize)
-                .filter(|_| node.link & PARENT_MASK < slot as u32)
-                .map_or(NONE, |p| p.path),
-        };
-        let node_index = match first {
-            Some(marker) if slot == 0 => marker,
-            _ => node.index,
-        };
-        let key = ShapeSlot::key(node_index, parent_path);
-        let path = match shape[slot] {
-            known if known.key == key => known.path,
-            _ => new_shape_slot(trie, &mut shape[slot], key, node_index, parent_path),
-        };
-        let Some(stats) = trie.paths.get_mut(path as usize) else {
-            trie.untracked_calls += 1;
-            continue;
-        };
-        stats.calls += 1;
-        if node.end != OPEN {
-            let duration = node.end.saturating_sub(node.start);
-            stats.add_timed(duration);
-            stats.covers += match covered_until.as_deref_mut() {
-                None if slot != 0 => duration,
-                None => 0,
-                Some(until) => cover_parent(until, nodes, parent_slot as usize, node),
-            };
+    match covered_until {
+        Some(until) => {
+            until.clear();
+            until.extend(nodes.iter().map(|node| node.start));
+            fold_nodes_as::<true>(trie, shape, until, nodes, top, first);
         }
+        None => fold_nodes_as::<false>(trie, shape, &mut [], nodes, top, first),
+    }
+}
+
+/// `fold_nodes`, with `covered_until` (`OVERLAP`) or without: a loop of each kind, testing neither per node. The
+/// first node (under `top`, as `first` when given; it covers nothing of a parent in this invocation) before the
+/// loop, so the loop does not test for it either.
+#[inline(always)]
+fn fold_nodes_as<const OVERLAP: bool>(
+    trie: &mut Trie,
+    shape: &mut [ShapeSlot],
+    covered_until: &mut [u64],
+    nodes: &[Node],
+    top: u32,
+    first: Option<u32>,
+) {
+    let Some(root) = nodes.first() else { return };
+    let index = first.unwrap_or(root.index);
+    let path = shape_path(trie, &mut shape[0], index, top);
+    let mut run = Run::on(path);
+    run.add_node(trie, root, 0);
+    for (slot, node) in nodes.iter().enumerate().skip(1) {
+        let parent = (node.link & PARENT_MASK) as usize;
+        // Parents come before their children: the parent's slot already has this invocation's path.
+        let parent_path = match shape.get(parent) {
+            Some(p) if parent < slot => p.path,
+            _ => NONE,
+        };
+        let path = shape_path(trie, &mut shape[slot], node.index, parent_path);
+        if path != run.path {
+            run.add_to(trie);
+            run = Run::on(path);
+        }
+        let covers = match OVERLAP {
+            false => node.end.saturating_sub(node.start),
+            true if node.end == OPEN => 0,
+            true => cover_parent(covered_until, nodes, parent, node),
+        };
+        run.add_node(trie, node, covers);
+    }
+    run.add_to(trie);
+}
+
+/// The trie path of a slot whose node is function `index` under `parent_path`: the slot's last one when it had
+/// that shape (one comparison), else found (`new_shape_slot`).
+#[inline(always)]
+fn shape_path(trie: &mut Trie, slot: &mut ShapeSlot, index: u32, parent_path: u32) -> u32 {
+    let key = ShapeSlot::key(index, parent_path);
+    if slot.key == key {
+        slot.path
+    } else {
+        new_shape_slot(trie, slot, key, index, parent_path)
+    }
+}
+
+/// The counters of consecutive nodes on one trie path (a loop's calls under one parent), added to the path at once
+/// when the path changes: a path's counters in memory are otherwise a chain of loads and stores, node after node
+/// (the recording bench's 4,000 nodes of one path folded at about 4 ns a node; docs/performance.md, "Tenth
+/// round"). The histogram is counted in place.
+struct Run {
+    path: u32,
+    calls: u64,
+    /// Calls still open (not timed): the timed ones are the others.
+    open: u64,
+    total: u64,
+    min: u64,
+    max: u64,
+    covers: u64,
+}
+
+impl Run {
+    #[inline(always)]
+    fn on(path: u32) -> Run {
+        Run { path, calls: 0, open: 0, total: 0, min: u64::MAX, max: 0, covers: 0 }
+    }
+
+    /// One node of the run's path, which covers `covers` of its parent.
+    #[inline(always)]
+    fn add_node(&mut self, trie: &mut Trie, node: &Node, covers: u64) {
+        self.calls += 1;
+        if node.end == OPEN {
+            self.open += 1;
+            return;
+        }
+        let duration = node.end.saturating_sub(node.start);
+        // Wrapping, as `PathStats::add_timed`.
+        self.total = self.total.wrapping_add(duration);
+        self.min = self.min.min(duration);
+        self.max = self.max.max(duration);
+        self.covers += covers;
+        if let Some(stats) = trie.paths.get_mut(self.path as usize) {
+            // `bucket_of` is below `BUCKETS` for every u64 (tested); the `min` drops the bound check.
+            let count = &mut stats.histogram[bucket_of(duration).min(BUCKETS - 1)];
+            *count = count.saturating_add(1);
+        }
+    }
+
+    /// Adds the run to its path (to the untracked calls past the path cap).
+    #[inline(always)]
+    fn add_to(&self, trie: &mut Trie) {
+        let Some(stats) = trie.paths.get_mut(self.path as usize) else {
+            trie.untracked_calls += self.calls;
+            return;
+        };
+        stats.calls += self.calls;
+        stats.timed += self.calls - self.open;
+        stats.total = stats.total.wrapping_add(self.total);
+        stats.min = stats.min.min(self.min);
+        stats.max = stats.max.max(self.max);
+        stats.covers += self.covers;
     }
 }
 

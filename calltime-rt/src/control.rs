@@ -55,6 +55,7 @@ struct ForkLocks {
     outboxes: MutexGuard<'static, Vec<&'static crate::outbox::Outbox>>,
     pool: MutexGuard<'static, crate::invocation::Pool>,
     retirements: MutexGuard<'static, crate::retire::Records>,
+    samplers: MutexGuard<'static, crate::sampler::Tables>,
 }
 
 thread_local! {
@@ -90,6 +91,7 @@ pub(crate) fn watch_forks() {
             outboxes: crate::outbox::lock_for_fork(),
             pool: crate::invocation::lock_pool_for_fork(),
             retirements: crate::retire::lock_for_fork(),
+            samplers: crate::sampler::lock_for_fork(),
         };
         let _ = HELD.try_with(|held| *held.borrow_mut() = Some(locks));
     }
@@ -105,6 +107,7 @@ pub(crate) fn watch_forks() {
             locks.outboxes.iter().for_each(|outbox| outbox.forget_parent());
             crate::invocation::forget_parent_counters();
             locks.retirements.forget_parent();
+            crate::sampler::forget_parent(&locks.samplers);
             *locks.poller = Poller::new();
         });
     }

@@ -399,33 +399,57 @@ unsafe fn enter_folded_slow(rec: *mut Recorder, index: u32) -> Guard {
     }
 }
 
-/// The exit probe, a dispatch that saves no registers. A call entered after its invocation folded has a key with
-/// `FOLD_KEY` set and goes to `leave_folded_call`; the others have their own node (entered before the fold, if
-/// there was one) and go to `leave_node_call`. The root guard of an invocation that is not recorded (`SKIP`) ends
-/// it.
+/// The exit probe. The common case, a call below the root with its own node left in order, is done here and saves
+/// no registers: the clock read, the frame's check and pop, the node's end (then a jump to the check for
+/// unwinding, as in `leave_folded_call`). Everything else
+/// is one jump: a call entered after its invocation folded (its key has `FOLD_KEY` set) to `leave_folded_call`, the
+/// root guard of an invocation that is not recorded (`SKIP`, whose slot is `NO_SLOT`, so `FOLD_KEY` is set too) to
+/// `end_skipped_invocation`, and the rest (the root, unwinding, a frame out of order, the `Instant` clock) to
+/// `leave_node_call`.
 #[inline(never)]
 unsafe fn leave(rec: *mut Recorder, slot: u32) {
-    if rec == SKIP {
-        return end_skipped_invocation();
-    }
     if slot & FOLD_KEY != 0 {
+        if rec == SKIP {
+            return end_skipped_invocation();
+        }
         // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).
         return unsafe { leave_folded_call(rec, slot) };
     }
-    // The same after a fold: the frame stack keeps this call's slot as its key, and the writer adds the node's
-    // time to its call path.
-    // SAFETY: as above.
-    unsafe { leave_node_call(rec, slot) }
+    let end = crate::clock::tsc();
+    if let Some(end) = end {
+        // SAFETY: as above.
+        if unsafe { (*rec).leave_inner(slot, end) } {
+            // A jump: `std::thread::panicking()` inlined here would be a call with a continuation, for which every
+            // exit would save registers.
+            // SAFETY: as above.
+            return unsafe { note_unwinding_node(rec) };
+        }
+    }
+    // SAFETY: as above. The same after a fold: the frame stack keeps this call's slot as its key, and the writer
+    // adds the node's time to its call path.
+    unsafe { leave_node_call(rec, slot, end) }
 }
 
-/// The exit of a call that has its own node, out of line (see `leave`).
+/// After `Recorder::leave_inner`: when the call was left by unwinding, flags its node as `leave_node` would have.
+///
+/// # Safety
+/// `rec` is the live recorder whose top frame `leave_inner` just left.
+#[inline(never)]
+unsafe fn note_unwinding_node(rec: *mut Recorder) {
+    if std::thread::panicking() {
+        // SAFETY: the caller's contract.
+        unsafe { (*rec).flag_left_by_unwinding() }
+    }
+}
+
+/// The exit of a call that has its own node, out of line (see `leave`), at `end` when the TSC was read already.
 ///
 /// # Safety
 /// `rec` is the live recorder the guard of `slot` was created in.
 #[inline(never)]
-unsafe fn leave_node_call(rec: *mut Recorder, slot: u32) {
+unsafe fn leave_node_call(rec: *mut Recorder, slot: u32, end: Option<u64>) {
     // SAFETY: the caller's contract.
-    unsafe { leave_node(rec, slot) }
+    unsafe { leave_node_at(rec, slot, end.unwrap_or_else(now)) }
 }
 
 /// The exit of a call that has its own node: closes it, and completes the invocation when it was a thread's root.
@@ -435,8 +459,17 @@ unsafe fn leave_node_call(rec: *mut Recorder, slot: u32) {
 #[inline(always)]
 unsafe fn leave_node(rec: *mut Recorder, slot: u32) {
     // SAFETY: the caller's contract.
+    unsafe { leave_node_at(rec, slot, now()) }
+}
+
+/// `leave_node` at `end`.
+///
+/// # Safety
+/// As for `leave_node`.
+#[inline(always)]
+unsafe fn leave_node_at(rec: *mut Recorder, slot: u32, end: u64) {
+    // SAFETY: the caller's contract.
     let r = unsafe { &mut *rec };
-    let end = now();
     if r.pop(slot, end) {
         let flags = if std::thread::panicking() { FLAG_PANICKED } else { 0 };
         r.close(slot, end, flags);

@@ -533,6 +533,33 @@ impl Recorder {
         }
     }
 
+    /// The exit of a call below the root that has its own node, left in order: pops its frame and closes its node
+    /// at `end`, true (the caller then flags the node when the thread is unwinding: `note_unwinding_node`).
+    /// Otherwise it does nothing and returns false, and the caller takes the general exit (`pop`, `close`, the
+    /// root's completion), whose checks are the same.
+    #[inline(always)]
+    pub(crate) fn leave_inner(&mut self, slot: u32, end: u64) -> bool {
+        let depth = self.depth;
+        // SAFETY: frames 0..depth (depth <= max_depth) were set when entered. Depth 1 is the root's frame.
+        if depth > 1 && unsafe { self.stack.get(depth - 1) } == slot {
+            if let Some(node) = self.nodes.get_mut(slot as usize) {
+                node.end = end;
+                self.depth = depth - 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// After `leave_inner`: flags the node of the frame just left as left by unwinding.
+    pub(crate) fn flag_left_by_unwinding(&mut self) {
+        // SAFETY: frame `depth` was just left (depth < max_depth) and was set when it was entered.
+        let slot = unsafe { self.stack.get(self.depth) };
+        if let Some(node) = self.nodes.get_mut(slot as usize) {
+            node.link |= FLAG_PANICKED << PARENT_BITS;
+        }
+    }
+
     /// Repairs the stack when frames are left out of order (a guard moved or forgotten): frames above `slot` are
     /// closed at `end`.
     #[cold]

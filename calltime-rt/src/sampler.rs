@@ -2,10 +2,15 @@
 //! probes (`CALLTIME_COST_BUDGET`, 5% by default; off with `CALLTIME_EXACT=1`) records only a fraction of its next
 //! ones, so that what the recorded ones cost stays within the budget of the whole run's time.
 //!
-//! - The cost of a recorded invocation is estimated from what the runtime knows: its recorded nodes times the
-//!   calibrated cost of a recorded call (`calibrate.rs`, times `NODE_FACTOR` for the writer's and the aggregate's
-//!   work per node; its counts of retired calls alike), plus `FIXED_NS` for the invocation itself (admission,
-//!   hand-off, writing).
+//! - The cost of a recorded invocation is measured where it can be: the runtime's work after its root was left
+//!   (the retirement note, the whole-run aggregate's fold, the hand-off) is timed with one more clock read at the
+//!   end of each recorded invocation of a sampled root; its probes inside the root's span are its recorded nodes
+//!   (and counts of retired calls) times the calibrated cost of a recorded call (`calibrate.rs`); the writer's work,
+//!   on its own thread, is estimated as as much again per node plus `WRITER_TREE_NS` a tree; its entry as what a
+//!   skipped invocation costs.
+//! - A skipped invocation costs something too (its admission, two clock reads, the root probe's out-of-line
+//!   calls): measured at start-up on this path's own functions (`measure_skip`), it is what every invocation pays
+//!   whatever is decided, so the budget is over what a recorded one costs beyond it (see `recorded`).
 //! - The decision is made at the root's entry by a per-thread countdown reset to a random gap (mean: the period),
 //!   never from the invocation's content or duration, so the recorded ones are a uniform sample.
 //! - The first `RECORD_FIRST` invocations of each root on each thread are always recorded (a short run keeps every
@@ -20,7 +25,7 @@
 use std::cell::Cell;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use crate::invocation::lock;
 
@@ -32,33 +37,81 @@ pub(crate) const RECORD_FIRST: u64 = 100;
 const MAX_PERIOD: u64 = 4096;
 /// Roots a thread samples (more are always recorded).
 const ROOTS: usize = 8;
-/// What a recorded invocation costs beyond its nodes: root entry and exit, the hand-off to the outbox, settling
-/// its retired calls, the aggregate's fold and the writer's framing (docs/performance.md, "Per-invocation cost":
-/// 822 instructions on the recording thread and 1,807 on the writer for a 3-node tree with 2 `r` lines).
-const FIXED_NS: f64 = 500.0;
-/// A recorded node costs its probe pair on the thread, plus about as much again on the writer and in the
-/// whole-run aggregate's fold; so does each retired function's count of calls (an `r` line) the tree carries.
+/// The writer's work per tree written, beyond its nodes (on its own thread; docs/performance.md, "Ninth round: CPU
+/// off the program's threads": about 560 instructions a 1-3 node tree).
+const WRITER_TREE_NS: f64 = 150.0;
+/// A recorded node costs its probe pair on the thread, plus about as much again on the writer (the records'
+/// encoding); so does each retired function's count of calls (an `r` line) the tree carries.
 const NODE_FACTOR: f64 = 2.0;
 /// Weight of the newest invocation in the running means (1/8).
 const NEWEST: f64 = 0.125;
 
 /// The budget in percent (0: every invocation recorded).
 static BUDGET_PCT: AtomicU64 = AtomicU64::new(0);
-/// Cost of a recorded node and of an invocation, in ticks (f64 bits), set at the runtime's start.
+/// Cost of a recorded node, of the writer's work per tree and of a skipped invocation, in ticks (f64 bits), set at
+/// the runtime's start.
 static NODE_TICKS: AtomicU64 = AtomicU64::new(0);
-static FIXED_TICKS: AtomicU64 = AtomicU64::new(0);
+static WRITER_TICKS: AtomicU64 = AtomicU64::new(0);
+static SKIP_TICKS: AtomicU64 = AtomicU64::new(0);
 
 /// Sets the budget up (at the runtime's start, after the calibration).
 pub(crate) fn start(budget_pct: u64) {
-    let (node, fixed) = match crate::calibrate::get() {
+    let (node, writer) = match crate::calibrate::get() {
         Some(c) => {
-            ((c.recorded_inner_ticks + c.recorded_outer_ticks) * NODE_FACTOR, FIXED_NS / c.ns_per_tick.max(1e-6))
+            ((c.recorded_inner_ticks + c.recorded_outer_ticks) * NODE_FACTOR, WRITER_TREE_NS / c.ns_per_tick.max(1e-6))
         }
         None => (0.0, 0.0),
     };
+    let skip = if node > 0.0 && budget_pct > 0 { measure_skip() } else { 0.0 };
     NODE_TICKS.store(node.to_bits(), Relaxed);
-    FIXED_TICKS.store(fixed.to_bits(), Relaxed);
+    WRITER_TICKS.store(writer.to_bits(), Relaxed);
+    SKIP_TICKS.store(skip.to_bits(), Relaxed);
     BUDGET_PCT.store(if node > 0.0 { budget_pct.min(100) } else { 0 }, Relaxed);
+}
+
+/// What a skipped invocation costs its thread, in ticks: the low quantile of batches of this path's own work (the
+/// sampler's decision, the root's start and end read and noted, `CURRENT` set and cleared) on a scratch entry, as
+/// `calibrate.rs` measures the probes. About 60 us once, at start-up.
+fn measure_skip() -> f64 {
+    const BATCH: u64 = 32;
+    const BATCHES: usize = 24;
+    // Leaked (once, about 100 bytes): the thread refers to it while a skip is in progress, as to a table's entries.
+    let scratch: &'static Entry = Box::leak(Box::new(Entry::free()));
+    let mut batches = [0.0; BATCHES];
+    let saved = MINE.try_with(|mine| (mine.skipping.get(), mine.skip_start.get(), mine.rng.get())).ok();
+    for batch in &mut batches {
+        // Past the first ones and sampled, so each decision skips (the countdown is never reached).
+        scratch.seen.store(RECORD_FIRST, Relaxed);
+        scratch.period.store(MAX_PERIOD, Relaxed);
+        scratch.countdown.store(u64::MAX, Relaxed);
+        let start = crate::clock::now();
+        for _ in 0..BATCH {
+            skip_once(scratch);
+        }
+        *batch = crate::clock::now().wrapping_sub(start) as f64 / BATCH as f64;
+    }
+    if let Some((skipping, skip_start, rng)) = saved {
+        let _ = MINE.try_with(|mine| {
+            mine.skipping.set(skipping);
+            mine.skip_start.set(skip_start);
+            mine.rng.set(rng);
+        });
+    }
+    batches.sort_by(f64::total_cmp);
+    batches[2]
+}
+
+/// One skipped invocation's own work, as `invocation::start_thread_invocation` and `end_skipped_invocation` do it
+/// around an empty root (the thread's admission counters aside).
+#[inline(never)]
+fn skip_once(scratch: &'static Entry) {
+    if let Decision::Skip(e) = decide_entry(scratch) {
+        skip_started(e, crate::clock::now());
+        let left = crate::invocation::replace_current(crate::invocation::SKIP);
+        std::hint::black_box(());
+        crate::invocation::replace_current(left);
+        std::hint::black_box(skip_ended());
+    }
 }
 
 /// The budget in percent (0: off).
@@ -120,7 +173,10 @@ pub(crate) struct Table {
     in_use: AtomicBool,
 }
 
-static TABLES: Mutex<Vec<&'static Table>> = Mutex::new(Vec::new());
+/// Every thread's table (see `Table`).
+pub(crate) type Tables = Vec<&'static Table>;
+
+static TABLES: Mutex<Tables> = Mutex::new(Vec::new());
 
 struct Mine {
     table: Cell<Option<&'static Table>>,
@@ -230,6 +286,12 @@ pub(crate) fn decide(index: u32) -> Decision {
         return Decision::Record(None);
     }
     let Some(e) = entry(index) else { return Decision::Record(None) };
+    decide_entry(e)
+}
+
+/// `decide` once the root's entry is found.
+#[inline(always)]
+fn decide_entry(e: &'static Entry) -> Decision {
     let seen = e.seen.load(Relaxed) + 1;
     e.seen.store(seen, Relaxed);
     let period = e.period.load(Relaxed);
@@ -282,24 +344,30 @@ fn store_mean(mean: &AtomicU64, value: f64) {
 }
 
 /// A recorded invocation of `e`'s root ended: `nodes` recorded (nodes and counts of retired calls) over `span`
-/// ticks. Sets the period from the
-/// running means: the share recorded is `budget x plain time / probe cost`, where the plain time is a skipped
-/// invocation's mean duration, bounded by a recorded one's (which has the probes in it too). (A root task may
-/// end on another thread than the one that decided: the fields are atomics, and a lost update only delays the
-/// period by an invocation.)
-pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64) {
+/// ticks, and the runtime's work after the root was left took `exit` ticks (measured). Sets the period from the
+/// running means: every invocation pays a skipped one's `skip`, whatever is decided, and a recorded one `cost -
+/// skip` more; the share recorded is `budget x plain time / (cost - skip)`, where the plain time is a skipped
+/// invocation's mean duration, bounded by a recorded one's (which has the probes in it too). The skip is not
+/// charged to the budget: recording fewer cannot lower it, and a root whose skips alone took the budget then
+/// recorded 1 in `MAX_PERIOD`, too few for its fast functions to retire (semver: 3 retired of 7, and the others'
+/// probes took their cold path in every skipped invocation: 559 M instructions against 532 M; docs/performance.md,
+/// "Tenth round"). (A root task may end on another thread than the one that decided: the fields are atomics, and a lost
+/// update only delays the period by an invocation.)
+pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64, exit: u64) {
     let budget = BUDGET_PCT.load(Relaxed);
     if budget == 0 {
         return;
     }
-    let cost = f64::from_bits(FIXED_TICKS.load(Relaxed)) + nodes as f64 * f64::from_bits(NODE_TICKS.load(Relaxed));
+    let skip = f64::from_bits(SKIP_TICKS.load(Relaxed));
+    let in_span = nodes as f64 * f64::from_bits(NODE_TICKS.load(Relaxed));
+    let cost = skip + in_span + exit as f64 + f64::from_bits(WRITER_TICKS.load(Relaxed));
     store_mean(&e.cost, cost);
     let cost = f64::from_bits(e.cost.load(Relaxed));
     store_mean(&e.recorded_span, span as f64);
     let recorded_span = f64::from_bits(e.recorded_span.load(Relaxed));
     let skipped = f64::from_bits(e.skipped_span.load(Relaxed));
     let plain = if skipped > 0.0 { skipped.min(recorded_span) } else { recorded_span };
-    let share = budget as f64 / 100.0 * plain / cost.max(1.0);
+    let share = budget as f64 / 100.0 * plain / (cost - skip).max(1.0);
     let period = if share >= 1.0 { 1 } else { ((1.0 / share).ceil() as u64).clamp(1, MAX_PERIOD) };
     e.period.store(period, Relaxed);
     if e.countdown.load(Relaxed) > 2 * period {
@@ -337,14 +405,19 @@ pub(crate) fn total_skipped() -> u64 {
     lock(&TABLES).iter().flat_map(|t| t.entries.iter()).map(|e| e.skipped.load(Relaxed)).sum()
 }
 
-/// In a child forked without exec: the parent's counts are forgotten (the child's `stats` count its own roots).
-/// `try_lock`: a lock held by a parent's thread that the child does not have is skipped rather than waited for.
-pub(crate) fn forget_parent() {
-    if let Ok(all) = TABLES.try_lock() {
-        for e in all.iter().flat_map(|t| t.entries.iter()) {
-            for counter in [&e.skipped, &e.timed, &e.timed_ticks] {
-                counter.store(0, Relaxed);
-            }
+/// The sampler's tables, locked by the fork handler (see `control::watch_forks`): a thread taking its table
+/// (`claim`) as another forks would otherwise leave the child a lock no thread of it releases, and its first root
+/// would wait for it forever (`tests/fork.rs`, one run in 25 once the runtime's set-up grew by `measure_skip`).
+pub(crate) fn lock_for_fork() -> MutexGuard<'static, Tables> {
+    lock(&TABLES)
+}
+
+/// In a child forked without exec, under the fork handler's lock: the parent's counts are forgotten (the child's
+/// `stats` count its own roots).
+pub(crate) fn forget_parent(tables: &Tables) {
+    for e in tables.iter().flat_map(|t| t.entries.iter()) {
+        for counter in [&e.skipped, &e.timed, &e.timed_ticks] {
+            counter.store(0, Relaxed);
         }
     }
 }
