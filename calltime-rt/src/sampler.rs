@@ -19,6 +19,9 @@
 //!   re-entry does not start an invocation, nothing spawned is adopted, nothing goes to the whole-run aggregate)
 //!   and costs two clock reads: its root is timed, so the root's count and mean stay exact over the whole run.
 //!
+//! - A `--slower-than` threshold, set at the start or switched on while running (`ctl slower-than`), records every
+//!   invocation: a slow one skipped for cost could not be kept.
+//!
 //! Each thread keeps its counters in a table of its own (written by it alone with plain stores, summed by the
 //! writer for the trace's `sampled` records and `stats`): no shared read-modify-write per invocation.
 
@@ -282,7 +285,9 @@ pub(crate) enum Decision {
 /// At the entry of root `index` (an invocation otherwise admitted): whether it is recorded or skipped for cost.
 #[inline]
 pub(crate) fn decide(index: u32) -> Decision {
-    if BUDGET_PCT.load(Relaxed) == 0 {
+    // A threshold switched on while running (`ctl slower-than`) records every invocation, as one set at the start
+    // does: a slow invocation skipped for cost could not be kept, and the next one, recorded instead, is not it.
+    if BUDGET_PCT.load(Relaxed) == 0 || crate::keep::slower_than_ns() != 0 {
         return Decision::Record(None);
     }
     let Some(e) = entry(index) else { return Decision::Record(None) };

@@ -106,6 +106,58 @@ fn exact_records_every_invocation() {
     assert!(trace.header.iter().any(|l| l.contains(" cost_budget_pct=0")), "{:?}", trace.header);
 }
 
+/// Roots run by `a_threshold_switched_on_while_running_records_every_invocation` after the switch.
+const AFTER_SWITCH: u64 = 5_000;
+
+/// `ctl slower-than` while the program runs, after sampling for cost has begun: from then on every invocation is
+/// recorded (as with a threshold set at the start), so that a slow one is kept, not skipped and replaced by the
+/// next. The child writes the command file itself, as `ctl` does, and waits for the status file to say it applied.
+#[test]
+fn a_threshold_switched_on_while_running_records_every_invocation() {
+    let name = "a_threshold_switched_on_while_running_records_every_invocation";
+    if is_child(name) {
+        for i in 0..20_000 {
+            black_box(root(i));
+        }
+        let dir = std::path::PathBuf::from(std::env::var_os("CALLTIME_CONTROL_DIR").unwrap());
+        let pid = std::process::id();
+        let tmp = dir.join(format!("{pid}.cmd.tmp"));
+        // 50 ns: every 30-node invocation is slower, so every recorded one is kept.
+        std::fs::write(&tmp, "1 slower-than 50\n").unwrap();
+        std::fs::rename(&tmp, dir.join(format!("{pid}.cmd"))).unwrap();
+        let status = dir.join(format!("{pid}.status"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read_to_string(&status).is_ok_and(|s| s.lines().any(|l| l == "applied=1")) {
+            assert!(std::time::Instant::now() < deadline, "the runtime did not apply the command");
+            // Roots keep the writer's threshold in ticks published; none of these is counted below.
+            black_box(root(0));
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        for i in 0..AFTER_SWITCH {
+            black_box(root(i));
+        }
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("calltime-sampled-control-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = run_ok(
+        name,
+        &[
+            ("CALLTIME_RETIRE_MIN_CALLS", "1000000000000"),
+            ("CALLTIME_MAX_INVOCATIONS", "1000000"),
+            ("CALLTIME_ROTATE_BYTES", "0"),
+            ("CALLTIME_CONTROL_DIR", dir.to_str().unwrap()),
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let [seen, ..] = trace.stats.expect("a stats line at exit");
+    let (kept, dropped, for_cost) = counts(&trace);
+    assert!(for_cost > 0, "sampling for cost had begun before the switch");
+    // The last `AFTER_SWITCH` roots are all recorded (kept, or dropped when the writer's queue was full): a sampler
+    // still skipping would have recorded a few hundred of them.
+    assert!(seen - for_cost >= AFTER_SWITCH, "{kept} kept, {dropped} dropped, {for_cost} sampled for cost of {seen}");
+}
+
 static WIDE_PLAN: PlanInfo = PlanInfo { id: "plan-sampled-wide", table: "", functions: 1 + WIDE };
 
 /// Calls per invocation of `wide_root`, each of its own function: 1 to `WIDE`, in an order that turns every
