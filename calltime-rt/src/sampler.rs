@@ -18,7 +18,6 @@
 //! - A skipped invocation runs with `CURRENT = SKIP` (every probe inside takes its cheapest path, the root's
 //!   re-entry does not start an invocation, nothing spawned is adopted, nothing goes to the whole-run aggregate)
 //!   and costs two clock reads: its root is timed, so the root's count and mean stay exact over the whole run.
-//!
 //! - A `--slower-than` threshold, set at the start or switched on while running (`ctl slower-than`), records every
 //!   invocation: a slow one skipped for cost could not be kept.
 //!
