@@ -80,6 +80,26 @@ fn generated_text(len: usize, seed: u64) -> Vec<u8> {
 RS
 }
 
+# The `main` the document parsers share (nom, pest): parses `count` documents made by the bench's
+# `document(seed)` with its `parse_document`, timing each call, and prints the mean for root-mean.py.
+document_main_rs() {
+  cat <<RS
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
+    let (mut total, mut spent) = (0usize, Duration::ZERO);
+    for seed in 0..count {
+        let text = document(seed);
+        let started = Instant::now();
+        total += parse_document(&text);
+        spent += started.elapsed();
+    }
+    println!("{count} documents, {total} leaves");
+    eprintln!("truth $1::parse_document {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+}
+
 # toml_edit: one `Document::parse` per document, 150 generated documents of about 40 KB.
 workspace "$work/tm" tmbench toml_edit@0.25.20 toml_parser@1.1.6 <<'RS'
 use std::fmt::Write;
@@ -590,20 +610,8 @@ fn document(seed: usize) -> String {
     text.push('}');
     text
 }
-
-fn main() {
-    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
-    let (mut total, mut spent) = (0usize, Duration::ZERO);
-    for seed in 0..count {
-        let text = document(seed);
-        let started = Instant::now();
-        total += parse_document(&text);
-        spent += started.elapsed();
-    }
-    println!("{count} documents, {total} leaves");
-    eprintln!("truth nmbench::parse_document {} {count}", spent.as_nanos() as f64 / count as f64);
-}
 RS
+document_main_rs nmbench >> "$work/nm/nmbench/src/main.rs"
 
 # pest 2 with pest_derive: a JSON grammar's generated parser (`#[derive(Parser)]`), the program's own
 # `parse_document` (parse, then a recursive walk of the pairs) per document, 300 generated documents of about 20 KB.
@@ -657,20 +665,8 @@ fn document(seed: usize) -> String {
     text.push('}');
     text
 }
-
-fn main() {
-    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
-    let (mut total, mut spent) = (0usize, Duration::ZERO);
-    for seed in 0..count {
-        let text = document(seed);
-        let started = Instant::now();
-        total += parse_document(&text);
-        spent += started.elapsed();
-    }
-    println!("{count} documents, {total} leaves");
-    eprintln!("truth ptbench::parse_document {} {count}", spent.as_nanos() as f64 / count as f64);
-}
 RS
+document_main_rs ptbench >> "$work/pt/ptbench/src/main.rs"
 printf 'pest_derive = "=2.9.6"\n' >> "$work/pt/ptbench/Cargo.toml"
 # pest_derive's generator depends on pest too: the same copy.
 grep -q '^\[patch' "$work/pt/Cargo.toml" || printf '[patch.crates-io]\npest = { path = "pest" }\n' >> "$work/pt/Cargo.toml"
