@@ -154,26 +154,9 @@ pub use probe::Guard;
 #[macro_export]
 macro_rules! __calltime_quiet_in {
     ($states:expr, $index:literal, $body:block) => {
-        $crate::__calltime_quiet_in!(@is_quiet_in, $states, $index, $body)
-    };
-    (@$test:ident, $states:expr, $index:literal, $body:block) => {
-        if $crate::__private::$test($states, $index) $body else {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
             ($states).run_unquiet_at::<$index, _, _>(move || $body)
         }
-    };
-}
-
-/// `__calltime_quiet_in!` whose first copy runs for counted calls too (a function retired and not yet quiet, or
-/// never quiet: a recursive cluster's), after one out-of-line count (`States::is_quiet_or_counted`); only recorded
-/// calls take the cold copy. A function that stays counted (serde_json's `visit_map`, in a cluster with the root)
-/// would otherwise run its body out of line, in the cold copy's closure, on every call (docs/performance.md, "Tenth
-/// round"). The tool takes it for bodies that are not tiny: in a one-line forwarder inlined into its callers, the
-/// count's call site is a big share of what the inliner weighs (`rewrite::COUNTED_IN_PLACE_BODY`).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __calltime_quiet_or_counted_in {
-    ($states:expr, $index:literal, $body:block) => {
-        $crate::__calltime_quiet_in!(@is_quiet_or_counted_in, $states, $index, $body)
     };
 }
 
@@ -186,22 +169,10 @@ macro_rules! __calltime_quiet_or_counted_in {
 #[macro_export]
 macro_rules! __calltime_quiet_guard_in {
     ($states:expr, $index:literal, $body:block) => {
-        $crate::__calltime_quiet_guard_in!(@is_quiet_in, $states, $index, $body)
-    };
-    (@$test:ident, $states:expr, $index:literal, $body:block) => {
-        if $crate::__private::$test($states, $index) $body else {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
             let __calltime_guard = ($states).enter_unquiet_at::<$index>();
             $body
         }
-    };
-}
-
-/// `__calltime_quiet_guard_in!` whose first copy runs for counted calls too (see `__calltime_quiet_or_counted_in!`).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __calltime_quiet_or_counted_guard_in {
-    ($states:expr, $index:literal, $body:block) => {
-        $crate::__calltime_quiet_guard_in!(@is_quiet_or_counted_in, $states, $index, $body)
     };
 }
 
@@ -212,10 +183,7 @@ macro_rules! __calltime_quiet_or_counted_guard_in {
 #[macro_export]
 macro_rules! __calltime_quiet_err_in {
     ($states:expr, $index:literal, $body:block) => {
-        $crate::__calltime_quiet_err_in!(@is_quiet_in, $states, $index, $body)
-    };
-    (@$test:ident, $states:expr, $index:literal, $body:block) => {
-        if $crate::__private::$test($states, $index) $body else {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
             ($states).run_unquiet_at::<$index, _, _>(move || {
                 match $crate::__private::call_once(move || $body) {
                     result => {
@@ -229,17 +197,6 @@ macro_rules! __calltime_quiet_err_in {
                 }
             })
         }
-    };
-}
-
-/// `__calltime_quiet_err_in!` whose first copy runs for counted calls too (see `__calltime_quiet_or_counted_in!`):
-/// a counted call's `Err` is not noted, as a quiet one's is not (it has no frame of its own; the frame current then
-/// is a caller's, or in a recursion an outer call of the same function, which the note would have marked).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __calltime_quiet_or_counted_err_in {
-    ($states:expr, $index:literal, $body:block) => {
-        $crate::__calltime_quiet_err_in!(@is_quiet_or_counted_in, $states, $index, $body)
     };
 }
 
@@ -308,18 +265,9 @@ pub mod __private {
         states.is_quiet(index)
     }
 
-    /// Whether function `index` went quiet, or retired and is counted, in which case its call is counted (out of
-    /// line): the test of [`quiet_or_counted_in!`]'s two copies of a body.
-    #[inline(always)]
-    pub fn is_quiet_or_counted_in<const N: usize>(states: &'static States<N>, index: u32) -> bool {
-        states.is_quiet_or_counted(index)
-    }
-
     pub use crate::{
         __calltime_quiet_err_in as quiet_err_in, __calltime_quiet_guard_in as quiet_guard_in,
-        __calltime_quiet_in as quiet_in, __calltime_quiet_or_counted_err_in as quiet_or_counted_err_in,
-        __calltime_quiet_or_counted_guard_in as quiet_or_counted_guard_in,
-        __calltime_quiet_or_counted_in as quiet_or_counted_in,
+        __calltime_quiet_in as quiet_in,
     };
 
     /// Probe of a root sync function: starts an invocation when none is in progress on this thread. Out of line in

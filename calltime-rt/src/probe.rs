@@ -194,22 +194,6 @@ fn enter_unquiet<const N: usize>(states: &'static States<N>, index: u32) -> Guar
 }
 
 impl<const N: usize> States<N> {
-    /// The test of `__private::quiet_or_counted_in!`: true when function `index` went quiet, or retired and is
-    /// counted, having counted this call out of line (a call that saves no registers and holds no copy of the body,
-    /// so the counted call runs the body in place, as a quiet one does).
-    #[inline(always)]
-    pub(crate) fn is_quiet_or_counted(&self, index: u32) -> bool {
-        let state = self.state(index);
-        if (state as i8) < 0 {
-            return true;
-        }
-        if state != 0 {
-            count_retired_call_here(index);
-            return true;
-        }
-        false
-    }
-
     /// The cold copy of `__private::quiet_in!`'s body (a call that is not quiet: counted or recorded), as
     /// `run_unquiet_in` with fewer arguments to set up at each call site: the index as a constant, the closure by
     /// value (in registers when it captures one or two words, such as `&mut self`; it is built in the cold branch

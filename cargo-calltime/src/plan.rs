@@ -310,8 +310,7 @@ pub struct ProbeSite {
     /// A body that declares no item (but `use`, `const`, `type`) nor a statement macro that may declare one, and
     /// returns no `impl Trait`, so the rewrite may write it twice: in place for quiet calls, and for the others in
     /// a closure (calltime-rt's `quiet_in!`, `quiet_err_in!`: a `body_in_closure` body, or one whose `Err`s are
-    /// counted) or in place under a guard (`quiet_guard_in!`); from `rewrite::COUNTED_IN_PLACE_BODY` bytes, their
-    /// `quiet_or_counted_*` forms. `close` is then the body's closing `}` (not part of
+    /// counted) or in place under a guard (`quiet_guard_in!`). `close` is then the body's closing `}` (not part of
     /// the plan's JSON).
     #[serde(skip)]
     pub body_twice: bool,

@@ -73,15 +73,6 @@ pub const IN_PLACE_BODY: usize = 1000;
 /// more per call (2% more).
 pub const WRITTEN_TWICE_BODY: usize = 16_000;
 
-/// Bytes of source of a body written twice from which its first copy (in place) runs for counted calls as well as
-/// quiet ones (calltime-rt's `quiet_or_counted_in!`: the count is one out-of-line call, then the body in place),
-/// instead of the cold copy in a closure. A function that stays counted for the whole run (a recursive cluster's,
-/// such as serde_json's `visit_map` and `next_value_seed`, in a cycle with the root) then runs its body as the
-/// plain build does. Not below it: in a one-line forwarder (`fn peek(&mut self) -> Result<Option<u8>> {
-/// self.read.peek() }`, 26 bytes), the count's call site weighs enough in LLVM's inline cost to keep its callers
-/// (`peek_or_null`, 50 bytes) out of theirs (docs/performance.md, "Tenth round").
-pub const COUNTED_IN_PLACE_BODY: usize = 64;
-
 /// The declaration of a crate's table of state bytes, one per function of the plan (indexed by the dense global
 /// index): appended after the crate root's last token, without a newline.
 pub fn states_declaration(plan: &PlanInfo) -> String {
@@ -107,21 +98,17 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
             let size = site.close.saturating_sub(site.open);
             if site.body_twice && !probe.is_root && !plan.dev_profile {
                 let pin = return_pin(site.return_type.as_deref());
-                // Counted calls take the first copy too, unless the body is tiny (see `COUNTED_IN_PLACE_BODY`).
-                let or_counted = if size >= COUNTED_IN_PLACE_BODY { "or_counted_" } else { "" };
                 if (site.body_in_closure || counts_errs) && size < WRITTEN_TWICE_BODY {
                     // The body written twice by the runtime's macro (its `Err` counting too, in the cold copy only).
                     // A body whose `Err`s are counted runs in a closure anyway, whatever its parameters.
-                    let form = if counts_errs { "err_in" } else { "in" };
-                    let form = format!("quiet_{or_counted}{form}");
+                    let form = if counts_errs { "quiet_err_in" } else { "quiet_in" };
                     let open = format!("::calltime_rt::__private::{form}!(&crate::{STATES}, {index}, {{ {pin}");
                     return vec![(site.open, open), (site.close, " })".to_owned())];
                 }
                 if !site.body_in_closure && !counts_errs && size < IN_PLACE_BODY {
                     // Parameters that may drop something stay the function's own: both copies in place, the
                     // guard in the second.
-                    let open =
-                        format!("::calltime_rt::__private::quiet_{or_counted}guard_in!(&crate::{STATES}, {index}, {{");
+                    let open = format!("::calltime_rt::__private::quiet_guard_in!(&crate::{STATES}, {index}, {{");
                     return vec![(site.open, open), (site.close, " })".to_owned())];
                 }
             }
@@ -678,44 +665,6 @@ mod tests {
         s.body_twice = true;
         let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
         assert!(out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, "));
-    }
-
-    #[test]
-    fn a_body_written_twice_past_the_tiny_runs_its_counted_calls_in_place() {
-        // A body of `COUNTED_IN_PLACE_BODY` bytes or more: the macros whose first copy runs counted calls too.
-        let body = "\n    let doubled = b as u64 * 2;\n    let tripled = b as u64 * 3;\n    doubled + tripled";
-        let src = format!("fn f(b: u8) -> u64 {{{body}\n}}\n");
-        let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
-        assert!(close - open >= COUNTED_IN_PLACE_BODY);
-        let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
-        s.body_in_closure = true;
-        s.body_twice = true;
-        let (out, shifted) = apply_keeping_columns(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
-        assert!(shifted.is_empty(), "{out}");
-        let pin = return_pin(Some("u64"));
-        assert_eq!(
-            out,
-            format!(
-                "fn f(b: u8) -> u64 {{::calltime_rt::__private::quiet_or_counted_in!(&crate::__CALLTIME_STATE, 3, \
-                 {{ {pin}{body} }})\n}}\n"
-            )
-        );
-        // `Err`s counted, and parameters taken by value.
-        let mut e = counting(site(ProbeKind::Sync, 4, open, close, Some("u64")));
-        e.body_in_closure = true;
-        e.body_twice = true;
-        let out = apply(&src, &[Probe { site: &e, is_root: false }], &plan()).unwrap();
-        assert!(
-            out.contains("{::calltime_rt::__private::quiet_or_counted_err_in!(&crate::__CALLTIME_STATE, 4, { "),
-            "{out}"
-        );
-        let mut v = site(ProbeKind::Sync, 5, open, close, None);
-        v.body_twice = true;
-        let out = apply(&src, &[Probe { site: &v, is_root: false }], &plan()).unwrap();
-        assert!(
-            out.contains("{::calltime_rt::__private::quiet_or_counted_guard_in!(&crate::__CALLTIME_STATE, 5, {"),
-            "{out}"
-        );
     }
 
     #[test]

@@ -401,8 +401,7 @@ fn every_function_form_builds_and_behaves_the_same() {
 }
 
 /// The same forms in an optimised build, where small non-root bodies take the runtime's forms: written twice
-/// (`quiet_in!`, `quiet_err_in!`, and `quiet_guard_in!` for parameters taken by value; `quiet_or_counted_*!` past
-/// `rewrite::COUNTED_IN_PLACE_BODY`) unless they declare an item,
+/// (`quiet_in!`, `quiet_err_in!`, and `quiet_guard_in!` for parameters taken by value) unless they declare an item,
 /// else in a closure (`run_quiet_in`) or under a guard (`enter_in`: parameters taken by value). No warning, the
 /// plain build's output, the same tree as the dev profile's guards record.
 #[test]
@@ -413,29 +412,12 @@ fn every_function_form_builds_and_behaves_the_same_optimised() {
     let shadow = std::fs::read_to_string(dir.join("target/calltime/shadow/src/.lib.calltime.rs")).unwrap();
     let form = |name: &str| {
         let line = shadow.lines().find(|l| l.contains(&format!("fn {name}("))).unwrap_or("");
-        [
-            "quiet_in!",
-            "quiet_err_in!",
-            "quiet_guard_in!",
-            "quiet_or_counted_in!",
-            "quiet_or_counted_err_in!",
-            "quiet_or_counted_guard_in!",
-            "run_quiet_in",
-            "enter_in",
-        ]
-        .into_iter()
-        .find(|f| line.contains(&format!("__private::{f}")))
+        ["quiet_in!", "quiet_err_in!", "quiet_guard_in!", "run_quiet_in", "enter_in"]
+            .into_iter()
+            .find(|f| line.contains(f))
     };
-    let names = ["first_evens", "parsed_sum", "calls_so_far", "wrapped", "first_of", "parsed_owned", "parsed_total"];
-    let expected = [
-        "quiet_or_counted_in!",
-        "quiet_err_in!",
-        "run_quiet_in",
-        "run_quiet_in",
-        "quiet_or_counted_guard_in!",
-        "quiet_err_in!",
-        "quiet_or_counted_err_in!",
-    ];
+    let names = ["first_evens", "parsed_sum", "calls_so_far", "wrapped", "first_of", "parsed_owned"];
+    let expected = ["quiet_in!", "quiet_err_in!", "run_quiet_in", "run_quiet_in", "quiet_guard_in!", "quiet_err_in!"];
     assert_eq!(names.map(form), expected.map(Some));
 }
 
@@ -1159,8 +1141,8 @@ fn edition_2015_crate_root_ending_in_a_comment() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     util::check(&util::data("e2e/edition2015-allocs.txt"), &alloc_dump(&json));
-    // Optimised, `nonzero`'s body (past the tiny: `quiet_or_counted_in!`) is written twice with its return type
-    // pinned: it builds and records the same
+    // Optimised, `nonzero`'s body is written twice (`quiet_in!`) with its return type pinned: it builds and records
+    // the same
     // calls (allocation counts are the optimiser's business there).
     let out = util::run(
         util::calltime()
@@ -1178,7 +1160,7 @@ fn edition_2015_crate_root_ending_in_a_comment() {
         ["aggregate of 2 invocations", "  e2e_edition2015::handle calls=2", "    e2e_edition2015::nonzero calls=2"]
     );
     let shadow = std::fs::read_to_string(dir.join("target/calltime/shadow/src/.main.calltime.rs")).unwrap();
-    assert!(shadow.contains("quiet_or_counted_in!(&crate::__CALLTIME_STATE, "), "{shadow}");
+    assert!(shadow.contains("quiet_in!(&crate::__CALLTIME_STATE, "), "{shadow}");
 }
 
 /// A recursive-descent parser whose invocations fold (about 18,700 calls each): its recursive cluster (`item`,

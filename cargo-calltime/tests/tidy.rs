@@ -114,13 +114,8 @@ fn the_calibration_times_the_quiet_form_the_rewrite_writes() {
     let read = |path: PathBuf| std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let rewrite = read(root.join("src/rewrite.rs"));
     let calibrate = read(root.join("../calltime-rt/src/calibrate.rs"));
-    // The form of a tiny body written twice (under `COUNTED_IN_PLACE_BODY`: no `or_counted_`), as the rewrite
-    // spells it.
-    let form = if rewrite
-        .contains(r#"let or_counted = if size >= COUNTED_IN_PLACE_BODY { "or_counted_" } else { "" };"#)
-        && rewrite.contains(r#"let form = if counts_errs { "err_in" } else { "in" };"#)
-        && rewrite.contains(r#"let form = format!("quiet_{or_counted}{form}");"#)
-    {
+    // The form of a body written twice, as the rewrite spells it.
+    let form = if rewrite.contains(r#"let form = if counts_errs { "quiet_err_in" } else { "quiet_in" };"#) {
         "quiet_in!("
     } else {
         panic!("rewrite.rs no longer writes tiny bodies twice with `quiet_in!`: make calibrate.rs's `runs_probed` time the form it writes")

@@ -186,19 +186,6 @@ pub fn parsed_owned(text: String) -> Result<u32, std::num::ParseIntError> {
     Ok(n + 1)
 }
 
-/// Past the tiny (64 bytes of body), written twice with its counted calls in the first copy
-/// (`quiet_or_counted_err_in!`): `?` and `return` inside a loop, in both copies.
-pub fn parsed_total(items: &[&str]) -> Result<u32, std::num::ParseIntError> {
-    let mut total = 0;
-    for item in items {
-        if item.is_empty() {
-            return Ok(total);
-        }
-        total += item.trim().parse::<u32>()?;
-    }
-    Ok(total)
-}
-
 fn block_on<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
     let mut cx = Context::from_waker(Waker::noop());
@@ -238,6 +225,5 @@ pub fn run_all() -> Vec<String> {
     let firsts = [first_of(Noisy(1), Noisy(2), vec!["x".to_owned()]), first_of(Noisy(3), Noisy(4), Vec::new())];
     out.push(format!("{firsts:?} {:?}", DROPS.with(|d| d.borrow().clone())));
     out.push(format!("{:?} {:?}", parsed_owned(" 41 ".to_owned()), parsed_owned("x".to_owned()).is_err()));
-    out.push(format!("{:?} {:?} {:?}", parsed_total(&["1", " 2"]), parsed_total(&["3", "", "x"]), parsed_total(&["x"]).is_err()));
     out
 }
