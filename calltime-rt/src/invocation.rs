@@ -605,7 +605,6 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
     unsafe { record_enter(rec, index) }
 }
 
-/// The root frame of a thread invocation was left: hand the tree to the writer, through the thread's outbox when
 /// What a recorded invocation tells its root's sampler entry (when sampled) at the end of its root's exit: its
 /// nodes and counts of retired calls, its root's span, and when the root was left (see `report_to_sampler`).
 type SamplerReport = (&'static Entry, usize, u64, u64);
@@ -624,6 +623,7 @@ fn report_to_sampler(report: Option<SamplerReport>) {
     }
 }
 
+/// The root frame of a thread invocation was left: hand the tree to the writer, through the thread's outbox when
 /// it is small (the recorder is reused at once), else in its recorder (the thread takes a fresh one).
 #[cold]
 #[inline(never)]

@@ -385,11 +385,10 @@ unsafe fn enter_folded_slow(rec: *mut Recorder, index: u32) -> Guard {
 
 /// The exit probe. The common case, a call below the root with its own node left in order, is done here and saves
 /// no registers: the clock read, the frame's check and pop, the node's end (then a jump to the check for
-/// unwinding, as in `leave_folded_call`). Everything else
-/// is one jump: a call entered after its invocation folded (its key has `FOLD_KEY` set) to `leave_folded_call`, the
-/// root guard of an invocation that is not recorded (`SKIP`, whose slot is `NO_SLOT`, so `FOLD_KEY` is set too) to
-/// `end_skipped_invocation`, and the rest (the root, unwinding, a frame out of order, the `Instant` clock) to
-/// `leave_node_call`.
+/// unwinding, as in `leave_folded_call`). Everything else is one jump: a call entered after its invocation folded
+/// (its key has `FOLD_KEY` set) to `leave_folded_call`, the root guard of an invocation that is not recorded
+/// (`SKIP`, whose slot is `NO_SLOT`, so `FOLD_KEY` is set too) to `end_skipped_invocation`, and the rest (the root,
+/// unwinding, a frame out of order, the `Instant` clock) to `leave_node_call`.
 #[inline(never)]
 unsafe fn leave(rec: *mut Recorder, slot: u32) {
     if slot & FOLD_KEY != 0 {

@@ -421,13 +421,8 @@ fn every_function_form_builds_and_behaves_the_same_optimised() {
     assert_eq!(names.map(form), expected.map(Some));
 }
 
-/// Exact `Err` counts per node for every function form that returns a `Result` (`?`, `return Err`, aliases,
-/// coercions, borrows through `&mut self`, const generics, `unsafe fn`, `impl Trait`, async), none for a non-std
-/// `*Result` or a `#[track_caller]` function, and the program's output identical to a plain build.
-#[test]
-fn err_returns_are_counted_exactly_and_every_form_behaves_the_same() {
-    let (tmp, dir) = util::copy_test_crate("e2e-errs");
-    let json = json_report_printing_as_plain(tmp.path(), &dir, &["--root", "run", "--depth", "4", "--probe-trivial"]);
+/// A tree as `path calls=N errs=M` lines, indented by depth: the `Err` counts the e2e-errs tests compare.
+fn errs_dump(tree: &Value) -> String {
     fn node(out: &mut String, n: &Value, depth: usize) {
         let path = n["path"].as_str().unwrap_or("?");
         out.push_str(&format!("{}{path} calls={} errs={}\n", "  ".repeat(depth), n["calls"], n["errs"]));
@@ -436,7 +431,18 @@ fn err_returns_are_counted_exactly_and_every_form_behaves_the_same() {
         }
     }
     let mut dump = String::new();
-    node(&mut dump, &json["invocations"][0]["tree"], 0);
+    node(&mut dump, tree, 0);
+    dump
+}
+
+/// Exact `Err` counts per node for every function form that returns a `Result` (`?`, `return Err`, aliases,
+/// coercions, borrows through `&mut self`, const generics, `unsafe fn`, `impl Trait`, async), none for a non-std
+/// `*Result` or a `#[track_caller]` function, and the program's output identical to a plain build.
+#[test]
+fn err_returns_are_counted_exactly_and_every_form_behaves_the_same() {
+    let (tmp, dir) = util::copy_test_crate("e2e-errs");
+    let json = json_report_printing_as_plain(tmp.path(), &dir, &["--root", "run", "--depth", "4", "--probe-trivial"]);
+    let dump = errs_dump(&json["invocations"][0]["tree"]);
     util::check(&util::data("e2e/errs-tree.txt"), &dump);
 
     // Folded after 3 calls: the counts move to call paths and stay exact.
@@ -451,13 +457,11 @@ fn err_returns_are_counted_exactly_and_every_form_behaves_the_same() {
     );
     let folded: Value = serde_json::from_str(&std::fs::read_to_string(&folded_report).unwrap()).unwrap();
     assert_eq!(folded["invocations"][0]["folded"], true);
-    let mut folded_dump = String::new();
-    node(&mut folded_dump, &folded["invocations"][0]["tree"], 0);
-    assert_eq!(folded_dump, dump);
+    assert_eq!(errs_dump(&folded["invocations"][0]["tree"]), dump);
 }
 
-/// The same `Err` counts in an optimised build, where the bodies take the runtime's forms (written twice, their
-/// counted calls in the first copy past the tiny) and a guarded body's result is noted only when its guard records
+/// The same `Err` counts in an optimised build, where the bodies take the runtime's forms (written twice) and a
+/// guarded body's result is noted only when its guard records
 /// (`rewrite::guarded_err_wrap`: the root `run` and the bodies that declare an item).
 #[test]
 fn err_returns_are_counted_exactly_when_optimised() {
@@ -467,15 +471,7 @@ fn err_returns_are_counted_exactly_when_optimised() {
         &dir,
         &["--root", "run", "--depth", "4", "--probe-trivial", "--release"],
     );
-    fn node(out: &mut String, n: &Value, depth: usize) {
-        let path = n["path"].as_str().unwrap_or("?");
-        out.push_str(&format!("{}{path} calls={} errs={}\n", "  ".repeat(depth), n["calls"], n["errs"]));
-        for child in n["children"].as_array().into_iter().flatten() {
-            node(out, child, depth + 1);
-        }
-    }
-    let mut dump = String::new();
-    node(&mut dump, &json["invocations"][0]["tree"], 0);
+    let dump = errs_dump(&json["invocations"][0]["tree"]);
     util::check(&util::data("e2e/errs-tree.txt"), &dump);
     let shadow = std::fs::read_to_string(dir.join("target/calltime/shadow/src/.main.calltime.rs")).unwrap();
     assert!(shadow.contains("__calltime_guard.records()"), "{shadow}");
