@@ -116,7 +116,9 @@ impl Drop for ThreadSlot {
 }
 
 /// Makes `rec` the thread's recording context and returns the previous one, settling nothing (for a moment in
-/// which no probe runs: `crate::alloc::detect_counting`).
+/// which no probe runs: `crate::alloc::detect_counting`; and around a skipped invocation, whose counts of retired
+/// calls the next recorded one's settle discards).
+#[inline(always)]
 pub(crate) fn replace_current(rec: *mut Recorder) -> *mut Recorder {
     CURRENT.with(|c| c.replace(rec))
 }
@@ -127,7 +129,8 @@ pub(crate) fn set_current(rec: *mut Recorder) -> *mut Recorder {
     crate::retire::settle_retired_calls(left);
     left
 }
-/// Ends an invocation that was not recorded (its root guard was dropped).
+/// Ends an invocation that was not recorded and whose root was timed (its root guard, `Guard::SKIPPED_TIMED`,
+/// was dropped); an untimed one's guard only clears `CURRENT` (`probe::leave`).
 #[cold]
 #[inline(never)]
 pub(crate) fn end_skipped_invocation() {
@@ -322,8 +325,9 @@ enum Admission {
     /// Recorded; with the sampler's entry of its root when it has one.
     Record(Option<&'static Entry>),
     Skip,
-    /// Skipped to keep the probes' cost within the budget (`sampler.rs`): not recorded at all, its root timed.
-    SkipForCost(&'static Entry),
+    /// Skipped to keep the probes' cost within the budget (`sampler.rs`): not recorded at all; its root timed when
+    /// the flag says so.
+    SkipForCost(&'static Entry, bool),
     /// Not kept (sampled out, past the invocation limit), but recorded for the whole-run aggregate.
     AggregateOnly,
 }
@@ -358,9 +362,9 @@ fn admit(rt: &Runtime, index: u32) -> Admission {
         DROPPED_LIMIT.fetch_add(1, Relaxed);
         return not_kept();
     }
-    match sampler::decide(index) {
+    match sampler::decide_for_task(index) {
         Decision::Record(entry) => Admission::Record(entry),
-        Decision::Skip(entry) => Admission::SkipForCost(entry),
+        Decision::Skip(entry, timed) => Admission::SkipForCost(entry, timed),
     }
 }
 
@@ -386,19 +390,21 @@ fn take_tickets(max: u64) -> u64 {
 /// Admits (or skips, counted) a root invocation on this thread: its own sampling count and tickets, so threads
 /// starting invocations at once share no counter.
 fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime, index: u32) -> Admission {
-    outbox.count(Counter::Seen);
     let seen = slot.seen;
     slot.seen += 1;
     let sample = crate::control::sample();
     if sample > 1 && seen % sample != 0 {
+        outbox.count(Counter::Seen);
         outbox.count(Counter::SampledOut);
         return not_kept();
     }
-    // Before the tickets: an invocation skipped for cost takes none, so the trees kept span more of the run.
-    let entry = match sampler::decide(index) {
+    // Before the tickets: an invocation skipped for cost takes none, so the trees kept span more of the run. It is
+    // counted as seen by its sampler entry alone (`stats`), as the fast path (`sampler::skip_untimed`) counts it.
+    let entry = match sampler::decide_on_thread(index) {
         Decision::Record(entry) => entry,
-        Decision::Skip(entry) => return Admission::SkipForCost(entry),
+        Decision::Skip(entry, timed) => return Admission::SkipForCost(entry, timed),
     };
+    outbox.count(Counter::Seen);
     if slot.tickets == 0 {
         let max = if limit_lifted(rt) { u64::MAX } else { rt.config.max_invocations };
         slot.tickets = take_tickets(max);
@@ -540,15 +546,29 @@ fn set_up_thread(slot: &mut ThreadSlot, rt: &Runtime) {
 }
 
 /// The root probe of a thread with no invocation in progress: admits (or skips) a new invocation and enters its
-/// root in the thread's recorder.
-#[cold]
+/// root in the thread's recorder. Most invocations of a root sampled for cost are skipped without timing their
+/// root: they take `sampler::skip_untimed` (the sampler's counters and `CURRENT`, nothing else) and their guard's
+/// drop clears `CURRENT` (`probe::leave`); the others are admitted the full way.
 #[inline(never)]
 pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Guard {
+    if sampler::skip_untimed(index) {
+        // No settle of retired calls, as below for every skipped invocation.
+        replace_current(SKIP);
+        return Guard::SKIPPED;
+    }
+    admit_thread_invocation(index, plan)
+}
+
+/// `start_thread_invocation`'s full way: the runtime set up, the thread's recorder and admission.
+#[cold]
+#[inline(never)]
+fn admit_thread_invocation(index: u32, plan: &'static PlanInfo) -> Guard {
     let rt = runtime(plan);
     // The runtime may have just started with recording off (`CALLTIME_START_OFF`).
     if crate::control::is_off() {
         return Guard::INERT;
     }
+    let mut timed_skip = false;
     let rec = THREAD
         .try_with(|slot| {
             let mut slot = slot.try_borrow_mut().ok()?;
@@ -563,10 +583,14 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
                     outbox.note_root_start(now());
                     return Some(SKIP);
                 }
-                Admission::SkipForCost(entry) => {
+                // Untimed: no clock read, so its start is not noted either (the run's last root start may be up
+                // to a few dozen skipped invocations early).
+                Admission::SkipForCost(_, false) => return Some(SKIP),
+                Admission::SkipForCost(entry, true) => {
                     let start = now();
                     outbox.note_root_start(start);
                     sampler::skip_started(entry, start);
+                    timed_skip = true;
                     return Some(SKIP);
                 }
                 _ => {}
@@ -598,7 +622,7 @@ pub(crate) fn start_thread_invocation(index: u32, plan: &'static PlanInfo) -> Gu
         // start (whose context left is null) as by these two. So a skipped invocation costs two thread-local stores
         // here, not two passes over the counted slots (about 120 instructions each on semver).
         replace_current(SKIP);
-        return Guard::SKIPPED;
+        return if timed_skip { Guard::SKIPPED_TIMED } else { Guard::SKIPPED };
     }
     set_current(rec);
     // SAFETY: rec is this thread's live recorder.
@@ -718,7 +742,7 @@ pub(crate) fn begin_task_invocation(index: u32, plan: &'static PlanInfo) -> Opti
     }
     let admission = admit(rt, index);
     // A root task skipped for cost is counted, not timed: its polls may run on several threads.
-    if let Admission::Skip | Admission::SkipForCost(_) = admission {
+    if let Admission::Skip | Admission::SkipForCost(..) = admission {
         note_task_root_start(now());
         return None;
     }
@@ -788,6 +812,8 @@ pub(crate) fn stats() -> crate::Stats {
     let dropped_queue_full = DROPPED_QUEUE_FULL.load(Relaxed) + outbox::total(Counter::DroppedQueueFull);
     let dropped_no_buffer = DROPPED_NO_BUFFER.load(Relaxed) + outbox::total(Counter::DroppedNoBuffer);
     let (first, last) = root_span_ticks();
+    // A thread's invocation skipped for cost is counted as seen by the sampler alone (`admit_on_thread`).
+    let (sampled_for_cost, skipped_tasks) = sampler::total_skipped();
     let (first_root_ns, last_root_ns) = match RUNTIME.get() {
         Some(rt) if first <= last => {
             let scale = Scale::current(rt.clock);
@@ -800,10 +826,10 @@ pub(crate) fn stats() -> crate::Stats {
         left_out_unselected: LEFT_OUT_UNSELECTED.load(Relaxed) + outbox::total(Counter::LeftOutUnselected),
         first_root_ns,
         last_root_ns,
-        seen: SEEN.load(Relaxed) + outbox::total(Counter::Seen),
+        seen: SEEN.load(Relaxed) + outbox::total(Counter::Seen) + (sampled_for_cost - skipped_tasks),
         kept: KEPT.load(Relaxed),
         sampled_out: SAMPLED_OUT.load(Relaxed) + outbox::total(Counter::SampledOut),
-        sampled_for_cost: sampler::total_skipped(),
+        sampled_for_cost,
         dropped: DROPPED.load(Relaxed) + dropped_limit + dropped_queue_full + dropped_no_buffer,
         truncated: TRUNCATED.load(Relaxed),
         dropped_limit,

@@ -6,9 +6,14 @@ use std::ptr;
 
 use crate::__private::PlanInfo;
 use crate::clock::now;
-use crate::invocation::{complete_thread_invocation, current, end_skipped_invocation, start_thread_invocation, SKIP};
+use crate::invocation::{
+    complete_thread_invocation, current, end_skipped_invocation, replace_current, start_thread_invocation, SKIP,
+};
 use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, NO_SLOT};
 use crate::retire::{count_retired_call, retired_state, States};
+
+/// The slot of `Guard::SKIPPED_TIMED`.
+const TIMED_SKIP_SLOT: u32 = NO_SLOT - 1;
 
 /// The guard returned by a sync function's probe: records the function's exit when dropped. Inert (and free to
 /// drop) outside any invocation. Not `Send`: it refers to the current thread's recording context.
@@ -21,8 +26,12 @@ pub struct Guard {
 impl Guard {
     /// Records nothing.
     pub(crate) const INERT: Guard = Guard { rec: ptr::null_mut(), slot: NO_SLOT };
-    /// The root guard of an invocation that is not recorded: its drop ends the skipped invocation.
+    /// The root guard of an invocation that is not recorded: its drop ends the skipped invocation (clears
+    /// `CURRENT`).
     pub(crate) const SKIPPED: Guard = Guard { rec: SKIP, slot: NO_SLOT };
+    /// The same, for an invocation skipped for cost whose root is timed: its drop also reads the clock
+    /// (`end_skipped_invocation`). Its slot has `FOLD_KEY` set, as `NO_SLOT` has.
+    pub(crate) const SKIPPED_TIMED: Guard = Guard { rec: SKIP, slot: TIMED_SKIP_SLOT };
 
     /// Whether this guard records its call (so its result's `Err` is noted): false for a quiet, counted or skipped
     /// call, and outside any invocation.
@@ -387,12 +396,18 @@ unsafe fn enter_folded_slow(rec: *mut Recorder, index: u32) -> Guard {
 /// no registers: the clock read, the frame's check and pop, the node's end (then a jump to the check for
 /// unwinding, as in `leave_folded_call`). Everything else is one jump: a call entered after its invocation folded
 /// (its key has `FOLD_KEY` set) to `leave_folded_call`, the root guard of an invocation that is not recorded
-/// (`SKIP`, whose slot is `NO_SLOT`, so `FOLD_KEY` is set too) to `end_skipped_invocation`, and the rest (the root,
+/// (`SKIP`, whose slot is `NO_SLOT` or `TIMED_SKIP_SLOT`, so `FOLD_KEY` is set too) to clear `CURRENT` or, when its
+/// root is timed, to `end_skipped_invocation`, and the rest (the root,
 /// unwinding, a frame out of order, the `Instant` clock) to `leave_node_call`.
 #[inline(never)]
 unsafe fn leave(rec: *mut Recorder, slot: u32) {
     if slot & FOLD_KEY != 0 {
         if rec == SKIP {
+            if slot == NO_SLOT {
+                // Settles nothing, as its start did not (`invocation::start_thread_invocation`).
+                replace_current(ptr::null_mut());
+                return;
+            }
             return end_skipped_invocation();
         }
         // SAFETY: the caller passes the recorder its guard was created in, still live (see `Guard::drop`).

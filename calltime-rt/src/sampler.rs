@@ -16,8 +16,11 @@
 //! - The first `RECORD_FIRST` invocations of each root on each thread are always recorded (a short run keeps every
 //!   tree); the period follows the recent recorded invocations (it goes back to 1 when they get cheaper).
 //! - A skipped invocation runs with `CURRENT = SKIP` (every probe inside takes its cheapest path, the root's
-//!   re-entry does not start an invocation, nothing spawned is adopted, nothing goes to the whole-run aggregate)
-//!   and costs two clock reads: its root is timed, so the root's count and mean stay exact over the whole run.
+//!   re-entry does not start an invocation, nothing spawned is adopted, nothing goes to the whole-run aggregate).
+//!   Every one is counted, so the root's count stays exact; a random 1 in `TIME_EVERY` of them has its root timed
+//!   (two clock reads, about 19 ns on the project's VM: 12% of a 150 ns root), so the root's mean over the whole
+//!   run is an unbiased estimate from them, which the views mark as sampled. The others take `skip_untimed`: the
+//!   thread's last skipped root's entry, its counters, no clock read and no other thread-local.
 //! - A `--slower-than` threshold, set at the start or switched on while running (`ctl slower-than`), records every
 //!   invocation: a slow one skipped for cost could not be kept.
 //!
@@ -47,6 +50,10 @@ const WRITER_TREE_NS: f64 = 150.0;
 const NODE_FACTOR: f64 = 2.0;
 /// Weight of the newest invocation in the running means (1/8).
 const NEWEST: f64 = 0.125;
+/// A skipped invocation has its root timed 1 in this many times on average, at random gaps (see the module docs):
+/// the clock reads of the others are saved, and a busy root's mean still rests on thousands of timed invocations
+/// (semver: 12,000 of 200,000).
+pub(crate) const TIME_EVERY: u64 = 16;
 
 /// The budget in percent (0: every invocation recorded).
 static BUDGET_PCT: AtomicU64 = AtomicU64::new(0);
@@ -72,47 +79,40 @@ pub(crate) fn start(budget_pct: u64) {
 }
 
 /// What a skipped invocation costs its thread, in ticks: the low quantile of batches of this path's own work (the
-/// sampler's decision, the root's start and end read and noted, `CURRENT` set and cleared) on a scratch entry, as
-/// `calibrate.rs` measures the probes. About 60 us once, at start-up.
+/// checks and counters of an untimed skip, `CURRENT` set and cleared: the path of all but 1 in `TIME_EVERY`) on a
+/// scratch entry, as `calibrate.rs` measures the probes. About 30 us once, at start-up.
 fn measure_skip() -> f64 {
     const BATCH: u64 = 32;
     const BATCHES: usize = 24;
-    // Leaked (once, about 100 bytes): the thread refers to it while a skip is in progress, as to a table's entries.
+    // Leaked (once, about 120 bytes): the thread refers to it while a skip is in progress, as to a table's entries.
     let scratch: &'static Entry = Box::leak(Box::new(Entry::free()));
     let mut batches = [0.0; BATCHES];
-    let saved = MINE.try_with(|mine| (mine.skipping.get(), mine.skip_start.get(), mine.rng.get())).ok();
     for batch in &mut batches {
-        // Past the first ones and sampled, so each decision skips (the countdown is never reached).
+        // Past the first ones and sampled, so each decision skips untimed (the countdowns are never reached).
         scratch.seen.store(RECORD_FIRST, Relaxed);
         scratch.period.store(MAX_PERIOD, Relaxed);
         scratch.countdown.store(u64::MAX, Relaxed);
+        scratch.time_countdown.store(u64::MAX, Relaxed);
         let start = crate::clock::now();
         for _ in 0..BATCH {
             skip_once(scratch);
         }
         *batch = crate::clock::now().wrapping_sub(start) as f64 / BATCH as f64;
     }
-    if let Some((skipping, skip_start, rng)) = saved {
-        let _ = MINE.try_with(|mine| {
-            mine.skipping.set(skipping);
-            mine.skip_start.set(skip_start);
-            mine.rng.set(rng);
-        });
-    }
     batches.sort_by(f64::total_cmp);
     batches[2]
 }
 
-/// One skipped invocation's own work, as `invocation::start_thread_invocation` and `end_skipped_invocation` do it
-/// around an empty root (the thread's admission counters aside).
+/// One untimed skipped invocation's own work, as `invocation::start_thread_invocation` and `probe::leave` do it
+/// around an empty root.
 #[inline(never)]
 fn skip_once(scratch: &'static Entry) {
-    if let Decision::Skip(e) = decide_entry(scratch) {
-        skip_started(e, crate::clock::now());
+    // The checks `skip_untimed` makes (false here: the budget is not set yet), then its counters.
+    std::hint::black_box(sampling_unswitched());
+    if skip_untimed_at(scratch) {
         let left = crate::invocation::replace_current(crate::invocation::SKIP);
         std::hint::black_box(());
         crate::invocation::replace_current(left);
-        std::hint::black_box(skip_ended());
     }
 }
 
@@ -136,10 +136,14 @@ pub(crate) struct Entry {
     skipped_span: AtomicU64,
     /// A recorded invocation's duration (ticks; running mean).
     recorded_span: AtomicU64,
-    /// Invocations skipped; of them, the ones whose root was timed, and their time in ticks.
+    /// Skipped invocations left before the next one whose root is timed (see `TIME_EVERY`).
+    time_countdown: AtomicU64,
+    /// Invocations skipped; of them, the ones whose root was timed, and their time in ticks; and the root tasks
+    /// among them (never timed: their polls may run on several threads).
     skipped: AtomicU64,
     timed: AtomicU64,
     timed_ticks: AtomicU64,
+    tasks: AtomicU64,
 }
 
 impl Entry {
@@ -152,9 +156,11 @@ impl Entry {
             cost: AtomicU64::new(0),
             skipped_span: AtomicU64::new(0),
             recorded_span: AtomicU64::new(0),
+            time_countdown: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             timed: AtomicU64::new(0),
             timed_ticks: AtomicU64::new(0),
+            tasks: AtomicU64::new(0),
         }
     }
 
@@ -163,6 +169,7 @@ impl Entry {
         self.seen.store(0, Relaxed);
         self.countdown.store(0, Relaxed);
         self.period.store(1, Relaxed);
+        self.time_countdown.store(0, Relaxed);
         for mean in [&self.cost, &self.skipped_span, &self.recorded_span] {
             mean.store(0, Relaxed);
         }
@@ -191,6 +198,8 @@ struct Mine {
 impl Drop for Mine {
     fn drop(&mut self) {
         if let Some(table) = self.table.get() {
+            // The table may go to another thread now: this one no longer skips on its entries.
+            LAST.with(|last| last.set((0, ptr::null())));
             table.in_use.store(false, Relaxed);
         }
     }
@@ -200,6 +209,9 @@ thread_local! {
     static MINE: Mine = const {
         Mine { table: Cell::new(None), rng: Cell::new(0), skipping: Cell::new(ptr::null()), skip_start: Cell::new(0) }
     };
+    /// The thread's root last decided by `decide_on_thread` (index + 1, 0 for none) and its entry: what
+    /// `skip_untimed` reads. Without a destructor, so reading it is one thread-local load, never a state check.
+    static LAST: Cell<(u32, *const Entry)> = const { Cell::new((0, ptr::null())) };
 }
 
 #[cold]
@@ -277,23 +289,79 @@ fn gap(period: u64) -> u64 {
 pub(crate) enum Decision {
     /// Recorded; the entry (when the root is sampled) learns its cost at the end (`recorded`).
     Record(Option<&'static Entry>),
-    /// Skipped for cost (counted).
-    Skip(&'static Entry),
+    /// Skipped for cost (counted); `true` when its root is to be timed (1 in `TIME_EVERY`, at random).
+    Skip(&'static Entry, bool),
 }
 
-/// At the entry of root `index` (an invocation otherwise admitted): whether it is recorded or skipped for cost.
+/// At the entry of root `index` (an invocation otherwise admitted): whether it is recorded or skipped for cost. A
+/// root task's skip is counted as one (`tasks`) and never timed.
 #[inline]
-pub(crate) fn decide(index: u32) -> Decision {
-    // A threshold switched on while running (`ctl slower-than`) records every invocation, as one set at the start
-    // does: a slow invocation skipped for cost could not be kept, and the next one, recorded instead, is not it.
-    if BUDGET_PCT.load(Relaxed) == 0 || crate::keep::slower_than_ns() != 0 {
+pub(crate) fn decide_for_task(index: u32) -> Decision {
+    if !sampling_unswitched_by_keep() {
         return Decision::Record(None);
     }
     let Some(e) = entry(index) else { return Decision::Record(None) };
+    let decision = decide_entry(e);
+    if let Decision::Skip(e, _) = decision {
+        e.tasks.store(e.tasks.load(Relaxed) + 1, Relaxed);
+    }
+    decision
+}
+
+/// `decide_for_task` for a thread's root: the entry is remembered for this root's next entries (`skip_untimed`).
+#[inline]
+pub(crate) fn decide_on_thread(index: u32) -> Decision {
+    if !sampling_unswitched_by_keep() {
+        return Decision::Record(None);
+    }
+    let Some(e) = entry(index) else { return Decision::Record(None) };
+    LAST.with(|last| last.set((index.wrapping_add(1), e)));
     decide_entry(e)
 }
 
-/// `decide` once the root's entry is found.
+/// Whether sampling for cost applies: a budget, and no threshold switched on while running (`ctl slower-than`),
+/// which records every invocation, as one set at the start does: a slow invocation skipped for cost could not be
+/// kept, and the next one, recorded instead, is not it.
+#[inline(always)]
+fn sampling_unswitched_by_keep() -> bool {
+    BUDGET_PCT.load(Relaxed) != 0 && crate::keep::slower_than_ns() == 0
+}
+
+/// `sampling_unswitched_by_keep`, and no 1-in-N sampling of roots (`CALLTIME_SAMPLE`, `ctl sample`), which counts
+/// every root on the thread first (`invocation::admit_on_thread`).
+#[inline(always)]
+fn sampling_unswitched() -> bool {
+    sampling_unswitched_by_keep() && crate::control::sample() <= 1
+}
+
+/// The fast path of a thread's root entry with no invocation in progress: when root `index` is the thread's last
+/// decided root and this invocation is skipped for cost without being timed (most of a busy root's: `TIME_EVERY`),
+/// counts it and returns true; else changes nothing (the caller then admits it the full way, which decides alike).
+/// Three relaxed loads of settings, one thread-local, the entry's counters: no clock read, no other thread-local.
+#[inline(always)]
+pub(crate) fn skip_untimed(index: u32) -> bool {
+    let (key, e) = LAST.with(Cell::get);
+    // SAFETY: a non-zero key comes with an entry of a leaked table (never freed), this thread's own until its
+    // `Mine` is dropped, which clears `LAST`.
+    key == index.wrapping_add(1) && sampling_unswitched() && skip_untimed_at(unsafe { &*e })
+}
+
+/// `skip_untimed` on entry `e`: the decision `decide_entry` would make when it skips untimed, and its counters.
+#[inline(always)]
+fn skip_untimed_at(e: &Entry) -> bool {
+    let seen = e.seen.load(Relaxed) + 1;
+    let (countdown, time_countdown) = (e.countdown.load(Relaxed), e.time_countdown.load(Relaxed));
+    if seen <= RECORD_FIRST || e.period.load(Relaxed) <= 1 || countdown <= 1 || time_countdown <= 1 {
+        return false;
+    }
+    e.seen.store(seen, Relaxed);
+    e.countdown.store(countdown - 1, Relaxed);
+    e.time_countdown.store(time_countdown - 1, Relaxed);
+    e.skipped.store(e.skipped.load(Relaxed) + 1, Relaxed);
+    true
+}
+
+/// A decision once the root's entry is found.
 #[inline(always)]
 fn decide_entry(e: &'static Entry) -> Decision {
     let seen = e.seen.load(Relaxed) + 1;
@@ -306,7 +374,15 @@ fn decide_entry(e: &'static Entry) -> Decision {
     if countdown > 1 {
         e.countdown.store(countdown - 1, Relaxed);
         e.skipped.store(e.skipped.load(Relaxed) + 1, Relaxed);
-        return Decision::Skip(e);
+        // Whether its root is timed: a countdown of its own, at random gaps, so the timed ones are a uniform
+        // sample of the skipped ones, whatever their durations.
+        let time_countdown = e.time_countdown.load(Relaxed);
+        if time_countdown > 1 {
+            e.time_countdown.store(time_countdown - 1, Relaxed);
+            return Decision::Skip(e, false);
+        }
+        e.time_countdown.store(gap(TIME_EVERY), Relaxed);
+        return Decision::Skip(e, true);
     }
     e.countdown.store(gap(period), Relaxed);
     Decision::Record(Some(e))
@@ -379,9 +455,10 @@ pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64, exit: u64) {
     }
 }
 
-/// Per root: invocations skipped for cost, how many of them were timed, and their time in ticks; in root order.
-pub(crate) fn totals() -> Vec<(u32, u64, u64, u64)> {
-    let mut out: Vec<(u32, u64, u64, u64)> = Vec::new();
+/// Per root: invocations skipped for cost, how many of them were timed, their time in ticks, and how many of them
+/// were root tasks (never timed); in root order.
+pub(crate) fn totals() -> Vec<(u32, [u64; 4])> {
+    let mut out: Vec<(u32, [u64; 4])> = Vec::new();
     for table in lock(&TABLES).iter() {
         for e in &table.entries {
             let key = e.root.load(Relaxed);
@@ -389,14 +466,14 @@ pub(crate) fn totals() -> Vec<(u32, u64, u64, u64)> {
             if key == 0 || skipped == 0 {
                 continue;
             }
-            let (timed, ticks) = (e.timed.load(Relaxed), e.timed_ticks.load(Relaxed));
+            let counts = [skipped, e.timed.load(Relaxed), e.timed_ticks.load(Relaxed), e.tasks.load(Relaxed)];
             match out.iter_mut().find(|t| t.0 == key - 1) {
                 Some(t) => {
-                    t.1 += skipped;
-                    t.2 += timed;
-                    t.3 += ticks;
+                    for (sum, n) in t.1.iter_mut().zip(counts) {
+                        *sum += n;
+                    }
                 }
-                None => out.push((key - 1, skipped, timed, ticks)),
+                None => out.push((key - 1, counts)),
             }
         }
     }
@@ -404,9 +481,12 @@ pub(crate) fn totals() -> Vec<(u32, u64, u64, u64)> {
     out
 }
 
-/// Invocations skipped for cost so far, over every thread.
-pub(crate) fn total_skipped() -> u64 {
-    lock(&TABLES).iter().flat_map(|t| t.entries.iter()).map(|e| e.skipped.load(Relaxed)).sum()
+/// Invocations skipped for cost so far, over every thread, and of them root tasks' (counted as seen when admitted;
+/// a thread's skipped invocations are counted as seen here only: `invocation::stats`).
+pub(crate) fn total_skipped() -> (u64, u64) {
+    let all = lock(&TABLES);
+    let entries = || all.iter().flat_map(|t| t.entries.iter());
+    (entries().map(|e| e.skipped.load(Relaxed)).sum(), entries().map(|e| e.tasks.load(Relaxed)).sum())
 }
 
 /// The sampler's tables, locked by the fork handler (see `control::watch_forks`): a thread taking its table
@@ -420,7 +500,7 @@ pub(crate) fn lock_for_fork() -> MutexGuard<'static, Tables> {
 /// `stats` count its own roots).
 pub(crate) fn forget_parent(tables: &Tables) {
     for e in tables.iter().flat_map(|t| t.entries.iter()) {
-        for counter in [&e.skipped, &e.timed, &e.timed_ticks] {
+        for counter in [&e.skipped, &e.timed, &e.timed_ticks, &e.tasks] {
             counter.store(0, Relaxed);
         }
     }

@@ -631,8 +631,8 @@ impl Sink {
             // Before the line, so a reader that keeps the last `stats` has the `sampled` records of the same moment.
             let mut sampled = Vec::new();
             let scale = Scale::current(rt.clock);
-            for (root, skipped, timed, ticks) in crate::sampler::totals() {
-                push_fields(&mut sampled, b"sampled", &[u64::from(root), skipped, timed, scale.span(ticks)]);
+            for (root, [skipped, timed, ticks, tasks]) in crate::sampler::totals() {
+                push_fields(&mut sampled, b"sampled", &[u64::from(root), skipped, timed, scale.span(ticks), tasks]);
             }
             sampled.extend_from_slice(&line);
             line = sampled;

@@ -73,9 +73,13 @@ fn a_busy_root_records_a_minority_within_the_budget() {
     assert_eq!(kept + dropped + for_cost, seen, "every root is recorded or sampled for cost");
     assert!(for_cost > ROOTS / 2, "a minority is recorded: {for_cost} of {ROOTS} skipped");
     assert!(trace.header.iter().any(|l| l.contains(" cost_budget_pct=5")), "{:?}", trace.header);
-    // The root's count is exact: the skipped ones are in its `sampled` record, every one timed.
-    let [[func, skipped, timed, timed_ns]] = trace.sampled[..] else { panic!("one sampled root: {:?}", trace.sampled) };
-    assert_eq!((func, skipped, timed), (0, for_cost, for_cost));
+    // The root's count is exact: the skipped ones are in its `sampled` record, a random 1 in 16 of them timed
+    // (`every_skipped_invocation_is_counted_and_a_random_sample_timed` checks the share).
+    let [[func, skipped, timed, timed_ns, tasks]] = trace.sampled[..] else {
+        panic!("one sampled root: {:?}", trace.sampled)
+    };
+    assert_eq!((func, skipped, tasks), (0, for_cost, 0));
+    assert!(timed > 0 && timed < skipped, "{timed} of {skipped} timed");
     assert_eq!(trace.invocations.len() as u64, kept);
     assert!(trace.invocations.iter().all(|inv| inv.node_count == NODES), "recorded invocations are whole");
     // The first ones are always recorded (a short run keeps every tree).
@@ -86,7 +90,7 @@ fn a_busy_root_records_a_minority_within_the_budget() {
     let recorded_ns: u64 = trace.invocations.iter().map(|inv| inv.duration).sum();
     let skipped_mean = timed_ns as f64 / timed as f64;
     let extra = recorded_ns as f64 - kept as f64 * skipped_mean;
-    let share = extra / (recorded_ns + timed_ns) as f64;
+    let share = extra / (recorded_ns as f64 + skipped as f64 * skipped_mean);
     assert!(share < 0.075, "recording took {:.1}% of the roots' time", share * 100.0);
 }
 
@@ -253,5 +257,94 @@ fn the_budget_holds_for_the_whole_cost_of_a_recorded_invocation() {
         "{recorded} of {WIDE_ROOTS} recorded (medians: recorded {recorded_ns} ns, skipped {skipped_ns} ns; {:.1}% of the \
          roots' time)",
         share * 100.0
+    );
+}
+
+static TIMING_PLAN: PlanInfo = PlanInfo { id: "plan-sampled-timing", table: "", functions: 2 };
+
+/// Invocations of `timing_root` in `every_skipped_invocation_is_counted_and_a_random_sample_timed`.
+const TIMING_ROOTS: u64 = 40_000;
+/// Every this many invocations of `timing_root`, one is `LONG_NS` long, the others `SHORT_NS`: a period equal to the
+/// sampler's timing period (`TIME_EVERY`), so that a sample timed at fixed gaps would see one phase only (the long
+/// ones always, or never: a mean 6.4x or 0.64x the true one).
+const PHASE: u64 = 16;
+const SHORT_NS: u64 = 2_000;
+const LONG_NS: u64 = 20_000;
+
+/// Root 0 of `TIMING_PLAN`: spins until `ns` have passed (so its duration is known whatever the machine), after 30
+/// probed calls of function 1 (which make a recorded invocation cost far more than the budget of its time).
+fn timing_root(ns: u64) -> u64 {
+    let __calltime_guard = enter_root(0, &TIMING_PLAN);
+    let start = std::time::Instant::now();
+    let mut sum = ns;
+    for i in 0..30 {
+        sum = timing_step(sum ^ i);
+    }
+    while (start.elapsed().as_nanos() as u64) < ns {
+        sum = black_box(sum.rotate_left(3));
+    }
+    sum
+}
+
+fn timing_step(x: u64) -> u64 {
+    let __calltime_guard = enter(1);
+    black_box(x.wrapping_mul(31))
+}
+
+/// Every invocation skipped for cost is counted, and a random 1 in 16 of them has its root timed (on main before
+/// branch smallroot, every one was: two clock reads each). The skipped ones' mean root time from that sample (the
+/// `sampled` record's `timed_ns / timed`) is their true mean, measured from outside by the child, within a few
+/// standard errors, on a workload whose long invocations come at the sampling's own period.
+#[test]
+fn every_skipped_invocation_is_counted_and_a_random_sample_timed() {
+    let name = "every_skipped_invocation_is_counted_and_a_random_sample_timed";
+    if is_child(name) {
+        let (mut skipped, mut skipped_ns, mut skipped_sq) = (0u64, 0f64, 0f64);
+        let mut sum = 0;
+        for i in 0..TIMING_ROOTS {
+            let ns = if i % PHASE == 5 { LONG_NS } else { SHORT_NS };
+            let before = calltime_rt::stats().sampled_for_cost;
+            let start = std::time::Instant::now();
+            sum ^= timing_root(ns);
+            let took = start.elapsed().as_nanos() as f64;
+            if calltime_rt::stats().sampled_for_cost != before {
+                skipped += 1;
+                skipped_ns += took;
+                skipped_sq += took * took;
+            }
+        }
+        black_box(sum);
+        println!("\nskipped {skipped} {skipped_ns} {skipped_sq}");
+        return;
+    }
+    let (output, text) =
+        run_child(name, &[("CALLTIME_RETIRE_MIN_CALLS", "1000000000000"), ("CALLTIME_MAX_INVOCATIONS", "1000000")]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "child failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let line = stdout.lines().find_map(|l| l.strip_prefix("skipped ")).expect("the child's timings");
+    let [n, total, squares] = line.split(' ').map(|v| v.parse::<f64>().unwrap()).collect::<Vec<_>>()[..] else {
+        panic!("three figures: {line}")
+    };
+    let trace = common::parse(&text);
+    let [seen, ..] = trace.stats.expect("a stats line at exit");
+    let (kept, dropped, for_cost) = counts(&trace);
+    assert_eq!(seen, TIMING_ROOTS);
+    assert_eq!(kept + dropped + for_cost, seen, "every root is recorded or sampled for cost");
+    let [[_, skipped, timed, timed_ns, tasks]] = trace.sampled[..] else { panic!("one root: {:?}", trace.sampled) };
+    assert_eq!((skipped, tasks), (for_cost, 0));
+    assert_eq!(skipped as f64, n, "the child saw as many skipped as the trace counts");
+    assert!(skipped > TIMING_ROOTS / 2, "most are skipped: {skipped}");
+    // 1 in 16 on average, at random gaps: well within 1 in 8 and 1 in 32 over thousands.
+    assert!(timed > skipped / 32 && timed < skipped / 8, "{timed} of {skipped} timed");
+    // The true mean and its standard error over a sample of `timed`; a preempted call moves both figures alike only
+    // when it falls in the sample, so the bound also allows 10% for the machine.
+    let mean = total / n;
+    let sd = (squares / n - mean * mean).max(0.0).sqrt();
+    let standard_error = sd / (timed as f64).sqrt();
+    let estimate = timed_ns as f64 / timed as f64;
+    assert!(
+        (estimate - mean).abs() < 4.0 * standard_error + 0.1 * mean,
+        "the sampled mean {estimate:.0} ns against the true {mean:.0} ns (standard error {standard_error:.0} ns, {timed} \
+         of {skipped} timed)"
     );
 }

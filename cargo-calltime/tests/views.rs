@@ -998,6 +998,33 @@ fn a_run_sampled_for_cost_says_so_and_scales_the_whole_run() {
     assert_eq!(cargo_calltime::trace::TraceBuilder::write(&trace), written);
 }
 
+/// sampled-timing.trace: sampled.trace as the runtime writes it since a thread's skipped invocations have their
+/// root timed at random (1 in 16): 35 skipped, 3 of them timed (9 us), no root task (the `sampled` record's fifth
+/// field). The root's count stays exact (38) and its mean over all of them is an estimate, marked `~` and said to be
+/// from the 3 timed: (12 us recorded + 35 x 3 us) / 38; `--format aggregate`'s root total likewise (~117 us). An
+/// older trace (sampled.trace, four fields) reads as before: its untimed skipped invocations were root tasks.
+#[test]
+fn a_mean_from_roots_timed_at_random_is_marked_as_an_estimate() {
+    let trace = load("sampled-timing");
+    let text = render_text(&trace, &ViewOptions::default());
+    check(&expect("sampled-timing.txt"), &text);
+    assert!(
+        text.contains("the root over all 38: mean ~3.08µs (the skipped ones' from 3 of them timed at random)"),
+        "{text}"
+    );
+    assert!(!text.contains("root tasks not timed"), "{text}");
+    let whole = render_text(&trace, &opts(ViewFormat::Aggregate));
+    check(&expect("sampled-timing.aggregate.txt"), &whole);
+    assert!(whole.contains("  ~117µs"), "{whole}");
+    let json = render_text(&trace, &opts(ViewFormat::Json));
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((doc["sampled"][0]["timed"].as_u64(), doc["sampled"][0]["tasks"].as_u64()), (Some(3), Some(0)));
+    let written = std::fs::read_to_string(data("views/sampled-timing.trace")).unwrap();
+    assert_eq!(cargo_calltime::trace::TraceBuilder::write(&trace), written);
+    let old = load("sampled");
+    assert_eq!((old.sampled[0].tasks(), old.sampled[0].timing_sampled()), (0, false));
+}
+
 /// stale/: `run.trace` from this run (process 4242, two invocations, no rotation) beside `run.trace.s1`, a segment
 /// an earlier, longer run (process 3131) rotated into and an older runtime left there (today's removes them at
 /// start; the reader still guards against them, as a removal can fail). The segment is left out with a

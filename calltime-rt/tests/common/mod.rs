@@ -138,8 +138,9 @@ pub struct Trace {
     pub retirements: Vec<Retire>,
     /// `quiet` records: (function index, at_ns).
     pub quiet: Vec<(u32, u64)>,
-    /// The last `sampled` record of each root: root index, invocations skipped for cost, of them timed, their ns.
-    pub sampled: Vec<[u64; 4]>,
+    /// The last `sampled` record of each root: root index, invocations skipped for cost, of them timed, their ns,
+    /// and the root tasks among them.
+    pub sampled: Vec<[u64; 5]>,
     pub stats_lines: usize,
     pub incomplete: usize,
     pub last_line: String,
@@ -188,7 +189,7 @@ struct Extras {
     exact: std::collections::HashMap<u64, Vec<(u64, u64)>>,
     retired: std::collections::HashMap<u64, Vec<(u32, u64)>>,
     stats_fields: Vec<u64>,
-    sampled: Vec<[u64; 4]>,
+    sampled: Vec<[u64; 5]>,
 }
 
 /// A version 3 trace as the version 2 trace it contains, and what version 3 adds (checked as it is read).
@@ -259,7 +260,8 @@ fn split_version_3(text: &str) -> (String, Extras) {
             // Kept for the reader too (cumulative: the last of each root stands).
             "sampled" if whole => {
                 assert!(open.is_none(), "sampled between invocations: {line}");
-                let fields = [1, 2, 3, 4].map(|i| number(words[i]));
+                assert_eq!(words.len(), 6, "a sampled record has five fields: {line}");
+                let fields = [1, 2, 3, 4, 5].map(|i| number(words[i]));
                 extras.sampled.retain(|s| s[0] != fields[0]);
                 extras.sampled.push(fields);
             }

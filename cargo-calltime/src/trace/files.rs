@@ -198,9 +198,12 @@ fn add_process(into: &mut Trace, mut process: Trace, rank: u64) {
     for s in process.sampled {
         match into.sampled.iter_mut().find(|t| t.func == s.func) {
             Some(t) => {
+                // Each side's tasks as it reads them (an older process's untimed ones were tasks).
+                let tasks = t.tasks() + s.tasks();
                 t.skipped += s.skipped;
                 t.timed += s.timed;
                 t.timed_ns += s.timed_ns;
+                t.tasks = (t.tasks.is_some() || s.tasks.is_some()).then_some(tasks);
             }
             None => into.sampled.push(s),
         }

@@ -253,8 +253,10 @@ impl RetiredCalls {
 }
 
 /// A root's invocations not recorded to keep the probes' cost within the budget (a `sampled` record, cumulative):
-/// neither dropped nor sampled out by `--sample`. Their roots were timed, so the root's count and mean over the whole
-/// run are exact (`timed` of `skipped`, for a root task not timed).
+/// neither dropped nor sampled out by `--sample`. Every one is counted, so the root's count over the whole run is
+/// exact; `timed` of them had their root timed: a uniform random sample (1 in 16) of those run on a thread, none of
+/// the root tasks. So the root's mean over the whole run is an estimate from them (exact in traces where every one
+/// run on a thread was timed).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct SampledRoot {
     pub func: u32,
@@ -262,6 +264,34 @@ pub struct SampledRoot {
     pub timed: u64,
     /// The timed roots' time (ns), raw: the probes of an unrecorded invocation record nothing to compensate.
     pub timed_ns: u64,
+    /// Of `skipped`, the root tasks (never timed: their polls may move between threads). Absent in traces written
+    /// before a thread's skipped invocations were timed at random: those timed every one, so their untimed ones were
+    /// the tasks (`SampledRoot::tasks`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<u64>,
+}
+
+impl SampledRoot {
+    /// Of the skipped invocations, the root tasks (see the field).
+    pub fn tasks(&self) -> u64 {
+        self.tasks.unwrap_or(self.skipped.saturating_sub(self.timed))
+    }
+
+    /// The skipped invocations run on a thread: the ones whose roots were timed, or could have been.
+    pub fn on_threads(&self) -> u64 {
+        self.skipped.saturating_sub(self.tasks())
+    }
+
+    /// Whether the timed roots are a sample of those run on a thread (then their total is estimated from them).
+    pub fn timing_sampled(&self) -> bool {
+        self.timed < self.on_threads()
+    }
+
+    /// The total root time (ns) of the skipped invocations run on a thread: the timed ones' mean times their number
+    /// (unbiased: the timed ones are a uniform random sample; exact when every one was timed). `None` when none was.
+    pub fn on_threads_ns(&self) -> Option<u64> {
+        (self.timed > 0).then(|| estimated_total(self.timed_ns, self.timed, self.on_threads()))
+    }
 }
 
 /// A retired function that went quiet (a `quiet` record): from then on its calls were not counted.

@@ -405,15 +405,21 @@ pub(super) fn write_end(out: &mut String, seq: u64) {
 
 // ---- statistics ----
 
-/// `sampled <root> <skipped> <timed> <timed_ns>`: a root's invocations sampled for cost so far (cumulative; written
-/// right before each `stats` line of a run that sampled).
+/// `sampled <root> <skipped> <timed> <timed_ns> [<tasks>]`: a root's invocations sampled for cost so far (cumulative;
+/// written right before each `stats` line of a run that sampled); `tasks` since a thread's skipped invocations are
+/// timed at random (see `SampledRoot`).
 pub(super) fn read_sampled(rest: &str) -> Result<SampledRoot> {
-    let mut f = Fields::new(rest, 4);
-    Ok(SampledRoot { func: f.index()?, skipped: f.num()?, timed: f.num()?, timed_ns: f.num()? })
+    let mut f = Fields::new(rest, 5);
+    let (func, skipped, timed, timed_ns) = (f.index()?, f.num()?, f.num()?, f.num()?);
+    Ok(SampledRoot { func, skipped, timed, timed_ns, tasks: f.optional_num()? })
 }
 
 pub(super) fn write_sampled(out: &mut String, s: &SampledRoot) {
-    let _ = writeln!(out, "sampled {} {} {} {}", s.func, s.skipped, s.timed, s.timed_ns);
+    let _ = write!(out, "sampled {} {} {} {}", s.func, s.skipped, s.timed, s.timed_ns);
+    let _ = match s.tasks {
+        Some(tasks) => writeln!(out, " {tasks}"),
+        None => writeln!(out),
+    };
 }
 
 /// `stats <seen> <kept> <sampled_out> <dropped> <truncated>`, then (version 3) `<dropped_limit>

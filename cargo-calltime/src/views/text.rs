@@ -279,31 +279,41 @@ impl TextView<'_> {
     /// the root's count and mean over all of them (the skipped ones' roots were timed). Returns the factor that
     /// scales the runtime's whole-run totals (recorded invocations only) to the whole run, for `--format
     /// aggregate`; the kept trees' totals are what they are, sums over the trees.
-    /// The root's total over the whole run when its invocations were sampled for cost and every skipped one was
-    /// timed: the recorded ones' total plus the skipped ones' time.
-    fn sampled_root_total(&self, agg: &Aggregate) -> Option<u64> {
+    /// The root's total over the whole run when its invocations were sampled for cost and none was a root task:
+    /// the recorded ones' total plus the skipped ones' time, and whether that is an estimate (their roots timed at
+    /// random, `SampledRoot::timing_sampled`).
+    fn sampled_root_total(&self, agg: &Aggregate) -> Option<(u64, bool)> {
         let sampled = self.trace.sampled.iter().find(|s| s.func == agg.tree.func && s.skipped > 0)?;
-        (sampled.timed == sampled.skipped).then_some(agg.tree.total_ns + sampled.timed_ns)
+        let skipped_ns = sampled.on_threads_ns().filter(|_| sampled.tasks() == 0)?;
+        Some((agg.tree.total_ns + skipped_ns, sampled.timing_sampled()))
     }
 
     fn sampled_root_note(&self, out: &mut String, agg: &Aggregate) -> Option<f64> {
         let sampled = self.trace.sampled.iter().find(|s| s.func == agg.tree.func && s.skipped > 0)?;
         let recorded = agg.invocations.max(1);
         let all = recorded + sampled.skipped;
-        let timed = recorded + sampled.timed;
-        let mean = (agg.tree.total_ns as f64 + sampled.timed_ns as f64) / timed as f64;
-        let untimed = match sampled.skipped - sampled.timed {
+        // Root tasks are not timed: the mean is over the others.
+        let (total, timed) = match sampled.on_threads_ns() {
+            Some(ns) => (agg.tree.total_ns + ns, recorded + sampled.on_threads()),
+            None => (agg.tree.total_ns, recorded),
+        };
+        let mean = total as f64 / timed as f64;
+        let untimed = match sampled.tasks() {
             0 => String::new(),
             n => format!(", {} root tasks not timed", thousands(n)),
+        };
+        let how = match sampled.timing_sampled() {
+            true => format!(" (the skipped ones' from {} of them timed at random)", thousands(sampled.timed)),
+            false => String::new(),
         };
         let scaled = if self.runtime_aggregate { "; the other totals scaled to all of them (~)" } else { "" };
         let note = format!(
             "  {} of {} invocations recorded, the others sampled for cost: calls/inv and times per call over the \
-             recorded ones; the root over all {}: mean {}{untimed}{scaled}",
+             recorded ones; the root over all {}: mean {}{how}{untimed}{scaled}",
             thousands(recorded),
             thousands(all),
             thousands(all),
-            format_ns(mean.round() as u64)
+            approx(mean.round() as u64, sampled.timing_sampled())
         );
         let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         self.runtime_aggregate.then_some(all as f64 / recorded as f64)
@@ -335,7 +345,8 @@ impl TextView<'_> {
         tree.estimate_retired_times(&self.trace.retirements);
         let percentile = |node: &Merged, q: f64| node.percentile_ns(q).map_or_else(|| "-".to_owned(), format_ns);
         // Totals over the run, scaled from the recorded invocations to all of them when they were sampled for cost.
-        // The root's own total is exact: the skipped invocations' roots were timed (when all of them were).
+        // The root's own total is the recorded ones' plus the skipped ones' timed roots (scaled to all of them when
+        // a random sample was timed).
         let root_total = self.sampled_root_total(agg);
         let total = |ns: u64, estimated: bool| match scale {
             Some(factor) => approx((ns as f64 * factor).round() as u64, true),
@@ -345,10 +356,10 @@ impl TextView<'_> {
         let cells = |node: &Merged| {
             let (node_total, node_self) = match (root_total.filter(|_| std::ptr::eq(node, tree_root)), scale) {
                 // Its self time is what the scaled children leave of it.
-                (Some(ns), Some(factor)) => {
+                (Some((ns, estimated)), Some(factor)) => {
                     let children: u64 = node.children.iter().map(|c| c.total_ns).sum();
                     let children = (children as f64 * factor).round() as u64;
-                    (format_ns(ns), approx(ns.saturating_sub(children), true))
+                    (approx(ns, estimated), approx(ns.saturating_sub(children), true))
                 }
                 _ => (total(node.total_ns, node.is_estimated()), total(node.self_ns, self_is_estimated(node))),
             };
