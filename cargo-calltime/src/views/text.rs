@@ -275,10 +275,6 @@ impl TextView<'_> {
         self.retired_lines(out, &inv.retired, &unplaced, None);
     }
 
-    /// Under a root's aggregate header when its invocations were sampled for cost: how many were recorded, and
-    /// the root's count and mean over all of them (the skipped ones' roots were timed). Returns the factor that
-    /// scales the runtime's whole-run totals (recorded invocations only) to the whole run, for `--format
-    /// aggregate`; the kept trees' totals are what they are, sums over the trees.
     /// The root's total over the whole run when its invocations were sampled for cost and none was a root task:
     /// the recorded ones' total plus the skipped ones' time, and whether that is an estimate (their roots timed at
     /// random, `SampledRoot::timing_sampled`).
@@ -288,6 +284,11 @@ impl TextView<'_> {
         Some((agg.tree.total_ns + skipped_ns, sampled.timing_sampled()))
     }
 
+    /// Under a root's aggregate header when its invocations were sampled for cost: how many were recorded, and
+    /// the root's count and mean over all of them (estimated, and marked so, when a random sample of the skipped
+    /// ones' roots was timed). Returns the factor that scales the runtime's whole-run totals (recorded invocations
+    /// only) to the whole run, for `--format aggregate`; the kept trees' totals are what they are, sums over the
+    /// trees.
     fn sampled_root_note(&self, out: &mut String, agg: &Aggregate) -> Option<f64> {
         let sampled = self.trace.sampled.iter().find(|s| s.func == agg.tree.func && s.skipped > 0)?;
         let recorded = agg.invocations.max(1);
