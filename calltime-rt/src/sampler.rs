@@ -8,7 +8,7 @@
 //!   (and counts of retired calls) times the calibrated cost of a recorded call (`calibrate.rs`); the writer's work,
 //!   on its own thread, is estimated as as much again per node plus `WRITER_TREE_NS` a tree; its entry as what a
 //!   skipped invocation costs.
-//! - A skipped invocation costs something too (its admission, two clock reads, the root probe's out-of-line
+//! - A skipped invocation costs something too (the sampler's checks and counters, the root probe's out-of-line
 //!   calls): measured at start-up on this path's own functions (`measure_skip`), it is what every invocation pays
 //!   whatever is decided, so the budget is over what a recorded one costs beyond it (see `recorded`).
 //! - The decision is made at the root's entry by a per-thread countdown reset to a random gap (mean: the period),
