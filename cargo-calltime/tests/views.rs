@@ -1070,3 +1070,17 @@ fn a_caller_whose_calls_ended_before_a_function_retired_keeps_its_rates_count() 
     let trace = load("spine-recursion");
     check(&expect("spine-recursion.txt"), &render_text(&trace, &ViewOptions::default()));
 }
+
+/// folded-caller.trace: the winnow arithmetic parser of scripts/unseen-crates-bench.sh (`ONLY=wn`, 2 documents of
+/// 400 statements; `--root parse_document --depth 5`). The first invocation folded after 4,096 calls, a few
+/// statements in, and its recursive cluster (`expr`, `term`, `factor` and winnow's combinators under them) retired
+/// at the fold; the second counted its calls. `statement` calls `expr` once a call, and `factor` calls it for each
+/// parenthesis (770 `expr` an invocation in all): the 8 calls of `statement` recorded before the fold made 8 of
+/// `expr`, its 392 folded calls after made theirs counted. Its rate is 8 in 8, not 8 in the folded path's 400
+/// (`~8` under `statement` an invocation before, the rest under `factor`'s parenthesis path).
+#[test]
+fn a_folded_callers_calls_after_the_fold_leave_its_rate_alone() {
+    let trace = load("folded-caller");
+    let text = render_text(&trace, &ViewOptions { top: 0, ..ViewOptions::default() });
+    check(&expect("folded-caller.txt"), &text);
+}
