@@ -47,8 +47,7 @@ fn compensate_skipped(trace: &mut Trace, calibration: &Calibration) {
             let cost: u128 = inv.retired.iter().map(|r| u128::from(retired_cost_ns(r, calibration))).sum();
             (n + 1, ns + cost)
         });
-        if invocations > 0 {
-            let taken = cost_ns * u128::from(sampled.timed) / invocations;
+        if let Some(taken) = (cost_ns * u128::from(sampled.timed)).checked_div(invocations) {
             sampled.timed_ns = sampled.timed_ns.saturating_sub(u64::try_from(taken).unwrap_or(u64::MAX));
         }
     }
