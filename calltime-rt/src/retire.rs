@@ -63,6 +63,10 @@ static COUNTED_IN: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) 
 /// outside it (or per invocation when the root is a member), from invocations that counted them all, never from
 /// estimates within the cycle.
 static CYCLE_OF: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) }; RETIRE_INDICES + 1];
+/// Per retirement slot: the cycle whose unit its function retired in (its members, and the functions under them that
+/// retired with them: `cluster`), numbered as `CYCLE_OF`; 0 for none. The unit goes quiet with its cycle: the
+/// functions under the members are estimated per call of their callers, the members, whose estimates come first.
+static UNIT_OF: [AtomicU32; RETIRE_INDICES + 1] = [const { AtomicU32::new(0) }; RETIRE_INDICES + 1];
 /// Slots handed out so far (the highest slot in use); readers scan counters `1..=SLOTS_USED`.
 static SLOTS_USED: AtomicU32 = AtomicU32::new(0);
 /// The slots whose functions are counted now (not quiet), ascending (in order of retirement):
@@ -493,24 +497,25 @@ pub(crate) fn set_state_for_calibration(index: u32, state: u8) {
 #[cold]
 #[inline(never)]
 pub(crate) fn retire(index: u32, calls: u64, mean_ns: u64) {
-    retire_with(index, calls, mean_ns, 0);
+    retire_with(index, calls, mean_ns, 0, false);
 }
 
 /// Retires function `index` as part of a recursive cluster's unit whose `calls` calls had a compensated mean of
-/// `mean_ns` (its outermost calls' time per call). A member of the cycle passes `cycle`, the same for every member
-/// of it (0 for the rest of the unit, which goes quiet as any retired function): the slot of the first member
-/// retired, or `NEW_CYCLE` for that first member (see `CYCLE_OF`). Returns the slot the function got (0 when it
-/// did not retire). The root's state byte too: its nested calls then retire (`probe::enter_root`).
+/// `mean_ns` (its outermost calls' time per call). Every function of the unit passes `cycle`, the same for all: the
+/// slot of the first member retired, or `NEW_CYCLE` for that first member (see `CYCLE_OF`); `member` tells the
+/// cycle's members from the rest of the unit (`UNIT_OF`), which goes quiet with them or, alone, as any retired
+/// function. Returns the slot the function got (0 when it did not retire). The root's state byte too: its nested
+/// calls then retire (`probe::enter_root`).
 #[cold]
 #[inline(never)]
-fn retire_cluster_member(index: u32, calls: u64, mean_ns: u64, cycle: u32) -> u32 {
-    retire_with(index, calls, mean_ns, cycle)
+fn retire_cluster_member(index: u32, calls: u64, mean_ns: u64, cycle: u32, member: bool) -> u32 {
+    retire_with(index, calls, mean_ns, cycle, member)
 }
 
 /// `retire_cluster_member`'s `cycle` for the first member of a cycle: its own slot numbers the cycle.
 const NEW_CYCLE: u32 = u32::MAX;
 
-fn retire_with(index: u32, calls: u64, mean_ns: u64, cycle: u32) -> u32 {
+fn retire_with(index: u32, calls: u64, mean_ns: u64, cycle: u32, member: bool) -> u32 {
     let Some(state) = STATE.get(index as usize) else { return 0 };
     let mut records = lock(&RECORDS);
     let slot = SLOTS_USED.load(Relaxed) as usize + 1;
@@ -521,7 +526,9 @@ fn retire_with(index: u32, calls: u64, mean_ns: u64, cycle: u32) -> u32 {
     // (a count) scans the slot.
     SLOT_INDEX[slot].store(index, Relaxed);
     SLOT_OF[index as usize].store(slot as u32, Relaxed);
-    CYCLE_OF[slot].store(if cycle == NEW_CYCLE { slot as u32 } else { cycle }, Relaxed);
+    let cycle = if cycle == NEW_CYCLE { slot as u32 } else { cycle };
+    CYCLE_OF[slot].store(if member { cycle } else { 0 }, Relaxed);
+    UNIT_OF[slot].store(cycle, Relaxed);
     SLOTS_USED.store(slot as u32, Relaxed);
     let counting = COUNTING_LEN.load(Relaxed);
     COUNTING[counting as usize].store(slot as u32, Relaxed);
@@ -564,12 +571,26 @@ pub(crate) fn note_invocation(rec: &Recorder, may_be_left_out: bool) {
     let may_go_quiet = !rec.aggregate_only && !may_be_left_out && quiet_within_enabled();
     for (slot, calls) in rec.retired_pairs() {
         let slot = slot as usize;
-        if calls >= QUIET_AT_END_CALLS && may_go_quiet && slot_is_counted(slot) {
+        let unit = UNIT_OF.get(slot).map_or(0, |u| u.load(Relaxed));
+        if may_go_quiet && unit != 0 && slot_is_counted(slot) && unit_calls(rec, unit) >= QUIET_AT_END_CALLS {
+            go_quiet_unit(unit);
+        } else if calls >= QUIET_AT_END_CALLS && may_go_quiet && slot_is_counted(slot) {
             go_quiet(slot_index(slot));
         } else if calls != 0 {
             note_counted(slot);
         }
     }
+}
+
+/// The calls `rec` counted of the functions of recursive cluster unit `unit` (`UNIT_OF`). A cycle goes quiet as a
+/// whole and the tool estimates its members, and the functions under them, from the same invocations: so it is the
+/// unit's calls that tell whether one invocation gave enough. winnow's arithmetic parser counts 180 to 3,200 calls
+/// of each of its unit's 20 functions per invocation, and so counted three invocations where one does
+/// (docs/truth-bench.md, "Eleventh round"). A loop over the invocation's counted slots for each slot of a unit still
+/// counted: only until the unit goes quiet (a few invocations), over tens of slots.
+fn unit_calls(rec: &Recorder, unit: u32) -> u64 {
+    let in_unit = |&(slot, _): &(u32, u64)| UNIT_OF.get(slot as usize).is_some_and(|u| u.load(Relaxed) == unit);
+    rec.retired_pairs().filter(in_unit).map(|(_, calls)| calls).sum()
 }
 
 /// Counted calls of a retired function in one finished invocation past which it goes quiet at that invocation's end
@@ -592,23 +613,30 @@ fn note_counted(slot: usize) {
 
 /// Stops counting the calls of retired function `index` (cold; once per function). Calls already counted stay in
 /// the per-thread counters and are settled as before; the slot is not reused. A member of a recursive cluster's
-/// cycle goes quiet with every other member of it, in order of retirement (see `CYCLE_OF`): the tool then estimates
-/// them all from the same invocations, none from another's estimate.
+/// cycle goes quiet with every other function of its unit (the cycle's members and the functions under them that
+/// retired with them), in order of retirement (see `CYCLE_OF`, `UNIT_OF`): the tool then estimates them all from the
+/// same invocations, none from another's estimate but the members' callees from the members'.
 #[cold]
 #[inline(never)]
 pub(crate) fn go_quiet(index: u32) {
     let Some(state) = STATE.get(index as usize) else { return };
-    let mut records = lock(&RECORDS);
     let cycle = CYCLE_OF.get(slot_of(index)).map_or(0, |c| c.load(Relaxed));
-    if cycle == 0 {
-        records.quiet_locked(state, index, 0, 0, NO_BY);
-        return;
+    if cycle != 0 {
+        return go_quiet_unit(cycle);
     }
-    for (slot, of) in CYCLE_OF.iter().enumerate().take(slots_used() + 1).skip(1) {
-        let member = slot_index(slot);
-        if of.load(Relaxed) == cycle {
-            if let Some(state) = STATE.get(member as usize) {
-                records.quiet_locked(state, member, 0, 0, NO_BY);
+    lock(&RECORDS).quiet_locked(state, index, 0, 0, NO_BY);
+}
+
+/// Makes every function of recursive cluster unit `unit` that is still counted quiet, at once (under the lock).
+#[cold]
+#[inline(never)]
+fn go_quiet_unit(unit: u32) {
+    let mut records = lock(&RECORDS);
+    for (slot, of) in UNIT_OF.iter().enumerate().take(slots_used() + 1).skip(1) {
+        let function = slot_index(slot);
+        if of.load(Relaxed) == unit {
+            if let Some(state) = STATE.get(function as usize) {
+                records.quiet_locked(state, function, 0, 0, NO_BY);
             }
         }
     }

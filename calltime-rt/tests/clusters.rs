@@ -262,6 +262,63 @@ fn a_recursive_cluster_retires_inside_a_folded_invocation() {
     }
 }
 
+/// Depth of the middling invocations: `parse` 1,023 times, about 6,100 calls in all (past the fold), under 4,096 of
+/// any one function, more than that of the unit's functions together.
+const MIDDLING: u32 = 9;
+
+#[inline(never)]
+fn middling_document() -> u64 {
+    let __calltime_guard = enter_root(0, &PLAN);
+    slow();
+    any(MIDDLING)
+}
+
+/// A cycle whose functions make fewer than `QUIET_AT_END_CALLS` calls each per invocation, but more together (a
+/// parser of many small functions: winnow's arithmetic parser counts 180 to 3,200 of each of 20): the unit (the
+/// cycle and the leaf under it) goes quiet at the end of the first invocation that counted that many of its calls
+/// together, not after `CALLTIME_QUIET_AFTER` (3) invocations, and the leaf with the cycle. Counts stay exact
+/// until then.
+#[test]
+fn a_cycle_goes_quiet_once_one_invocation_counted_enough_calls_of_its_unit_together() {
+    let name = "a_cycle_goes_quiet_once_one_invocation_counted_enough_calls_of_its_unit_together";
+    if is_child(name) {
+        for _ in 0..6 {
+            black_box(middling_document());
+        }
+        return;
+    }
+    let trace = run_ok(name, &[]);
+    let mut retired: Vec<u32> = trace.retirements.iter().map(|r| r.index).collect();
+    retired.sort_unstable();
+    assert_eq!(retired, [0, 1, 2, 3, 4], "the cluster (0: its nested calls) and the leaf under it; not `slow`");
+    let first = &trace.invocations[0];
+    assert!(first.nodes.iter().any(|n| n.folded.is_some()), "the first invocation folded: {}", first.shape());
+    let mut quiet: Vec<u32> = trace.quiet.iter().map(|q| q.0).collect();
+    quiet.sort_unstable();
+    assert_eq!(quiet, [0, 1, 2, 3, 4], "the cycle and the leaf went quiet");
+    let quiet_at = |index: u32| trace.quiet.iter().find(|q| q.0 == index).unwrap().1;
+    let parses = (1u64 << (MIDDLING + 1)) - 1;
+    let per_invocation = [(0, parses), (1, parses), (2, parses), (3, 2 * parses), (4, 1 << (MIDDLING + 1)), (5, 1)];
+    let third = &trace.invocations[2];
+    for index in 0..5 {
+        assert!(quiet_at(index) < third.start, "{index}: quiet after the third invocation began");
+        assert!(trace
+            .invocations
+            .iter()
+            .all(|inv| inv.start > quiet_at(index) || inv.start + inv.duration < quiet_at(index)));
+    }
+    for (i, inv) in trace.invocations.iter().enumerate() {
+        for (index, calls) in per_invocation {
+            let (nodes, counted) = calls_in(&trace, i, index);
+            if index == 5 || inv.start + inv.duration < quiet_at(index) {
+                assert_eq!(nodes + counted, calls, "function {index} in invocation {i}: {}", inv.shape());
+            } else {
+                assert_eq!(counted, 0, "function {index} in invocation {i}, quiet: {}", inv.shape());
+            }
+        }
+    }
+}
+
 /// The same folded recursion over 20 us of work per leaf: its probes cost a small share of what they measure, so
 /// nothing retires, at the fold or later, and every folded path keeps its exact count.
 #[test]

@@ -1050,6 +1050,22 @@ fn retired_calls_go_under_their_callers_at_each_callers_rate() {
     check(&expect("placed-retired.txt"), &text);
 }
 
+/// sampled-quiet.trace: a root sampled for cost (3 of 7 invocations recorded, 4 timed only: 20 us) whose callee
+/// `parse::header` retired before the first and went quiet after it: the second and third recorded ones hold 1,000
+/// estimated quiet calls each, compensated at the calibrated 1 ns a quiet call (5 us -> 4 us). The skipped
+/// invocations made those calls too (they are a random sample of the same invocations): their time is taken the
+/// recorded ones' mean compensation (2/3 us each), so the root's mean over all 7 is (13 + 20 - 2.67) us / 7 = 4.33
+/// us, not 4.71 us, a mean of compensated and raw times (raw, `--raw-times`: 5 us).
+#[test]
+fn the_roots_skipped_for_cost_are_compensated_as_the_recorded_ones_are() {
+    let trace = load("sampled-quiet");
+    let text = render_text(&trace, &ViewOptions { top: 0, ..ViewOptions::default() });
+    check(&expect("sampled-quiet.txt"), &text);
+    assert!(text.contains("the root over all 7: mean 4.33µs"), "{text}");
+    let raw = render_text(&trace, &ViewOptions { top: 0, raw_times: true, ..ViewOptions::default() });
+    assert!(raw.contains("the root over all 7: mean 5.00µs"), "{raw}");
+}
+
 /// recursive-placed.trace: test-crates/e2e-recursive's first invocation (`item` and `list` call each other 5
 /// levels deep, 6 items a list, `digit` under the innermost items: 1, 1, 6, 6, 36, 36, 216, 216, 1,296, 1,296,
 /// 7,776 and 7,776 calls by depth) folded, its cluster retired at the fold with 2,382 of its calls recorded (the
@@ -1076,7 +1092,9 @@ fn a_recursions_counted_calls_follow_its_recorded_shape() {
 /// callees' calls went. An `--exact` run of the same binary counts 755,707 `Parser::next` under `run`, 574,898
 /// `item_to_event` and 232,590 `Tree::push` under that, 50,156 nested `Parser::next`, 616,732 `CowStr::deref`
 /// under `run`: the placed counts must come near them, not 848, 637 and 257 with the rest under the nested
-/// `Parser::next` (642,844 and 449,145), as before.
+/// `Parser::next` (642,844 and 449,145), as before. `CowStr::deref` under `run` reads ~512,645 (~559,430 before the
+/// callers' paths that ran on past its retirement at the fold counted only their calls before it in its rate,
+/// branch cycleq: `HtmlWriter::start_tag`'s first 2,400 calls make more of it per call than the rest of the run).
 #[test]
 fn retired_calls_under_a_caller_open_when_they_retired_follow_the_recorded_calls() {
     let trace = load("open-caller");
@@ -1096,4 +1114,18 @@ fn retired_calls_under_a_caller_open_when_they_retired_follow_the_recorded_calls
 fn a_caller_whose_calls_ended_before_a_function_retired_keeps_its_rates_count() {
     let trace = load("spine-recursion");
     check(&expect("spine-recursion.txt"), &render_text(&trace, &ViewOptions::default()));
+}
+
+/// folded-caller.trace: the winnow arithmetic parser of scripts/unseen-crates-bench.sh (`ONLY=wn`, 2 documents of
+/// 400 statements; `--root parse_document --depth 5`). The first invocation folded after 4,096 calls, a few
+/// statements in, and its recursive cluster (`expr`, `term`, `factor` and winnow's combinators under them) retired
+/// at the fold; the second counted its calls. `statement` calls `expr` once a call, and `factor` calls it for each
+/// parenthesis (770 `expr` an invocation in all): the 8 calls of `statement` recorded before the fold made 8 of
+/// `expr`, its 392 folded calls after made theirs counted. Its rate is 8 in 8, not 8 in the folded path's 400
+/// (`~8` under `statement` an invocation before, the rest under `factor`'s parenthesis path).
+#[test]
+fn a_folded_callers_calls_after_the_fold_leave_its_rate_alone() {
+    let trace = load("folded-caller");
+    let text = render_text(&trace, &ViewOptions { top: 0, ..ViewOptions::default() });
+    check(&expect("folded-caller.txt"), &text);
 }

@@ -12,13 +12,14 @@
 //! and timed, and the functions it calls directly stay under it; only its nested calls retire (`probe::enter_root`
 //! reads its state byte when an invocation is running). The cycle's calls are counted, exactly, until an invocation
 //! ends having counted enough of them (as for any retired function: `quiet_after` invocations, or
-//! `QUIET_AT_END_CALLS` calls of a member in one); then every member goes quiet at once (`CYCLE_OF`), never within
-//! an invocation. A quiet function's later calls are estimated from its callers' calls, and within a cycle those
-//! callers are estimates themselves: so the tool estimates a member's calls per call of the cycle's nearest caller
-//! outside it (or per invocation when the root is a member), from the invocations that counted them all
-//! (cargo-calltime's `trace/quiet.rs`). Until then a counted call costs the state byte's load and a per-thread
-//! counter; after, the load and a branch, and a skipped invocation (the sampler's) no more. The rest of the unit
-//! goes quiet as other retired functions do: its callers are the cluster's members, or functions under them.
+//! `QUIET_AT_END_CALLS` calls of the unit's functions together in one); then every member goes quiet at once, and the
+//! rest of the unit with them (`CYCLE_OF`, `UNIT_OF`), never within an invocation. A quiet function's later calls
+//! are estimated from its callers' calls, and within a cycle those callers are estimates themselves: so the tool
+//! estimates a member's calls per call of the cycle's nearest caller outside it (or per invocation when the root is
+//! a member), from the invocations that counted them all (cargo-calltime's `trace/quiet.rs`). Until then a counted
+//! call costs the state byte's load and a per-thread counter; after, the load and a branch, and a skipped
+//! invocation (the sampler's) no more. The rest of the unit goes quiet with the cycle, or before it as other
+//! retired functions do: its callers are the cluster's members, or functions under them, estimated first.
 //!
 //! Decided on the writer's watch (per-call invocations, every node closed) and at an invocation's fold, where the
 //! calls on the stack are still open: their calls count as edges between functions (they happened), but neither
@@ -267,15 +268,14 @@ impl Clusters {
         }
         sums.retired = true;
         let mean_ns = (mean * cal.ns_per_tick).round() as u64;
-        // Members first (`unit` starts with them): the first to retire numbers the cycle for the others.
+        // Members first (`unit` starts with them): the first to retire numbers the cycle for the others, and the
+        // unit for the functions under them (none when no member retired: they go quiet alone).
         let mut cycle = NEW_CYCLE;
         for index in unit {
-            if !sums.members.contains(&index) {
-                retire_cluster_member(index, sums.calls, mean_ns, 0);
-                continue;
-            }
-            let slot = retire_cluster_member(index, sums.calls, mean_ns, cycle);
-            if cycle == NEW_CYCLE && slot != 0 {
+            let member = sums.members.contains(&index);
+            let unit = if member || cycle != NEW_CYCLE { cycle } else { 0 };
+            let slot = retire_cluster_member(index, sums.calls, mean_ns, unit, member);
+            if member && cycle == NEW_CYCLE && slot != 0 {
                 cycle = slot;
             }
         }

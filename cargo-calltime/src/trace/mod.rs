@@ -262,7 +262,8 @@ pub struct SampledRoot {
     pub func: u32,
     pub skipped: u64,
     pub timed: u64,
-    /// The timed roots' time (ns), raw: the probes of an unrecorded invocation record nothing to compensate.
+    /// The timed roots' time (ns). Raw as read (the probes of an unrecorded invocation record nothing); compensation
+    /// takes from it what the recorded invocations' calls of retired functions cost, on average (`compensate`).
     pub timed_ns: u64,
     /// Of `skipped`, the root tasks (never timed: their polls may move between threads). Absent in traces written
     /// before a thread's skipped invocations were timed at random: those timed every one, so their untimed ones were
