@@ -307,7 +307,8 @@ pub struct ProbeSite {
     /// the plan's JSON).
     #[serde(skip)]
     pub body_in_closure: bool,
-    /// A body that declares no item (but `use`, `const`, `type`) nor a statement macro that may declare one, and
+    /// A body that declares no item (but `use`, `const`, `type`, and nested functions that qualify themselves) nor a
+    /// statement macro that may declare one (the file's own `macro_rules!` that declare nothing may stand), and
     /// returns no `impl Trait`, so the rewrite may write it twice: in place for quiet calls, and for the others in
     /// a closure (calltime-rt's `quiet_in!`, `quiet_err_in!`: a `body_in_closure` body, or one whose `Err`s are
     /// counted) or in place under a guard (`quiet_guard_in!`). `close` is then the body's closing `}` (not part of

@@ -42,9 +42,14 @@ fn is_punct(tt: &TokenTree, c: char) -> bool {
 /// Whether the tokens name `thread_local` or `lazy_static` anywhere (nested groups included): such an item may
 /// declare statics whose initializers the whole file needs before its functions are extracted.
 pub(super) fn mentions_lazy_statics(tokens: &TokenStream) -> bool {
+    mentions_any(tokens, &["thread_local", "lazy_static"])
+}
+
+/// Whether any of `names` occurs as an identifier in `tokens`, groups included.
+pub(super) fn mentions_any(tokens: &TokenStream, names: &[&str]) -> bool {
     tokens.clone().into_iter().any(|tt| match tt {
-        TokenTree::Ident(i) => i == "thread_local" || i == "lazy_static",
-        TokenTree::Group(g) => mentions_lazy_statics(&g.stream()),
+        TokenTree::Ident(i) => names.iter().any(|n| i == n),
+        TokenTree::Group(g) => mentions_any(&g.stream(), names),
         _ => false,
     })
 }

@@ -2,7 +2,7 @@
 //! signatures and probe offsets, impls, traits, types, modules, `use`s); function bodies are walked by
 //! [`super::bodies`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
 use syn::punctuated::Punctuated;
@@ -45,7 +45,13 @@ fn extract_by_items(base: usize, content: &str) -> Option<ModItems> {
         let item: Item = syn::parse2(chunk.clone()).ok()?;
         lazy_statics(std::slice::from_ref(&item), &mut statics);
     }
-    let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics };
+    let mut shapes = HashMap::new();
+    for chunk in chunks.iter().filter(|c| chunks::mentions_any(c, &["macro_rules"])) {
+        let item: Item = syn::parse2(chunk.clone()).ok()?;
+        macro_shapes(std::slice::from_ref(&item), &mut shapes);
+    }
+    let item_free_macros = item_free_macros(&shapes);
+    let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics, item_free_macros };
     let mut items = ModItems::default();
     let scope = Scope::default();
     for chunk in chunks {
@@ -60,7 +66,10 @@ fn extract_whole(base: usize, content: &str) -> Result<ModItems, (usize, String)
     let file = syn::parse_str::<syn::File>(content).map_err(|err| (err.span().start().line, err.to_string()))?;
     let mut statics = HashMap::new();
     lazy_statics(&file.items, &mut statics);
-    let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics };
+    let mut shapes = HashMap::new();
+    macro_shapes(&file.items, &mut shapes);
+    let item_free_macros = item_free_macros(&shapes);
+    let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics, item_free_macros };
     let mut items = ModItems::default();
     ex.items(&file.items, &mut items, &Scope::default());
     Ok(items)
@@ -83,6 +92,9 @@ pub(super) struct Extractor {
     /// Initializers of the file's `thread_local!` and `lazy_static!` statics by name: they run lazily, inside the
     /// first access (`X.with(..)`, `*X`), so their calls are calls of every function of the file that names `X`.
     pub(super) statics: HashMap<String, Expr>,
+    /// The file's `macro_rules!` macros whose expansion declares no item (`item_free_macros`): a body invoking one
+    /// as a statement in braces may still be written twice.
+    pub(super) item_free_macros: HashSet<String>,
 }
 
 /// Collects the initializers of `thread_local! { static X: T = init; }` and `lazy_static! { static ref X: T =
@@ -131,6 +143,129 @@ fn lazy_statics(items: &[Item], out: &mut HashMap<String, Expr>) {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Identifiers that begin or make an item (or a macro that declares one) when a macro's expansion holds them.
+const ITEM_WORDS: [&str; 15] = [
+    "fn",
+    "static",
+    "impl",
+    "struct",
+    "enum",
+    "union",
+    "trait",
+    "mod",
+    "extern",
+    "macro",
+    "macro_rules",
+    "thread_local",
+    "lazy_static",
+    "global_asm",
+    "no_mangle",
+];
+
+/// std's macros that expand to an expression or a statement, never to an item.
+const EXPRESSION_MACROS: [&str; 24] = [
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "panic",
+    "unreachable",
+    "todo",
+    "unimplemented",
+    "format",
+    "format_args",
+    "write",
+    "writeln",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "vec",
+    "matches",
+    "concat",
+    "stringify",
+    "line",
+    "cfg",
+];
+
+/// What a `macro_rules!` of the file may expand to: whether its rules hold an item word (`ITEM_WORDS`), and the
+/// macros its rules invoke. Every definition of a name counts (a macro defined twice under `#[cfg]`s).
+#[derive(Default)]
+struct MacroShape {
+    declares: bool,
+    invokes: Vec<String>,
+    /// Those of `invokes` delimited by braces, which may stand as statements.
+    brace_invokes: Vec<String>,
+}
+
+/// The `macro_rules!` definitions in `items` and their inline modules, by name.
+fn macro_shapes(items: &[Item], out: &mut HashMap<String, MacroShape>) {
+    for item in items {
+        match item {
+            Item::Macro(m) if m.mac.path.is_ident("macro_rules") => {
+                let Some(name) = &m.ident else { continue };
+                let shape = out.entry(name.to_string()).or_default();
+                scan_macro_tokens(m.mac.tokens.clone(), shape);
+            }
+            Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    macro_shapes(inner, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Adds to `shape` the item words and macro invocations (`name!` then a group) in `tokens`.
+fn scan_macro_tokens(tokens: TokenStream, shape: &mut MacroShape) {
+    let tts: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, tt) in tts.iter().enumerate() {
+        match tt {
+            TokenTree::Ident(id) => {
+                let name = id.to_string();
+                if ITEM_WORDS.contains(&name.as_str()) {
+                    shape.declares = true;
+                }
+                let bang = matches!(tts.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!');
+                if let (true, Some(TokenTree::Group(g))) = (bang, tts.get(i + 2)) {
+                    if g.delimiter() == Delimiter::Brace {
+                        shape.brace_invokes.push(name.clone());
+                    }
+                    shape.invokes.push(name);
+                }
+            }
+            TokenTree::Group(g) => scan_macro_tokens(g.stream(), shape),
+            _ => {}
+        }
+    }
+}
+
+/// The file's macros whose expansion declares no item: no item word in their rules, and every macro they invoke is
+/// such a macro of the file or one of std's `EXPRESSION_MACROS` (a name the file defines is judged by its own
+/// rules). `if !(x)` reads as an invocation of `if`, which is no macro of the file: the macro is then not counted,
+/// which only costs the body its second copy.
+fn item_free_macros(shapes: &HashMap<String, MacroShape>) -> HashSet<String> {
+    let mut free = HashSet::new();
+    loop {
+        let before = free.len();
+        for (name, shape) in shapes {
+            let invokes_free = shape
+                .invokes
+                .iter()
+                .all(|m| free.contains(m) || (!shapes.contains_key(m) && EXPRESSION_MACROS.contains(&m.as_str())));
+            if !shape.declares && invokes_free {
+                free.insert(name.clone());
+            }
+        }
+        if free.len() == before {
+            return free;
         }
     }
 }
@@ -602,7 +737,9 @@ impl Extractor {
         let in_closure = body_fits_a_closure(attrs, sig);
         let wrapped = errs == ErrCounting::Counted || (errs == ErrCounting::NotAResult && in_closure);
         let never = matches!(&sig.output, ReturnType::Type(_, ty) if matches!(**ty, Type::Never(_)));
-        let twice = (wrapped || !never) && !returns_impl_trait(&sig.output) && may_be_written_twice(block);
+        let twice = (wrapped || !never)
+            && !returns_impl_trait(&sig.output)
+            && may_be_written_twice(block, &self.item_free_macros);
         Some(ProbeDraft {
             kind: ProbeKind::Sync,
             line,
@@ -782,31 +919,51 @@ fn body_fits_a_closure(attrs: &[Attribute], sig: &syn::Signature) -> bool {
 }
 
 /// Whether a body written twice (the runtime's `quiet_in!`: a copy in place for quiet calls, one in a closure for
-/// the others) means what it meant once: it declares no item but `use`, `const` and `type` (a `static` written
-/// twice is two statics, each seeing part of the calls; an `impl` written twice conflicts with itself), and no
-/// statement macro that may declare one (one in braces, or `thread_local!`, `lazy_static!`, `global_asm!`). Macros
-/// in expression position are taken as expressions: a `static` one declares inside its own block (a logging
-/// macro's call site) would be one per copy, which only splits that call site in two.
-fn may_be_written_twice(block: &syn::Block) -> bool {
+/// the others) means what it meant once: it declares no item but `use`, `const`, `type` and nested functions that
+/// could be written twice themselves (a `static` written twice is two statics, each seeing part of the calls; an
+/// `impl` written twice conflicts with itself; a nested `fn` is one per copy, each block its own scope, unless its
+/// symbol is fixed by `#[no_mangle]` or `#[export_name]`), and no statement macro that may declare one: one in
+/// braces, unless it is one of the file's `item_free_macros` invoked with no item word in its tokens (serde_json's
+/// `check_recursion! { .. }`), or `thread_local!`, `lazy_static!`, `global_asm!`. Macros in expression position
+/// are taken as expressions: a `static` one declares inside its own block (a logging macro's call site) would be
+/// one per copy, which only splits that call site in two.
+fn may_be_written_twice(block: &syn::Block, item_free_macros: &HashSet<String>) -> bool {
     const ITEM_MACROS: [&str; 4] = ["thread_local", "lazy_static", "global_asm", "macro_rules"];
-    struct Declares(bool);
-    impl<'ast> Visit<'ast> for Declares {
+    const FIXED_SYMBOL: [&str; 4] = ["no_mangle", "export_name", "link_section", "unsafe"];
+    struct Declares<'a> {
+        declares: bool,
+        item_free_macros: &'a HashSet<String>,
+    }
+    impl<'ast> Visit<'ast> for Declares<'_> {
         fn visit_item(&mut self, item: &'ast syn::Item) {
-            // What an item holds is its own: only whether it may be written twice matters here.
-            if !matches!(item, syn::Item::Use(_) | syn::Item::Const(_) | syn::Item::Type(_)) {
-                self.0 = true;
+            match item {
+                syn::Item::Use(_) | syn::Item::Const(_) | syn::Item::Type(_) => {}
+                // A nested function is judged by its own body (a `static` in it would be two as well).
+                syn::Item::Fn(f) if !f.attrs.iter().any(|a| FIXED_SYMBOL.iter().any(|w| a.path().is_ident(w))) => {
+                    self.visit_block(&f.block)
+                }
+                _ => self.declares = true,
             }
         }
         fn visit_stmt_macro(&mut self, stmt: &'ast syn::StmtMacro) {
             let name = stmt.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-            if matches!(stmt.mac.delimiter, syn::MacroDelimiter::Brace(_)) || ITEM_MACROS.contains(&name.as_str()) {
-                self.0 = true;
+            if ITEM_MACROS.contains(&name.as_str()) {
+                self.declares = true;
+            } else if matches!(stmt.mac.delimiter, syn::MacroDelimiter::Brace(_)) {
+                let mut tokens = MacroShape::default();
+                scan_macro_tokens(stmt.mac.tokens.clone(), &mut tokens);
+                let free = |name: &String| self.item_free_macros.contains(name);
+                let known = stmt.mac.path.get_ident().is_some_and(|i| free(&i.to_string()));
+                // Macros in braces inside its tokens may stand as statements of the expansion: judged likewise.
+                if !known || tokens.declares || !tokens.brace_invokes.iter().all(free) {
+                    self.declares = true;
+                }
             }
         }
     }
-    let mut declares = Declares(false);
+    let mut declares = Declares { declares: false, item_free_macros };
     declares.visit_block(block);
-    !declares.0
+    !declares.declares
 }
 
 /// Whether the return type holds an `impl Trait` anywhere (`impl Iterator`, `Option<impl Fn()>`): its value may
@@ -1050,7 +1207,19 @@ mod tests {
                     fn i(v: Vec<u8>) -> usize { v.len() }\n\
                     fn j(v: &[u8]) -> impl Iterator<Item = u8> + '_ { v.iter().map(|x| x + 1) }\n\
                     fn k(v: &[u8]) -> Option<Box<impl Fn() -> u8>> { let n = v.len() as u8; Some(Box::new(move || n)) }\n\
-                    fn l(v: &[u8]) -> Box<dyn Fn() -> u8> { let n = v.len() as u8; Box::new(move || n) }\n";
+                    fn l(v: &[u8]) -> Box<dyn Fn() -> u8> { let n = v.len() as u8; Box::new(move || n) }\n\
+                    fn m(x: u8) -> u8 { fn inner() -> u8 { static S: u8 = 1; S } inner() + x }\n\
+                    fn n(x: u8) -> u8 { #[no_mangle] extern \"C\" fn inner() -> u8 { 1 } inner() + x }\n\
+                    macro_rules! counted { ($this:ident $($body:tt)*) => { nested! { $this.depth -= 1; } \
+                    $this $($body)* assert!($this.depth > 0); }; }\n\
+                    macro_rules! nested { ($($body:tt)*) => { $($body)* }; }\n\
+                    macro_rules! declaring { ($name:ident) => { static $name: u8 = 1; }; }\n\
+                    macro_rules! calls_unknown { ($($body:tt)*) => { unknown! { $($body)* } }; }\n\
+                    fn o(&mut self) -> u8 { counted! { self.eat(); let r = self.r; } r }\n\
+                    fn p() -> u8 { declaring! { X } X }\n\
+                    fn q(&mut self) -> u8 { calls_unknown! { self.r } }\n\
+                    fn r(&mut self) -> u8 { counted! { self.eat(); static S: u8 = 1; } S }\n\
+                    fn s(&mut self) -> u8 { counted! { self.eat(); unknown! { 1 } } 2 }\n";
         let items = extract_file(text).unwrap().items;
         let twice: Vec<(&str, bool)> =
             items.fns.iter().map(|f| (f.name.as_str(), f.probe.as_ref().unwrap().body_twice)).collect();
@@ -1059,7 +1228,8 @@ mod tests {
             ("b", true),
             ("c", false),
             ("d", false),
-            ("e", false),
+            // A nested function without a `static` of its own: one per copy.
+            ("e", true),
             ("f", false),
             ("g", false),
             ("h", false),
@@ -1068,6 +1238,14 @@ mod tests {
             ("j", false),
             ("k", false),
             ("l", true),
+            ("m", false),
+            ("n", false),
+            // Statement macros in braces: the file's own, judged by their rules and by their invocation's tokens.
+            ("o", true),
+            ("p", false),
+            ("q", false),
+            ("r", false),
+            ("s", false),
         ];
         assert_eq!(twice, expected);
     }

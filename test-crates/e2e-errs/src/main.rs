@@ -146,14 +146,16 @@ fn block_on<F: Future>(fut: F) -> F::Output {
     }
 }
 
-/// A parameter taken by value and a nested item: the guard form, its result noted only when its guard records
-/// (an optimised build's `rewrite::guarded_err_wrap`).
+/// A parameter taken by value and a nested item (a `static`: two copies of the body would be two statics; a nested
+/// `fn` alone may be written twice): the guard form, its result noted only when its guard records (an optimised
+/// build's `rewrite::guarded_err_wrap`).
 fn owned_with_item(text: String) -> Result<u32, std::num::ParseIntError> {
+    static FACTOR: u32 = 2;
     fn trimmed(text: &str) -> &str {
         text.trim()
     }
     let n: u32 = trimmed(&text).parse()?;
-    Ok(n * 2)
+    Ok(n * FACTOR)
 }
 
 fn run() {

@@ -186,6 +186,38 @@ pub fn parsed_owned(text: String) -> Result<u32, std::num::ParseIntError> {
     Ok(n + 1)
 }
 
+/// A statement macro in braces whose rules declare nothing, as serde_json's `check_recursion!`.
+macro_rules! counted_down {
+    ($this:ident $($body:tt)*) => {
+        $this.depth -= 1;
+        $this $($body)*
+        $this.depth += 1;
+    };
+}
+
+pub struct Walker {
+    pub depth: u32,
+    pub seen: u32,
+}
+
+impl Walker {
+    /// The file's own statement macro in braces and a nested function: written twice all the same (each copy its
+    /// own `halve`).
+    pub fn step(&mut self, x: u32) -> Result<u32, String> {
+        fn halve(x: u32) -> u32 {
+            x / 2
+        }
+        counted_down! {
+            self.seen += 1;
+            let r = halve(x) + self.depth;
+        }
+        if r > 100 {
+            return Err(format!("too big: {r}"));
+        }
+        Ok(r)
+    }
+}
+
 fn block_on<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
     let mut cx = Context::from_waker(Waker::noop());
@@ -225,5 +257,7 @@ pub fn run_all() -> Vec<String> {
     let firsts = [first_of(Noisy(1), Noisy(2), vec!["x".to_owned()]), first_of(Noisy(3), Noisy(4), Vec::new())];
     out.push(format!("{firsts:?} {:?}", DROPS.with(|d| d.borrow().clone())));
     out.push(format!("{:?} {:?}", parsed_owned(" 41 ".to_owned()), parsed_owned("x".to_owned()).is_err()));
+    let mut walker = Walker { depth: 3, seen: 0 };
+    out.push(format!("{:?} {:?} {} {}", walker.step(10), walker.step(1000), walker.seen, walker.depth));
     out
 }
