@@ -1070,3 +1070,17 @@ fn a_caller_whose_calls_ended_before_a_function_retired_keeps_its_rates_count() 
     let trace = load("spine-recursion");
     check(&expect("spine-recursion.txt"), &render_text(&trace, &ViewOptions::default()));
 }
+
+#[test]
+fn names_keep_their_semicolons_except_in_folded_stacks() {
+    // winnow's `impl<const LEN: usize> ContainsToken<char> for [char; LEN]`: the text view, the table and JSON show
+    // the name as written; only folded stacks (and the flamegraphs drawn from them), where `;` separates frames,
+    // write it with a `,`.
+    let trace = load("punctuated-names");
+    let text = render_text(&trace, &ViewOptions::default());
+    let table = render_text(&trace, &opts(ViewFormat::Table));
+    let folded = render_text(&trace, &opts(ViewFormat::Folded));
+    check(&expect("punctuated-names.txt"), &format!("{text}\n-- table\n{table}\n-- folded\n{folded}"));
+    assert!(text.contains("[char; LEN]") && table.contains("[char; LEN]"), "{text}\n{table}");
+    assert!(!folded.contains("[char; LEN]") && folded.contains("[char, LEN]"), "{folded}");
+}
