@@ -998,6 +998,18 @@ fn a_run_sampled_for_cost_says_so_and_scales_the_whole_run() {
     assert_eq!(cargo_calltime::trace::TraceBuilder::write(&trace), written);
 }
 
+/// sampled-tasks.trace: sampled.trace with its 7 skipped roots untimed (`sampled 0 7 0 0`), as the runtime writes
+/// for async roots (tasks; the hyper server of docs/performance.md): the root's mean is over the 3 recorded ones
+/// and the header says so, not "over all 10" (it read "the root over all 16,000: mean 1.45µs, 14,250 root tasks
+/// not timed").
+#[test]
+fn a_mean_over_the_timed_roots_says_it_is_not_over_all() {
+    let text = render_text(&load("sampled-tasks"), &ViewOptions::default());
+    check(&expect("sampled-tasks.txt"), &text);
+    assert!(!text.contains("over all 10"), "{text}");
+    assert!(text.contains("the root's mean over the 3 timed: 4.00µs (7 root tasks sampled for cost are not timed)"));
+}
+
 /// stale/: `run.trace` from this run (process 4242, two invocations, no rotation) beside `run.trace.s1`, a segment
 /// an earlier, longer run (process 3131) rotated into and an older runtime left there (today's removes them at
 /// start; the reader still guards against them, as a removal can fail). The segment is left out with a

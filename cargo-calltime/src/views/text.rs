@@ -292,18 +292,22 @@ impl TextView<'_> {
         let all = recorded + sampled.skipped;
         let timed = recorded + sampled.timed;
         let mean = (agg.tree.total_ns as f64 + sampled.timed_ns as f64) / timed as f64;
-        let untimed = match sampled.skipped - sampled.timed {
-            0 => String::new(),
-            n => format!(", {} root tasks not timed", thousands(n)),
+        // A skipped async root (a task) is not timed: its mean is then over the timed ones only, and says so.
+        let root_mean = match sampled.skipped - sampled.timed {
+            0 => format!("the root over all {}: mean {}", thousands(all), format_ns(mean.round() as u64)),
+            n => format!(
+                "the root's mean over the {} timed: {} ({} root tasks sampled for cost are not timed)",
+                thousands(timed),
+                format_ns(mean.round() as u64),
+                thousands(n)
+            ),
         };
         let scaled = if self.runtime_aggregate { "; the other totals scaled to all of them (~)" } else { "" };
         let note = format!(
             "  {} of {} invocations recorded, the others sampled for cost: calls/inv and times per call over the \
-             recorded ones; the root over all {}: mean {}{untimed}{scaled}",
+             recorded ones; {root_mean}{scaled}",
             thousands(recorded),
             thousands(all),
-            thousands(all),
-            format_ns(mean.round() as u64)
         );
         let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         self.runtime_aggregate.then_some(all as f64 / recorded as f64)
