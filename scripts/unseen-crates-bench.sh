@@ -16,7 +16,8 @@
 #        program's own code);
 #        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts;
 #        REUSE_BUILDS=1 measures the binaries an earlier run left in WORK_DIR (sqlparser's instrumented build takes
-#        15 minutes at load 15).
+#        15 minutes at load 15); EXTRA_PLANS=1 also builds `--depth 8` and checks the trees of `--exact` and depth 8
+#        runs (placement-check.py, call counts against exact), EXTRA_PLANS=only does only that.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -1448,6 +1449,7 @@ for name in $only; do build "$name" "$(bench_of "$name")" "$(root_of "$name")"; 
 echo "== per program: output, side by side (alternating, $runs runs; medians), instructions, root mean vs plain"
 export CALLTIME_OUT=$work/scratch.trace
 for name in $only; do
+  [ "${EXTRA_PLANS:-}" != only ] || break
   if cmp -s <("$work/$name-plain" 2>/dev/null) <("$work/$name-d5" 2>/dev/null); then
     echo "$name: output identical"
   else
@@ -1499,4 +1501,35 @@ for name in $only; do
     && echo "  diff: $(head -1 "$work/$name.diff.txt")" || echo "  diff FAILED (see $work/$name.diff.txt)"
   echo "  trace $(cat "$work/$name.1.trace"* | grep -a '^stats ' | tail -1) (seen kept sampled_out dropped truncated)"
 done
+if [ -n "${EXTRA_PLANS:-}" ]; then
+  # The trees under other plans (once each): the default binary with CALLTIME_EXACT=1 (`--exact`: no retirement,
+  # every invocation recorded) against its default run, then a `--depth 8` build, default and exact. Each JSON is
+  # checked by placement-check.py (children never above their parent, means inside their extremes), and the default
+  # runs' call counts on the first tree against the exact runs' (up to depth 5 and 8).
+  echo "== other plans: --exact and --depth 8"
+  for name in $only; do
+    bench=$(bench_of "$name") dir=$work/$name
+    if [ -z "${REUSE_BUILDS:-}" ] || [ ! -x "$work/$name-d8" ]; then
+      built=$(cd "$dir" && "$CC" calltime build --release --bin "$bench" --root "$(root_of "$name")" --depth 8 \
+        2>> "$work/build-$name.log" | tail -1) || fail "cannot build $name at depth 8 (see $work/build-$name.log)"
+      cp "$built" "$work/$name-d8"
+    fi
+    for plan in d5 d8; do
+      for mode in default exact; do
+        rm -f "$work/$name.$plan.$mode.trace"*
+        if [ "$mode" = exact ]; then export CALLTIME_EXACT=1; else unset CALLTIME_EXACT; fi
+        CALLTIME_OUT=$work/$name.$plan.$mode.trace "$work/$name-$plan" > "$work/$name.$plan.$mode.out" 2>/dev/null
+        unset CALLTIME_EXACT
+        cmp -s "$work/$name.$plan.$mode.out" "$work/$name.$plan.default.out" \
+          || echo "$name: $plan $mode output DIFFERENT from the default run's"
+        "$CC" calltime report "$work/$name.$plan.$mode.trace" --format json -o "$work/$name.$plan.$mode.json" \
+          2> "$work/$name.$plan.$mode.stderr" || echo "$name: $plan $mode report FAILED ($work/$name.$plan.$mode.stderr)"
+        python3 "$repo/scripts/placement-check.py" "$work/$name.$plan.$mode.json" 2>&1 | head -3 \
+          | sed "s/^/  $name $plan $mode: /" || true
+      done
+      python3 "$repo/scripts/placement-check.py" "$work/$name.$plan.default.json" "$work/$name.$plan.exact.json" \
+        "${plan#d}" 2>&1 | grep -A3 '^first tree' | sed "s/^/  $name $plan counts against exact: /" || true
+    done
+  done
+fi
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
