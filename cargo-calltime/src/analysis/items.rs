@@ -503,6 +503,7 @@ impl Extractor {
             statics_seen: Default::default(),
             spawns: Vec::new(),
             adopted_parallel_starts: Vec::new(),
+            parse_targets: HashMap::new(),
             macro_depth: 0,
         };
         for input in &sig.inputs {
