@@ -23,10 +23,12 @@ for path in sys.argv[1:]:
     fields = lines[header + 1].split()
     # A root sampled for cost: its row is over the recorded invocations, which one preempted call can carry; the
     # aggregate's header gives its mean over every invocation, each timed at the root, the plain build's measure.
-    whole = [re.search(r"the root over all [\d,]+: mean (\S+)", line) for line in lines[:header]]
+    whole = [re.search(r"the root over all [\d,]+: mean ([\d.]+(?:ns|µs|us|ms|s))", line) for line in lines[:header]]
     whole = [m.group(1) for m in whole if m]
     tree.append(ns(whole[0]) if whole else ns(fields[3]))
-    root = fields[-1] + (" (mean over every invocation: sampled for cost)" if whole else "")
+    # The function is the row's last column, less the marks after it (`analyze [children overlap 140ms]`).
+    name = re.sub(r"( \[[^\]]*\])+$", "", lines[header + 1]).split()[-1]
+    root = name + (" (mean over every invocation: sampled for cost)" if whole else "")
 if not tree or not plain:
     sys.exit("root-mean: need at least one report and one truth file")
 t, p = statistics.median(tree), statistics.median(plain)

@@ -12,16 +12,18 @@
 #        CALLTIME_CC=PATH measures that cargo-calltime binary; ONLY="tm rx" runs only those programs (tm toml_edit,
 #        rx regex, qx quick-xml, mz miniz_oxide, hp httparse, ae the tokio server; cs csv, sq sqlparser, sv semver,
 #        sh sha2, lz lz4_flex, nm a nom parser; pt a pest_derive JSON grammar, te tera, ur url, si similar, wn a
-#        winnow parser, jf jiff);
+#        winnow parser, jf jiff; hy a hyper server, cb ciborium, tw textwrap, pg petgraph, pn png, ry rayon in the
+#        program's own code);
 #        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts;
 #        REUSE_BUILDS=1 measures the binaries an earlier run left in WORK_DIR (sqlparser's instrumented build takes
-#        15 minutes at load 15).
+#        15 minutes at load 15); EXTRA_PLANS=1 also builds `--depth 8` and checks the trees of `--exact` and depth 8
+#        runs (placement-check.py, call counts against exact), EXTRA_PLANS=only does only that.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/unseen-crates-bench}
 runs=${RUNS:-10}
-only=${ONLY:-tm rx qx mz hp ae cs sq sv sh lz nm pt te ur si wn jf}
+only=${ONLY:-tm rx qx mz hp ae cs sq sv sh lz nm pt te ur si wn jf hy cb tw pg pn ry}
 fail() { echo "unseen-crates-bench: $*" >&2; exit 1; }
 mkdir -p "$work" || fail "cannot create the work directory $work"
 work=$(cd "$work" && pwd)
@@ -32,7 +34,8 @@ echo "== setup (work dir $work)"
 crates="toml_edit@0.25.20 toml_parser@1.1.6 quick-xml@0.41.0 miniz_oxide@0.9.1 httparse@1.10.1 regex@1.13.2
   regex-automata@0.4.19 regex-syntax@0.8.12 csv@1.4.0 csv-core@0.1.13 sqlparser@0.64.0 semver@1.0.28 sha2@0.10.8
   digest@0.10.7 lz4_flex@0.14.2 nom@8.0.0 pest@2.9.6 pest_derive@2.9.6 tera@1.20.1 url@2.5.8 similar@2.7.0
-  winnow@0.7.15 jiff@1.0.2 jiff-core@1.0.1"
+  winnow@0.7.15 jiff@1.0.2 jiff-core@1.0.1 ciborium@0.2.2 ciborium-io@0.2.2 ciborium-ll@0.2.2
+  textwrap@0.16.4 petgraph@0.8.3 png@0.18.1"
 registry() { ls -d "$HOME"/.cargo/registry/src/*/"$1"-[0-9]* 2>/dev/null | grep -F -- "-$2" | head -1 || true; }
 missing=0
 for spec in $crates; do [ -n "$(registry "${spec%@*}" "${spec#*@}")" ] || missing=1; done
@@ -968,6 +971,451 @@ fn main() {
 }
 RS
 
+# hyper 1 (http1 server, hyper-util's tokio glue; a registry dependency): the program's own `async fn handle` (the
+# service: routes on the path, reads a POST's body) per request, on a 2-worker tokio runtime, one task per
+# connection; 4 client threads of the same process send 4,000 keep-alive requests each over 127.0.0.1 (bounded:
+# each closes its connection after its last reply, and the server stops when all four are done).
+mkdir -p "$work/hy/hybench/src"
+printf '[workspace]\nmembers = ["hybench"]\nresolver = "2"\n[profile.release]\ndebug = 1\n' > "$work/hy/Cargo.toml"
+printf '[package]\nname = "hybench"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]
+hyper = { version = "1.12", features = ["http1", "server"] }\nhyper-util = { version = "0.1.21", features = ["tokio"] }
+http-body-util = "0.1.5"\ntokio = { version = "1.54", features = ["rt-multi-thread", "net", "io-util"] }\n' \
+  > "$work/hy/hybench/Cargo.toml"
+cat > "$work/hy/hybench/src/main.rs" <<'RS'
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+use tokio::net::TcpListener;
+
+static SPENT_NS: AtomicU64 = AtomicU64::new(0);
+static SERVED: AtomicU64 = AtomicU64::new(0);
+
+/// Answers one request: routes on its path, with the body of a POST read first.
+async fn handle(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let path = request.uri().path().to_owned();
+    let query = request.uri().query().unwrap_or("").to_owned();
+    let body = match request.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    let (status, text) = route(&path, &query, &body);
+    let mut response = Response::new(Full::new(Bytes::from(text)));
+    *response.status_mut() = status;
+    Ok(response)
+}
+fn route(path: &str, query: &str, body: &[u8]) -> (StatusCode, String) {
+    match path.split('/').nth(1).unwrap_or("") {
+        "sum" => (StatusCode::OK, format!("{}\n", sum_query(query))),
+        "words" => (StatusCode::OK, reverse_words(body)),
+        "table" => (StatusCode::OK, render_table(query)),
+        _ => (StatusCode::NOT_FOUND, String::from("no such route\n")),
+    }
+}
+fn params(query: &str) -> impl Iterator<Item = (&str, &str)> {
+    query.split('&').filter_map(|pair| pair.split_once('='))
+}
+fn sum_query(query: &str) -> u64 {
+    params(query).filter_map(|(_, v)| v.parse::<u64>().ok()).sum()
+}
+fn reverse_words(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).split_whitespace().rev().collect::<Vec<_>>().join(" ")
+}
+fn render_table(query: &str) -> String {
+    let rows: usize = params(query).find(|(k, _)| *k == "rows").and_then(|(_, v)| v.parse().ok()).unwrap_or(4);
+    let mut out = String::new();
+    for row in 0..rows {
+        let _ = writeln!(out, "{}", row_line(row));
+    }
+    out
+}
+fn row_line(row: usize) -> String {
+    format!("| {row:4} | {:08x} | {} |", checksum(row.to_string().as_bytes()), "#".repeat(row % 16))
+}
+fn checksum(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(2166136261u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(16777619))
+}
+async fn timed(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let started = Instant::now();
+    let response = handle(request).await;
+    SPENT_NS.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    SERVED.fetch_add(1, Ordering::Relaxed);
+    response
+}
+/// One keep-alive connection sending `requests` requests of four shapes; a checksum of the replies.
+fn client(port: u16, id: usize, requests: usize) -> u64 {
+    let stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the loopback server");
+    stream.set_nodelay(true).expect("nodelay");
+    let mut writer = stream.try_clone().expect("clone the stream");
+    let mut reader = BufReader::new(stream);
+    let (mut total, mut line) = (0u64, String::new());
+    for i in 0..requests {
+        let request = match i % 4 {
+            0 => format!("GET /sum?a={i}&b={}&c=7 HTTP/1.1\r\nHost: local\r\n\r\n", id * 1000),
+            1 => {
+                let body = format!("request {i} from client {id} asks for its words in reverse order please");
+                format!("POST /words HTTP/1.1\r\nHost: local\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+            }
+            2 => format!("GET /table?rows={} HTTP/1.1\r\nHost: local\r\n\r\n", 4 + i % 20),
+            _ => format!("GET /missing/{i} HTTP/1.1\r\nHost: local\r\n\r\n"),
+        };
+        writer.write_all(request.as_bytes()).expect("send");
+        let (mut status, mut length) = (0u64, 0usize);
+        loop {
+            line.clear();
+            reader.read_line(&mut line).expect("reply");
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            if let Some(code) = line.strip_prefix("HTTP/1.1 ") {
+                status = code[..3].parse().unwrap_or(0);
+            } else if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().expect("content length");
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).expect("reply body");
+        total = total.wrapping_add(u64::from(checksum(&body)) + status);
+    }
+    total
+}
+fn main() {
+    let requests: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(4000);
+    let clients = 4;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_io().build().expect("runtime");
+    let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).expect("bind 127.0.0.1");
+    let port = listener.local_addr().expect("local address").port();
+    let threads: Vec<_> = (0..clients).map(|id| std::thread::spawn(move || client(port, id, requests))).collect();
+    runtime.block_on(async move {
+        let mut connections = Vec::new();
+        for _ in 0..clients {
+            let (stream, _) = listener.accept().await.expect("accept");
+            stream.set_nodelay(true).expect("nodelay");
+            connections.push(tokio::spawn(async move {
+                http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(timed)).await
+            }));
+        }
+        for connection in connections {
+            connection.await.expect("connection task").expect("connection served");
+        }
+    });
+    for (id, thread) in threads.into_iter().enumerate() {
+        println!("client {id}: checksum {}", thread.join().expect("client thread"));
+    }
+    let served = SERVED.load(Ordering::Relaxed);
+    println!("{served} requests served");
+    eprintln!("truth hybench::handle {} {served}", SPENT_NS.load(Ordering::Relaxed) as f64 / served.max(1) as f64);
+}
+RS
+# ciborium 0.2 (with ciborium-io, ciborium-ll; serde's derive in the program): the program's own `round_trip` (a
+# document encoded to CBOR with `into_writer`, decoded with `from_reader`, compared) per document, 300 generated
+# documents of about 30 KB (nested structs, enums, maps, options, byte strings).
+workspace "$work/cb" cbbench ciborium@0.2.2 ciborium-io@0.2.2 ciborium-ll@0.2.2 <<'RS'
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+enum Shape {
+    Point,
+    Circle { radius: f64 },
+    Polygon(Vec<(i32, i32)>),
+}
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct Item {
+    id: u64,
+    name: String,
+    tags: Vec<String>,
+    weight: Option<f32>,
+    shape: Shape,
+    #[serde(with = "serde_bytes_like")]
+    raw: Vec<u8>,
+    children: Vec<Item>,
+}
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct Document {
+    title: String,
+    items: Vec<Item>,
+    meta: BTreeMap<String, i64>,
+}
+/// `Vec<u8>` as a CBOR byte string rather than an array of numbers.
+mod serde_bytes_like {
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(bytes)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        Ok(ciborium::value::Value::deserialize(deserializer)
+            .ok()
+            .and_then(|value| value.into_bytes().ok())
+            .unwrap_or_default())
+    }
+}
+/// Encodes one document to CBOR and decodes it again; the encoded length.
+fn round_trip(document: &Document) -> usize {
+    let mut bytes = Vec::new();
+    ciborium::into_writer(document, &mut bytes).expect("document encodes");
+    let decoded: Document = ciborium::from_reader(bytes.as_slice()).expect("document decodes");
+    assert!(decoded == *document, "round trip");
+    bytes.len()
+}
+fn item(seed: u64, depth: u32) -> Item {
+    let state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    Item {
+        id: state >> 20,
+        name: format!("item {seed} at depth {depth} \u{e9}"),
+        tags: (0..(state >> 61) + 1).map(|t| format!("tag-{t}-{}", seed % 17)).collect(),
+        weight: if state & 1 == 0 { Some((state >> 40) as f32 / 1024.0) } else { None },
+        shape: match (state >> 33) % 3 {
+            0 => Shape::Point,
+            1 => Shape::Circle { radius: (state >> 45) as f64 / 7.0 },
+            _ => Shape::Polygon((0..(state >> 59) as i32 + 3).map(|p| (p, -p * 3)).collect()),
+        },
+        raw: (0..(state >> 58) as u8 * 4).collect(),
+        children: if depth < 2 { (0..(state >> 62) + 1).map(|c| item(seed * 4 + c, depth + 1)).collect() } else { Vec::new() },
+    }
+}
+fn document(seed: u64) -> Document {
+    Document {
+        title: format!("document {seed}"),
+        items: (0..60).map(|i| item(seed * 100 + i, 0)).collect(),
+        meta: (0..20).map(|k| (format!("key{k}"), (seed * k) as i64 - 50)).collect(),
+    }
+}
+fn main() {
+    let count: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
+    let (mut bytes, mut spent) = (0usize, Duration::ZERO);
+    for seed in 0..count {
+        let document = document(seed);
+        let started = Instant::now();
+        bytes += round_trip(&document);
+        spent += started.elapsed();
+    }
+    println!("{count} documents, {bytes} bytes of CBOR");
+    eprintln!("truth cbbench::round_trip {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+printf 'serde = { version = "1", features = ["derive"] }\n' >> "$work/cb/cbbench/Cargo.toml"
+# textwrap 0.16 (unicode-linebreak, unicode-width, smawk: its default features): the program's own `layout` (each
+# paragraph wrapped with the optimal-fit algorithm at its width, then filled and indented) per page, 300
+# generated pages of about 8 KB (ASCII, accented, CJK and emoji words).
+workspace "$work/tw" twbench textwrap@0.16.4 <<'RS'
+use std::time::{Duration, Instant};
+use textwrap::{Options, WordSeparator, WrapAlgorithm};
+/// Lays out one page: its line count and display width summed.
+fn layout(page: &str, width: usize) -> (usize, usize) {
+    let options = Options::new(width).word_separator(WordSeparator::UnicodeBreakProperties)
+        .wrap_algorithm(WrapAlgorithm::new_optimal_fit());
+    let (mut lines, mut columns) = (0, 0);
+    for paragraph in page.split("\n\n") {
+        for line in textwrap::wrap(paragraph, &options) {
+            lines += 1;
+            columns += textwrap::core::display_width(&line);
+        }
+        let filled = textwrap::fill(paragraph, width / 2 + 10);
+        columns += textwrap::indent(&filled, "> ").len();
+    }
+    (lines, columns)
+}
+fn page(seed: u64) -> String {
+    let words = ["calltime", "probe", "caf\u{e9}", "na\u{ef}ve", "\u{6f22}\u{5b57}\u{304b}\u{306a}", "tree",
+        "\u{1f600}\u{1f680}", "supercalifragilistic", "a", "of", "the", "x-y-z", "hyphen-ated", "na\u{308}ive", "end."];
+    let (mut state, mut text) = (seed, String::new());
+    for paragraph in 0..12 {
+        for _ in 0..(60 + paragraph * 5) {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            text.push_str(words[(state >> 59) as usize % words.len()]);
+            text.push(' ');
+        }
+        text.push_str("\n\n");
+    }
+    text
+}
+fn main() {
+    let count: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
+    let (mut totals, mut spent) = ((0, 0), Duration::ZERO);
+    for seed in 0..count {
+        let text = page(seed);
+        let started = Instant::now();
+        let (lines, columns) = layout(&text, 40 + (seed as usize % 5) * 10);
+        spent += started.elapsed();
+        totals = (totals.0 + lines, totals.1 + columns);
+    }
+    println!("{count} pages, {} lines, {} columns", totals.0, totals.1);
+    eprintln!("truth twbench::layout {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+# petgraph 0.8: the program's own `analyze` (Dijkstra's distances from a source, an A* path to a target, the nodes
+# a depth-first search reaches) per source, 100 sources in a generated directed graph of 20,000 nodes and 100,000
+# weighted edges; strongly connected components once (not under the root).
+workspace "$work/pg" pgbench petgraph@0.8.3 <<'RS'
+use petgraph::algo::{astar, dijkstra, kosaraju_scc};
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::Dfs;
+use std::time::{Duration, Instant};
+/// Shortest distances from `source`: their sum, the A* cost to `target`, and how many nodes a DFS reaches.
+fn analyze(graph: &DiGraph<u32, u32>, source: NodeIndex, target: NodeIndex) -> (u64, u32, usize) {
+    let distances = dijkstra(graph, source, None, |edge| *edge.weight());
+    let total: u64 = distances.values().map(|&d| u64::from(d)).sum();
+    let cost = astar(graph, source, |n| n == target, |edge| *edge.weight(), |_| 0).map_or(u32::MAX, |(c, _)| c);
+    let mut dfs = Dfs::new(graph, source);
+    let mut reached = 0;
+    while dfs.next(graph).is_some() {
+        reached += 1;
+    }
+    (total, cost, reached)
+}
+fn main() {
+    let sources: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100);
+    let nodes = 20_000u32;
+    let mut graph = DiGraph::<u32, u32>::with_capacity(nodes as usize, 100_000);
+    let indices: Vec<NodeIndex> = (0..nodes).map(|n| graph.add_node(n)).collect();
+    let mut state = 42u64;
+    for e in 0..100_000u32 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let from = if e < nodes { e } else { (state >> 33) as u32 % nodes };
+        let to = ((state >> 13) as u32 % 7 + from + 1) % nodes ^ u32::from(e % 5 == 0) * ((state >> 45) as u32 % nodes);
+        graph.add_edge(indices[from as usize], indices[to as usize % nodes as usize], 1 + (state >> 58) as u32);
+    }
+    println!("{} components", kosaraju_scc(&graph).len());
+    let (mut sums, mut spent) = ((0u64, 0u64, 0usize), Duration::ZERO);
+    for s in 0..sources {
+        let (source, target) = (indices[(s * 197 % nodes) as usize], indices[(s * 7919 % nodes) as usize]);
+        let started = Instant::now();
+        let (total, cost, reached) = analyze(&graph, source, target);
+        spent += started.elapsed();
+        sums = (sums.0 + total, sums.1 + u64::from(cost), sums.2 + reached);
+    }
+    println!("{sources} sources: distance sum {}, a* cost sum {}, {} reached", sums.0, sums.1, sums.2);
+    eprintln!("truth pgbench::analyze {} {sources}", spent.as_nanos() as f64 / sources as f64);
+}
+RS
+# png 0.18 (flate2, fdeflate, miniz_oxide, crc32fast from the registry): the program's own `decode` (read_info,
+# next_frame, a checksum of the pixels) per image, 32 generated 256x256 images (RGBA, RGB, grey, palette; every
+# filter) encoded by png's own encoder first (not under the root), each decoded 8 times.
+workspace "$work/pn" pnbench png@0.18.1 <<'RS'
+use std::io::Cursor;
+use std::time::{Duration, Instant};
+/// Decodes one PNG: its pixel bytes' checksum.
+fn decode(bytes: &[u8]) -> u64 {
+    let decoder = png::Decoder::new(Cursor::new(bytes));
+    let mut reader = decoder.read_info().expect("valid PNG header");
+    let mut pixels = vec![0; reader.output_buffer_size().expect("buffer size")];
+    let info = reader.next_frame(&mut pixels).expect("valid PNG frame");
+    pixels[..info.buffer_size()].iter().fold(0u64, |h, &b| h.rotate_left(5) ^ u64::from(b))
+}
+fn encode(seed: u32) -> Vec<u8> {
+    let (width, height) = (256u32, 256u32);
+    let (color, channels) = [(png::ColorType::Rgba, 4), (png::ColorType::Rgb, 3), (png::ColorType::Grayscale, 1),
+        (png::ColorType::Indexed, 1)][seed as usize % 4];
+    let filter = [png::Filter::NoFilter, png::Filter::Sub, png::Filter::Up, png::Filter::Avg, png::Filter::Paeth,
+        png::Filter::Adaptive, png::Filter::MinEntropy][seed as usize % 7];
+    let mut data = Vec::with_capacity((width * height * channels) as usize);
+    for y in 0..height {
+        for x in 0..width {
+            for c in 0..channels {
+                let smooth = (x * (c + 1) + y * 3 + seed * 11) % 256;
+                let noise = (x.wrapping_mul(2654435761) ^ y.wrapping_mul(40503) ^ seed) >> 28;
+                data.push((smooth + noise) as u8 % if color == png::ColorType::Indexed { 16 } else { 255 });
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(color);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_filter(filter);
+    if color == png::ColorType::Indexed {
+        encoder.set_palette((0..16u8).flat_map(|i| [i * 16, 255 - i * 16, i * 8]).collect::<Vec<u8>>());
+    }
+    let mut writer = encoder.write_header().expect("header");
+    writer.write_image_data(&data).expect("image data");
+    writer.finish().expect("finish");
+    out
+}
+fn main() {
+    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(8);
+    let images: Vec<Vec<u8>> = (0..32).map(encode).collect();
+    let (mut folded, mut calls, mut spent) = (0u64, 0usize, Duration::ZERO);
+    for _ in 0..rounds {
+        for image in &images {
+            let started = Instant::now();
+            folded = folded.rotate_left(7) ^ decode(image);
+            spent += started.elapsed();
+            calls += 1;
+        }
+    }
+    println!("{calls} decodes of {} bytes of PNG, checksum {folded:016x}", images.iter().map(Vec::len).sum::<usize>());
+    eprintln!("truth pnbench::decode {} {calls}", spent.as_nanos() as f64 / calls as f64);
+}
+RS
+# rayon in the program's own code (rayon 1 from the registry): the program's own `analyze` (a parallel fold of its
+# lines into word counts, reduced; the longest word; a parallel checksum of 4 KB chunks) per document, 100
+# generated documents of 256 KB.
+mkdir -p "$work/ry/rybench/src"
+printf '[workspace]\nmembers = ["rybench"]\nresolver = "2"\n[profile.release]\ndebug = 1\n' > "$work/ry/Cargo.toml"
+printf '[package]\nname = "rybench"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]\nrayon = "1.10"\n' \
+  > "$work/ry/rybench/Cargo.toml"
+cat > "$work/ry/rybench/src/main.rs" <<'RS'
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+/// Distinct words, a checksum and the longest word of one document, counted in parallel.
+fn analyze(document: &str) -> (usize, u64, usize) {
+    let counts = document
+        .par_lines()
+        .fold(HashMap::new, |mut counts, line| {
+            count_line(&mut counts, line);
+            counts
+        })
+        .reduce(HashMap::new, merge);
+    let longest = document.par_lines().map(longest_word).max().unwrap_or(0);
+    let checksum: u64 = document.as_bytes().par_chunks(4096).map(chunk_checksum).sum();
+    (counts.len(), checksum, longest)
+}
+fn count_line(counts: &mut HashMap<String, usize>, line: &str) {
+    for word in line.split_whitespace() {
+        *counts.entry(normalize(word)).or_insert(0) += 1;
+    }
+}
+fn normalize(word: &str) -> String {
+    word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()
+}
+fn merge(mut into: HashMap<String, usize>, from: HashMap<String, usize>) -> HashMap<String, usize> {
+    for (word, count) in from {
+        *into.entry(word).or_insert(0) += count;
+    }
+    into
+}
+fn longest_word(line: &str) -> usize {
+    line.split_whitespace().map(str::len).max().unwrap_or(0)
+}
+fn chunk_checksum(chunk: &[u8]) -> u64 {
+    chunk.iter().fold(14695981039346656037u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(1099511628211))
+}
+fn main() {
+    let count: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100);
+    let (mut totals, mut spent) = ((0usize, 0u64, 0usize), Duration::ZERO);
+    for seed in 0..count {
+        let document = String::from_utf8(generated_text(256 * 1024, seed)).expect("ASCII text");
+        let started = Instant::now();
+        let (words, checksum, longest) = analyze(&document);
+        spent += started.elapsed();
+        totals = (totals.0 + words, totals.1.wrapping_add(checksum), totals.2.max(longest));
+    }
+    println!("{count} documents: {} distinct words, checksum {:016x}, longest {}", totals.0, totals.1, totals.2);
+    eprintln!("truth rybench::analyze {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+generated_text_rs >> "$work/ry/rybench/src/main.rs"
 echo "== builds (plain, then the default plan from a fresh calltime target dir)"
 build() { # NAME BENCH ROOT
   local name=$1 bench=$2 root=$3 dir=$work/$1 built
@@ -986,19 +1434,22 @@ root_of() {
     mz) echo deflate::compress_to_vec;; hp) echo Request::parse;; ae) echo handle;; cs) echo csv::Reader::read_record;;
     sq) echo Parser::parse_sql;; sv) echo VersionReq::parse;; sh) echo digest_chunk;; lz) echo compress_prepend_size;;
     nm) echo parse_document;; pt) echo parse_document;; te) echo Tera::render;; ur) echo Url::parse;;
-    si) echo diff_texts;; wn) echo parse_document;; jf) echo parse_batch;; esac
+    si) echo diff_texts;; wn) echo parse_document;; jf) echo parse_batch;; hy) echo handle;; cb) echo round_trip;;
+    tw) echo layout;; pg) echo analyze;; pn) echo pnbench::decode;; ry) echo analyze;; esac
 }
 bench_of() {
   case $1 in tm) echo tmbench;; rx) echo rxbench;; qx) echo qxbench;; mz) echo mzbench;; hp) echo hpbench;;
     ae) echo aebench;; cs) echo csbench;; sq) echo sqbench;; sv) echo svbench;; sh) echo shbench;; lz) echo lzbench;;
     nm) echo nmbench;; pt) echo ptbench;; te) echo tebench;; ur) echo urbench;; si) echo sibench;; wn) echo wnbench;;
-    jf) echo jfbench;; esac
+    jf) echo jfbench;; hy) echo hybench;; cb) echo cbbench;; tw) echo twbench;; pg) echo pgbench;; pn) echo pnbench;;
+    ry) echo rybench;; esac
 }
 for name in $only; do build "$name" "$(bench_of "$name")" "$(root_of "$name")"; done
 
 echo "== per program: output, side by side (alternating, $runs runs; medians), instructions, root mean vs plain"
 export CALLTIME_OUT=$work/scratch.trace
 for name in $only; do
+  [ "${EXTRA_PLANS:-}" != only ] || break
   if cmp -s <("$work/$name-plain" 2>/dev/null) <("$work/$name-d5" 2>/dev/null); then
     echo "$name: output identical"
   else
@@ -1050,4 +1501,35 @@ for name in $only; do
     && echo "  diff: $(head -1 "$work/$name.diff.txt")" || echo "  diff FAILED (see $work/$name.diff.txt)"
   echo "  trace $(cat "$work/$name.1.trace"* | grep -a '^stats ' | tail -1) (seen kept sampled_out dropped truncated)"
 done
+if [ -n "${EXTRA_PLANS:-}" ]; then
+  # The trees under other plans (once each): the default binary with CALLTIME_EXACT=1 (`--exact`: no retirement,
+  # every invocation recorded) against its default run, then a `--depth 8` build, default and exact. Each JSON is
+  # checked by placement-check.py (children never above their parent, means inside their extremes), and the default
+  # runs' call counts on the first tree against the exact runs' (up to depth 5 and 8).
+  echo "== other plans: --exact and --depth 8"
+  for name in $only; do
+    bench=$(bench_of "$name") dir=$work/$name
+    if [ -z "${REUSE_BUILDS:-}" ] || [ ! -x "$work/$name-d8" ]; then
+      built=$(cd "$dir" && "$CC" calltime build --release --bin "$bench" --root "$(root_of "$name")" --depth 8 \
+        2>> "$work/build-$name.log" | tail -1) || fail "cannot build $name at depth 8 (see $work/build-$name.log)"
+      cp "$built" "$work/$name-d8"
+    fi
+    for plan in d5 d8; do
+      for mode in default exact; do
+        rm -f "$work/$name.$plan.$mode.trace"*
+        if [ "$mode" = exact ]; then export CALLTIME_EXACT=1; else unset CALLTIME_EXACT; fi
+        CALLTIME_OUT=$work/$name.$plan.$mode.trace "$work/$name-$plan" > "$work/$name.$plan.$mode.out" 2>/dev/null
+        unset CALLTIME_EXACT
+        cmp -s "$work/$name.$plan.$mode.out" "$work/$name.$plan.default.out" \
+          || echo "$name: $plan $mode output DIFFERENT from the default run's"
+        "$CC" calltime report "$work/$name.$plan.$mode.trace" --format json -o "$work/$name.$plan.$mode.json" \
+          2> "$work/$name.$plan.$mode.stderr" || echo "$name: $plan $mode report FAILED ($work/$name.$plan.$mode.stderr)"
+        python3 "$repo/scripts/placement-check.py" "$work/$name.$plan.$mode.json" 2>&1 | head -3 \
+          | sed "s/^/  $name $plan $mode: /" || true
+      done
+      python3 "$repo/scripts/placement-check.py" "$work/$name.$plan.default.json" "$work/$name.$plan.exact.json" \
+        "${plan#d}" 2>&1 | grep -A3 '^first tree' | sed "s/^/  $name $plan counts against exact: /" || true
+    done
+  done
+fi
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"

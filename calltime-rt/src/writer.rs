@@ -149,6 +149,9 @@ pub(crate) struct Sink {
     aggregate_text: String,
     /// The `(function index, calls)` of the binary record being written.
     retired_pairs: Vec<(u32, u64)>,
+    /// The calls of retired functions the parts of the text record being written counted, by retirement slot: its
+    /// `r` lines add them to its own thread's (rayon's workers call them too).
+    part_retired: Vec<u64>,
     /// Whether the last binary record had allocation counts (see `block::push_record`).
     allocs_hint: bool,
     pending_records: u64,
@@ -233,6 +236,7 @@ static SINK: Mutex<Sink> = Mutex::new(Sink {
     block: None,
     aggregate_text: String::new(),
     retired_pairs: Vec::new(),
+    part_retired: Vec::new(),
     allocs_hint: false,
     pending_records: 0,
     pending_truncated: 0,
@@ -757,6 +761,12 @@ impl Sink {
             if part.adoption.is_some() {
                 self.collect_parts(&part, next, &mut queue);
             }
+            for (slot, &calls) in part.retired_calls().iter().enumerate().filter(|(_, &calls)| calls > 0) {
+                if self.part_retired.len() <= slot {
+                    self.part_retired.resize(slot + 1, 0);
+                }
+                self.part_retired[slot] += calls;
+            }
             next += lines;
             give_back(part);
         }
@@ -1081,8 +1091,24 @@ impl Sink {
         out.extend_from_slice(owner.name.unwrap_or("").as_bytes());
         out.push(b'\n');
         out.extend_from_slice(&self.body);
-        for (index, calls) in owner.retired.pairs() {
-            push_fields(out, b"r", &[u64::from(index), calls]);
+        if self.part_retired.is_empty() {
+            for (index, calls) in owner.retired.pairs() {
+                push_fields(out, b"r", &[u64::from(index), calls]);
+            }
+        } else {
+            // One `r` line per function, in order of retirement: the invocation's own thread's calls and its parts'.
+            let mut merged = mem::take(&mut self.part_retired);
+            if let Retired::BySlot(own) = owner.retired {
+                if merged.len() < own.len() {
+                    merged.resize(own.len(), 0);
+                }
+                merged.iter_mut().zip(own).for_each(|(sum, &calls)| *sum += calls);
+            }
+            for (index, calls) in Retired::BySlot(&merged).pairs() {
+                push_fields(out, b"r", &[u64::from(index), calls]);
+            }
+            merged.clear();
+            self.part_retired = merged;
         }
         push_fields(out, b"end", &[seq]);
         self.seq += 1;

@@ -84,6 +84,10 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // A call to an associated function a macro made (pest_derive's `JsonParser::parse`) is a call-site note; it was
     // dropped with none. A std derive's (`Made::clone`) is not.
     ("macro-made", "analysis-receivers", &["--root", "made::made_total", "--depth", "2", "--probe-trivial"]),
+    // `.parse()` whose target type the code names (a turbofish, an annotated `let` through `?`, `.expect(..)`,
+    // `.unwrap_or(..)`) reaches that type's `FromStr` impl alone; it fanned out to every impl (jiff: 8). A std
+    // type's parse reaches none; a target named only by the return type is not seen (`zone_of`).
+    ("parse-targets", "analysis-receivers", &["--root", "parsed::parse_line", "--depth", "3", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

@@ -732,3 +732,23 @@ fn different_plans_are_named_in_a_warning() {
     let stderr = String::from_utf8_lossy(&diff(&same, &[], true).stderr).into_owned();
     assert!(!stderr.contains("different plans"), "{stderr}");
 }
+
+/// diff/spawned-allocs/: one root whose `count_line` runs on a pool's worker (a `p` part), its allocations per
+/// invocation spread over 88-112 as the pool splits the work. `head` adds one allocation in every third invocation
+/// (100 -> 100.33 a call, well inside that spread: the rayon program of docs/performance.md reported such an
+/// "allocation change" between two runs of one binary); `more` adds 40 to each, a change.
+#[test]
+fn counts_of_spawned_work_change_only_beyond_its_spread() {
+    let dir = util::data("diff/spawned-allocs");
+    let allocs_changed = |head: &str| {
+        let out = util::run(
+            util::calltime().arg("diff").arg(dir.join("base.trace")).arg(dir.join(head)).args(["--format", "json"]),
+            true,
+        );
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // Left out of the summary when 0.
+        json["summary"]["allocs_changed"].as_u64().unwrap_or(0)
+    };
+    assert_eq!(allocs_changed("head.trace"), 0);
+    assert_eq!(allocs_changed("more.trace"), 1);
+}

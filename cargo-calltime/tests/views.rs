@@ -1025,6 +1025,18 @@ fn a_mean_from_roots_timed_at_random_is_marked_as_an_estimate() {
     assert_eq!((old.sampled[0].tasks(), old.sampled[0].timing_sampled()), (0, false));
 }
 
+/// sampled-tasks.trace: sampled.trace with its 7 skipped roots untimed (`sampled 0 7 0 0`), as the runtime writes
+/// for async roots (tasks; the hyper server of docs/performance.md): the root's mean is over the 3 recorded ones
+/// and the header says so, not "over all 10" (it read "the root over all 16,000: mean 1.45µs, 14,250 root tasks
+/// not timed").
+#[test]
+fn a_mean_over_the_timed_roots_says_it_is_not_over_all() {
+    let text = render_text(&load("sampled-tasks"), &ViewOptions::default());
+    check(&expect("sampled-tasks.txt"), &text);
+    assert!(!text.contains("over all 10"), "{text}");
+    assert!(text.contains("the root's mean over the 3 timed: 4.00µs (7 root tasks sampled for cost are not timed)"));
+}
+
 /// stale/: `run.trace` from this run (process 4242, two invocations, no rotation) beside `run.trace.s1`, a segment
 /// an earlier, longer run (process 3131) rotated into and an older runtime left there (today's removes them at
 /// start; the reader still guards against them, as a removal can fail). The segment is left out with a
@@ -1128,4 +1140,18 @@ fn a_folded_callers_calls_after_the_fold_leave_its_rate_alone() {
     let trace = load("folded-caller");
     let text = render_text(&trace, &ViewOptions { top: 0, ..ViewOptions::default() });
     check(&expect("folded-caller.txt"), &text);
+}
+
+#[test]
+fn names_keep_their_semicolons_except_in_folded_stacks() {
+    // winnow's `impl<const LEN: usize> ContainsToken<char> for [char; LEN]`: the text view, the table and JSON show
+    // the name as written; only folded stacks (and the flamegraphs drawn from them), where `;` separates frames,
+    // write it with a `,`.
+    let trace = load("punctuated-names");
+    let text = render_text(&trace, &ViewOptions::default());
+    let table = render_text(&trace, &opts(ViewFormat::Table));
+    let folded = render_text(&trace, &opts(ViewFormat::Folded));
+    check(&expect("punctuated-names.txt"), &format!("{text}\n-- table\n{table}\n-- folded\n{folded}"));
+    assert!(text.contains("[char; LEN]") && table.contains("[char; LEN]"), "{text}\n{table}");
+    assert!(!folded.contains("[char; LEN]") && folded.contains("[char, LEN]"), "{folded}");
 }

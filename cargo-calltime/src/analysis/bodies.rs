@@ -80,6 +80,9 @@ pub(super) struct BodyVisitor<'a> {
     pub(super) spawns: Vec<super::spawns::SpawnDraft>,
     /// Byte offsets of the parallel iterators started in the chains adopted in `spawns`.
     pub(super) adopted_parallel_starts: Vec<usize>,
+    /// `.parse()` calls whose target type the code names (`let t: Timestamp = s.parse()?`), by the byte offset of
+    /// their method name: they run that type's `FromStr::from_str`, not any workspace impl's.
+    pub(super) parse_targets: HashMap<usize, TyRef>,
     pub(super) macro_depth: u32,
 }
 
@@ -160,6 +163,20 @@ pub(super) fn is_type_like(seg: &str) -> bool {
 }
 
 impl BodyVisitor<'_> {
+    /// The type a `.parse()` call parses, when the code names it: by turbofish (`parse::<u64>()`) or by the `let`
+    /// it initialises. Only a named type: a generic parameter's `FromStr` may be any impl.
+    fn parse_target(&mut self, call: &syn::ExprMethodCall, name: &str) -> Option<TyRef> {
+        if name != "parse" || !call.args.is_empty() {
+            return None;
+        }
+        let from_let = self.parse_targets.remove(&(self.ex.base + call.method.span().byte_range().start));
+        let turbofish = call.turbofish.as_ref().and_then(|t| match t.args.first() {
+            Some(syn::GenericArgument::Type(ty)) if t.args.len() == 1 => Some(value_ty_ref(ty, self.generics)),
+            _ => None,
+        });
+        turbofish.or(from_let).filter(|t| matches!(t, TyRef::Path(_)))
+    }
+
     /// Visits call arguments, remembering which calls sit in closures and function values passed to `site`.
     fn visit_args<'e>(&mut self, site: usize, args: impl Iterator<Item = &'e Expr>) {
         for arg in args {
@@ -544,10 +561,19 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
                 }
             }
         }
+        let kind = match self.parse_target(call, &name) {
+            // `str::parse` is `<T as FromStr>::from_str` of the type named at the call or by its `let`.
+            Some(target) => CallKind::Qualified {
+                self_ty: target,
+                trait_path: Some(PathRef { segs: vec!["FromStr".to_owned()], leading_colon: false }),
+                name: "from_str".to_owned(),
+            },
+            None => CallKind::Method { name, args: Some(call.args.len()), receiver },
+        };
         self.calls.push(CallSite {
             line: line_of(call.method.span()),
-            text: format!("{recv_text}.{name}(..)"),
-            kind: CallKind::Method { name, args: Some(call.args.len()), receiver },
+            text: format!("{recv_text}.{}(..)", call.method),
+            kind,
             arg_calls: Vec::new(),
             forwards_param: false,
             arg_futures: Vec::new(),
@@ -586,6 +612,12 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
 
     fn visit_local(&mut self, local: &'ast syn::Local) {
         let start = self.calls.len();
+        if let (Pat::Type(pt), Some(init)) = (&local.pat, &local.init) {
+            if let Some(parse) = parse_call_in(&init.expr) {
+                let target = value_ty_ref(&pt.ty, self.generics);
+                self.parse_targets.insert(self.ex.base + parse.method.span().byte_range().start, target);
+            }
+        }
         if let Some(init) = &local.init {
             self.visit_expr(&init.expr);
             if let Some((_, diverge)) = &init.diverge {
@@ -753,6 +785,25 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     // Types, patterns' paths and attributes hold no calls worth following.
     fn visit_type(&mut self, _: &'ast Type) {}
     fn visit_attribute(&mut self, _: &'ast Attribute) {}
+}
+
+/// The `.parse()` whose value `init` is, through what passes a parsed value on (`?`, `.unwrap()`, `.expect(..)`,
+/// `.unwrap_or(..)` and the like): `let t: T = text.parse().expect("..")` parses a `T`.
+fn parse_call_in(init: &Expr) -> Option<&syn::ExprMethodCall> {
+    match init {
+        Expr::Try(t) => parse_call_in(&t.expr),
+        Expr::Paren(p) => parse_call_in(&p.expr),
+        Expr::MethodCall(call) if call.method == "parse" && call.args.is_empty() => Some(call),
+        Expr::MethodCall(call)
+            if matches!(
+                call.method.to_string().as_str(),
+                "unwrap" | "expect" | "unwrap_or" | "unwrap_or_default" | "unwrap_or_else" | "unwrap_unchecked"
+            ) =>
+        {
+            parse_call_in(&call.receiver)
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

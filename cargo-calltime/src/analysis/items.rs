@@ -434,13 +434,13 @@ impl Extractor {
         let impl_generics = [scope.generics.clone(), generics_of(&imp.generics)].concat();
         let mut info = ImplItemInfo {
             self_ty: ty_ref(&imp.self_ty, &impl_generics),
-            self_ty_text: type_text(&imp.self_ty),
+            self_ty_text: without_lifetimes(&type_text(&imp.self_ty)),
             trait_path: imp.trait_.as_ref().map(|(p, _)| PathRef::from_syn(p)),
             trait_args: imp
                 .trait_
                 .as_ref()
                 .and_then(|(p, _)| p.segments.last())
-                .map(|s| tokens_text(&quote::ToTokens::to_token_stream(&s.arguments)))
+                .map(|s| without_lifetimes(&tokens_text(&quote::ToTokens::to_token_stream(&s.arguments))))
                 .unwrap_or_default(),
             deref_target: None,
             fns: Vec::new(),
@@ -638,6 +638,7 @@ impl Extractor {
             statics_seen: Default::default(),
             spawns: Vec::new(),
             adopted_parallel_starts: Vec::new(),
+            parse_targets: HashMap::new(),
             macro_depth: 0,
         };
         for input in &sig.inputs {

@@ -365,6 +365,49 @@ pub(super) fn type_text(ty: &Type) -> String {
     tokens_text(&quote::ToTokens::to_token_stream(ty))
 }
 
+/// A type's or generic arguments' text without its lifetimes, as rustc names an impl's methods: `&'i str` reads
+/// `&str`, `Cow<'a, str>` `Cow<str>`, `Token<'a>` `Token`, `dyn Fn() + 'a` `dyn Fn()`. A char literal (`'x'`) stays.
+pub(super) fn without_lifetimes(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let starts_name = chars.get(i + 1).is_some_and(|&n| n.is_alphabetic() || n == '_');
+        if c != '\'' || !starts_name {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let mut end = i + 1;
+        while chars.get(end).is_some_and(|&n| n.is_alphanumeric() || n == '_') {
+            end += 1;
+        }
+        if chars.get(end) == Some(&'\'') {
+            // A char literal such as 'x'.
+            out.extend(&chars[i..=end]);
+            i = end + 1;
+            continue;
+        }
+        // The lifetime goes with what only it needs: the separator after it, or the `+` before it.
+        i = end;
+        if chars.get(i) == Some(&',') {
+            i += 1;
+        }
+        while chars.get(i) == Some(&' ') {
+            i += 1;
+        }
+        if out.ends_with('+') {
+            out.pop();
+        }
+        if out.ends_with('<') && chars.get(i) == Some(&'>') {
+            out.pop();
+            i += 1;
+        }
+    }
+    out
+}
+
 pub(super) use quote_free::tokens_text;
 
 mod quote_free {
@@ -432,5 +475,28 @@ pub(super) fn count_args(tokens: &TokenStream) -> usize {
         n + 1
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_lifetimes;
+
+    #[test]
+    fn lifetimes_leave_a_types_text_as_rustc_names_it() {
+        let cases = [
+            ("&'i str", "&str"),
+            ("&'b mut R", "&mut R"),
+            ("Cow<'a, str>", "Cow<str>"),
+            ("Token<'a>", "Token"),
+            ("Pair<'a, 'b>", "Pair"),
+            ("Box<dyn Fn()+'static>", "Box<dyn Fn()>"),
+            ("[char;LEN]", "[char;LEN]"),
+            ("Matcher<'x'>", "Matcher<'x'>"),
+            ("<'a>", ""),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(without_lifetimes(text), expected, "{text}");
+        }
     }
 }

@@ -822,8 +822,12 @@ fn compare_path(key: &PathKey, base: &Side, head: &Side, settings: &Settings) ->
         let of = |p: Option<&PathSamples>| p.map_or((0, 0), |p| (p.calls, p.calls_sq));
         (of(in_base), of(in_head))
     };
-    // Over random samples of the invocations, a difference must stand out of their spread.
-    let sampled = base.sampled || head.sampled;
+    // Over random samples of the invocations, a difference must stand out of their spread; so must one in work
+    // spawned onto other threads or tasks (a rayon chain's parts): how the pool splits it, and so what each call
+    // counts, changes from run to run.
+    let scheduled = (1..=key.len())
+        .any(|n| [base, head].iter().any(|side| side.paths.get(&key[..n]).is_some_and(|p| p.spawned.is_some())));
+    let sampled = base.sampled || head.sampled || scheduled;
     let stands_out = |(sum_base, sq_base): (u64, u128), (sum_head, sq_head): (u64, u128)| {
         !sampled || differs_beyond_chance((sum_base, sq_base, base.invocations), (sum_head, sq_head, head.invocations))
     };

@@ -54,7 +54,7 @@ pub fn render(trace: &Trace, opts: &ViewOptions, slower: Option<super::SlowerTha
         };
         options.subtitle =
             Some(format!("flame chart ({order}){slowest} · {} · took {}", inv.thread, format_ns(inv.duration_ns)));
-        let names = Names::new(&trace.table);
+        let names = Names::for_stacks(&trace.table);
         // inferno reverses a flame chart's lines before laying them out, so they are given latest first.
         timeline(&inv.root, &names, inv.folded, true)
             .into_iter()
@@ -135,7 +135,7 @@ fn call_counts(trace: &Trace, opts: &ViewOptions) -> Result<HashMap<Vec<String>,
         }
         path.pop();
     }
-    let names = Names::new(&trace.table);
+    let names = Names::for_stacks(&trace.table);
     let callers = callers_of_retired(trace);
     let mut out = HashMap::new();
     for agg in aggregate(select(trace, opts.invocation)?.iter().map(|(_, inv)| *inv)) {

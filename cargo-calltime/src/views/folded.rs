@@ -25,7 +25,7 @@ pub const PANICKED_MARK: &str = " [panicked]";
 /// The folded stacks of the aggregate over every invocation (or of `--invocation K` alone), sorted by stack;
 /// `mark_panicked` appends [`PANICKED_MARK`] to the frames of call paths where a call panicked.
 pub fn stacks(trace: &Trace, opts: &ViewOptions, mark_panicked: bool) -> anyhow::Result<BTreeMap<String, u64>> {
-    let names = Names::new(&trace.table);
+    let names = Names::for_stacks(&trace.table);
     let selected = select(trace, opts.invocation)?;
     let mut out = BTreeMap::new();
     for agg in aggregate(selected.iter().map(|(_, inv)| *inv)) {

@@ -1,5 +1,6 @@
 //! Frame names for views: the short `display` name where it is unique in the function table, a longer name where
-//! two functions would otherwise look the same.
+//! two functions would otherwise look the same. Folded stacks (and the flamegraphs drawn from them) take
+//! [`Names::for_stacks`], whose names never hold a `;`.
 
 use std::collections::HashMap;
 
@@ -56,10 +57,20 @@ impl Names {
                 if names.len() <= at {
                     names.resize(at + 1, None);
                 }
-                names[at] = Some(stack_safe(&n));
+                names[at] = Some(n);
             }
         }
         Names { names }
+    }
+
+    /// The names for folded stacks, where `;` separates frames: each `;` in a name (`<[char; LEN] as T>::f`) is a
+    /// `,` ([`stack_safe`]). Views that show a name as text keep it as written.
+    pub fn for_stacks(table: &FunctionTable) -> Names {
+        let mut names = Names::new(table);
+        for name in names.names.iter_mut().flatten() {
+            *name = stack_safe(name);
+        }
+        names
     }
 
     /// The name of function `index`; `#index` when the table does not name it.
@@ -143,9 +154,10 @@ mod tests {
                 "app::b::parse",
                 "app::sys::now (unix.rs:3)",
                 "app::sys::now (windows.rs:3)",
-                "<[u8, 4] as Tr>::f",
+                "<[u8; 4] as Tr>::f",
                 "#6"
             ]
         );
+        assert_eq!(Names::for_stacks(&table).get(5), "<[u8, 4] as Tr>::f");
     }
 }

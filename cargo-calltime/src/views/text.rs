@@ -293,28 +293,36 @@ impl TextView<'_> {
         let sampled = self.trace.sampled.iter().find(|s| s.func == agg.tree.func && s.skipped > 0)?;
         let recorded = agg.invocations.max(1);
         let all = recorded + sampled.skipped;
-        // Root tasks are not timed: the mean is over the others.
+        // Root tasks are not timed: the mean is over the others, and says so.
         let (total, timed) = match sampled.on_threads_ns() {
             Some(ns) => (agg.tree.total_ns + ns, recorded + sampled.on_threads()),
             None => (agg.tree.total_ns, recorded),
         };
-        let mean = total as f64 / timed as f64;
-        let untimed = match sampled.tasks() {
-            0 => String::new(),
-            n => format!(", {} root tasks not timed", thousands(n)),
-        };
+        let mean = approx((total as f64 / timed as f64).round() as u64, sampled.timing_sampled());
         let how = match sampled.timing_sampled() {
             true => format!(" (the skipped ones' from {} of them timed at random)", thousands(sampled.timed)),
             false => String::new(),
         };
+        let root_mean = match sampled.tasks() {
+            0 if sampled.timed == 0 => format!(
+                "the root's mean over the {} recorded: {mean} (none of the {} skipped timed)",
+                thousands(recorded),
+                thousands(sampled.skipped)
+            ),
+            0 => format!("the root over all {}: mean {mean}{how}", thousands(all)),
+            n => format!(
+                "the root's mean over the {} {}: {mean}{how} ({} root tasks sampled for cost are not timed)",
+                thousands(timed),
+                if sampled.timing_sampled() { "run on threads" } else { "timed" },
+                thousands(n)
+            ),
+        };
         let scaled = if self.runtime_aggregate { "; the other totals scaled to all of them (~)" } else { "" };
         let note = format!(
             "  {} of {} invocations recorded, the others sampled for cost: calls/inv and times per call over the \
-             recorded ones; the root over all {}: mean {}{how}{untimed}{scaled}",
+             recorded ones; {root_mean}{scaled}",
             thousands(recorded),
             thousands(all),
-            thousands(all),
-            approx(mean.round() as u64, sampled.timing_sampled())
         );
         let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         self.runtime_aggregate.then_some(all as f64 / recorded as f64)

@@ -126,3 +126,4 @@ mod blanket;
 mod chains;
 mod iterate;
 mod made;
+mod parsed;

@@ -1,7 +1,8 @@
 //! Rayon parallel iterators as a program writes them (issue 13): chains consumed where they start, whose closures
 //! borrow, move, return values, fail with `?`, declare their return type, zip with a second chain, nest, and sort;
 //! a chain stored before it is consumed and a closure passed by name (not adopted: the plan warns); and a type of
-//! the program's own whose `par_iter` is no rayon iterator (wrapped the same, behaving the same).
+//! the program's own whose `par_iter` is no rayon iterator (wrapped the same, behaving the same); and a chain whose
+//! callee retires on the workers.
 
 use rayon::prelude::*;
 
@@ -11,6 +12,7 @@ fn main() {
     let words: Vec<String> = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"].iter().map(|w| w.to_string()).collect();
     println!("{}", summarise(&words));
     println!("{:?}", sorted(12));
+    println!("{}", tally(20_000));
 }
 
 /// Root: one parallel chain of each form.
@@ -43,6 +45,16 @@ fn sorted(n: u32) -> Vec<u32> {
     let mut v: Vec<u32> = (0..n).rev().collect();
     v.par_sort_by(|a, b| compare(*a, *b));
     v
+}
+
+/// Root: a chain long enough that a worker's part folds and its tiny callee retires there, its later calls counted
+/// on the workers.
+fn tally(n: u64) -> u64 {
+    (0..n).into_par_iter().map(|i| step(i)).sum()
+}
+
+fn step(i: u64) -> u64 {
+    i % 7
 }
 
 fn weigh(word: &str) -> usize {
