@@ -402,7 +402,8 @@ fn every_function_form_builds_and_behaves_the_same() {
 
 /// The same forms in an optimised build, where small non-root bodies take the runtime's forms: written twice
 /// (`quiet_in!`, `quiet_err_in!`, and `quiet_guard_in!` for parameters taken by value) unless they declare an item,
-/// else in a closure (`run_quiet_in`) or under a guard (`enter_in`: parameters taken by value). No warning, the
+/// else in a closure (`run_quiet_in`) or under a guard (`enter_in`: parameters taken by value, or a body of
+/// `IN_PLACE_BODY` bytes and more, `scan_words`). No warning, the
 /// plain build's output, the same tree as the dev profile's guards record.
 #[test]
 fn every_function_form_builds_and_behaves_the_same_optimised() {
@@ -416,8 +417,9 @@ fn every_function_form_builds_and_behaves_the_same_optimised() {
             .into_iter()
             .find(|f| line.contains(f))
     };
-    let names = ["first_evens", "parsed_sum", "calls_so_far", "wrapped", "first_of", "parsed_owned"];
-    let expected = ["quiet_in!", "quiet_err_in!", "run_quiet_in", "run_quiet_in", "quiet_guard_in!", "quiet_err_in!"];
+    let names = ["first_evens", "parsed_sum", "calls_so_far", "wrapped", "first_of", "parsed_owned", "scan_words"];
+    let expected =
+        ["quiet_in!", "quiet_err_in!", "run_quiet_in", "run_quiet_in", "quiet_guard_in!", "quiet_err_in!", "enter_in"];
     assert_eq!(names.map(form), expected.map(Some));
 }
 
