@@ -57,15 +57,12 @@ pub const STATES: &str = "__CALLTIME_STATE";
 
 /// Bytes of source of a wrapped body that may not be written twice (`ProbeSite::body_twice`) under which it is
 /// probed with `run_quiet_in` (the body in place for quiet calls
-/// only: one compare and branch, the rest one out-of-line call). A bigger body is not inlined into its callers,
-/// and holding a copy of it keeps `run_quiet_in`'s wrapper out of its callers too, which costs a recorded
-/// function's every call one call more (pulldown-cmark's `Parser::next`, about 1,900 bytes: docs/truth-bench.md,
-/// "Sixth round"). It runs in place after a guard instead (`enter_in`), as the plain build compiles it: in
-/// `run_in`'s closure, called from the out-of-line `run_probed_in` for every recorded call, a function that stays
-/// probed ran its hot loop reading its captures through the closure's environment (tokei's
-/// `perform_multi_line_analysis`, 6.5 M instructions fewer in place: docs/performance.md, "Eleventh round"); the
-/// guard's exit test is a small share of such a body. Its `Err`s counted, it keeps `run_in`: the guarded form's
-/// counting wrap is a closure as well.
+/// only: one compare and branch, the rest one out-of-line call) rather than `run_in` (quiet and counted calls in
+/// place, recorded ones out of line). A bigger body is not inlined into its callers in either form, and holding a
+/// copy of it keeps `run_quiet_in`'s wrapper out of its callers too, which costs a recorded function's every call
+/// one call more (pulldown-cmark's `Parser::next`, about 1,900 bytes: docs/truth-bench.md, "Sixth round"); with
+/// `run_in` the wrapper is small and inlined, and a quiet call pays one call of the closure, a small share of such
+/// a body.
 pub const IN_PLACE_BODY: usize = 1000;
 
 /// Bytes of source of a body (that declares no item) under which the rewrite writes it twice (`quiet_in!`): a
@@ -115,7 +112,7 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
                     return vec![(site.open, open), (site.close, " })".to_owned())];
                 }
             }
-            if site.body_in_closure && !probe.is_root && !plan.dev_profile && (size < IN_PLACE_BODY || counts_errs) {
+            if site.body_in_closure && !probe.is_root && !plan.dev_profile {
                 let small = size < IN_PLACE_BODY;
                 let pin = return_pin(site.return_type.as_deref());
                 let run = if small { "run_quiet_in" } else { "run_in" };
@@ -667,7 +664,7 @@ mod tests {
         s.body_in_closure = true;
         s.body_twice = true;
         let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
-        assert!(out.starts_with("fn f(b: u8) -> u64 {let __calltime_guard = ::calltime_rt::__private::enter_in("));
+        assert!(out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, "));
     }
 
     #[test]
@@ -714,7 +711,7 @@ mod tests {
     }
 
     #[test]
-    fn a_big_body_runs_in_place_under_a_guard() {
+    fn a_big_body_keeps_the_form_that_counts_in_place() {
         let body = format!("\n    let x = b as u64;{}\n    x\n", " ".repeat(IN_PLACE_BODY - 40));
         let src = format!("fn f(b: u8) -> u64 {{{body}}}\n");
         let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
@@ -727,24 +724,12 @@ mod tests {
             "{out}"
         );
         assert_eq!(out.lines().count(), src.lines().count());
-        // From the bound on, the body in place after a guard, as the plain build compiles it (no closure).
+        // From the bound on, the form whose wrapper stays small enough to be inlined.
         let src = format!("fn f(b: u8) -> u64 {{{}{body}}}\n", " ".repeat(40));
         let (open, close) = (src.find('{').unwrap() + 1, src.rfind('}').unwrap());
         assert!(close - open >= IN_PLACE_BODY);
         let mut s = site(ProbeKind::Sync, 3, open, close, Some("u64"));
         s.body_in_closure = true;
-        let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
-        assert_eq!(
-            out,
-            format!(
-                "fn f(b: u8) -> u64 {{let __calltime_guard = ::calltime_rt::__private::enter_in(\
-                 &crate::__CALLTIME_STATE, 3);{}{body}}}\n",
-                " ".repeat(40)
-            )
-        );
-        // Its `Err`s counted: `run_in`, whose closure holds the counting wrap (a guard's wrap is a closure too).
-        let mut s = counting(s);
-        s.return_type = Some("Result<u64, E>".to_owned());
         let out = apply(&src, &[Probe { site: &s, is_root: false }], &plan()).unwrap();
         assert!(out.starts_with("fn f(b: u8) -> u64 {::calltime_rt::__private::run_in(&crate::__CALLTIME_STATE, 3, "));
         assert_eq!(out.lines().count(), src.lines().count());

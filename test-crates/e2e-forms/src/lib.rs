@@ -158,8 +158,8 @@ pub fn wrapped(x: u32) -> u32 {
 }
 
 /// A body of `IN_PLACE_BODY` bytes and more that declares an item (a local `macro_rules!`, as tokei's
-/// `perform_multi_line_analysis`): run in place after a guard in an optimised build, with `return` from inside its
-/// loop, `continue` and a `break` with a value, as the plain build runs it.
+/// `perform_multi_line_analysis`): in `run_in`'s closure in an optimised build, with `return` from inside its loop,
+/// `continue` and a `break` with a value, as the plain build runs it.
 pub fn scan_words(words: &[&str], stop: &str) -> Option<usize> {
     let mut skip = 0;
     let mut letters = 0;
