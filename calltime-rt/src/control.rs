@@ -136,7 +136,10 @@ pub(crate) fn sample() -> u64 {
 /// At the runtime's start: the configured sampling rate and whether recording starts off (`CALLTIME_START_OFF=1`).
 pub(crate) fn start(sample: u64, start_off: bool) {
     SAMPLE.store(sample.max(1), Relaxed);
-    let _ = STATE.compare_exchange(UNSET, if start_off { OFF } else { ON }, Relaxed, Relaxed);
+    let started = STATE.compare_exchange(UNSET, if start_off { OFF } else { ON }, Relaxed, Relaxed);
+    if start_off && started.is_ok() {
+        crate::retire::start_quiet_while_off();
+    }
     watch_forks();
 }
 
@@ -241,7 +244,10 @@ fn apply(text: &str, applied: u64) -> Option<u64> {
         return None;
     }
     match (words.next(), words.next().and_then(|n| n.parse::<u64>().ok())) {
-        (Some("on"), _) => STATE.store(ON, Relaxed),
+        (Some("on"), _) => {
+            crate::retire::end_quiet_while_off();
+            STATE.store(ON, Relaxed)
+        }
         (Some("off"), _) => STATE.store(OFF, Relaxed),
         (Some("sample"), Some(n)) => SAMPLE.store(n.max(1), Relaxed),
         (Some("slower-than"), Some(ns)) => crate::keep::set_slower_than(ns),

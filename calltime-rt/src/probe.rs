@@ -190,7 +190,9 @@ fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(
 }
 
 /// The entry of a call that is not quiet (`run_unquiet_in`, `run_unquiet_at`): counted when the function retired
-/// (an inert guard), else the crate's table registered (once) and the call recorded.
+/// (an inert guard), else the crate's table registered (once) and the call recorded. Outside any invocation while
+/// recording started off, the function goes quiet in its crate's table until recording is switched on, so that
+/// its later calls take the quiet copy in place (`retire::quiet_while_off`).
 #[inline(always)]
 fn enter_unquiet<const N: usize>(states: &'static States<N>, index: u32) -> Guard {
     if states.state(index) != 0 {
@@ -198,6 +200,10 @@ fn enter_unquiet<const N: usize>(states: &'static States<N>, index: u32) -> Guar
         Guard::INERT
     } else {
         states.register_once();
+        if current().is_null() && crate::retire::quiet_while_off_now() {
+            states.quiet_while_off(index);
+            return Guard::INERT;
+        }
         enter_unretired(index)
     }
 }

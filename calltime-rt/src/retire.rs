@@ -140,6 +140,11 @@ impl<const N: usize> States<N> {
         }
     }
 
+    /// Makes function `index` quiet in this table while recording is off (see `quiet_while_off`).
+    pub(crate) fn quiet_while_off(&'static self, index: u32) {
+        quiet_while_off(&self.bytes, index);
+    }
+
     /// Registers the table at its first call that may record (a load and a branch after that).
     #[inline(always)]
     pub(crate) fn register_once(&'static self) {
@@ -169,6 +174,56 @@ fn register_states(bytes: &'static [AtomicU8], registered: &'static AtomicBool) 
         records.tables_used += 1;
     }
     registered.store(true, Relaxed);
+}
+
+/// Recording started off (`CALLTIME_START_OFF`) and has not been switched on yet: a probe's call that is not quiet
+/// (the out-of-line copy of a body written twice) outside any invocation makes its function quiet in its crate's
+/// table (`quiet_while_off`), so that until `ctl on` its calls cost what a quiet call costs. Without it nothing
+/// retires while off, and every such call took the cold copy out of line (tokei: 1.71x the plain build's
+/// instructions started off, against 1.12x recording everything; docs/performance.md, "Eleventh round").
+static QUIET_WHILE_OFF: AtomicBool = AtomicBool::new(false);
+
+/// At the runtime's start with recording off.
+pub(crate) fn start_quiet_while_off() {
+    QUIET_WHILE_OFF.store(true, Relaxed);
+}
+
+/// Whether calls outside any invocation may make their function quiet (see `QUIET_WHILE_OFF`): a relaxed load,
+/// on the cold path only.
+#[inline(always)]
+pub(crate) fn quiet_while_off_now() -> bool {
+    QUIET_WHILE_OFF.load(Relaxed)
+}
+
+/// Makes function `index` quiet in the crate table `bytes` while recording is off, unless it was switched on
+/// meanwhile, the function retired (the table then holds its state) or the table is not kept in step (it would
+/// never be set back). Cold: once per function and crate.
+#[cold]
+#[inline(never)]
+pub(crate) fn quiet_while_off(bytes: &'static [AtomicU8], index: u32) {
+    let records = lock(&RECORDS);
+    let probed = !STATE.get(index as usize).is_some_and(|state| state.load(Relaxed) != 0);
+    let kept = records.tables[..records.tables_used].iter().any(|table| std::ptr::eq(*table, bytes));
+    if QUIET_WHILE_OFF.load(Relaxed) && probed && kept {
+        if let Some(byte) = bytes.get(index as usize) {
+            byte.store(QUIET, Relaxed);
+        }
+    }
+}
+
+/// Recording switched on (`ctl on`): every crate table set back from `STATE`, the truth, before any root can
+/// record, so the functions made quiet while off are probed again.
+pub(crate) fn end_quiet_while_off() {
+    let records = lock(&RECORDS);
+    if !QUIET_WHILE_OFF.swap(false, Relaxed) {
+        return;
+    }
+    for table in &records.tables[..records.tables_used] {
+        for (state, mirror) in STATE.iter().zip(table.iter()) {
+            let value = state.load(Relaxed);
+            mirror.store(if value == PINNED { 0 } else { value }, Release);
+        }
+    }
 }
 
 /// The retirements, locked (last: nothing is locked under it) by the fork handler (see `control::watch_forks`).

@@ -403,7 +403,8 @@ fn every_function_form_builds_and_behaves_the_same() {
 /// The same forms in an optimised build, where small non-root bodies take the runtime's forms: written twice
 /// (`quiet_in!`, `quiet_err_in!`, and `quiet_guard_in!` for parameters taken by value) unless they declare an item
 /// (a nested function or the file's own statement macro in braces does not, when it holds none: `doubled`, `step`),
-/// else in a closure (`run_quiet_in`) or under a guard (`enter_in`: parameters taken by value). No warning, the
+/// else in a closure (`run_quiet_in`, or `run_in` from `IN_PLACE_BODY` bytes on: `scan_words`, whose local
+/// `macro_rules!` is an item) or under a guard (`enter_in`: parameters taken by value). No warning, the
 /// plain build's output, the same tree as the dev profile's guards record.
 #[test]
 fn every_function_form_builds_and_behaves_the_same_optimised() {
@@ -413,11 +414,21 @@ fn every_function_form_builds_and_behaves_the_same_optimised() {
     let shadow = std::fs::read_to_string(dir.join("target/calltime/shadow/src/.lib.calltime.rs")).unwrap();
     let form = |name: &str| {
         let line = shadow.lines().find(|l| l.contains(&format!("fn {name}("))).unwrap_or("");
-        ["quiet_in!", "quiet_err_in!", "quiet_guard_in!", "run_quiet_in", "enter_in"]
+        ["quiet_in!", "quiet_err_in!", "quiet_guard_in!", "run_quiet_in", "run_in", "enter_in"]
             .into_iter()
             .find(|f| line.contains(f))
     };
-    let names = ["first_evens", "parsed_sum", "calls_so_far", "wrapped", "first_of", "parsed_owned", "doubled", "step"];
+    let names = [
+        "first_evens",
+        "parsed_sum",
+        "calls_so_far",
+        "wrapped",
+        "first_of",
+        "parsed_owned",
+        "doubled",
+        "step",
+        "scan_words",
+    ];
     let expected = [
         "quiet_in!",
         "quiet_err_in!",
@@ -427,6 +438,7 @@ fn every_function_form_builds_and_behaves_the_same_optimised() {
         "quiet_err_in!",
         "quiet_in!",
         "quiet_err_in!",
+        "run_in",
     ];
     assert_eq!(names.map(form), expected.map(Some));
 }

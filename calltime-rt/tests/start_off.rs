@@ -1,0 +1,77 @@
+//! Recording started off (`CALLTIME_START_OFF=1`, `cargo calltime --start-off`): nothing records, so nothing
+//! retires, and a body written twice would run its out-of-line copy on every call. Its function goes quiet in its
+//! crate's table at its first call outside any invocation instead, and is probed again once `ctl on` switches
+//! recording on: the invocations after the switch record its calls. Each scenario runs in its own child process.
+
+mod common;
+
+use calltime_rt::__private::{enter_root, is_quiet_in, run_quiet_in, PlanInfo, States};
+use common::{is_child, run_ok};
+use std::cell::Cell;
+
+static PLAN: PlanInfo = PlanInfo { id: "plan-start-off", table: "", functions: 3 };
+/// The table the rewrite declares in each crate root (`__CALLTIME_STATE`).
+static STATES: States<3> = States::new();
+
+/// Calls of `double` per root.
+const CALLS: u64 = 5;
+/// Roots run after recording is switched on.
+const ROOTS_ON: usize = 3;
+
+// Function indices: 0 root, 1 double, 2 never_called.
+#[inline(never)]
+fn double(runs: &Cell<u64>, x: u64) -> u64 {
+    run_quiet_in(&STATES, 1, move || {
+        runs.set(runs.get() + 1);
+        x * 2
+    })
+}
+
+fn root(runs: &Cell<u64>) -> u64 {
+    let _root = enter_root(0, &PLAN);
+    (0..CALLS).map(|x| double(runs, x)).sum()
+}
+
+/// Writes `<seq> on` to the control file as `ctl` does, and waits for the status file to say it applied.
+fn switch_on() {
+    let dir = std::path::PathBuf::from(std::env::var_os("CALLTIME_CONTROL_DIR").unwrap());
+    let pid = std::process::id();
+    let tmp = dir.join(format!("{pid}.cmd.tmp"));
+    std::fs::write(&tmp, "1 on\n").unwrap();
+    std::fs::rename(&tmp, dir.join(format!("{pid}.cmd"))).unwrap();
+    let status = dir.join(format!("{pid}.status"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !std::fs::read_to_string(&status).is_ok_and(|s| s.lines().any(|l| l == "applied=1")) {
+        assert!(std::time::Instant::now() < deadline, "the runtime did not apply the command");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn functions_called_while_started_off_go_quiet_until_recording_is_switched_on() {
+    let name = "functions_called_while_started_off_go_quiet_until_recording_is_switched_on";
+    if is_child(name) {
+        let runs = Cell::new(0);
+        assert!(!is_quiet_in(&STATES, 1), "probed before the runtime starts");
+        // The first root starts the runtime, off: it records nothing, and `double` goes quiet at its first call.
+        assert_eq!(root(&runs), 20);
+        assert!(is_quiet_in(&STATES, 1), "quiet while off");
+        assert!(!is_quiet_in(&STATES, 2), "a function never called stays as it was");
+        assert_eq!(double(&runs, 21), 42, "a quiet call outside any root runs the body as well");
+        switch_on();
+        assert!(!is_quiet_in(&STATES, 1), "probed again once recording is on");
+        for _ in 0..ROOTS_ON {
+            assert_eq!(root(&runs), 20);
+        }
+        assert_eq!(runs.get(), (1 + ROOTS_ON as u64) * CALLS + 1, "the body runs once per call, whatever the kind");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("calltime-start-off-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = run_ok(name, &[("CALLTIME_START_OFF", "1"), ("CALLTIME_CONTROL_DIR", dir.to_str().unwrap())]);
+    let _ = std::fs::remove_dir_all(&dir);
+    // Only the roots after the switch are recorded, each with every call of `double` in it.
+    let recorded = format!("0[{}]", vec!["1"; CALLS as usize].join(" "));
+    assert_eq!(trace.shapes(), vec![recorded; ROOTS_ON]);
+    assert!(trace.quiet.is_empty(), "going quiet while off is not a retirement: {:?}", trace.quiet);
+}
