@@ -23,7 +23,8 @@ for path in sys.argv[1:]:
     fields = lines[header + 1].split()
     # A root sampled for cost: its row is over the recorded invocations, which one preempted call can carry; the
     # aggregate's header gives its mean over every invocation, each timed at the root, the plain build's measure.
-    whole = [re.search(r"the root over all [\d,]+: mean ([\d.]+(?:ns|µs|us|ms|s))", line) for line in lines[:header]]
+    # (`~` when the skipped ones' roots were timed at random, 1 in 16).
+    whole = [re.search(r"the root over all [\d,]+: mean (~?[\d.]+(?:ns|µs|us|ms|s))", line) for line in lines[:header]]
     whole = [m.group(1) for m in whole if m]
     tree.append(ns(whole[0]) if whole else ns(fields[3]))
     # The function is the row's last column, less the marks after it (`analyze [children overlap 140ms]`).
