@@ -1188,7 +1188,12 @@ fn edition_2015_crate_root_ending_in_a_comment() {
 #[test]
 fn a_recursive_cluster_retires_inside_folded_invocations_with_exact_counts() {
     let (tmp, dir) = util::copy_test_crate("e2e-recursive");
-    let out = util::run(util::calltime().args(["--root", "document", "-q"]).current_dir(&dir), true);
+    // The counts are what is checked, not whether a loaded machine found the cluster fast enough at its first
+    // check: a factor no call of this parser comes near makes that check pass whatever the load (a test run in
+    // parallel with others once retired `item` and `list` a check later, at 14,637 calls).
+    let mut run = util::calltime();
+    run.args(["--root", "document", "-q"]).env("CALLTIME_RETIRE_FACTOR", "100000").current_dir(&dir);
+    let out = util::run(&mut run, true);
     let plain = plain_run(&dir, &tmp.path().join("plain-target"), &[]);
     assert_eq!(out.stdout, plain.stdout);
     let mut views = String::new();
