@@ -166,33 +166,14 @@ const ITEM_WORDS: [&str; 15] = [
     "no_mangle",
 ];
 
-/// std's macros that expand to an expression or a statement, never to an item.
-const EXPRESSION_MACROS: [&str; 24] = [
-    "assert",
-    "assert_eq",
-    "assert_ne",
-    "debug_assert",
-    "debug_assert_eq",
-    "debug_assert_ne",
-    "panic",
-    "unreachable",
-    "todo",
-    "unimplemented",
-    "format",
-    "format_args",
-    "write",
-    "writeln",
-    "print",
-    "println",
-    "eprint",
-    "eprintln",
-    "vec",
-    "matches",
-    "concat",
-    "stringify",
-    "line",
-    "cfg",
-];
+/// std's macros that expand to an expression or a statement, never to an item: the format-string ones
+/// (`std_model::FORMAT_MACROS`: `format!`, `write!`, `panic!`, the asserts, ...) and these.
+const OTHER_EXPRESSION_MACROS: [&str; 6] = ["vec", "matches", "concat", "stringify", "line", "cfg"];
+
+/// Whether `name` is one of std's macros that never expand to an item.
+fn is_std_expression_macro(name: &str) -> bool {
+    super::std_model::FORMAT_MACROS.contains(&name) || OTHER_EXPRESSION_MACROS.contains(&name)
+}
 
 /// What a `macro_rules!` of the file may expand to: whether its rules hold an item word (`ITEM_WORDS`), and the
 /// macros its rules invoke. Every definition of a name counts (a macro defined twice under `#[cfg]`s).
@@ -248,8 +229,8 @@ fn scan_macro_tokens(tokens: TokenStream, shape: &mut MacroShape) {
 }
 
 /// The file's macros whose expansion declares no item: no item word in their rules, and every macro they invoke is
-/// such a macro of the file or one of std's `EXPRESSION_MACROS` (a name the file defines is judged by its own
-/// rules). `if !(x)` reads as an invocation of `if`, which is no macro of the file: the macro is then not counted,
+/// such a macro of the file or one of std's expression macros (`is_std_expression_macro`; a name the file defines
+/// is judged by its own rules). `if !(x)` reads as an invocation of `if`, which is no macro of the file: the macro is then not counted,
 /// which only costs the body its second copy.
 fn item_free_macros(shapes: &HashMap<String, MacroShape>) -> HashSet<String> {
     let mut free = HashSet::new();
@@ -259,7 +240,7 @@ fn item_free_macros(shapes: &HashMap<String, MacroShape>) -> HashSet<String> {
             let invokes_free = shape
                 .invokes
                 .iter()
-                .all(|m| free.contains(m) || (!shapes.contains_key(m) && EXPRESSION_MACROS.contains(&m.as_str())));
+                .all(|m| free.contains(m) || (!shapes.contains_key(m) && is_std_expression_macro(m)));
             if !shape.declares && invokes_free {
                 free.insert(name.clone());
             }
