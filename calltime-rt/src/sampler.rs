@@ -297,10 +297,7 @@ pub(crate) enum Decision {
 /// root task's skip is counted as one (`tasks`) and never timed.
 #[inline]
 pub(crate) fn decide_for_task(index: u32) -> Decision {
-    if !sampling_unswitched_by_keep() {
-        return Decision::Record(None);
-    }
-    let Some(e) = entry(index) else { return Decision::Record(None) };
+    let Some(e) = sampled_entry(index) else { return Decision::Record(None) };
     let decision = decide_entry(e);
     if let Decision::Skip(e, _) = decision {
         e.tasks.store(e.tasks.load(Relaxed) + 1, Relaxed);
@@ -311,12 +308,19 @@ pub(crate) fn decide_for_task(index: u32) -> Decision {
 /// `decide_for_task` for a thread's root: the entry is remembered for this root's next entries (`skip_untimed`).
 #[inline]
 pub(crate) fn decide_on_thread(index: u32) -> Decision {
-    if !sampling_unswitched_by_keep() {
-        return Decision::Record(None);
-    }
-    let Some(e) = entry(index) else { return Decision::Record(None) };
+    let Some(e) = sampled_entry(index) else { return Decision::Record(None) };
     LAST.with(|last| last.set((index.wrapping_add(1), e)));
     decide_entry(e)
+}
+
+/// Root `index`'s sampler entry when sampling for cost applies to it (`sampling_unswitched_by_keep`).
+#[inline(always)]
+fn sampled_entry(index: u32) -> Option<&'static Entry> {
+    if sampling_unswitched_by_keep() {
+        entry(index)
+    } else {
+        None
+    }
 }
 
 /// Whether sampling for cost applies: a budget, and no threshold switched on while running (`ctl slower-than`),
@@ -364,6 +368,10 @@ fn skip_untimed_at(e: &Entry) -> bool {
 /// A decision once the root's entry is found.
 #[inline(always)]
 fn decide_entry(e: &'static Entry) -> Decision {
+    // An untimed skip decides and counts as the fast path does (one definition of it).
+    if skip_untimed_at(e) {
+        return Decision::Skip(e, false);
+    }
     let seen = e.seen.load(Relaxed) + 1;
     e.seen.store(seen, Relaxed);
     let period = e.period.load(Relaxed);
@@ -374,13 +382,8 @@ fn decide_entry(e: &'static Entry) -> Decision {
     if countdown > 1 {
         e.countdown.store(countdown - 1, Relaxed);
         e.skipped.store(e.skipped.load(Relaxed) + 1, Relaxed);
-        // Whether its root is timed: a countdown of its own, at random gaps, so the timed ones are a uniform
-        // sample of the skipped ones, whatever their durations.
-        let time_countdown = e.time_countdown.load(Relaxed);
-        if time_countdown > 1 {
-            e.time_countdown.store(time_countdown - 1, Relaxed);
-            return Decision::Skip(e, false);
-        }
+        // Skipped, and not untimed: its root's own countdown (random gaps, so the timed ones are a uniform sample
+        // of the skipped ones, whatever their durations) has run out: timed.
         e.time_countdown.store(gap(TIME_EVERY), Relaxed);
         return Decision::Skip(e, true);
     }

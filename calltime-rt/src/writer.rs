@@ -194,6 +194,11 @@ enum Retired<'a> {
 impl<'a> Retired<'a> {
     /// `(function index, calls)` of each retired function called (retirement slots in use only).
     fn pairs(&self) -> impl Iterator<Item = (u32, u64)> + 'a {
+        self.slots().map(|(slot, calls)| (retire::slot_index(slot), calls))
+    }
+
+    /// `(retirement slot, calls)` of each retired function called (slots in use only).
+    fn slots(&self) -> impl Iterator<Item = (usize, u64)> + 'a {
         let (by_slot, entries): (&[u64], &[Node]) = match *self {
             Retired::BySlot(counts) => (counts, &[]),
             Retired::Entries(entries) => (&[], entries),
@@ -201,10 +206,17 @@ impl<'a> Retired<'a> {
         let slots_used = retire::slots_used();
         let by_slot = by_slot.iter().enumerate().map(|(slot, &calls)| (slot, calls));
         let entries = entries.iter().map(|e| (e.index as usize, e.start));
-        by_slot
-            .chain(entries)
-            .filter(move |&(slot, calls)| calls > 0 && (1..=slots_used).contains(&slot))
-            .map(|(slot, calls)| (retire::slot_index(slot), calls))
+        by_slot.chain(entries).filter(move |&(slot, calls)| calls > 0 && (1..=slots_used).contains(&slot))
+    }
+}
+
+/// Adds `(retirement slot, calls)` pairs to counts by slot (the writer's thread: may allocate).
+fn add_by_slot(sums: &mut Vec<u64>, pairs: impl Iterator<Item = (usize, u64)>) {
+    for (slot, calls) in pairs {
+        if sums.len() <= slot {
+            sums.resize(slot + 1, 0);
+        }
+        sums[slot] += calls;
     }
 }
 
@@ -761,12 +773,7 @@ impl Sink {
             if part.adoption.is_some() {
                 self.collect_parts(&part, next, &mut queue);
             }
-            for (slot, &calls) in part.retired_calls().iter().enumerate().filter(|(_, &calls)| calls > 0) {
-                if self.part_retired.len() <= slot {
-                    self.part_retired.resize(slot + 1, 0);
-                }
-                self.part_retired[slot] += calls;
-            }
+            add_by_slot(&mut self.part_retired, Retired::BySlot(part.retired_calls()).slots());
             next += lines;
             give_back(part);
         }
@@ -1098,12 +1105,7 @@ impl Sink {
         } else {
             // One `r` line per function, in order of retirement: the invocation's own thread's calls and its parts'.
             let mut merged = mem::take(&mut self.part_retired);
-            if let Retired::BySlot(own) = owner.retired {
-                if merged.len() < own.len() {
-                    merged.resize(own.len(), 0);
-                }
-                merged.iter_mut().zip(own).for_each(|(sum, &calls)| *sum += calls);
-            }
+            add_by_slot(&mut merged, owner.retired.slots());
             for (index, calls) in Retired::BySlot(&merged).pairs() {
                 push_fields(out, b"r", &[u64::from(index), calls]);
             }
