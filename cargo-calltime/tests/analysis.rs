@@ -44,6 +44,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // A unit struct taken by value drops nothing; a forwarder whose call is a guess (`.into()`) keeps its probe.
     ("forwarders-guess", "analysis-trivial", &["--root", "UnitVisitor::visit_all", "--depth", "3"]),
     ("forwarders-probed", "analysis-trivial", &["--root", "Parser::skip_spaces", "--depth", "4", "--probe-trivial"]),
+    // A workspace `macro_rules!` that runs straight through (serde_json's `tri!`: a match and a return) keeps a
+    // body trivial, wherever the macro is defined; one that calls a function or loops does not.
+    ("trivial-macros", "analysis-trivial", &["--root", "Checked::scan", "--depth", "2"]),
     // Issue 12.6: workspace traits implemented for std types, called on literals, `vec![..]`, `String`, `&str`,
     // slices and `Option`; a std value of unknown type and an unknown receiver are over-approximated with a note.
     ("std-impls", "analysis-faults", &["--root", "shapes::shown", "--depth", "2", "--probe-trivial"]),

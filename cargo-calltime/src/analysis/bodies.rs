@@ -16,10 +16,14 @@ use super::std_model::{binary_op_trait, CHEAP_MACROS, FORMAT_MACROS, LOCAL_KEY_M
 use super::syntax::*;
 
 /// Whether a body runs straight through (no loop, closure, async block, `.await`, or macro other than
-/// [`CHEAP_MACROS`]), and how many statements it has.
+/// [`CHEAP_MACROS`] and those in `macros`), and how many statements it has.
+#[derive(Default)]
 pub(super) struct StraightLine {
     pub(super) stmts: u32,
     pub(super) straight: bool,
+    /// The other macros invoked, whose arguments parse as expressions (themselves straight): the body runs straight
+    /// through only if these do, which the index judges from the workspace's `macro_rules!`.
+    pub(super) macros: Vec<String>,
 }
 
 impl<'ast> Visit<'ast> for StraightLine {
@@ -49,8 +53,18 @@ impl<'ast> Visit<'ast> for StraightLine {
         }
     }
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-        if !CHEAP_MACROS.contains(&macro_name(mac).as_str()) {
-            self.straight = false;
+        let name = macro_name(mac);
+        if CHEAP_MACROS.contains(&name.as_str()) {
+            return;
+        }
+        match mac.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated) {
+            Ok(args) => {
+                args.iter().for_each(|arg| self.visit_expr(arg));
+                if !self.macros.contains(&name) {
+                    self.macros.push(name);
+                }
+            }
+            Err(_) => self.straight = false,
         }
     }
 }

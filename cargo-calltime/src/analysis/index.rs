@@ -161,6 +161,20 @@ pub struct Index {
     pub lines: usize,
     /// `#[global_allocator]` statics of the indexed crates that are compiled in and not test-only.
     pub global_allocators: Vec<crate::plan::GlobalAllocator>,
+    /// Names of the workspace's `macro_rules!` macros whose every definition runs straight through
+    /// (`ModItems::macro_rules`): a body invoking them may still be trivial (`FnItem::straight_line_macros`).
+    pub straight_macros: HashSet<String>,
+}
+
+/// The macro names every workspace file that defines them defines as straight-line (`Index::straight_macros`).
+fn straight_macros(sources: &SourceSet) -> HashSet<String> {
+    let mut straight: HashMap<&str, bool> = HashMap::new();
+    for summary in sources.files.values() {
+        for (name, runs_straight) in &summary.items.macro_rules {
+            *straight.entry(name.as_str()).or_insert(true) &= *runs_straight;
+        }
+    }
+    straight.into_iter().filter(|&(_, s)| s).map(|(name, _)| name.to_owned()).collect()
 }
 
 impl FnDef {
@@ -173,6 +187,7 @@ impl FnDef {
 impl Index {
     pub fn build(specs: Vec<CrateSpec>, sources: &SourceSet) -> Index {
         let mut index = Index { lines: sources.lines, warnings: sources.warnings.clone(), ..Index::default() };
+        index.straight_macros = straight_macros(sources);
         // Crate roots first, so extern preludes can point at them.
         for (krate, spec) in specs.iter().enumerate() {
             let root = index.modules.len();
@@ -427,6 +442,7 @@ impl Index {
             calls_params: f.calls_params,
             polls_params: f.polls_params,
             straight_line_stmts: f.straight_line_stmts,
+            straight_line_macros: f.straight_line_macros.clone(),
             value_params: f.value_params.clone(),
             returns: f.returns.clone(),
         };

@@ -15,7 +15,7 @@ use syn::{
 use super::bodies::{BodyVisitor, StraightLine};
 use super::cfg;
 use super::chunks;
-use super::std_model::{BOXED_FUTURES, PRIMITIVES, SMART_POINTERS};
+use super::std_model::{BOXED_FUTURES, CHEAP_MACROS, PRIMITIVES, SMART_POINTERS};
 use super::syntax::*;
 use crate::plan::{ErrCounting, ProbeKind, SkipReason};
 
@@ -52,7 +52,7 @@ fn extract_by_items(base: usize, content: &str) -> Option<ModItems> {
     }
     let item_free_macros = item_free_macros(&shapes);
     let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics, item_free_macros };
-    let mut items = ModItems::default();
+    let mut items = ModItems { macro_rules: straight_macros(&shapes), ..ModItems::default() };
     let scope = Scope::default();
     for chunk in chunks {
         let item: Item = syn::parse2(chunk).ok()?;
@@ -70,7 +70,7 @@ fn extract_whole(base: usize, content: &str) -> Result<ModItems, (usize, String)
     macro_shapes(&file.items, &mut shapes);
     let item_free_macros = item_free_macros(&shapes);
     let mut ex = Extractor { base, in_macro: None, next_decl: 0, statics, item_free_macros };
-    let mut items = ModItems::default();
+    let mut items = ModItems { macro_rules: straight_macros(&shapes), ..ModItems::default() };
     ex.items(&file.items, &mut items, &Scope::default());
     Ok(items)
 }
@@ -180,6 +180,9 @@ fn is_std_expression_macro(name: &str) -> bool {
 #[derive(Default)]
 struct MacroShape {
     declares: bool,
+    /// Its rules hold a loop, a closure (or any `|`), `async`/`.await`, or a call (`f(`, `.m(`, `a::f(`; not a
+    /// constructor such as `Err(`): code that may not run straight through, or that `calls` would not see.
+    runs_code: bool,
     invokes: Vec<String>,
     /// Those of `invokes` delimited by braces, which may stand as statements.
     brace_invokes: Vec<String>,
@@ -215,6 +218,14 @@ fn scan_macro_tokens(tokens: TokenStream, shape: &mut MacroShape) {
                     shape.declares = true;
                 }
                 let bang = matches!(tts.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!');
+                let metavariable = i > 0 && matches!(&tts[i - 1], TokenTree::Punct(p) if p.as_char() == '$');
+                let called = matches!(tts.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+                let lower = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_');
+                if RUNS_CODE_WORDS.contains(&name.as_str())
+                    || (called && lower && !metavariable && !NOT_CALLED_WORDS.contains(&name.as_str()))
+                {
+                    shape.runs_code = true;
+                }
                 if let (true, Some(TokenTree::Group(g))) = (bang, tts.get(i + 2)) {
                     if g.delimiter() == Delimiter::Brace {
                         shape.brace_invokes.push(name.clone());
@@ -223,10 +234,18 @@ fn scan_macro_tokens(tokens: TokenStream, shape: &mut MacroShape) {
                 }
             }
             TokenTree::Group(g) => scan_macro_tokens(g.stream(), shape),
+            TokenTree::Punct(p) if p.as_char() == '|' => shape.runs_code = true,
             _ => {}
         }
     }
 }
+
+/// Words that make a macro's expansion more than straight-line code (`MacroShape::runs_code`).
+const RUNS_CODE_WORDS: [&str; 6] = ["loop", "while", "for", "async", "await", "move"];
+
+/// Lower-case words a parenthesis may follow in a macro's rules without being a call.
+const NOT_CALLED_WORDS: [&str; 14] =
+    ["if", "match", "return", "in", "as", "else", "let", "mut", "ref", "break", "unsafe", "expr", "tt", "pat"];
 
 /// The file's macros whose expansion declares no item: no item word in their rules, and every macro they invoke is
 /// such a macro of the file or one of std's expression macros (`is_std_expression_macro`; a name the file defines
@@ -249,6 +268,33 @@ fn item_free_macros(shapes: &HashMap<String, MacroShape>) -> HashSet<String> {
             return free;
         }
     }
+}
+
+/// The file's `macro_rules!` macros, each with whether it runs straight through: no item, nothing
+/// `MacroShape::runs_code`, and every macro it invokes one of [`CHEAP_MACROS`] or such a macro of the file. A
+/// straight-line body may invoke one (its arguments' calls are the body's own: `calls`); the index takes a name as
+/// straight only when every definition of it in the workspace is (`Index::straight_macros`). serde_json's `tri!`
+/// (`match $e { Ok(val) => val, Err(err) => return Err(err) }`) is; `vec!` or a macro calling a function is not.
+fn straight_macros(shapes: &HashMap<String, MacroShape>) -> Vec<(String, bool)> {
+    let mut straight: HashSet<&String> = HashSet::new();
+    loop {
+        let before = straight.len();
+        for (name, shape) in shapes {
+            let invokes_straight = shape
+                .invokes
+                .iter()
+                .all(|m| shapes.get_key_value(m).is_some_and(|(k, _)| straight.contains(k)) || CHEAP_MACROS.contains(&m.as_str()));
+            if !shape.declares && !shape.runs_code && invokes_straight {
+                straight.insert(name);
+            }
+        }
+        if straight.len() == before {
+            break;
+        }
+    }
+    let mut all: Vec<(String, bool)> = shapes.keys().map(|name| (name.clone(), straight.contains(name))).collect();
+    all.sort();
+    all
 }
 
 fn is_test_attr(attr: &Attribute) -> bool {
@@ -636,11 +682,14 @@ impl Extractor {
         }
         body.visit_block(block);
         if sig.asyncness.is_none() {
-            let mut shape = StraightLine { stmts: 0, straight: true };
+            let mut shape = StraightLine { straight: true, ..StraightLine::default() };
             // The body itself: each statement counts, a lone tail expression too (`shape` leaves out only the blocks
             // of one expression nested in it).
             block.stmts.iter().for_each(|stmt| shape.visit_stmt(stmt));
             item.straight_line_stmts = shape.straight.then_some(shape.stmts);
+            if shape.straight {
+                item.straight_line_macros = shape.macros;
+            }
         }
         let BodyVisitor { calls, items, calls_params, polls_params, spawns, .. } = body;
         item.calls = calls.into();

@@ -170,9 +170,14 @@ pub struct FnItem {
     /// The body awaits one of its parameters or polls a future (`fut.as_mut().poll(cx)`): futures passed to it
     /// run under it.
     pub polls_params: bool,
-    /// For a body with no loop, closure, `async`/`.await` and no macro but [`CHEAP_MACROS`]: how many statements it
-    /// has, nested blocks included. `None` for any other body. Its calls are in `calls`.
+    /// For a body with no loop, closure, `async`/`.await` and no macro but [`CHEAP_MACROS`] and those of
+    /// `straight_line_macros`: how many statements it has, nested blocks included. `None` for any other body. Its
+    /// calls are in `calls`.
     pub straight_line_stmts: Option<u32>,
+    /// The other macros a straight-line body invokes (by last path segment), with arguments that parse as
+    /// expressions: it runs straight through only if each is a workspace macro whose rules do
+    /// (`ModItems::macro_rules`; serde_json's `tri!`, its own `?`).
+    pub straight_line_macros: Vec<String>,
     /// Parameters taken by value whose drop may run code: the type's last path segment (`Self` for `self`), or
     /// `?` when the type is not a plain path. References and primitive types are left out.
     pub value_params: Vec<String>,
@@ -264,6 +269,9 @@ pub struct ModItems {
     pub types: Vec<TypeItem>,
     pub mods: Vec<ModItem>,
     pub global_allocators: Vec<AllocatorSite>,
+    /// A file's `macro_rules!` macros (set on the file's top-level items only), each with whether its rules run
+    /// straight through (`items::straight_macros`): no loop, closure, call, item, or macro but such ones.
+    pub macro_rules: Vec<(String, bool)>,
 }
 
 /// What one file contributes to the index.

@@ -78,6 +78,9 @@ fn straight_body(index: &Index, f: FnId) -> Option<(u32, Vec<SiteTargets>)> {
         return None;
     }
     let stmts = item.straight_line_stmts?;
+    if !item.straight_line_macros.iter().all(|m| index.straight_macros.contains(m)) {
+        return None;
+    }
     // A parameter taken by value is dropped at the end unless moved on: that may free memory.
     for ty in &item.value_params {
         let copy = match ty.as_str() {
