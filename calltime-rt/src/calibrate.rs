@@ -162,8 +162,11 @@ fn measure() -> Calibration {
     let (_, retired_outer) = unsafe { measure_kind(rec, Kind::Retired) };
     // SAFETY: as above.
     let (_, quiet_outer) = unsafe { measure_kind(rec, Kind::Quiet) };
-    // SAFETY: from Box::into_raw above; no longer current anywhere.
-    drop(unsafe { Box::from_raw(rec) });
+    // The recorder is kept, not freed: its buffers (about 100 KB) would go back to the top of glibc's main heap,
+    // which then stays above the 64 KB at which glibc consolidates its fast bins on every free that reaches the
+    // top; serde_json, which frees a tree of small values per line, then ran `malloc_consolidate` once a line
+    // (docs/performance.md, "Twelfth round"). `rec` is no longer current anywhere and is never used again.
+    let _kept = rec;
     let quiet_inline = quiet_in_loop();
     let ns_per_tick = if base.is_tsc() {
         let ticks = now().wrapping_sub(ticks0).max(1);
