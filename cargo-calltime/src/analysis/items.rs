@@ -219,7 +219,8 @@ fn scan_macro_tokens(tokens: TokenStream, shape: &mut MacroShape) {
                 }
                 let bang = matches!(tts.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!');
                 let metavariable = i > 0 && matches!(&tts[i - 1], TokenTree::Punct(p) if p.as_char() == '$');
-                let called = matches!(tts.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+                let called =
+                    matches!(tts.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
                 let lower = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_');
                 if RUNS_CODE_WORDS.contains(&name.as_str())
                     || (called && lower && !metavariable && !NOT_CALLED_WORDS.contains(&name.as_str()))
@@ -280,10 +281,9 @@ fn straight_macros(shapes: &HashMap<String, MacroShape>) -> Vec<(String, bool)> 
     loop {
         let before = straight.len();
         for (name, shape) in shapes {
-            let invokes_straight = shape
-                .invokes
-                .iter()
-                .all(|m| shapes.get_key_value(m).is_some_and(|(k, _)| straight.contains(k)) || CHEAP_MACROS.contains(&m.as_str()));
+            let invokes_straight = shape.invokes.iter().all(|m| {
+                shapes.get_key_value(m).is_some_and(|(k, _)| straight.contains(k)) || CHEAP_MACROS.contains(&m.as_str())
+            });
             if !shape.declares && !shape.runs_code && invokes_straight {
                 straight.insert(name);
             }
