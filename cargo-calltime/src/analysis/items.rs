@@ -222,8 +222,9 @@ fn scan_macro_tokens(tokens: TokenStream, shape: &mut MacroShape) {
                 let called =
                     matches!(tts.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
                 let lower = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_');
+                // A fragment before a parenthesis (`$f()`) may be a call of whatever the invocation names.
                 if RUNS_CODE_WORDS.contains(&name.as_str())
-                    || (called && lower && !metavariable && !NOT_CALLED_WORDS.contains(&name.as_str()))
+                    || (called && (metavariable || (lower && !NOT_CALLED_WORDS.contains(&name.as_str()))))
                 {
                     shape.runs_code = true;
                 }

@@ -11,11 +11,16 @@ pub fn tally(n: usize) -> usize {
     (0..n).filter(|i| i % 3 == 0).count()
 }
 
+/// What `named` has `call_it!` call.
+fn tally_ten() -> usize {
+    tally(10)
+}
+
 impl Checked {
     /// The root of the macro cases.
     pub fn scan(&mut self) -> Result<usize, ()> {
         let first = tri!(self.peek_or_zero());
-        Ok(usize::from(first) + tri!(self.counted()) + tri!(self.spun()))
+        Ok(usize::from(first) + tri!(self.counted()) + tri!(self.spun()) + tri!(self.named()))
     }
 
     // A forwarder: `tri!` is a match and a return, so the body runs straight through, and its one call is trivial.
@@ -36,5 +41,10 @@ impl Checked {
     // Probed: `spin!` loops.
     fn spun(&mut self) -> Result<usize, ()> {
         Ok(spin!(self.at))
+    }
+
+    // Probed: `call_it!` calls the function it is given.
+    fn named(&mut self) -> Result<usize, ()> {
+        Ok(call_it!(tally_ten))
     }
 }

@@ -422,5 +422,12 @@ macro_rules! spin {
     }};
 }
 
+/// Calls what its invocation names: `call_it!(work)` is a call of `work` that the body does not show.
+macro_rules! call_it {
+    ($f:expr) => {
+        $f()
+    };
+}
+
 mod checked;
 pub use checked::{tally, Checked};
