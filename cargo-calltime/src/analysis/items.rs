@@ -620,6 +620,7 @@ impl Extractor {
             spawns: Vec::new(),
             adopted_parallel_starts: Vec::new(),
             parse_targets: HashMap::new(),
+            into_targets: HashMap::new(),
             macro_depth: 0,
         };
         for input in &sig.inputs {

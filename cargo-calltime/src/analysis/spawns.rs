@@ -238,8 +238,7 @@ pub(super) fn parallel_chain(call: &ExprMethodCall, base: usize) -> Option<(Spaw
         }
     }
     let range = Spanned::span(call).byte_range();
-    let callee =
-        SpawnCallee::ParallelChain { start: base + range.start, end: base + range.end, items, named, by_name };
+    let callee = SpawnCallee::ParallelChain { start: base + range.start, end: base + range.end, items, named, by_name };
     Some((SpawnDraft { callee, args: Vec::new() }, starts))
 }
 
@@ -592,7 +591,9 @@ mod tests {
         };
         let code = "v.par_iter().zip(w.par_iter().map(|x| f(x))).filter(|p| g(p)).map(h).sum::<u64>()";
         let (draft, starts) = chain(code).unwrap();
-        let SpawnCallee::ParallelChain { start, end, items, named, by_name } = draft.callee else { panic!("{draft:?}") };
+        let SpawnCallee::ParallelChain { start, end, items, named, by_name } = draft.callee else {
+            panic!("{draft:?}")
+        };
         assert_eq!((start, end, by_name, starts.len()), (0, code.len(), 0, 2));
         let named: Vec<(&str, usize)> = named.iter().map(|n| (&code[n.open..n.close], n.arity)).collect();
         assert_eq!(named, [("h", 1)]);
@@ -616,7 +617,10 @@ mod tests {
             named("v.par_lines().fold(HashMap::new, count).reduce(HashMap::new, Self::merge)"),
             (owned(&[("HashMap::new", 0), ("Self::merge", 2), ("HashMap::new", 0), ("count", 2)]), 0)
         );
-        assert_eq!(named("v.par_iter().map_with(sender, send).for_each(drop)"), (owned(&[("drop", 1), ("send", 2)]), 0));
+        assert_eq!(
+            named("v.par_iter().map_with(sender, send).for_each(drop)"),
+            (owned(&[("drop", 1), ("send", 2)]), 0)
+        );
         assert_eq!(named("v.par_iter().weird(f).count()"), (Vec::new(), 1));
         // Not consumed where it starts (returned, stored), no parallel iterator, or consumed by an earlier call.
         assert!(chain("v.par_iter().map(|x| f(x))").is_none());

@@ -388,7 +388,8 @@ impl From<u8> for Count {
     }
 }
 
-// Probed: its one call (`b.into()`) may be any workspace `From` impl, a guess: what it reaches is not known.
-pub fn forward_guess(b: u8) -> Count {
+// Probed: its one call (`b.into()` on a generic value) may be any workspace `From` impl, a guess: what it reaches
+// is not known.
+pub fn forward_guess<T: Into<Count>>(b: T) -> Count {
     b.into()
 }
