@@ -1155,3 +1155,17 @@ fn names_keep_their_semicolons_except_in_folded_stacks() {
     assert!(text.contains("[char; LEN]") && table.contains("[char; LEN]"), "{text}\n{table}");
     assert!(!folded.contains("[char; LEN]") && folded.contains("[char, LEN]"), "{folded}");
 }
+
+/// unrecorded-parts.trace: two async invocations of `job`, each spawning two `checksum` tasks; one of the second's ran
+/// unrecorded (no free recording buffer: async-executor's 2,000 jobs open at once left 1,300 of 8,000 subtasks
+/// unrecorded). The aggregate showed `checksum [task]` at 1.50 calls an invocation with nothing saying why; the
+/// summary now counts the unrecorded parts.
+#[test]
+fn spawned_work_that_ran_unrecorded_is_counted_in_the_summary() {
+    let text = render_text(&load("unrecorded-parts"), &ViewOptions { top: 0, ..ViewOptions::default() });
+    check(&expect("unrecorded-parts.txt"), &text);
+    assert!(
+        text.contains("1 of the 4 spawned parts of the kept invocations ran unrecorded (in 1 invocation"),
+        "{text}"
+    );
+}
