@@ -1644,7 +1644,7 @@ fn main() {
     let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(400);
     let mut registry = Handlebars::new();
     registry.register_template_string("page", PAGE).expect("page template");
-    registry.register_partial("header", "<header>{{title}} ({{items.length}} items)</header>").expect("partial");
+    registry.register_partial("header", "<header>{{title}} ({{items.[0].name}} first)</header>").expect("partial");
     registry.register_helper("even", Box::new(even));
     registry.register_helper("shout", Box::new(shout));
     let (mut bytes, mut spent) = (0usize, Duration::ZERO);
