@@ -1060,6 +1060,12 @@ fn retired_calls_go_under_their_callers_at_each_callers_rate() {
     let trace = load("placed-retired");
     let text = render_text(&trace, &ViewOptions::default());
     check(&expect("placed-retired.txt"), &text);
+    // The retired line names where the later calls went: a caller that first called it after it retired would not
+    // be among them (petgraph's `FixedBitSet::visit`, recorded under `dijkstra` only, took `Dfs::next`'s calls).
+    assert!(
+        text.contains("later calls placed under parse::parse_request, render::render (where it was recorded before"),
+        "{text}"
+    );
 }
 
 /// sampled-quiet.trace: a root sampled for cost (3 of 7 invocations recorded, 4 timed only: 20 us) whose callee

@@ -179,6 +179,7 @@ impl TextView<'_> {
     fn retired_lines(
         &self,
         out: &mut String,
+        tree: &Merged,
         retired: &[RetiredCalls],
         unplaced: &[RetiredCalls],
         per_invocation: Option<u64>,
@@ -192,12 +193,42 @@ impl TextView<'_> {
             let dropped = self.trace.stats.dropped_cap > 0;
             let text =
                 retired_text(&self.names.get(r.func), &calls, retirement(self.trace, r.func), r.estimated, dropped);
-            let placed = match unplaced.iter().any(|u| u.func == r.func) {
-                true => ", not in the tree: no call of it or of a caller recorded there",
-                false => "",
+            let placed = if unplaced.iter().any(|u| u.func == r.func) {
+                ", not in the tree: no call of it or of a caller recorded there".to_owned()
+            } else {
+                self.placed_under(tree, r.func)
             };
             let _ = writeln!(out, "{}", self.paint.s(dim(), &format!("retired: {text}{placed}")));
         }
+    }
+
+    /// Where a retired function's later calls went: under the callers it was recorded under before it retired. A
+    /// caller that first called it afterwards is not in the trace, so its calls show under those (petgraph's
+    /// `FixedBitSet::visit`, recorded under `dijkstra` only, took `Dfs::next`'s later calls there).
+    fn placed_under(&self, tree: &Merged, func: u32) -> String {
+        fn walk(node: &Merged, func: u32, out: &mut Vec<u32>) {
+            for child in &node.children {
+                if child.func == func && child.retired_calls > 0 && !out.contains(&node.func) {
+                    out.push(node.func);
+                }
+                walk(child, func, out);
+            }
+        }
+        let mut callers = Vec::new();
+        walk(tree, func, &mut callers);
+        if callers.is_empty() {
+            return String::new();
+        }
+        let names: Vec<String> = callers.iter().take(3).map(|&f| self.names.get(f).to_string()).collect();
+        let more = match callers.len() {
+            n if n > 3 => format!(" and {} more", n - 3),
+            _ => String::new(),
+        };
+        format!(
+            "; later calls placed under {}{more} (where it was recorded before it retired: a caller that first called \
+             it after that is not known)",
+            names.join(", ")
+        )
     }
 
     fn invocation(&self, out: &mut String, k: usize, inv: &Invocation) {
@@ -272,7 +303,7 @@ impl TextView<'_> {
         if tree.has_retired_calls() {
             let _ = writeln!(out, "{}", self.paint.s(dim(), RETIRED_IN_TREE_NOTE));
         }
-        self.retired_lines(out, &inv.retired, &unplaced, None);
+        self.retired_lines(out, &tree, &inv.retired, &unplaced, None);
     }
 
     /// The root's total over the whole run when its invocations were sampled for cost and none was a root task:
@@ -413,7 +444,7 @@ impl TextView<'_> {
         if tree.has_retired_calls() {
             let _ = writeln!(out, "{}", self.paint.s(dim(), RETIRED_IN_TREE_NOTE));
         }
-        self.retired_lines(out, &agg.retired, &unplaced, Some(agg.invocations));
+        self.retired_lines(out, &tree, &agg.retired, &unplaced, Some(agg.invocations));
     }
 
     /// Appends the rows of `node` and its subtree; `last` is whether `node` is its parent's last child (None for
