@@ -403,7 +403,17 @@ impl std::future::Future for YieldOnce {
 
 fn block_on<F: std::future::Future>(fut: F) -> F::Output {
     let mut fut = std::pin::pin!(fut);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    fn noop_raw() -> std::task::RawWaker {
+        fn clone(_: *const ()) -> std::task::RawWaker {
+            noop_raw()
+        }
+        fn noop(_: *const ()) {}
+        static VTABLE: std::task::RawWakerVTable = std::task::RawWakerVTable::new(clone, noop, noop, noop);
+        std::task::RawWaker::new(std::ptr::null(), &VTABLE)
+    }
+    // SAFETY: the vtable's functions do nothing and never read the data pointer.
+    let waker = unsafe { std::task::Waker::from_raw(noop_raw()) };
+    let mut cx = std::task::Context::from_waker(&waker);
     loop {
         if let std::task::Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
             return out;
