@@ -635,6 +635,16 @@ impl Extractor {
                 body.visit_pat(&pt.pat);
             }
         }
+        // `fn f(..) -> Failure { inner.into() }`: the tail's `.into()` converts to the declared return type.
+        if let (syn::ReturnType::Type(_, ty), None, Some(syn::Stmt::Expr(Expr::MethodCall(into), None))) =
+            (&sig.output, sig.asyncness, block.stmts.last())
+        {
+            if into.method == "into" && into.args.is_empty() {
+                let target = value_ty_ref(ty, body.generics);
+                let at = body.ex.base + into.method.span().byte_range().start;
+                body.into_targets.insert(at, target);
+            }
+        }
         body.visit_block(block);
         if sig.asyncness.is_none() {
             let mut shape = StraightLine { stmts: 0, straight: true };

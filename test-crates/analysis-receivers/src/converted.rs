@@ -1,6 +1,7 @@
 //! `.into()` reaches the `From` impls whose source is the receiver's type (an enum's unit or struct variant, a
-//! tuple struct, a typed local, `self`) or whose target is named by the annotated `let` it initialises; a std source
-//! with no workspace impl reaches none; the side the syntax does not show leaves every impl of the other side.
+//! tuple struct, a typed local, `self`) or whose target is named by the annotated `let` it initialises or the
+//! declared return type of the body it ends; a std source with no workspace impl reaches none; the side the syntax
+//! does not show leaves every impl of the other side.
 
 pub enum Inner {
     Missing,
@@ -66,6 +67,7 @@ pub fn convert(n: usize) -> u32 {
 }
 
 impl Wrapped {
+    /// Source `Wrapped` (`self`), target `Failure` (the return type): `From<Wrapped> for Failure` alone.
     fn into_failure(self) -> Failure {
         self.into()
     }

@@ -388,8 +388,9 @@ impl From<u8> for Count {
     }
 }
 
-// Probed: its one call (`b.into()` on a generic value) may be any workspace `From` impl, a guess: what it reaches
-// is not known.
+// Probed: its one call (`b.into()` on a generic value, into an unannotated local) may be any workspace `From` impl,
+// a guess: what it reaches is not known.
 pub fn forward_guess<T: Into<Count>>(b: T) -> Count {
-    b.into()
+    let count = b.into();
+    count
 }
