@@ -5,7 +5,9 @@
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
 use super::index::{CrateId, FnId, ImplDef, ImplId, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
-use super::std_model::{DERIVED_METHODS, GUARDS, INTEGERS, ITERATOR_METHODS, PRELUDE_FNS, SLICE, STD_TYPES};
+use super::std_model::{
+    DERIVED_METHODS, GUARDS, INTEGERS, ITERATOR_METHODS, PRELUDE_FNS, SLICE, SMART_POINTERS, STD_TYPES,
+};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
 /// Most candidates a call resolved by name and arity may fan out to; beyond it the call is reported, not followed.
@@ -907,7 +909,13 @@ fn written_type_name(text: &str) -> String {
         }
     }
     let head = rest.split('<').next().unwrap_or(rest);
-    head.rsplit("::").next().unwrap_or(head).trim().to_owned()
+    let name = head.rsplit("::").next().unwrap_or(head).trim();
+    // Receivers' types are named through smart pointers (`Box<Inner>`: `Inner`), so impls' types are too.
+    let args = rest[head.len()..].trim().strip_prefix('<').and_then(|r| r.strip_suffix('>'));
+    match args {
+        Some(inner) if SMART_POINTERS.contains(&name) => written_type_name(inner),
+        _ => name.to_owned(),
+    }
 }
 
 /// A name that looks like a generic parameter (`T`, `E`, `S2`) rather than a type.

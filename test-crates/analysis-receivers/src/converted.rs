@@ -39,6 +39,12 @@ impl From<Failure> for Outer {
     }
 }
 
+impl From<Box<Inner>> for Outer {
+    fn from(inner: Box<Inner>) -> Outer {
+        Outer { code: Failure::from(*inner).code }
+    }
+}
+
 impl From<Wrapped> for Outer {
     fn from(w: Wrapped) -> Outer {
         Outer { code: w.0 + 200 }
@@ -63,7 +69,10 @@ pub fn convert(n: usize) -> u32 {
     let f = Outer::from(unknown().into_failure());
     // A receiver the syntax does not show (a block), target `Outer`: `Outer`'s two impls.
     let g: Outer = { unknown() }.into();
-    b.code + c.code + d.code + e as u32 + f.code + g.code
+    // A boxed value whose type the analysis does not see: the target's three impls, `From<Box<Inner>>` among them.
+    let boxed = Box::new(Inner::Missing);
+    let h: Outer = boxed.into();
+    b.code + c.code + d.code + e as u32 + f.code + g.code + h.code
 }
 
 impl Wrapped {
