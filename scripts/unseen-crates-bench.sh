@@ -13,7 +13,8 @@
 #        rx regex, qx quick-xml, mz miniz_oxide, hp httparse, ae the tokio server; cs csv, sq sqlparser, sv semver,
 #        sh sha2, lz lz4_flex, nm a nom parser; pt a pest_derive JSON grammar, te tera, ur url, si similar, wn a
 #        winnow parser, jf jiff; hy a hyper server, cb ciborium, tw textwrap, pg petgraph, pn png, ry rayon in the
-#        program's own code);
+#        program's own code; ac aho-corasick, us unicode-segmentation, bc bincode, ax async-executor tasks across
+#        two threads, hb handlebars);
 #        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts;
 #        REUSE_BUILDS=1 measures the binaries an earlier run left in WORK_DIR (sqlparser's instrumented build takes
 #        15 minutes at load 15); EXTRA_PLANS=1 also builds `--depth 8` and checks the trees of `--exact` and depth 8
@@ -23,7 +24,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/unseen-crates-bench}
 runs=${RUNS:-10}
-only=${ONLY:-tm rx qx mz hp ae cs sq sv sh lz nm pt te ur si wn jf hy cb tw pg pn ry}
+only=${ONLY:-tm rx qx mz hp ae cs sq sv sh lz nm pt te ur si wn jf hy cb tw pg pn ry ac us bc ax hb}
 fail() { echo "unseen-crates-bench: $*" >&2; exit 1; }
 mkdir -p "$work" || fail "cannot create the work directory $work"
 work=$(cd "$work" && pwd)
@@ -35,7 +36,8 @@ crates="toml_edit@0.25.20 toml_parser@1.1.6 quick-xml@0.41.0 miniz_oxide@0.9.1 h
   regex-automata@0.4.19 regex-syntax@0.8.12 csv@1.4.0 csv-core@0.1.13 sqlparser@0.64.0 semver@1.0.28 sha2@0.10.8
   digest@0.10.7 lz4_flex@0.14.2 nom@8.0.0 pest@2.9.6 pest_derive@2.9.6 tera@1.20.1 url@2.5.8 similar@2.7.0
   winnow@0.7.15 jiff@1.0.2 jiff-core@1.0.1 ciborium@0.2.2 ciborium-io@0.2.2 ciborium-ll@0.2.2
-  textwrap@0.16.4 petgraph@0.8.3 png@0.18.1"
+  textwrap@0.16.4 petgraph@0.8.3 png@0.18.1 aho-corasick@1.1.5 unicode-segmentation@1.13.3 bincode@1.3.3
+  async-executor@1.14.1 async-task@4.7.1 handlebars@4.5.0"
 registry() { ls -d "$HOME"/.cargo/registry/src/*/"$1"-[0-9]* 2>/dev/null | grep -F -- "-$2" | head -1 || true; }
 missing=0
 for spec in $crates; do [ -n "$(registry "${spec%@*}" "${spec#*@}")" ] || missing=1; done
@@ -1416,6 +1418,248 @@ fn main() {
 }
 RS
 generated_text_rs >> "$work/ry/rybench/src/main.rs"
+# aho-corasick 1: the program's own `scan` per haystack (an automaton built from the patterns that haystack's
+# topic names, then its leftmost-longest matches counted and replaced), 2,000 generated haystacks of about 8 KB.
+workspace "$work/ac" acbench aho-corasick@1.1.5 <<'RS'
+use aho_corasick::{AhoCorasick, MatchKind};
+use std::time::{Duration, Instant};
+const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta", "calltime", "probe", "tree", "node", "root", "leaf",
+    "branch", "folded", "sampled", "retired", "quiet", "writer", "thread", "invocation", "parent", "child"];
+/// Matches of the topic's patterns in one haystack, and the length after replacing them.
+fn scan(patterns: &[String], haystack: &str) -> (usize, usize) {
+    let automaton = AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .ascii_case_insensitive(true)
+        .build(patterns)
+        .expect("patterns build");
+    let matches = automaton.find_iter(haystack).count();
+    let replaced = automaton.replace_all(haystack, &vec!["#"; patterns.len()]);
+    (matches, replaced.len())
+}
+fn topic(seed: usize) -> Vec<String> {
+    let mut patterns = Vec::new();
+    for (i, a) in WORDS.iter().enumerate() {
+        for b in WORDS.iter().skip((seed + i) % 7).step_by(3) {
+            patterns.push(format!("{a} {b}"));
+        }
+        patterns.push(format!("{a}{}", seed % 10));
+    }
+    patterns
+}
+fn haystack(seed: usize) -> String {
+    let mut state = seed as u64 * 7919 + 1;
+    let mut text = String::with_capacity(8300);
+    while text.len() < 8192 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let word = WORDS[(state >> 59) as usize % WORDS.len()];
+        if state & 0x10 == 0 { text.push_str(&word.to_uppercase()) } else { text.push_str(word) }
+        text.push(if state & 0x7 == 0 { '\n' } else { ' ' });
+        if state & 0x3 == 0 { text.push_str(&format!("{}", (state >> 40) % 10)); }
+    }
+    text
+}
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2000);
+    let (mut matches, mut length, mut spent) = (0usize, 0usize, Duration::ZERO);
+    for seed in 0..count {
+        let (patterns, text) = (topic(seed % 7), haystack(seed));
+        let started = Instant::now();
+        let (found, replaced) = scan(&patterns, &text);
+        spent += started.elapsed();
+        matches += found;
+        length += replaced;
+    }
+    println!("{count} haystacks, {matches} matches, {length} bytes after replacing");
+    eprintln!("truth acbench::scan {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+# unicode-segmentation 1: the program's own `segment` per paragraph (extended grapheme clusters, words and sentence
+# pieces counted), 400 generated paragraphs of about 8 KB of ASCII, accented, Hangul, Devanagari, emoji with ZWJ
+# and flags.
+workspace "$work/us" usbench unicode-segmentation@1.13.3 <<'RS'
+use std::time::{Duration, Instant};
+use unicode_segmentation::UnicodeSegmentation;
+const WORDS: &[&str] = &["plain", "naïve", "café", "한국어", "नमस्ते", "👨‍👩‍👧", "🇫🇷", "e\u{301}tude", "don't", "3.14",
+    "Ünïcödé", "日本語", "x", "über-cool", "👍🏽", "word"];
+/// Grapheme clusters, words and sentence pieces of one paragraph.
+fn segment(text: &str) -> (usize, usize, usize) {
+    let graphemes = text.graphemes(true).count();
+    let words = text.unicode_words().count();
+    let sentences = text.split_sentence_bounds().count();
+    (graphemes, words, sentences)
+}
+fn paragraph(seed: usize) -> String {
+    let mut state = seed as u64 + 17;
+    let mut text = String::with_capacity(8300);
+    while text.len() < 8192 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        text.push_str(WORDS[(state >> 60) as usize]);
+        text.push_str(if state & 0x1f == 0 { ". " } else if state & 0x3f == 1 { "! " } else { " " });
+    }
+    text
+}
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(400);
+    let (mut totals, mut spent) = ((0usize, 0usize, 0usize), Duration::ZERO);
+    for seed in 0..count {
+        let text = paragraph(seed);
+        let started = Instant::now();
+        let (g, w, s) = segment(&text);
+        spent += started.elapsed();
+        totals = (totals.0 + g, totals.1 + w, totals.2 + s);
+    }
+    println!("{count} paragraphs: {} graphemes, {} words, {} sentence pieces", totals.0, totals.1, totals.2);
+    eprintln!("truth usbench::segment {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+# bincode 1 (serde's derive from the registry): the program's own `round_trip` (a document serialized with
+# `bincode::serialize`, deserialized with `bincode::deserialize`, compared) per document, 1,000 generated documents
+# of about 20 KB (nested structs, enums, maps, options, strings, byte vectors).
+workspace "$work/bc" bcbench bincode@1.3.3 <<'RS'
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+enum Shape { Point, Circle { radius: f64 }, Polygon(Vec<(i32, i32)>), Label(String) }
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct Item { id: u64, name: String, tags: Vec<String>, shape: Shape, weight: Option<f32>, blob: Vec<u8> }
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct Document { title: String, items: Vec<Item>, index: BTreeMap<String, u32>, version: (u16, u16, u16) }
+/// One document through bincode and back: its encoded length (the program checks it is equal).
+fn round_trip(document: &Document) -> usize {
+    let bytes = bincode::serialize(document).expect("serializes");
+    let back: Document = bincode::deserialize(&bytes).expect("deserializes");
+    assert_eq!(&back, document);
+    bytes.len()
+}
+fn document(seed: u64) -> Document {
+    let items = (0..120u64).map(|i| {
+        let k = seed * 131 + i;
+        let shape = match k % 4 {
+            0 => Shape::Point,
+            1 => Shape::Circle { radius: k as f64 / 7.0 },
+            2 => Shape::Polygon((0..(k % 9) as i32).map(|p| (p, -p * 3)).collect()),
+            _ => Shape::Label(format!("label-{k}")),
+        };
+        Item { id: k, name: format!("item {k} of {seed}"), tags: (0..k % 5).map(|t| format!("t{t}")).collect(), shape,
+            weight: (k % 3 != 0).then(|| k as f32 * 0.5), blob: (0..(k % 64) as u8).collect() }
+    }).collect();
+    let index = (0..40u32).map(|i| (format!("key-{seed}-{i}"), i * 7)).collect();
+    Document { title: format!("document {seed}"), items, index, version: (1, (seed % 10) as u16, 3) }
+}
+fn main() {
+    let count: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let (mut bytes, mut spent) = (0usize, Duration::ZERO);
+    for seed in 0..count {
+        let doc = document(seed);
+        let started = Instant::now();
+        bytes += round_trip(&doc);
+        spent += started.elapsed();
+    }
+    println!("{count} documents, {bytes} bytes of bincode");
+    eprintln!("truth bcbench::round_trip {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+printf 'serde = { version = "1", features = ["derive"] }\n' >> "$work/bc/bcbench/Cargo.toml"
+# async-executor 1 (with async-task; futures-lite from the registry): the program's own `async fn job` per task
+# (4 checksum subtasks spawned on the executor and awaited, a yield between them), 2,000 tasks spawned from the main
+# thread on a static executor that it and one worker thread run (tasks move between the two threads).
+workspace "$work/ax" axbench async-executor@1.14.1 async-task@4.7.1 <<'RS'
+use async_executor::Executor;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+static EXECUTOR: Executor<'static> = Executor::new();
+/// A job: its data cut in 4 parts, each checksummed by a task of its own; the parts' sums combined.
+async fn job(seed: u64) -> u64 {
+    let data: Vec<u64> = (0..16_384u64).map(|i| i.wrapping_mul(seed | 1) ^ (i >> 3)).collect();
+    let parts: Vec<_> = data.chunks(4096).map(|c| EXECUTOR.spawn(checksum(c.to_vec()))).collect();
+    futures_lite::future::yield_now().await;
+    let mut total = 0u64;
+    for part in parts {
+        total = total.rotate_left(9) ^ part.await;
+    }
+    total
+}
+async fn checksum(part: Vec<u64>) -> u64 {
+    part.iter().fold(14695981039346656037u64, |h, &x| (h ^ x).wrapping_mul(1099511628211))
+}
+/// Set once the main thread is done, waking the worker's `run`.
+struct Stop { done: AtomicBool, waker: Mutex<Option<Waker>> }
+static STOP: Stop = Stop { done: AtomicBool::new(false), waker: Mutex::new(None) };
+fn main() {
+    let count: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2000);
+    let worker = std::thread::spawn(|| {
+        futures_lite::future::block_on(EXECUTOR.run(std::future::poll_fn(|cx| {
+            *STOP.waker.lock().unwrap() = Some(cx.waker().clone());
+            if STOP.done.load(Ordering::Acquire) { Poll::Ready(()) } else { Poll::Pending }
+        })))
+    });
+    let (total, spent) = futures_lite::future::block_on(EXECUTOR.run(async {
+        let tasks: Vec<_> = (0..count).map(|seed| EXECUTOR.spawn(async move {
+            let started = Instant::now();
+            let sum = job(seed).await;
+            (sum, started.elapsed())
+        })).collect();
+        let (mut total, mut spent) = (0u64, Duration::ZERO);
+        for task in tasks {
+            let (sum, took) = task.await;
+            total = total.wrapping_add(sum);
+            spent += took;
+        }
+        (total, spent)
+    }));
+    STOP.done.store(true, Ordering::Release);
+    if let Some(waker) = STOP.waker.lock().unwrap().take() { waker.wake() }
+    worker.join().expect("worker thread");
+    println!("{count} jobs, checksum {total:016x}");
+    eprintln!("truth axbench::job {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+printf 'futures-lite = "2"\n' >> "$work/ax/axbench/Cargo.toml"
+# handlebars 4 (pest, serde_json from the registry): one `Registry::render` of a registered page template per
+# context (each, if/else, nested paths, a partial, a custom helper, escaping), 400 generated contexts of 60 items.
+workspace "$work/hb" hbbench handlebars@4.5.0 <<'RS'
+use handlebars::{handlebars_helper, Handlebars};
+use serde_json::json;
+use std::time::{Duration, Instant};
+const PAGE: &str = r#"<h1>{{title}}</h1>{{> header}}
+<ul>{{#each items}}
+  <li class="{{#if (even @index)}}even{{else}}odd{{/if}}">{{@index}}: {{name}} &mdash; {{shout tag}}
+  {{#if details}}<p>{{details.text}} ({{details.score}})</p>{{/if}}
+  {{#each sizes}}<span>{{this}}</span>{{/each}}</li>{{/each}}
+</ul>{{#with owner}}<footer>{{name}} &lt;{{email}}&gt;</footer>{{/with}}"#;
+handlebars_helper!(even: |i: u64| i % 2 == 0);
+handlebars_helper!(shout: |s: str| s.to_uppercase());
+fn context(seed: usize) -> serde_json::Value {
+    let items: Vec<_> = (0..60).map(|i| json!({
+        "name": format!("item <{i}> & {seed}"), "tag": format!("t{}", i % 7),
+        "details": if i % 3 == 0 { json!({"text": format!("details of {i}"), "score": i * seed % 100}) } else { json!(null) },
+        "sizes": (0..i % 5).collect::<Vec<_>>(),
+    })).collect();
+    json!({"title": format!("page {seed}"), "items": items, "owner": {"name": "Ann", "email": "ann@example.org"}})
+}
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(400);
+    let mut registry = Handlebars::new();
+    registry.register_template_string("page", PAGE).expect("page template");
+    registry.register_partial("header", "<header>{{title}} ({{items.[0].name}} first)</header>").expect("partial");
+    registry.register_helper("even", Box::new(even));
+    registry.register_helper("shout", Box::new(shout));
+    let (mut bytes, mut spent) = (0usize, Duration::ZERO);
+    for seed in 0..count {
+        let data = context(seed);
+        let started = Instant::now();
+        let page = registry.render("page", &data).expect("renders");
+        spent += started.elapsed();
+        bytes += page.len();
+    }
+    println!("{count} pages, {bytes} bytes");
+    eprintln!("truth handlebars::registry::Registry::render {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+printf 'serde_json = "1"\n' >> "$work/hb/hbbench/Cargo.toml"
 echo "== builds (plain, then the default plan from a fresh calltime target dir)"
 build() { # NAME BENCH ROOT
   local name=$1 bench=$2 root=$3 dir=$work/$1 built
@@ -1435,14 +1679,16 @@ root_of() {
     sq) echo Parser::parse_sql;; sv) echo VersionReq::parse;; sh) echo digest_chunk;; lz) echo compress_prepend_size;;
     nm) echo parse_document;; pt) echo parse_document;; te) echo Tera::render;; ur) echo Url::parse;;
     si) echo diff_texts;; wn) echo parse_document;; jf) echo parse_batch;; hy) echo handle;; cb) echo round_trip;;
-    tw) echo layout;; pg) echo analyze;; pn) echo pnbench::decode;; ry) echo analyze;; esac
+    tw) echo layout;; pg) echo analyze;; pn) echo pnbench::decode;; ry) echo analyze;; ac) echo acbench::scan;;
+    us) echo usbench::segment;; bc) echo bcbench::round_trip;; ax) echo axbench::job;; hb) echo Registry::render;; esac
 }
 bench_of() {
   case $1 in tm) echo tmbench;; rx) echo rxbench;; qx) echo qxbench;; mz) echo mzbench;; hp) echo hpbench;;
     ae) echo aebench;; cs) echo csbench;; sq) echo sqbench;; sv) echo svbench;; sh) echo shbench;; lz) echo lzbench;;
     nm) echo nmbench;; pt) echo ptbench;; te) echo tebench;; ur) echo urbench;; si) echo sibench;; wn) echo wnbench;;
     jf) echo jfbench;; hy) echo hybench;; cb) echo cbbench;; tw) echo twbench;; pg) echo pgbench;; pn) echo pnbench;;
-    ry) echo rybench;; esac
+    ry) echo rybench;; ac) echo acbench;; us) echo usbench;; bc) echo bcbench;; ax) echo axbench;; hb) echo hbbench;;
+  esac
 }
 for name in $only; do build "$name" "$(bench_of "$name")" "$(root_of "$name")"; done
 

@@ -11,6 +11,7 @@ use crate::__private::PlanInfo;
 use crate::clock::now;
 use crate::invocation::{begin_task_invocation, current, finish_task, set_current, OwnedRecorder, SKIP};
 use crate::recorder::{Recorder, FLAG_CANCELLED, FLAG_PANICKED, NO_SLOT};
+use crate::sampler::{task_skip_ended, Entry};
 
 /// A future wrapper that records an async function: it enters the function's node on every poll and leaves it when
 /// the poll returns. Created only by the hidden probes. `Send` when the wrapped future is.
@@ -28,6 +29,12 @@ enum TaskState {
     Inert,
     /// A root whose invocation is not recorded (sampled out or dropped): its polls run with `CURRENT = SKIP`.
     Skipped,
+    /// A root task skipped for cost whose root is timed: from its first poll (`start`) to its end
+    /// (`sampler::task_skip_ended`).
+    SkippedTimed {
+        entry: &'static Entry,
+        start: u64,
+    },
     /// A root task recording into its own context.
     Root(OwnedRecorder),
     /// A node in the context of invocation `invocation`, current at the first poll.
@@ -86,7 +93,11 @@ fn begin_task_node(index: u32, plan: Option<&'static PlanInfo>) -> TaskState {
 #[cold]
 #[inline(never)]
 fn start_task_invocation(index: u32, plan: &'static PlanInfo) -> TaskState {
-    let Some(mut rec) = begin_task_invocation(index, plan) else { return TaskState::Skipped };
+    let mut rec = match begin_task_invocation(index, plan) {
+        Ok(rec) => rec,
+        Err(None) => return TaskState::Skipped,
+        Err(Some(entry)) => return TaskState::SkippedTimed { entry, start: now() },
+    };
     let start = now();
     rec.push(index, start);
     TaskState::Root(OwnedRecorder::new(rec))
@@ -129,8 +140,10 @@ impl Drop for PollScope<'_> {
             set_current(prev);
         }
         if finished {
-            if let TaskState::Root(owned) = mem::replace(self.state, TaskState::Done) {
-                finish_task(owned);
+            match mem::replace(self.state, TaskState::Done) {
+                TaskState::Root(owned) => finish_task(owned),
+                TaskState::SkippedTimed { entry, start } => task_skip_ended(entry, now().wrapping_sub(start)),
+                _ => {}
             }
         }
     }
@@ -168,7 +181,9 @@ fn enter_poll<'a>(state: &'a mut TaskState, index: u32, plan: Option<&'static Pl
     let mut path_call = None;
     let (rec, slot, pushed, restore) = match &*state {
         TaskState::Unpolled | TaskState::Inert | TaskState::Done => return None,
-        TaskState::Skipped => (ptr::null_mut(), NO_SLOT, false, Some(set_current(SKIP))),
+        TaskState::Skipped | TaskState::SkippedTimed { .. } => {
+            (ptr::null_mut(), NO_SLOT, false, Some(set_current(SKIP)))
+        }
         TaskState::NestedPath { invocation, path, start, key } => {
             let cur = current();
             // SAFETY: a real CURRENT is live for the duration of this poll.
@@ -256,6 +271,11 @@ fn begin_cancel(state: TaskState) -> Cancel {
         TaskState::Nested { invocation, slot } => Cancel::Nested { invocation, slot },
         TaskState::NestedPath { invocation, path, start, .. } => Cancel::NestedPath { invocation, path, start },
         TaskState::Skipped => Cancel::Skipped(Restore(set_current(SKIP))),
+        // A cancelled root is timed to its drop, as a recorded one is.
+        TaskState::SkippedTimed { entry, start } => {
+            task_skip_ended(entry, now().wrapping_sub(start));
+            Cancel::Skipped(Restore(set_current(SKIP)))
+        }
         TaskState::Unpolled | TaskState::Inert | TaskState::Done => Cancel::Nothing,
     }
 }

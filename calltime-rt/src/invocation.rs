@@ -733,27 +733,38 @@ fn push_to_outbox(slot: &mut ThreadSlot, outbox: &Outbox, rec: &Recorder, rt: &R
     }
 }
 
-/// Admits a new root task's invocation: a recorder begun for it, or `None` when it is not recorded (sampled out,
-/// past the invocation limit, or no free recorder; counted).
-pub(crate) fn begin_task_invocation(index: u32, plan: &'static PlanInfo) -> Option<Box<Recorder>> {
+/// Admits a new root task's invocation: a recorder begun for it, or `Err` when it is not recorded (sampled out,
+/// past the invocation limit, or no free recorder; counted): `Err(Some(entry))` when it was skipped for cost and
+/// its root is to be timed (a random 1 in `sampler::TIME_EVERY`, as a thread's root: from its first poll to its
+/// end, on whichever threads it is polled; `sampler::task_skip_ended`).
+pub(crate) fn begin_task_invocation(
+    index: u32,
+    plan: &'static PlanInfo,
+) -> Result<Box<Recorder>, Option<&'static Entry>> {
     let rt = runtime(plan);
     if crate::control::is_off() {
-        return None;
+        return Err(None);
     }
     let admission = admit(rt, index);
-    // A root task skipped for cost is counted, not timed: its polls may run on several threads.
-    if let Admission::Skip | Admission::SkipForCost(..) = admission {
-        note_task_root_start(now());
-        return None;
+    match admission {
+        Admission::Skip | Admission::SkipForCost(_, false) => {
+            note_task_root_start(now());
+            return Err(None);
+        }
+        Admission::SkipForCost(entry, true) => {
+            note_task_root_start(now());
+            return Err(Some(entry));
+        }
+        _ => {}
     }
     let Some(mut rec) = spare_recorder(rt) else {
         DROPPED_NO_BUFFER.fetch_add(1, Relaxed);
-        return None;
+        return Err(None);
     };
     rec.begin(OwnerKind::Task, TASK_IDS.fetch_add(1, Relaxed), None);
     rec.aggregate_only = matches!(admission, Admission::AggregateOnly);
     rec.sampled_by = admission.sampled_by();
-    Some(rec)
+    Ok(rec)
 }
 
 /// A root task's invocation ended: hand its tree to the writer.

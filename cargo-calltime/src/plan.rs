@@ -345,6 +345,9 @@ pub enum Wrap {
     /// A closure written in such a chain: `|args| __calltime_par.run(|| body)`; with a declared return type, inside
     /// its block's braces.
     ParallelItem { body: usize, typed: bool },
+    /// A function passed by name in such a chain, called by rayon with `arity` arguments: `|a0, ..| __calltime_par
+    /// .run(|| f(a0, ..))`, so its calls on the workers run in the parallel call's parts.
+    ParallelNamed { arity: usize },
 }
 
 impl SpawnWrap {
@@ -369,6 +372,15 @@ impl SpawnWrap {
             }
             Wrap::ParallelItem { body, typed: true } => {
                 vec![(body + 1, "__calltime_par.run(|| {".to_owned()), (self.close - 1, "})".to_owned())]
+            }
+            Wrap::ParallelNamed { arity } => {
+                let params: Vec<String> = (0..arity).map(|i| format!("__calltime_a{i}")).collect();
+                let params = params.join(", ");
+                vec![
+                    (self.open, format!("|{params}| __calltime_par.run(|| ")),
+                    (self.close, format!("({params})")),
+                    (self.close, ")".to_owned()),
+                ]
             }
         }
     }

@@ -91,6 +91,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // `.unwrap_or(..)`) reaches that type's `FromStr` impl alone; it fanned out to every impl (jiff: 8). A std
     // type's parse reaches none; a target named only by the return type is not seen (`zone_of`).
     ("parse-targets", "analysis-receivers", &["--root", "parsed::parse_line", "--depth", "3", "--probe-trivial"]),
+    // `.into()` reaches the `From` impls whose source is the receiver's type or whose target the annotated `let`
+    // names; it fanned out to every workspace `From` impl (png: 11 for `FormatErrorInner::X.into()`).
+    ("into-targets", "analysis-receivers", &["--root", "converted::convert", "--depth", "3", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

@@ -97,6 +97,8 @@ pub(super) struct BodyVisitor<'a> {
     /// `.parse()` calls whose target type the code names (`let t: Timestamp = s.parse()?`), by the byte offset of
     /// their method name: they run that type's `FromStr::from_str`, not any workspace impl's.
     pub(super) parse_targets: HashMap<usize, TyRef>,
+    /// `.into()` calls whose target type the code names (`let e: Failure = inner.into();`), likewise.
+    pub(super) into_targets: HashMap<usize, TyRef>,
     pub(super) macro_depth: u32,
 }
 
@@ -582,6 +584,10 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
                 trait_path: Some(PathRef { segs: vec!["FromStr".to_owned()], leading_colon: false }),
                 name: "from_str".to_owned(),
             },
+            None if name == "into" && call.args.is_empty() => {
+                let target = self.into_targets.remove(&(self.ex.base + call.method.span().byte_range().start));
+                CallKind::Into { receiver, source: variant_type(&call.receiver), target }
+            }
             None => CallKind::Method { name, args: Some(call.args.len()), receiver },
         };
         self.calls.push(CallSite {
@@ -630,6 +636,12 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
             if let Some(parse) = parse_call_in(&init.expr) {
                 let target = value_ty_ref(&pt.ty, self.generics);
                 self.parse_targets.insert(self.ex.base + parse.method.span().byte_range().start, target);
+            }
+            if let Expr::MethodCall(into) = strip_parens(&init.expr) {
+                if into.method == "into" && into.args.is_empty() {
+                    let target = value_ty_ref(&pt.ty, self.generics);
+                    self.into_targets.insert(self.ex.base + into.method.span().byte_range().start, target);
+                }
             }
         }
         if let Some(init) = &local.init {
@@ -803,6 +815,34 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
 
 /// The `.parse()` whose value `init` is, through what passes a parsed value on (`?`, `.unwrap()`, `.expect(..)`,
 /// `.unwrap_or(..)` and the like): `let t: T = text.parse().expect("..")` parses a `T`.
+fn strip_parens(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Paren(p) => strip_parens(&p.expr),
+        other => other,
+    }
+}
+
+/// The enum an enum variant written as a value belongs to (`Inner::Missing`, `Inner::Short { .. }`,
+/// `Inner::Pair(..)`: `Inner`), which the receiver's type cannot name (a variant is no type).
+fn variant_type(expr: &Expr) -> Option<String> {
+    let path = match strip_parens(expr) {
+        Expr::Path(p) if p.qself.is_none() => &p.path,
+        Expr::Struct(s) if s.qself.is_none() => &s.path,
+        Expr::Call(c) => match &*c.func {
+            Expr::Path(p) if p.qself.is_none() => &p.path,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    match segs.as_slice() {
+        [.., ty, variant] if ty != "Self" && is_type_like(ty) && is_type_like(variant) && !is_screaming(variant) => {
+            Some(ty.clone())
+        }
+        _ => None,
+    }
+}
+
 fn parse_call_in(init: &Expr) -> Option<&syn::ExprMethodCall> {
     match init {
         Expr::Try(t) => parse_call_in(&t.expr),

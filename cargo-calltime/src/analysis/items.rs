@@ -667,6 +667,7 @@ impl Extractor {
             spawns: Vec::new(),
             adopted_parallel_starts: Vec::new(),
             parse_targets: HashMap::new(),
+            into_targets: HashMap::new(),
             macro_depth: 0,
         };
         for input in &sig.inputs {
@@ -679,6 +680,16 @@ impl Extractor {
                     body.env.insert(name, inner);
                 }
                 body.visit_pat(&pt.pat);
+            }
+        }
+        // `fn f(..) -> Failure { inner.into() }`: the tail's `.into()` converts to the declared return type.
+        if let (syn::ReturnType::Type(_, ty), None, Some(syn::Stmt::Expr(Expr::MethodCall(into), None))) =
+            (&sig.output, sig.asyncness, block.stmts.last())
+        {
+            if into.method == "into" && into.args.is_empty() {
+                let target = value_ty_ref(ty, body.generics);
+                let at = body.ex.base + into.method.span().byte_range().start;
+                body.into_targets.insert(at, target);
             }
         }
         body.visit_block(block);

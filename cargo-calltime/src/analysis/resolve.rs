@@ -5,7 +5,9 @@
 //! arity, up to [`FAN_OUT_CAP`] candidates, and is reported.
 
 use super::index::{CrateId, FnId, ImplDef, ImplId, Index, ModId, Owner, SelfRes, TraitId, TypeId, TypeRes};
-use super::std_model::{DERIVED_METHODS, GUARDS, INTEGERS, ITERATOR_METHODS, PRELUDE_FNS, SLICE, STD_TYPES};
+use super::std_model::{
+    DERIVED_METHODS, GUARDS, INTEGERS, ITERATOR_METHODS, PRELUDE_FNS, SLICE, SMART_POINTERS, STD_TYPES,
+};
 use super::syntax::{CallKind, CallSite, PathRef, Receiver, TyRef};
 
 /// Most candidates a call resolved by name and arity may fan out to; beyond it the call is reported, not followed.
@@ -122,7 +124,10 @@ impl Index {
                 None
             }
             CallKind::Method { name, args, receiver } if name == "into" && *args == Some(0) => {
-                self.resolve_into(ctx, receiver, out)
+                self.resolve_into(ctx, receiver, None, None, out)
+            }
+            CallKind::Into { receiver, source, target } => {
+                self.resolve_into(ctx, receiver, source.as_deref(), target.as_ref(), out)
             }
             CallKind::Method { name, args, receiver } => self.method_call(ctx, name, *args, receiver, out),
             CallKind::Operator { trait_name, methods, receiver } => {
@@ -666,14 +671,39 @@ impl Index {
         out
     }
 
-    /// `x.into()`: std's blanket `Into` calls a `From::from` impl; which one depends on the target type, which
-    /// the syntax rarely shows, so every workspace `From` impl the caller can see is a candidate.
-    fn resolve_into(&self, ctx: &Ctx, receiver: &Receiver, out: &mut Vec<FnId>) -> Option<String> {
+    /// `x.into()`: std's blanket `Into` calls a `From::from` impl (or the source's own `Into` impl): the one from
+    /// the receiver's type (`variant_of`, the enum of a variant written as the receiver, or the receiver's type
+    /// when the analysis knows it) to the target type (`target`, when the code names it). What is not known
+    /// leaves every workspace impl the caller can see a candidate on that side.
+    fn resolve_into(
+        &self,
+        ctx: &Ctx,
+        receiver: &Receiver,
+        variant_of: Option<&str>,
+        target: Option<&TyRef>,
+        out: &mut Vec<FnId>,
+    ) -> Option<String> {
+        let source = variant_of.map(str::to_owned).or_else(|| self.type_name_of(ctx, receiver));
+        let target = target.and_then(|t| match t {
+            TyRef::Path(_) | TyRef::SelfType | TyRef::Std(_) => self.type_name(ctx, t),
+            _ => None,
+        });
         let candidates: Vec<FnId> = self
             .impls
             .iter()
             .filter(|imp| {
-                imp.trait_path.as_ref().and_then(|p| p.segs.last()).is_some_and(|n| n == "From" || n == "Into")
+                let Some(name) = imp.trait_path.as_ref().and_then(|p| p.segs.last()) else { return false };
+                let (from, to) = match name.as_str() {
+                    // `impl From<S> for T`, `impl Into<T> for S`.
+                    "From" => (written_type_name(&imp.trait_args), written_type_name(&imp.self_ty_text)),
+                    "Into" => (written_type_name(&imp.self_ty_text), written_type_name(&imp.trait_args)),
+                    _ => return false,
+                };
+                // A generic parameter (`impl<T: Display> From<T> for Error`) may be any type.
+                let fits = |written: &str, known: &Option<String>| {
+                    known.as_deref().is_none_or(|k| written == k || is_generic_name(written))
+                };
+                fits(&from, &source) && fits(&to, &target)
             })
             .flat_map(|imp| imp.methods.get("from").into_iter().chain(imp.methods.get("into")).flatten().copied())
             .filter(|&f| !self.fns[f].item.test_only && self.guess_allowed(ctx.krate, f))
@@ -681,8 +711,11 @@ impl Index {
         if candidates.is_empty() {
             return None;
         }
-        let _ = receiver;
         let n = candidates.len();
+        if n == 1 && (source.is_some() || target.is_some()) {
+            out.extend(candidates);
+            return None;
+        }
         // Crates often have a dozen `From` impls for one string or error type: a larger cap than for names.
         let cap = 2 * FAN_OUT_CAP;
         if n > cap {
@@ -691,6 +724,32 @@ impl Index {
         out.extend(candidates);
         let noun = if n == 1 { "impl" } else { "impls" };
         Some(format!("over-approximated: {n} workspace `From` {noun} could be the target"))
+    }
+
+    /// The name of the type a receiver has, when the analysis knows it: a workspace type's (through `Self`,
+    /// fields, call results), or a std value's.
+    fn type_name_of(&self, ctx: &Ctx, receiver: &Receiver) -> Option<String> {
+        match receiver {
+            Receiver::Type(ty) => self.type_name(ctx, ty),
+            Receiver::SelfField(field) => {
+                let (ty, scope) = self.self_field_type(ctx, field)?;
+                self.local_type(ctx, &ty, scope).map(|t| self.types[t].name.clone())
+            }
+            Receiver::Std(name) if !name.is_empty() && !name.starts_with('{') => Some((*name).to_owned()),
+            _ => None,
+        }
+    }
+
+    /// A type's name: a workspace type's own name (aliases followed), else the last segment the code writes.
+    fn type_name(&self, ctx: &Ctx, ty: &TyRef) -> Option<String> {
+        if let Some(t) = self.local_type(ctx, ty, ctx.scope) {
+            return Some(self.types[t].name.clone());
+        }
+        match ty {
+            TyRef::Path(p) => p.segs.last().cloned(),
+            TyRef::Std(name) if !name.is_empty() => Some((*name).to_owned()),
+            _ => None,
+        }
     }
 
     /// For `type X = Vec<..>;` (an alias of a type outside the workspace): that type's last path segment.
@@ -826,4 +885,40 @@ fn ext(fns: Vec<FnId>) -> Outcome {
     } else {
         Outcome::Fns(fns)
     }
+}
+
+/// The name a type written in an impl header has: its last path segment, references, lifetimes, `mut`, generic
+/// arguments and the `<..>` around a trait's arguments left out (`<&'a str>`: `str`; `Vec<u8>`: `Vec`).
+fn written_type_name(text: &str) -> String {
+    let text = text.trim();
+    let text = text.strip_prefix('<').and_then(|t| t.strip_suffix('>')).unwrap_or(text).trim();
+    let mut rest = text;
+    loop {
+        let trimmed = rest.trim_start();
+        if let Some(r) = trimmed.strip_prefix('&') {
+            rest = r;
+        } else if let Some(r) =
+            trimmed.strip_prefix('\'').map(|r| r.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_'))
+        {
+            rest = r;
+        } else if let Some(r) = trimmed.strip_prefix("mut ") {
+            rest = r;
+        } else {
+            rest = trimmed;
+            break;
+        }
+    }
+    let head = rest.split('<').next().unwrap_or(rest);
+    let name = head.rsplit("::").next().unwrap_or(head).trim();
+    // Receivers' types are named through smart pointers (`Box<Inner>`: `Inner`), so impls' types are too.
+    let args = rest[head.len()..].trim().strip_prefix('<').and_then(|r| r.strip_suffix('>'));
+    match args {
+        Some(inner) if SMART_POINTERS.contains(&name) => written_type_name(inner),
+        _ => name.to_owned(),
+    }
+}
+
+/// A name that looks like a generic parameter (`T`, `E`, `S2`) rather than a type.
+fn is_generic_name(name: &str) -> bool {
+    name.len() <= 2 && name.starts_with(|c: char| c.is_ascii_uppercase())
 }

@@ -129,6 +129,77 @@ pub fn is_parallel_iterator(draft: &SpawnDraft) -> bool {
     }
 }
 
+/// The number of parameters each argument of a rayon adaptor or consumer takes when it is a closure (`None`: a value,
+/// such as `map_with`'s first), so that a function passed by name (`.map(analyze_one)`, `.reduce(Vec::new, merge)`)
+/// can be run through the parallel call's context as a closure of the same arity (its probe is in its body, but on
+/// a worker no invocation is current unless an item makes the call's part current). Methods not listed are not
+/// wrapped (the plan warns).
+const PARALLEL_ARITIES: &[(&str, &[Option<usize>])] = &[
+    ("map", &[Some(1)]),
+    ("for_each", &[Some(1)]),
+    ("filter", &[Some(1)]),
+    ("filter_map", &[Some(1)]),
+    ("flat_map", &[Some(1)]),
+    ("flat_map_iter", &[Some(1)]),
+    ("inspect", &[Some(1)]),
+    ("update", &[Some(1)]),
+    ("any", &[Some(1)]),
+    ("all", &[Some(1)]),
+    ("find_any", &[Some(1)]),
+    ("find_first", &[Some(1)]),
+    ("find_last", &[Some(1)]),
+    ("find_map_any", &[Some(1)]),
+    ("find_map_first", &[Some(1)]),
+    ("find_map_last", &[Some(1)]),
+    ("position_any", &[Some(1)]),
+    ("position_first", &[Some(1)]),
+    ("position_last", &[Some(1)]),
+    ("try_for_each", &[Some(1)]),
+    ("partition_map", &[Some(1)]),
+    ("min_by_key", &[Some(1)]),
+    ("max_by_key", &[Some(1)]),
+    ("par_sort_by_key", &[Some(1)]),
+    ("par_sort_unstable_by_key", &[Some(1)]),
+    ("min_by", &[Some(2)]),
+    ("max_by", &[Some(2)]),
+    ("reduce_with", &[Some(2)]),
+    ("try_reduce_with", &[Some(2)]),
+    ("par_sort_by", &[Some(2)]),
+    ("par_sort_unstable_by", &[Some(2)]),
+    ("fold", &[Some(0), Some(2)]),
+    ("try_fold", &[Some(0), Some(2)]),
+    ("reduce", &[Some(0), Some(2)]),
+    ("try_reduce", &[Some(0), Some(2)]),
+    ("map_init", &[Some(0), Some(2)]),
+    ("for_each_init", &[Some(0), Some(2)]),
+    ("try_for_each_init", &[Some(0), Some(2)]),
+    ("map_with", &[None, Some(2)]),
+    ("for_each_with", &[None, Some(2)]),
+    ("try_for_each_with", &[None, Some(2)]),
+    ("fold_with", &[None, Some(2)]),
+    ("try_fold_with", &[None, Some(2)]),
+];
+
+/// The arity a closure given as argument `at` of `method` (of `count` arguments) has in a rayon chain (`Some(None)`:
+/// the argument is a value), or None when the method is not known.
+fn parallel_arity(method: &str, at: usize, count: usize) -> Option<Option<usize>> {
+    let (_, arities) = PARALLEL_ARITIES.iter().find(|(name, _)| *name == method)?;
+    if arities.len() != count {
+        return None;
+    }
+    Some(arities[at])
+}
+
+/// A function passed by name in a parallel iterator's chain (`.map(analyze_one)`): its range, the number of
+/// parameters rayon calls it with, and its name's last segment (wrapped only when it names a workspace function).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedItem {
+    pub open: usize,
+    pub close: usize,
+    pub arity: usize,
+    pub name: String,
+}
+
 /// A closure written in a parallel iterator's chain: its range, where its body starts, and whether it declares its
 /// return type (its body is then a block, wrapped inside its braces).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,11 +222,12 @@ pub(super) fn parallel_chain(call: &ExprMethodCall, base: usize) -> Option<(Spaw
         return None;
     }
     let mut items = Vec::new();
+    let mut named = Vec::new();
     let mut by_name = 0;
     let mut starts = Vec::new();
     let mut at = call;
     loop {
-        collect_args(at, base, &mut items, &mut by_name, &mut starts);
+        collect_args(at, base, &mut items, &mut named, &mut by_name, &mut starts);
         if PARALLEL_ITERATOR_NAMES.contains(&at.method.to_string().as_str()) {
             starts.push(base + at.method.span().byte_range().start);
             break;
@@ -166,7 +238,7 @@ pub(super) fn parallel_chain(call: &ExprMethodCall, base: usize) -> Option<(Spaw
         }
     }
     let range = Spanned::span(call).byte_range();
-    let callee = SpawnCallee::ParallelChain { start: base + range.start, end: base + range.end, items, by_name };
+    let callee = SpawnCallee::ParallelChain { start: base + range.start, end: base + range.end, items, named, by_name };
     Some((SpawnDraft { callee, args: Vec::new() }, starts))
 }
 
@@ -183,10 +255,12 @@ fn collect_args(
     call: &ExprMethodCall,
     base: usize,
     items: &mut Vec<ParallelItem>,
+    named: &mut Vec<NamedItem>,
     by_name: &mut usize,
     starts: &mut Vec<usize>,
 ) {
-    for arg in &call.args {
+    let method = call.method.to_string();
+    for (at, arg) in call.args.iter().enumerate() {
         match strip_parens(arg) {
             Expr::Closure(c) if c.asyncness.is_none() => {
                 let range = Spanned::span(c).byte_range();
@@ -194,17 +268,28 @@ fn collect_args(
                 let typed = !matches!(c.output, syn::ReturnType::Default);
                 items.push(ParallelItem { open: base + range.start, close: base + range.end, body, typed });
             }
+            Expr::Path(p) if p.qself.is_none() => match parallel_arity(&method, at, call.args.len()) {
+                Some(None) => {}
+                Some(Some(arity)) => {
+                    let range = Spanned::span(arg).byte_range();
+                    let name = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+                    named.push(NamedItem { open: base + range.start, close: base + range.end, arity, name });
+                }
+                None => *by_name += 1,
+            },
             Expr::Closure(_) | Expr::Path(_) => *by_name += 1,
             Expr::MethodCall(inner) => {
                 let mut inner_items = Vec::new();
+                let mut inner_named = Vec::new();
                 let mut inner_by_name = 0;
                 let mut inner_starts = Vec::new();
                 let mut at = inner;
                 loop {
-                    collect_args(at, base, &mut inner_items, &mut inner_by_name, &mut inner_starts);
+                    collect_args(at, base, &mut inner_items, &mut inner_named, &mut inner_by_name, &mut inner_starts);
                     if PARALLEL_ITERATOR_NAMES.contains(&at.method.to_string().as_str()) {
                         inner_starts.push(base + at.method.span().byte_range().start);
                         items.extend(inner_items);
+                        named.extend(inner_named);
                         *by_name += inner_by_name;
                         starts.extend(inner_starts);
                         break;
@@ -261,6 +346,9 @@ pub enum SpawnCallee {
         start: usize,
         end: usize,
         items: Vec<ParallelItem>,
+        /// Functions passed by name where rayon's arity for them is known ([`PARALLEL_ARITIES`]).
+        named: Vec<NamedItem>,
+        /// Closures passed by name that cannot be wrapped (unknown arity, an async closure).
         by_name: usize,
     },
 }
@@ -343,13 +431,22 @@ pub fn wraps(index: &Index, f: FnId) -> Vec<SpawnWrap> {
             },
             // Nothing to wrap: the plan notes them (`parallel_iterator_warning`).
             SpawnCallee::Method(_) if is_parallel_iterator(draft) => continue,
-            SpawnCallee::ParallelChain { start, end, items, .. } => {
-                if items.is_empty() || start >= end {
+            SpawnCallee::ParallelChain { start, end, items, named, .. } => {
+                // A name that is no workspace function (`String::len`, a std constructor) has no probe to reach.
+                let named: Vec<&NamedItem> = named
+                    .iter()
+                    .filter(|item| item.open < item.close && names_workspace_function(index, &item.name))
+                    .collect();
+                if (items.is_empty() && named.is_empty()) || start >= end {
                     continue;
                 }
                 out.push(SpawnWrap { open: *start, close: *end, wrap: Wrap::ParallelChain });
                 for item in items.iter().filter(|item| item.open < item.body && item.body < item.close) {
                     let wrap = Wrap::ParallelItem { body: item.body, typed: item.typed };
+                    out.push(SpawnWrap { open: item.open, close: item.close, wrap });
+                }
+                for item in named {
+                    let wrap = Wrap::ParallelNamed { arity: item.arity };
                     out.push(SpawnWrap { open: item.open, close: item.close, wrap });
                 }
                 continue;
@@ -380,6 +477,11 @@ pub fn wraps(index: &Index, f: FnId) -> Vec<SpawnWrap> {
         }
     }
     out
+}
+
+/// Whether `name` is the name of a workspace function (free, associated or a method).
+fn names_workspace_function(index: &Index, name: &str) -> bool {
+    index.free_by_name.contains_key(name) || index.methods_by_name.contains_key(name)
 }
 
 /// By name: the last argument, by its form. A closure written there is wrapped whatever its parameters (the
@@ -489,8 +591,12 @@ mod tests {
         };
         let code = "v.par_iter().zip(w.par_iter().map(|x| f(x))).filter(|p| g(p)).map(h).sum::<u64>()";
         let (draft, starts) = chain(code).unwrap();
-        let SpawnCallee::ParallelChain { start, end, items, by_name } = draft.callee else { panic!("{draft:?}") };
-        assert_eq!((start, end, by_name, starts.len()), (0, code.len(), 1, 2));
+        let SpawnCallee::ParallelChain { start, end, items, named, by_name } = draft.callee else {
+            panic!("{draft:?}")
+        };
+        assert_eq!((start, end, by_name, starts.len()), (0, code.len(), 0, 2));
+        let named: Vec<(&str, usize)> = named.iter().map(|n| (&code[n.open..n.close], n.arity)).collect();
+        assert_eq!(named, [("h", 1)]);
         let texts: Vec<&str> = items.iter().map(|item| &code[item.open..item.close]).collect();
         assert_eq!(texts, ["|p| g(p)", "|x| f(x)"]);
         assert!(items.iter().all(|item| !item.typed && code[item.body..].starts_with(['f', 'g'])));
@@ -499,6 +605,23 @@ mod tests {
         let SpawnCallee::ParallelChain { items, .. } = draft.callee else { panic!("{draft:?}") };
         assert_eq!(items.iter().map(|item| item.typed).collect::<Vec<_>>(), [false, false, true]);
         assert!(chain("v.par_sort_by(|a, b| a.cmp(b))").is_some(), "a sort consumes its own iterator");
+        // Functions by name: each argument's arity from the method; a value or an unknown method's is not wrapped.
+        let named = |code: &str| match chain(code).unwrap().0.callee {
+            SpawnCallee::ParallelChain { named, by_name, .. } => {
+                (named.iter().map(|n| (code[n.open..n.close].to_owned(), n.arity)).collect::<Vec<_>>(), by_name)
+            }
+            other => panic!("{other:?}"),
+        };
+        let owned = |pairs: &[(&str, usize)]| pairs.iter().map(|&(t, a)| (t.to_owned(), a)).collect::<Vec<_>>();
+        assert_eq!(
+            named("v.par_lines().fold(HashMap::new, count).reduce(HashMap::new, Self::merge)"),
+            (owned(&[("HashMap::new", 0), ("Self::merge", 2), ("HashMap::new", 0), ("count", 2)]), 0)
+        );
+        assert_eq!(
+            named("v.par_iter().map_with(sender, send).for_each(drop)"),
+            (owned(&[("drop", 1), ("send", 2)]), 0)
+        );
+        assert_eq!(named("v.par_iter().weird(f).count()"), (Vec::new(), 1));
         // Not consumed where it starts (returned, stored), no parallel iterator, or consumed by an earlier call.
         assert!(chain("v.par_iter().map(|x| f(x))").is_none());
         assert!(chain("v.iter().map(|x| f(x)).sum::<u64>()").is_none());

@@ -110,6 +110,10 @@ pub enum CallKind {
     Method { name: String, args: Option<usize>, receiver: Receiver },
     /// An operator on a value whose type the syntax shows: `x[i]` is `Index::index`/`IndexMut::index_mut`.
     Operator { trait_name: &'static str, methods: &'static [&'static str], receiver: Receiver },
+    /// `x.into()`: a `From::from` (or `Into::into`) impl whose source is the receiver's type and whose target is
+    /// `target` when the code names it (the annotated `let` it initialises). `source` is the type's name when the
+    /// syntax shows it but the receiver cannot (an enum variant: `Inner::Missing`, `Inner::Short { .. }`).
+    Into { receiver: Receiver, source: Option<String>, target: Option<TyRef> },
 }
 
 #[derive(Debug, Clone)]

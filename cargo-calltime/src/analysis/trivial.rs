@@ -124,6 +124,7 @@ fn straight_body(index: &Index, f: FnId) -> Option<(u32, Vec<SiteTargets>)> {
                     || (POINTER_METHODS.contains(&name.as_str()) && may_be_a_raw_pointer(index, f, receiver))
             }
             CallKind::Qualified { name, .. } => is_cheap_std_method(name),
+            CallKind::Into { .. } => is_cheap_std_method("into"),
             CallKind::Path { path, args, called } => {
                 *called
                     && (path.segs.last().is_some_and(|l| CHEAP_STD_FNS.contains(&(l.as_str(), *args)))
@@ -135,7 +136,7 @@ fn straight_body(index: &Index, f: FnId) -> Option<(u32, Vec<SiteTargets>)> {
         // The call may also leave the workspace when its receiver's type is not known.
         let receiver_known = match &site.kind {
             // A call's result (`make().go()`) may still have been matched by name.
-            CallKind::Method { receiver, .. } => match receiver {
+            CallKind::Method { receiver, .. } | CallKind::Into { receiver, .. } => match receiver {
                 Receiver::Type(ty) => !ty.is_derived(),
                 Receiver::SelfField(_) => true,
                 _ => false,

@@ -179,6 +179,7 @@ impl TextView<'_> {
     fn retired_lines(
         &self,
         out: &mut String,
+        tree: &Merged,
         retired: &[RetiredCalls],
         unplaced: &[RetiredCalls],
         per_invocation: Option<u64>,
@@ -192,12 +193,42 @@ impl TextView<'_> {
             let dropped = self.trace.stats.dropped_cap > 0;
             let text =
                 retired_text(&self.names.get(r.func), &calls, retirement(self.trace, r.func), r.estimated, dropped);
-            let placed = match unplaced.iter().any(|u| u.func == r.func) {
-                true => ", not in the tree: no call of it or of a caller recorded there",
-                false => "",
+            let placed = if unplaced.iter().any(|u| u.func == r.func) {
+                ", not in the tree: no call of it or of a caller recorded there".to_owned()
+            } else {
+                self.placed_under(tree, r.func)
             };
             let _ = writeln!(out, "{}", self.paint.s(dim(), &format!("retired: {text}{placed}")));
         }
+    }
+
+    /// Where a retired function's later calls went: under the callers it was recorded under before it retired. A
+    /// caller that first called it afterwards is not in the trace, so its calls show under those (petgraph's
+    /// `FixedBitSet::visit`, recorded under `dijkstra` only, took `Dfs::next`'s later calls there).
+    fn placed_under(&self, tree: &Merged, func: u32) -> String {
+        fn walk(node: &Merged, func: u32, out: &mut Vec<u32>) {
+            for child in &node.children {
+                if child.func == func && child.retired_calls > 0 && !out.contains(&node.func) {
+                    out.push(node.func);
+                }
+                walk(child, func, out);
+            }
+        }
+        let mut callers = Vec::new();
+        walk(tree, func, &mut callers);
+        if callers.is_empty() {
+            return String::new();
+        }
+        let names: Vec<String> = callers.iter().take(3).map(|&f| self.names.get(f).to_string()).collect();
+        let more = match callers.len() {
+            n if n > 3 => format!(" and {} more", n - 3),
+            _ => String::new(),
+        };
+        format!(
+            "; later calls placed under {}{more} (where it was recorded before it retired: a caller that first called \
+             it after that is not known)",
+            names.join(", ")
+        )
     }
 
     fn invocation(&self, out: &mut String, k: usize, inv: &Invocation) {
@@ -272,7 +303,7 @@ impl TextView<'_> {
         if tree.has_retired_calls() {
             let _ = writeln!(out, "{}", self.paint.s(dim(), RETIRED_IN_TREE_NOTE));
         }
-        self.retired_lines(out, &inv.retired, &unplaced, None);
+        self.retired_lines(out, &tree, &inv.retired, &unplaced, None);
     }
 
     /// The root's total over the whole run when its invocations were sampled for cost and none was a root task:
@@ -413,7 +444,7 @@ impl TextView<'_> {
         if tree.has_retired_calls() {
             let _ = writeln!(out, "{}", self.paint.s(dim(), RETIRED_IN_TREE_NOTE));
         }
-        self.retired_lines(out, &agg.retired, &unplaced, Some(agg.invocations));
+        self.retired_lines(out, &tree, &agg.retired, &unplaced, Some(agg.invocations));
     }
 
     /// Appends the rows of `node` and its subtree; `last` is whether `node` is its parent's last child (None for
@@ -660,6 +691,9 @@ impl TextView<'_> {
                 plural_s(stats.dropped),
                 drop_causes(stats),
             );
+            let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
+        }
+        if let Some(note) = unrecorded_parts_note(self.trace) {
             let _ = writeln!(out, "{}", self.paint.s(warn(), &note));
         }
         if let Some(note) = choice_note(self.trace) {
@@ -1009,6 +1043,32 @@ fn spawned_note(inv: &Invocation) -> Option<String> {
         parts.push(format!("{unrecorded} ran unrecorded (no free recording buffer)"));
     }
     Some(format!("  spawned work: {}", parts.join("; ")))
+}
+
+/// Work the kept invocations spawned that ran unrecorded (each tree's header says so, the aggregate did not): the
+/// `[thread]` and `[task]` rows of the aggregate hold fewer calls than were made (async-executor's jobs: 2.80
+/// subtasks an invocation shown of 4 spawned, with 2,000 tasks open at once and no free recording buffer).
+fn unrecorded_parts_note(trace: &Trace) -> Option<String> {
+    let unrecorded: u64 = trace
+        .invocations
+        .iter()
+        .map(|inv| inv.spawned.iter().filter(|s| s.unrecorded).count() as u64 + inv.unrecorded_spawns)
+        .sum();
+    if unrecorded == 0 {
+        return None;
+    }
+    let spawned: u64 = trace.invocations.iter().map(|inv| inv.spawned.len() as u64 + inv.unrecorded_spawns).sum();
+    let with = trace
+        .invocations
+        .iter()
+        .filter(|inv| inv.unrecorded_spawns > 0 || inv.spawned.iter().any(|s| s.unrecorded))
+        .count();
+    Some(format!(
+        "  {unrecorded} of the {spawned} spawned parts of the kept invocations ran unrecorded (in {with} invocation{}: \
+         no free recording buffer, or past the cap of spawns an invocation): the calls they made are in no tree, and \
+         the aggregate's [thread] and [task] rows count fewer calls than were made",
+        plural_s(with as u64)
+    ))
 }
 
 /// `[cancelled]` / `[cancelled 2 of 5]` and `[err]` / `[err 1 of 3]`: calls that never finished and calls that

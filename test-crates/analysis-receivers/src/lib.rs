@@ -124,6 +124,7 @@ pub fn entry(key: &str) -> u32 {
 }
 mod blanket;
 mod chains;
+mod converted;
 mod iterate;
 mod made;
 mod parsed;

@@ -388,9 +388,11 @@ impl From<u8> for Count {
     }
 }
 
-// Probed: its one call (`b.into()`) may be any workspace `From` impl, a guess: what it reaches is not known.
-pub fn forward_guess(b: u8) -> Count {
-    b.into()
+// Probed: its one call (`b.into()` on a generic value, into an unannotated local) may be any workspace `From` impl,
+// a guess: what it reaches is not known.
+pub fn forward_guess<T: Into<Count>>(b: T) -> Count {
+    let count = b.into();
+    count
 }
 
 /// `?` as serde_json writes it: a match and a return, nothing that loops or calls. A body invoking it may still

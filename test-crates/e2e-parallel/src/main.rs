@@ -1,8 +1,8 @@
 //! Rayon parallel iterators as a program writes them (issue 13): chains consumed where they start, whose closures
 //! borrow, move, return values, fail with `?`, declare their return type, zip with a second chain, nest, and sort;
-//! a chain stored before it is consumed and a closure passed by name (not adopted: the plan warns); and a type of
-//! the program's own whose `par_iter` is no rayon iterator (wrapped the same, behaving the same); and a chain whose
-//! callee retires on the workers.
+//! functions passed by name, with one argument or two, or an identity (adopted as the closures are); a chain stored
+//! before it is consumed (not adopted: the plan warns); and a type of the program's own whose `par_iter` is no rayon
+//! iterator (wrapped the same, behaving the same); and a chain whose callee retires on the workers.
 
 use rayon::prelude::*;
 
@@ -31,11 +31,12 @@ fn summarise(words: &[String]) -> String {
     let stored = words.par_iter().map(|w| weigh(w));
     let later: usize = stored.sum();
     let by_name: usize = words.par_iter().map(String::len).sum();
+    let named: usize = words.par_iter().map(String::as_str).map(weigh).sum();
     let mut seen = 0;
     Bag(vec![1, 2, 3]).par_iter().for_each(|x| seen += x);
     format!(
         "total {total}, {} shouted, checked {checked:?}, heavy {heavy}, typed {typed:?}, nested {nested}, later \
-         {later}, by name {by_name}, seen {seen}",
+         {later}, by name {by_name}, named {named}, seen {seen}",
         shouted.len()
     )
 }
@@ -44,13 +45,14 @@ fn summarise(words: &[String]) -> String {
 fn sorted(n: u32) -> Vec<u32> {
     let mut v: Vec<u32> = (0..n).rev().collect();
     v.par_sort_by(|a, b| compare(*a, *b));
+    v.par_sort_by(compare_refs);
     v
 }
 
 /// Root: a chain long enough that a worker's part folds and its tiny callee retires there, its later calls counted
 /// on the workers.
 fn tally(n: u64) -> u64 {
-    (0..n).into_par_iter().map(|i| step(i)).sum()
+    (0..n).into_par_iter().map(|i| step(i)).reduce(zero, add)
 }
 
 fn step(i: u64) -> u64 {
@@ -59,6 +61,14 @@ fn step(i: u64) -> u64 {
 
 fn weigh(word: &str) -> usize {
     word.len()
+}
+
+fn zero() -> u64 {
+    0
+}
+
+fn add(a: u64, b: u64) -> u64 {
+    a + b
 }
 
 fn shout(word: &str, suffix: &str) -> String {
@@ -74,6 +84,10 @@ fn check(word: &str) -> Result<(), String> {
 
 fn compare(a: u32, b: u32) -> std::cmp::Ordering {
     a.cmp(&b)
+}
+
+fn compare_refs(a: &u32, b: &u32) -> std::cmp::Ordering {
+    b.cmp(a)
 }
 
 /// A collection of the program's own with a `par_iter` that is a plain iterator.

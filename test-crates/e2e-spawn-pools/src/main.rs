@@ -91,7 +91,7 @@ fn tally(n: u64) -> u64 {
     squares + kept + longest
 }
 
-/// A closure passed by name to a parallel iterator: its calls are not recorded (the plan says so).
+/// A function passed by name to a parallel iterator: run through the chain's context as a closure written there.
 fn named(n: u64) -> u64 {
     use rayon::prelude::*;
     (0..n).into_par_iter().map(step).sum()
