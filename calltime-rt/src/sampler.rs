@@ -13,8 +13,10 @@
 //!   whatever is decided, so the budget is over what a recorded one costs beyond it (see `recorded`).
 //! - The decision is made at the root's entry by a per-thread countdown reset to a random gap (mean: the period),
 //!   never from the invocation's content or duration, so the recorded ones are a uniform sample.
-//! - The first `RECORD_FIRST` invocations of each root on each thread are always recorded (a short run keeps every
-//!   tree); the period follows the recent recorded invocations (it goes back to 1 when they get cheaper).
+//! - The first `RECORD_FIRST` invocations of each root on a thread are always recorded (a short run keeps every
+//!   tree); a thread that starts on a root after another learned its cost starts from that thread's period and
+//!   means and records only its first `RECORD_FIRST_INHERITED` (`Learned`); the period follows the recent recorded
+//!   invocations (it goes back to 1 when they get cheaper).
 //! - A skipped invocation runs with `CURRENT = SKIP` (every probe inside takes its cheapest path, the root's
 //!   re-entry does not start an invocation, nothing spawned is adopted, nothing goes to the whole-run aggregate).
 //!   Every one is counted, so the root's count stays exact; a random 1 in `TIME_EVERY` of them has its root timed
@@ -29,7 +31,9 @@
 
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::invocation::lock;
@@ -38,6 +42,10 @@ use crate::invocation::lock;
 pub(crate) const DEFAULT_BUDGET_PCT: u64 = 5;
 /// Invocations of each root a thread always records before sampling may start.
 pub(crate) const RECORD_FIRST: u64 = 100;
+/// Of them, the ones a thread records when another thread already learned the root's cost (`Learned`): its own
+/// means start from that thread's, so its first invocations are not all recorded again (4 threads recorded 400 where
+/// 1 thread recorded 100, at about 400 ns each beyond a skipped one; docs/performance.md, "Twelfth round").
+const RECORD_FIRST_INHERITED: u64 = 4;
 /// At least 1 in this many invocations is recorded.
 const MAX_PERIOD: u64 = 4096;
 /// Roots a thread samples (more are always recorded).
@@ -138,6 +146,8 @@ pub(crate) struct Entry {
     recorded_span: AtomicU64,
     /// Skipped invocations left before the next one whose root is timed (see `TIME_EVERY`).
     time_countdown: AtomicU64,
+    /// This entry's means were published for other threads (`Learned`); kept when the table changes threads.
+    published: AtomicBool,
     /// Invocations skipped; of them, the ones whose root was timed, and their time in ticks; and the root tasks
     /// among them (never timed: their polls may run on several threads).
     skipped: AtomicU64,
@@ -157,6 +167,7 @@ impl Entry {
             skipped_span: AtomicU64::new(0),
             recorded_span: AtomicU64::new(0),
             time_countdown: AtomicU64::new(0),
+            published: AtomicBool::new(false),
             skipped: AtomicU64::new(0),
             timed: AtomicU64::new(0),
             timed_ticks: AtomicU64::new(0),
@@ -372,6 +383,9 @@ fn decide_entry(e: &'static Entry) -> Decision {
     if skip_untimed_at(e) {
         return Decision::Skip(e, false);
     }
+    if e.seen.load(Relaxed) == 0 {
+        inherit(e);
+    }
     let seen = e.seen.load(Relaxed) + 1;
     e.seen.store(seen, Relaxed);
     let period = e.period.load(Relaxed);
@@ -389,6 +403,73 @@ fn decide_entry(e: &'static Entry) -> Decision {
     }
     e.countdown.store(gap(period), Relaxed);
     Decision::Record(Some(e))
+}
+
+/// What the first thread to finish its first `RECORD_FIRST` invocations of a root learned of their cost: a thread
+/// that starts on the root later begins from it (`inherit`). Written once per root, read once per thread and root:
+/// nothing shared is touched per invocation.
+struct Learned {
+    /// Root index + 1; 0 while free.
+    root: AtomicU32,
+    /// The period (0 until the means below are stored: published last, with release) and the entry's running means
+    /// (f64 bits, as in `Entry`).
+    period: AtomicU64,
+    cost: AtomicU64,
+    skipped_span: AtomicU64,
+    recorded_span: AtomicU64,
+}
+
+static LEARNED: [Learned; ROOTS] = [const {
+    Learned {
+        root: AtomicU32::new(0),
+        period: AtomicU64::new(0),
+        cost: AtomicU64::new(0),
+        skipped_span: AtomicU64::new(0),
+        recorded_span: AtomicU64::new(0),
+    }
+}; ROOTS];
+
+/// A thread's first decision on entry `e`: when another thread learned the root's cost, starts from its period and
+/// means and records only `RECORD_FIRST_INHERITED` invocations before sampling.
+#[cold]
+#[inline(never)]
+fn inherit(e: &Entry) {
+    let key = e.root.load(Relaxed);
+    if key == 0 {
+        return;
+    }
+    let Some(learned) = LEARNED.iter().find(|l| l.root.load(Acquire) == key) else { return };
+    let period = learned.period.load(Acquire);
+    if period == 0 {
+        return;
+    }
+    e.cost.store(learned.cost.load(Relaxed), Relaxed);
+    e.skipped_span.store(learned.skipped_span.load(Relaxed), Relaxed);
+    e.recorded_span.store(learned.recorded_span.load(Relaxed), Relaxed);
+    e.period.store(period, Relaxed);
+    e.seen.store(RECORD_FIRST - RECORD_FIRST_INHERITED, Relaxed);
+}
+
+/// Publishes entry `e`'s means for the threads that start on its root later (once per root: the first thread to
+/// finish its first invocations).
+#[cold]
+#[inline(never)]
+fn publish(e: &Entry) {
+    e.published.store(true, Relaxed);
+    let key = e.root.load(Relaxed);
+    for learned in &LEARNED {
+        match learned.root.compare_exchange(0, key, AcqRel, Acquire) {
+            Ok(_) => {
+                learned.cost.store(e.cost.load(Relaxed), Relaxed);
+                learned.skipped_span.store(e.skipped_span.load(Relaxed), Relaxed);
+                learned.recorded_span.store(e.recorded_span.load(Relaxed), Relaxed);
+                learned.period.store(e.period.load(Relaxed), Release);
+                return;
+            }
+            Err(k) if k == key => return,
+            Err(_) => {}
+        }
+    }
 }
 
 /// A skipped invocation of thread root `e` started at `start` (ticks): its root is timed at its end.
@@ -455,6 +536,9 @@ pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64, exit: u64) {
     e.period.store(period, Relaxed);
     if e.countdown.load(Relaxed) > 2 * period {
         e.countdown.store(gap(period), Relaxed);
+    }
+    if !e.published.load(Relaxed) && e.seen.load(Relaxed) >= RECORD_FIRST {
+        publish(e);
     }
 }
 
