@@ -6,8 +6,10 @@
 //!   (the retirement note, the whole-run aggregate's fold, the hand-off) is timed with one more clock read at the
 //!   end of each recorded invocation of a sampled root; its probes inside the root's span are its recorded nodes
 //!   (and counts of retired calls) times the calibrated cost of a recorded call (`calibrate.rs`); the writer's work,
-//!   on its own thread, is estimated as as much again per node plus `WRITER_TREE_NS` a tree; its entry as what a
-//!   skipped invocation costs.
+//!   on its own thread, is its thread's CPU time per unit written (`writer_measured`: its drains, with the
+//!   encoding, the retirement watch and the `write`s; not the aggregate's snapshots), estimated before it wrote enough
+//!   as as much again per node as the probes plus `WRITER_TREE_NS` a tree; its entry as what a skipped invocation
+//!   costs.
 //! - A skipped invocation costs something too (the sampler's checks and counters, the root probe's out-of-line
 //!   calls): measured at start-up on this path's own functions (`measure_skip`), it is what every invocation pays
 //!   whatever is decided, so the budget is over what a recorded one costs beyond it (see `recorded`).
@@ -70,6 +72,13 @@ static BUDGET_PCT: AtomicU64 = AtomicU64::new(0);
 static NODE_TICKS: AtomicU64 = AtomicU64::new(0);
 static WRITER_TICKS: AtomicU64 = AtomicU64::new(0);
 static SKIP_TICKS: AtomicU64 = AtomicU64::new(0);
+/// The writer thread's CPU time per unit it wrote (a node or a count of retired calls, and one per tree), in ticks
+/// (f64 bits; 0 until measured): set by the writer at each wake (`writer_measured`), read once per recorded
+/// invocation of a sampled root. Once set, it replaces the model's half of `NODE_FACTOR` and `WRITER_TREE_NS`.
+static WRITER_UNIT_TICKS: AtomicU64 = AtomicU64::new(0);
+/// Units the writer must have written before its measure replaces the model (its start-up, the trace's header and
+/// the first `write`, would otherwise weigh on too few).
+const WRITER_MIN_UNITS: u64 = 256;
 
 /// Sets the budget up (at the runtime's start, after the calibration).
 pub(crate) fn start(budget_pct: u64) {
@@ -122,6 +131,17 @@ fn skip_once(scratch: &'static Entry) {
         std::hint::black_box(());
         crate::invocation::replace_current(left);
     }
+}
+
+/// The writer thread's CPU time in its drains that wrote trees (ns, since it started) and the units they wrote (see
+/// `WRITER_UNIT_TICKS`): what writing a recorded invocation costs off the program's threads, for the budget.
+pub(crate) fn writer_measured(cpu_ns: u64, units: u64) {
+    if units < WRITER_MIN_UNITS {
+        return;
+    }
+    let Some(c) = crate::calibrate::get() else { return };
+    let ticks = cpu_ns as f64 / units as f64 / c.ns_per_tick.max(1e-6);
+    WRITER_UNIT_TICKS.store(ticks.to_bits(), Relaxed);
 }
 
 /// The budget in percent (0: off).
@@ -383,7 +403,9 @@ fn decide_entry(e: &'static Entry) -> Decision {
     if skip_untimed_at(e) {
         return Decision::Skip(e, false);
     }
-    if e.seen.load(Relaxed) == 0 {
+    // While the thread records its first ones: threads started together learn at once, the first to finish
+    // publishes (a load of the table per recorded invocation, in the first `RECORD_FIRST` only).
+    if e.seen.load(Relaxed) < RECORD_FIRST - RECORD_FIRST_INHERITED {
         inherit(e);
     }
     let seen = e.seen.load(Relaxed) + 1;
@@ -429,8 +451,8 @@ static LEARNED: [Learned; ROOTS] = [const {
     }
 }; ROOTS];
 
-/// A thread's first decision on entry `e`: when another thread learned the root's cost, starts from its period and
-/// means and records only `RECORD_FIRST_INHERITED` invocations before sampling.
+/// A decision on entry `e` while its thread records its first invocations: when another thread learned the root's
+/// cost, starts from its period and means and records only `RECORD_FIRST_INHERITED` more before sampling.
 #[cold]
 #[inline(never)]
 fn inherit(e: &Entry) {
@@ -523,8 +545,15 @@ pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64, exit: u64) {
         return;
     }
     let skip = f64::from_bits(SKIP_TICKS.load(Relaxed));
-    let in_span = nodes as f64 * f64::from_bits(NODE_TICKS.load(Relaxed));
-    let cost = skip + in_span + exit as f64 + f64::from_bits(WRITER_TICKS.load(Relaxed));
+    let node = f64::from_bits(NODE_TICKS.load(Relaxed));
+    let writer_unit = f64::from_bits(WRITER_UNIT_TICKS.load(Relaxed));
+    // The writer's share: measured on its thread once it wrote enough, else the model's.
+    let (in_span, writer) = if writer_unit > 0.0 {
+        (nodes as f64 * node / NODE_FACTOR, (nodes + 1) as f64 * writer_unit)
+    } else {
+        (nodes as f64 * node, f64::from_bits(WRITER_TICKS.load(Relaxed)))
+    };
+    let cost = skip + in_span + exit as f64 + writer;
     store_mean(&e.cost, cost);
     let cost = f64::from_bits(e.cost.load(Relaxed));
     store_mean(&e.recorded_span, span as f64);
