@@ -7,9 +7,9 @@
 //!   end of each recorded invocation of a sampled root; its probes inside the root's span are its recorded nodes
 //!   (and counts of retired calls) times the calibrated cost of a recorded call (`calibrate.rs`); the writer's work,
 //!   on its own thread, is its thread's CPU time per unit written (`writer_measured`: its drains, with the
-//!   encoding, the retirement watch and the `write`s; not the aggregate's snapshots), estimated before it wrote enough
-//!   as as much again per node as the probes plus `WRITER_TREE_NS` a tree; its entry as what a skipped invocation
-//!   costs.
+//!   encoding, the retirement watch and the `write`s; not the aggregate's snapshots) when that is more than the
+//!   model's (as much again per node as the probes plus `WRITER_TREE_NS` a tree); its entry as what a skipped
+//!   invocation costs.
 //! - A skipped invocation costs something too (the sampler's checks and counters, the root probe's out-of-line
 //!   calls): measured at start-up on this path's own functions (`measure_skip`), it is what every invocation pays
 //!   whatever is decided, so the budget is over what a recorded one costs beyond it (see `recorded`).
@@ -74,7 +74,7 @@ static WRITER_TICKS: AtomicU64 = AtomicU64::new(0);
 static SKIP_TICKS: AtomicU64 = AtomicU64::new(0);
 /// The writer thread's CPU time per unit it wrote (a node or a count of retired calls, and one per tree), in ticks
 /// (f64 bits; 0 until measured): set by the writer at each wake (`writer_measured`), read once per recorded
-/// invocation of a sampled root. Once set, it replaces the model's half of `NODE_FACTOR` and `WRITER_TREE_NS`.
+/// invocation of a sampled root. Once set, the writer's share is the larger of it and the model's (`recorded`).
 static WRITER_UNIT_TICKS: AtomicU64 = AtomicU64::new(0);
 /// Units the writer must have written before its measure replaces the model (its start-up, the trace's header and
 /// the first `write`, would otherwise weigh on too few).
@@ -547,13 +547,15 @@ pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64, exit: u64) {
     let skip = f64::from_bits(SKIP_TICKS.load(Relaxed));
     let node = f64::from_bits(NODE_TICKS.load(Relaxed));
     let writer_unit = f64::from_bits(WRITER_UNIT_TICKS.load(Relaxed));
-    // The writer's share: measured on its thread once it wrote enough, else the model's.
-    let (in_span, writer) = if writer_unit > 0.0 {
-        (nodes as f64 * node / NODE_FACTOR, (nodes + 1) as f64 * writer_unit)
-    } else {
-        (nodes as f64 * node, f64::from_bits(WRITER_TICKS.load(Relaxed)))
-    };
-    let cost = skip + in_span + exit as f64 + writer;
+    // The model: the probes, as much again per node for the writer, and its work per tree. Once the writer's cost is
+    // measured, the larger of the two: where the writer costs less than the model says (tokei's binary records,
+    // about 18 ns a node against the model's 28), the model's excess stands for the recording costs on the
+    // program's threads that the calibration does not see (its cache misses and page faults: tokei's recorded
+    // invocations cost its threads about twice their calibrated probes; docs/performance.md, "Twelfth round"), so
+    // the measure only ever adds to it.
+    let modelled = nodes as f64 * node + f64::from_bits(WRITER_TICKS.load(Relaxed));
+    let measured = nodes as f64 * node / NODE_FACTOR + (nodes + 1) as f64 * writer_unit;
+    let cost = skip + modelled.max(measured) + exit as f64;
     store_mean(&e.cost, cost);
     let cost = f64::from_bits(e.cost.load(Relaxed));
     store_mean(&e.recorded_span, span as f64);
