@@ -615,11 +615,17 @@ pub(crate) fn lock_for_fork() -> MutexGuard<'static, Tables> {
 }
 
 /// In a child forked without exec, under the fork handler's lock: the parent's counts are forgotten (the child's
-/// `stats` count its own roots).
+/// `stats` count its own roots), and so is what its threads learned (`Learned`): the child is a run of its own,
+/// whose first invocations are all recorded (a short one keeps every tree).
 pub(crate) fn forget_parent(tables: &Tables) {
     for e in tables.iter().flat_map(|t| t.entries.iter()) {
         for counter in [&e.skipped, &e.timed, &e.timed_ticks, &e.tasks] {
             counter.store(0, Relaxed);
         }
+        e.published.store(false, Relaxed);
+    }
+    for learned in &LEARNED {
+        learned.period.store(0, Relaxed);
+        learned.root.store(0, Relaxed);
     }
 }
