@@ -548,11 +548,11 @@ pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64, exit: u64) {
     let node = f64::from_bits(NODE_TICKS.load(Relaxed));
     let writer_unit = f64::from_bits(WRITER_UNIT_TICKS.load(Relaxed));
     // The model: the probes, as much again per node for the writer, and its work per tree. Once the writer's cost is
-    // measured, the larger of the two: where the writer costs less than the model says (tokei's binary records,
-    // about 18 ns a node against the model's 28), the model's excess stands for the recording costs on the
-    // program's threads that the calibration does not see (its cache misses and page faults: tokei's recorded
-    // invocations cost its threads about twice their calibrated probes; docs/performance.md, "Twelfth round"), so
-    // the measure only ever adds to it.
+    // measured, the larger of the two: where the writer's drains cost less than the model says, the model's excess
+    // stands for recording costs the calibration does not see (cache misses, page faults, the writer's wake-ups:
+    // tokei's recording costs its threads about twice its calibrated probes), so the measure only ever adds to it
+    // (with the measure alone, one run of tokei recorded 805 of its 817 invocations; docs/performance.md, "Twelfth
+    // round").
     let modelled = nodes as f64 * node + f64::from_bits(WRITER_TICKS.load(Relaxed));
     let measured = nodes as f64 * node / NODE_FACTOR + (nodes + 1) as f64 * writer_unit;
     let cost = skip + modelled.max(measured) + exit as f64;
