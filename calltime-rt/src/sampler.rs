@@ -6,15 +6,19 @@
 //!   (the retirement note, the whole-run aggregate's fold, the hand-off) is timed with one more clock read at the
 //!   end of each recorded invocation of a sampled root; its probes inside the root's span are its recorded nodes
 //!   (and counts of retired calls) times the calibrated cost of a recorded call (`calibrate.rs`); the writer's work,
-//!   on its own thread, is estimated as as much again per node plus `WRITER_TREE_NS` a tree; its entry as what a
-//!   skipped invocation costs.
+//!   on its own thread, is its thread's CPU time per unit written (`writer_measured`: its drains, with the
+//!   encoding, the retirement watch and the `write`s; not the aggregate's snapshots) when that is more than the
+//!   model's (as much again per node as the probes plus `WRITER_TREE_NS` a tree); its entry as what a skipped
+//!   invocation costs.
 //! - A skipped invocation costs something too (the sampler's checks and counters, the root probe's out-of-line
 //!   calls): measured at start-up on this path's own functions (`measure_skip`), it is what every invocation pays
 //!   whatever is decided, so the budget is over what a recorded one costs beyond it (see `recorded`).
 //! - The decision is made at the root's entry by a per-thread countdown reset to a random gap (mean: the period),
 //!   never from the invocation's content or duration, so the recorded ones are a uniform sample.
-//! - The first `RECORD_FIRST` invocations of each root on each thread are always recorded (a short run keeps every
-//!   tree); the period follows the recent recorded invocations (it goes back to 1 when they get cheaper).
+//! - The first `RECORD_FIRST` invocations of each root on a thread are always recorded (a short run keeps every
+//!   tree); a thread that starts on a root after another learned its cost starts from that thread's period and
+//!   means and records only its first `RECORD_FIRST_INHERITED` (`Learned`); the period follows the recent recorded
+//!   invocations (it goes back to 1 when they get cheaper).
 //! - A skipped invocation runs with `CURRENT = SKIP` (every probe inside takes its cheapest path, the root's
 //!   re-entry does not start an invocation, nothing spawned is adopted, nothing goes to the whole-run aggregate).
 //!   Every one is counted, so the root's count stays exact; a random 1 in `TIME_EVERY` of them has its root timed
@@ -29,7 +33,9 @@
 
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::invocation::lock;
@@ -38,6 +44,10 @@ use crate::invocation::lock;
 pub(crate) const DEFAULT_BUDGET_PCT: u64 = 5;
 /// Invocations of each root a thread always records before sampling may start.
 pub(crate) const RECORD_FIRST: u64 = 100;
+/// Of them, the ones a thread records when another thread already learned the root's cost (`Learned`): its own
+/// means start from that thread's, so its first invocations are not all recorded again (4 threads recorded 400 where
+/// 1 thread recorded 100, at about 400 ns each beyond a skipped one; docs/performance.md, "Twelfth round").
+const RECORD_FIRST_INHERITED: u64 = 4;
 /// At least 1 in this many invocations is recorded.
 const MAX_PERIOD: u64 = 4096;
 /// Roots a thread samples (more are always recorded).
@@ -62,6 +72,13 @@ static BUDGET_PCT: AtomicU64 = AtomicU64::new(0);
 static NODE_TICKS: AtomicU64 = AtomicU64::new(0);
 static WRITER_TICKS: AtomicU64 = AtomicU64::new(0);
 static SKIP_TICKS: AtomicU64 = AtomicU64::new(0);
+/// The writer thread's CPU time per unit it wrote (a node or a count of retired calls, and one per tree), in ticks
+/// (f64 bits; 0 until measured): set by the writer at each wake (`writer_measured`), read once per recorded
+/// invocation of a sampled root. Once set, the writer's share is the larger of it and the model's (`recorded`).
+static WRITER_UNIT_TICKS: AtomicU64 = AtomicU64::new(0);
+/// Units the writer must have written before its measure replaces the model (its start-up, the trace's header and
+/// the first `write`, would otherwise weigh on too few).
+const WRITER_MIN_UNITS: u64 = 256;
 
 /// Sets the budget up (at the runtime's start, after the calibration).
 pub(crate) fn start(budget_pct: u64) {
@@ -116,6 +133,17 @@ fn skip_once(scratch: &'static Entry) {
     }
 }
 
+/// The writer thread's CPU time in its drains that wrote trees (ns, since it started) and the units they wrote (see
+/// `WRITER_UNIT_TICKS`): what writing a recorded invocation costs off the program's threads, for the budget.
+pub(crate) fn writer_measured(cpu_ns: u64, units: u64) {
+    if units < WRITER_MIN_UNITS {
+        return;
+    }
+    let Some(c) = crate::calibrate::get() else { return };
+    let ticks = cpu_ns as f64 / units as f64 / c.ns_per_tick.max(1e-6);
+    WRITER_UNIT_TICKS.store(ticks.to_bits(), Relaxed);
+}
+
 /// The budget in percent (0: off).
 pub(crate) fn budget_pct() -> u64 {
     BUDGET_PCT.load(Relaxed)
@@ -138,6 +166,8 @@ pub(crate) struct Entry {
     recorded_span: AtomicU64,
     /// Skipped invocations left before the next one whose root is timed (see `TIME_EVERY`).
     time_countdown: AtomicU64,
+    /// This entry's means were published for other threads (`Learned`); kept when the table changes threads.
+    published: AtomicBool,
     /// Invocations skipped; of them, the ones whose root was timed, and their time in ticks; and the root tasks
     /// among them (never timed: their polls may run on several threads).
     skipped: AtomicU64,
@@ -157,6 +187,7 @@ impl Entry {
             skipped_span: AtomicU64::new(0),
             recorded_span: AtomicU64::new(0),
             time_countdown: AtomicU64::new(0),
+            published: AtomicBool::new(false),
             skipped: AtomicU64::new(0),
             timed: AtomicU64::new(0),
             timed_ticks: AtomicU64::new(0),
@@ -380,6 +411,11 @@ fn decide_entry(e: &'static Entry) -> Decision {
     if skip_untimed_at(e) {
         return Decision::Skip(e, false);
     }
+    // While the thread records its first ones: threads started together learn at once, the first to finish
+    // publishes (a load of the table per recorded invocation, in the first `RECORD_FIRST` only).
+    if e.seen.load(Relaxed) < RECORD_FIRST - RECORD_FIRST_INHERITED {
+        inherit(e);
+    }
     let seen = e.seen.load(Relaxed) + 1;
     e.seen.store(seen, Relaxed);
     let period = e.period.load(Relaxed);
@@ -397,6 +433,73 @@ fn decide_entry(e: &'static Entry) -> Decision {
     }
     e.countdown.store(gap(period), Relaxed);
     Decision::Record(Some(e))
+}
+
+/// What the first thread to finish its first `RECORD_FIRST` invocations of a root learned of their cost: a thread
+/// that starts on the root later begins from it (`inherit`). Written once per root, read once per thread and root:
+/// nothing shared is touched per invocation.
+struct Learned {
+    /// Root index + 1; 0 while free.
+    root: AtomicU32,
+    /// The period (0 until the means below are stored: published last, with release) and the entry's running means
+    /// (f64 bits, as in `Entry`).
+    period: AtomicU64,
+    cost: AtomicU64,
+    skipped_span: AtomicU64,
+    recorded_span: AtomicU64,
+}
+
+static LEARNED: [Learned; ROOTS] = [const {
+    Learned {
+        root: AtomicU32::new(0),
+        period: AtomicU64::new(0),
+        cost: AtomicU64::new(0),
+        skipped_span: AtomicU64::new(0),
+        recorded_span: AtomicU64::new(0),
+    }
+}; ROOTS];
+
+/// A decision on entry `e` while its thread records its first invocations: when another thread learned the root's
+/// cost, starts from its period and means and records only `RECORD_FIRST_INHERITED` more before sampling.
+#[cold]
+#[inline(never)]
+fn inherit(e: &Entry) {
+    let key = e.root.load(Relaxed);
+    if key == 0 {
+        return;
+    }
+    let Some(learned) = LEARNED.iter().find(|l| l.root.load(Acquire) == key) else { return };
+    let period = learned.period.load(Acquire);
+    if period == 0 {
+        return;
+    }
+    e.cost.store(learned.cost.load(Relaxed), Relaxed);
+    e.skipped_span.store(learned.skipped_span.load(Relaxed), Relaxed);
+    e.recorded_span.store(learned.recorded_span.load(Relaxed), Relaxed);
+    e.period.store(period, Relaxed);
+    e.seen.store(RECORD_FIRST - RECORD_FIRST_INHERITED, Relaxed);
+}
+
+/// Publishes entry `e`'s means for the threads that start on its root later (once per root: the first thread to
+/// finish its first invocations).
+#[cold]
+#[inline(never)]
+fn publish(e: &Entry) {
+    e.published.store(true, Relaxed);
+    let key = e.root.load(Relaxed);
+    for learned in &LEARNED {
+        match learned.root.compare_exchange(0, key, AcqRel, Acquire) {
+            Ok(_) => {
+                learned.cost.store(e.cost.load(Relaxed), Relaxed);
+                learned.skipped_span.store(e.skipped_span.load(Relaxed), Relaxed);
+                learned.recorded_span.store(e.recorded_span.load(Relaxed), Relaxed);
+                learned.period.store(e.period.load(Relaxed), Release);
+                return;
+            }
+            Err(k) if k == key => return,
+            Err(_) => {}
+        }
+    }
 }
 
 /// A skipped invocation of thread root `e` started at `start` (ticks): its root is timed at its end.
@@ -450,8 +553,17 @@ pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64, exit: u64) {
         return;
     }
     let skip = f64::from_bits(SKIP_TICKS.load(Relaxed));
-    let in_span = nodes as f64 * f64::from_bits(NODE_TICKS.load(Relaxed));
-    let cost = skip + in_span + exit as f64 + f64::from_bits(WRITER_TICKS.load(Relaxed));
+    let node = f64::from_bits(NODE_TICKS.load(Relaxed));
+    let writer_unit = f64::from_bits(WRITER_UNIT_TICKS.load(Relaxed));
+    // The model: the probes, as much again per node for the writer, and its work per tree. Once the writer's cost is
+    // measured, the larger of the two: where the writer's drains cost less than the model says, the model's excess
+    // stands for recording costs the calibration does not see (cache misses, page faults, the writer's wake-ups:
+    // tokei's recording costs its threads about twice its calibrated probes), so the measure only ever adds to it
+    // (with the measure alone, one run of tokei recorded 805 of its 817 invocations; docs/performance.md, "Twelfth
+    // round").
+    let modelled = nodes as f64 * node + f64::from_bits(WRITER_TICKS.load(Relaxed));
+    let measured = nodes as f64 * node / NODE_FACTOR + (nodes + 1) as f64 * writer_unit;
+    let cost = skip + modelled.max(measured) + exit as f64;
     store_mean(&e.cost, cost);
     let cost = f64::from_bits(e.cost.load(Relaxed));
     store_mean(&e.recorded_span, span as f64);
@@ -463,6 +575,9 @@ pub(crate) fn recorded(e: &Entry, nodes: usize, span: u64, exit: u64) {
     e.period.store(period, Relaxed);
     if e.countdown.load(Relaxed) > 2 * period {
         e.countdown.store(gap(period), Relaxed);
+    }
+    if !e.published.load(Relaxed) && e.seen.load(Relaxed) >= RECORD_FIRST {
+        publish(e);
     }
 }
 
@@ -510,11 +625,17 @@ pub(crate) fn lock_for_fork() -> MutexGuard<'static, Tables> {
 }
 
 /// In a child forked without exec, under the fork handler's lock: the parent's counts are forgotten (the child's
-/// `stats` count its own roots).
+/// `stats` count its own roots), and so is what its threads learned (`Learned`): the child is a run of its own,
+/// whose first invocations are all recorded (a short one keeps every tree).
 pub(crate) fn forget_parent(tables: &Tables) {
     for e in tables.iter().flat_map(|t| t.entries.iter()) {
         for counter in [&e.skipped, &e.timed, &e.timed_ticks, &e.tasks] {
             counter.store(0, Relaxed);
         }
+        e.published.store(false, Relaxed);
+    }
+    for learned in &LEARNED {
+        learned.period.store(0, Relaxed);
+        learned.root.store(0, Relaxed);
     }
 }

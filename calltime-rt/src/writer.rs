@@ -106,11 +106,24 @@ fn spawn_writer() -> Option<std::thread::Thread> {
             let mut last_aggregate = std::time::Instant::now();
             let mut last_poll = None;
             let mut period = WRITER_PERIOD;
+            // CPU time (ns) of this thread's drains that wrote trees, and the units they wrote.
+            let mut writer_cost = (0u64, 0u64);
             loop {
                 std::thread::park_timeout(period);
                 if !HOLD_WRITER.load(Relaxed) {
+                    let (cpu_before, units_before) = (thread_cpu_ns(), WRITTEN_UNITS.load(Relaxed));
                     let fill = drain_then(false, false).fill;
                     period = next_period(period, fill);
+                    // What writing the trees cost this thread (their encoding, the retirement watch, the `write`s):
+                    // the sampler's budget counts it for each recorded invocation (`sampler::writer_measured`). Two
+                    // system calls a wake that wrote something; the aggregate's snapshots and the control polls
+                    // below are left out: they cost the same however few invocations are recorded.
+                    let units = WRITTEN_UNITS.load(Relaxed) - units_before;
+                    if let (Some(before), Some(after), true) = (cpu_before, thread_cpu_ns(), units > 0) {
+                        writer_cost.0 += after.saturating_sub(before);
+                        writer_cost.1 += units;
+                        crate::sampler::writer_measured(writer_cost.0, writer_cost.1);
+                    }
                     write_aggregate_when_due(&mut last_aggregate);
                 }
                 // Every `WRITER_PERIOD`, not at every wake: a look at the control file is a system call.
@@ -122,6 +135,37 @@ fn spawn_writer() -> Option<std::thread::Thread> {
         })
         .ok()
         .map(|handle| handle.thread().clone())
+}
+
+/// What the writer wrote, in the units the sampler charges it by: each tree's nodes and counts of retired
+/// functions, plus one for the tree (`sampler::writer_measured`).
+static WRITTEN_UNITS: AtomicU64 = AtomicU64::new(0);
+
+/// This thread's CPU time (user and system) in ns; `None` where it cannot be read.
+fn thread_cpu_ns() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        #[repr(C)]
+        struct Timespec {
+            tv_sec: i64,
+            tv_nsec: i64,
+        }
+        extern "C" {
+            fn clock_gettime(clock: i32, time: *mut Timespec) -> i32;
+        }
+        const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+        let mut time = Timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: the C library's clock_gettime writes one timespec (two longs on 64-bit Linux) into `time`.
+        let ok = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut time) } == 0;
+        return ok.then(|| (time.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(time.tv_nsec as u64));
+    }
+    #[allow(unreachable_code)]
+    None
+}
+
+/// Counts one tree written (see `WRITTEN_UNITS`); only the sink's holder calls it.
+fn count_written(records: usize) {
+    WRITTEN_UNITS.store(WRITTEN_UNITS.load(Relaxed) + records as u64 + 1, Relaxed);
 }
 
 /// The trace file and the receiving end of the queue; whoever holds the lock writes.
@@ -193,6 +237,14 @@ enum Retired<'a> {
 
 impl<'a> Retired<'a> {
     /// `(function index, calls)` of each retired function called (retirement slots in use only).
+    /// How many retired functions were called.
+    fn len(&self) -> usize {
+        match self {
+            Retired::Entries(entries) => entries.len(),
+            Retired::BySlot(_) => self.slots().count(),
+        }
+    }
+
     fn pairs(&self) -> impl Iterator<Item = (u32, u64)> + 'a {
         self.slots().map(|(slot, calls)| (retire::slot_index(slot), calls))
     }
@@ -666,6 +718,7 @@ impl Sink {
             return;
         }
         if rec.folded {
+            count_written(rec.nodes().len() + rec.retired_pairs().len());
             self.write_folded(rt, rec, thread_name, scale);
             return;
         }
@@ -675,6 +728,7 @@ impl Sink {
     /// Writes one per-call invocation: converts ticks, applies the minimum duration, writes the nodes in preorder.
     fn write_nodes(&mut self, rt: &Runtime, nodes: &[Node], owner: &Owner, scale: Scale) {
         let Some(root) = nodes.first() else { return };
+        count_written(nodes.len() + owner.retired.len());
         self.watch.observe_nodes(nodes);
         // Most trees: nothing to choose, no spawned work, so a block, whose ticks are the reader's to convert.
         let chooses = rt.config.chooses() || keep::slower_than_ns() != 0;

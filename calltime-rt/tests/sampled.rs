@@ -94,6 +94,46 @@ fn a_busy_root_records_a_minority_within_the_budget() {
     assert!(share < 0.075, "recording took {:.1}% of the roots' time", share * 100.0);
 }
 
+/// Roots each spawned thread runs after the main thread learned the root's cost.
+const PER_THREAD: u64 = 300;
+
+/// A thread that starts on a root another thread already learned the cost of begins from what that thread learned:
+/// it records a few invocations before sampling, not its first 100 again (on main before branch percost each of 4
+/// threads recorded at least 100 of its 300, so 4 threads recorded 300 more than 1 for the same work).
+#[test]
+fn a_thread_starting_on_a_learned_root_records_few_first() {
+    if is_child("a_thread_starting_on_a_learned_root_records_few_first") {
+        for i in 0..3_000 {
+            black_box(root(i));
+        }
+        std::thread::scope(|scope| {
+            for t in 1..=4 {
+                scope.spawn(move || {
+                    for i in 0..PER_THREAD {
+                        black_box(root(t * 1_000_000 + i));
+                    }
+                });
+            }
+        });
+        return;
+    }
+    let trace = run_ok(
+        "a_thread_starting_on_a_learned_root_records_few_first",
+        &[("CALLTIME_RETIRE_MIN_CALLS", "1000000000000"), ("CALLTIME_MAX_INVOCATIONS", "1000000")],
+    );
+    let (kept, dropped, for_cost) = counts(&trace);
+    assert_eq!((kept + dropped + for_cost, dropped), (3_000 + 4 * PER_THREAD, 0));
+    let main = trace.invocations.first().expect("the main thread's first invocations are recorded").id;
+    let mut per_thread = std::collections::BTreeMap::new();
+    for inv in &trace.invocations {
+        *per_thread.entry(inv.id).or_insert(0u64) += 1;
+    }
+    assert!(per_thread[&main] >= 100, "the first thread records its first 100: {per_thread:?}");
+    let spawned: Vec<u64> = per_thread.iter().filter(|(&id, _)| id != main).map(|(_, &n)| n).collect();
+    assert_eq!(spawned.len(), 4, "each spawned thread records its first invocations: {per_thread:?}");
+    assert!(spawned.iter().all(|&n| n < 60), "recorded of {PER_THREAD} per spawned thread: {spawned:?}");
+}
+
 #[test]
 fn exact_records_every_invocation() {
     if is_child("exact_records_every_invocation") {
