@@ -149,49 +149,31 @@ pub use probe::Guard;
 /// body; every other call runs the second, in a `move` closure, out of line. With one closure called from two
 /// places (`run_quiet_in`), a body holding a few probed calls stays an out-of-line call even when quiet
 /// (docs/performance.md, "Eighth round"). The tool takes it only for bodies that declare no items (a `static` or
-/// an `impl` written twice would be two statics, or two conflicting impls). The quiet test reads the thread's own
-/// copy of the function's quiet state (a thread-local the macro declares once per function, `QuietHere`), a plain
-/// load the optimiser may hoist out of a caller's loop (docs/truth-bench.md, "Twelfth round"), then, only while
-/// that copy says no, whether the crate's table made the function quiet while recording is off.
+/// an `impl` written twice would be two statics, or two conflicting impls).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __calltime_quiet_in {
-    ($states:expr, $index:literal, $body:block) => {{
-        $crate::__calltime_quiet_here!();
-        if $crate::__private::is_quiet_here(&__CALLTIME_QUIET, $states, $index) $body else {
-            ($states).run_unquiet_here::<$index, _, _>(&__CALLTIME_QUIET, #[inline(never)] move || $body)
-        }
-    }};
-}
-
-/// The thread-local copy of a function's quiet state (`__private::QuietHere`) that the quiet test of a body written
-/// twice reads: declared once per function, in the block the macro expands to, so that it is compiled with the
-/// function (and inlined with it: an accessor from another codegen unit is not inlined into a cold copy).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __calltime_quiet_here {
-    () => {
-        $crate::__private::thread_local! {
-            static __CALLTIME_QUIET: $crate::__private::QuietHere = const { $crate::__private::QuietHere::new() };
+    ($states:expr, $index:literal, $body:block) => {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
+            ($states).run_unquiet_at::<$index, _, _>(move || $body)
         }
     };
 }
 
 /// `__calltime_quiet_in!` for a body whose parameters may drop something (taken by value), so that moving them into
 /// a closure could change when they drop: both copies stay in place, the second under a guard entered out of line
-/// (`States::enter_unquiet_here`). A quiet call runs the first copy with no guard, so no unwind cleanup either: the
+/// (`States::enter_unquiet_at`). A quiet call runs the first copy with no guard, so no unwind cleanup either: the
 /// function keeps the size, and the inlining, of the plain build's (docs/performance.md, "Ninth round"). The tool
 /// takes it for small bodies only, both copies counting toward the function's size.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __calltime_quiet_guard_in {
-    ($states:expr, $index:literal, $body:block) => {{
-        $crate::__calltime_quiet_here!();
-        if $crate::__private::is_quiet_here(&__CALLTIME_QUIET, $states, $index) $body else {
-            let __calltime_guard = ($states).enter_unquiet_here::<$index>(&__CALLTIME_QUIET);
+    ($states:expr, $index:literal, $body:block) => {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
+            let __calltime_guard = ($states).enter_unquiet_at::<$index>();
             $body
         }
-    }};
+    };
 }
 
 /// `__calltime_quiet_in!` for a body whose `Err` returns are counted: the cold copy hands its result to the runtime
@@ -200,10 +182,9 @@ macro_rules! __calltime_quiet_guard_in {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __calltime_quiet_err_in {
-    ($states:expr, $index:literal, $body:block) => {{
-        $crate::__calltime_quiet_here!();
-        if $crate::__private::is_quiet_here(&__CALLTIME_QUIET, $states, $index) $body else {
-            ($states).run_unquiet_here::<$index, _, _>(&__CALLTIME_QUIET, #[inline(never)] move || {
+    ($states:expr, $index:literal, $body:block) => {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
+            ($states).run_unquiet_at::<$index, _, _>(move || {
                 match $crate::__private::call_once(move || $body) {
                     result => {
                         {
@@ -216,7 +197,7 @@ macro_rules! __calltime_quiet_err_in {
                 }
             })
         }
-    }};
+    };
 }
 
 /// What the code rewritten by `cargo calltime` calls. Not a stable API.
@@ -225,10 +206,9 @@ pub mod __private {
     pub use crate::adopt::{adopt, adopt_future, par_context, ticket, Adopted, ParContext, Ticket};
     pub use crate::alloc::CountingAlloc;
     pub use crate::outcome::{call_once, NotAResult, Outcome};
-    pub use crate::retire::{QuietHere, States};
+    pub use crate::retire::States;
     pub use crate::{Guard, Instrumented};
     use std::future::Future;
-    pub use std::thread_local;
 
     /// Identifies the plan the probes were inserted by; passed by every root probe.
     #[derive(Debug)]
@@ -283,18 +263,6 @@ pub mod __private {
     #[inline(always)]
     pub fn is_quiet_in<const N: usize>(states: &'static States<N>, index: u32) -> bool {
         states.is_quiet(index)
-    }
-
-    /// The quiet test of [`quiet_in!`]'s two copies of a body: this thread's copy of whether the function went
-    /// quiet (a plain load: only this thread writes it, so the optimiser may test it once before a loop that calls
-    /// the function), else whether its crate's table made it quiet while recording is off.
-    #[inline(always)]
-    pub fn is_quiet_here<const N: usize>(
-        quiet: &'static std::thread::LocalKey<QuietHere>,
-        states: &'static States<N>,
-        index: u32,
-    ) -> bool {
-        quiet.with(QuietHere::get) || states.is_quiet_while_off(index)
     }
 
     pub use crate::{

@@ -3,7 +3,6 @@
 
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ptr;
-use std::thread::LocalKey;
 
 use crate::__private::PlanInfo;
 use crate::clock::now;
@@ -11,7 +10,7 @@ use crate::invocation::{
     complete_thread_invocation, current, end_skipped_invocation, replace_current, start_thread_invocation, SKIP,
 };
 use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, NO_SLOT};
-use crate::retire::{count_retired_call, retired_state, QuietHere, States};
+use crate::retire::{count_retired_call, retired_state, States};
 
 /// The slot of `Guard::SKIPPED_TIMED`.
 const TIMED_SKIP_SLOT: u32 = NO_SLOT - 1;
@@ -190,7 +189,7 @@ fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(
     out.write(body());
 }
 
-/// The entry of a call that is not quiet (`run_unquiet_in`, `enter_unquiet_here`): counted when the function retired
+/// The entry of a call that is not quiet (`run_unquiet_in`, `run_unquiet_at`): counted when the function retired
 /// (an inert guard), else the crate's table registered (once) and the call recorded. Outside any invocation while
 /// recording started off, the function goes quiet in its crate's table until recording is switched on, so that
 /// its later calls take the quiet copy in place (`retire::quiet_while_off`).
@@ -209,54 +208,27 @@ fn enter_unquiet<const N: usize>(states: &'static States<N>, index: u32) -> Guar
     }
 }
 
-/// The entry of a call its thread's copy of the quiet test does not know quiet (`run_unquiet_here`): a function
-/// quiet for good in the crate's table is noted in that copy and the call is quiet (an inert guard); else as
-/// `enter_unquiet`.
-#[inline(always)]
-fn enter_unquiet_here<const N: usize>(
-    states: &'static States<N>,
-    quiet: &'static LocalKey<QuietHere>,
-    index: u32,
-) -> Guard {
-    if states.is_quiet_for_good(index) {
-        let _ = quiet.try_with(QuietHere::set);
-        return Guard::INERT;
-    }
-    enter_unquiet(states, index)
-}
-
 impl<const N: usize> States<N> {
-    /// The cold copy of `__private::quiet_in!`'s body (a call its thread's `quiet` copy does not know quiet: counted,
-    /// recorded, or the thread's first call since the function went quiet), with few arguments to set up at each
-    /// call site: the index as a constant, the closure by value (in registers when it captures one or two words,
-    /// such as `&mut self`; it is built in the cold branch only) and the result returned. The quiet copy's inlining
-    /// into its callers is decided by what the whole function costs, this call's set-up included
-    /// (docs/performance.md, "Eighth round"). A call that finds its function quiet for good in the crate's table
-    /// sets `quiet`, which the quiet test reads from then on (`retire::QuietHere`), and runs the body as a quiet
-    /// call. The macro marks the closure `#[inline(never)]`: compiled with its function, in the function's codegen
-    /// unit, rather than inlined here (an instance of this crate's generic, compiled in another unit), so that the
-    /// quiet tests of the functions its body inlines reach their thread-locals directly; from another unit their
-    /// accessors are calls, whose result holds a register across the body's loops (docs/truth-bench.md, "Twelfth
-    /// round").
+    /// The cold copy of `__private::quiet_in!`'s body (a call that is not quiet: counted or recorded), as
+    /// `run_unquiet_in` with fewer arguments to set up at each call site: the index as a constant, the closure by
+    /// value (in registers when it captures one or two words, such as `&mut self`; it is built in the cold branch
+    /// only) and the result returned. The quiet copy's inlining into its callers is decided by what the whole
+    /// function costs, this call's set-up included (docs/performance.md, "Eighth round").
     #[doc(hidden)]
     #[cold]
     #[inline(never)]
-    pub fn run_unquiet_here<const INDEX: u32, R, F: FnOnce() -> R>(
-        &'static self,
-        quiet: &'static LocalKey<QuietHere>,
-        body: F,
-    ) -> R {
-        let _guard = enter_unquiet_here(self, quiet, INDEX);
+    pub fn run_unquiet_at<const INDEX: u32, R, F: FnOnce() -> R>(&'static self, body: F) -> R {
+        let _guard = enter_unquiet(self, INDEX);
         body()
     }
 
-    /// The guard of `__private::quiet_guard_in!`'s second copy (see `run_unquiet_here`), entered out of line and
-    /// cold, so that the copy stays off the function's straight path.
+    /// The guard of `__private::quiet_guard_in!`'s second copy (a call that is not quiet: counted or recorded),
+    /// entered out of line and cold, so that the copy stays off the function's straight path.
     #[doc(hidden)]
     #[cold]
     #[inline(never)]
-    pub fn enter_unquiet_here<const INDEX: u32>(&'static self, quiet: &'static LocalKey<QuietHere>) -> Guard {
-        enter_unquiet_here(self, quiet, INDEX)
+    pub fn enter_unquiet_at<const INDEX: u32>(&'static self) -> Guard {
+        enter_unquiet(self, INDEX)
     }
 }
 

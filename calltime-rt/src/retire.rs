@@ -45,10 +45,6 @@ const PINNED: u8 = 127;
 /// The state of a retired function whose calls are no longer counted: the sign bit, so that the probe's quiet path
 /// is one test of it.
 pub(crate) const QUIET: u8 = 0x80;
-/// The state of a function in a crate's table (`States`), never in `STATE`, made quiet there while recording is
-/// off (`quiet_while_off`): quiet (the sign bit) to every probe, and told apart from a retirement's `QUIET` by the
-/// quiet test of a body written twice, which copies only the latter into its thread's `QuietHere`.
-pub(crate) const QUIET_OFF: u8 = 0xC0;
 /// A folded path is checked after every this many random samples.
 pub(crate) const CHECK_EVERY: u64 = 32;
 
@@ -137,18 +133,6 @@ impl<const N: usize> States<N> {
         (self.state(index) as i8) < 0
     }
 
-    /// True while function `index` is quiet in this table because recording started off (`QUIET_OFF`).
-    #[inline(always)]
-    pub(crate) fn is_quiet_while_off(&self, index: u32) -> bool {
-        self.state(index) == QUIET_OFF
-    }
-
-    /// True once function `index` retired and went quiet (`QUIET`, for good), as this table says.
-    #[inline(always)]
-    pub(crate) fn is_quiet_for_good(&self, index: u32) -> bool {
-        self.state(index) == QUIET
-    }
-
     /// Sets function `index`'s byte in this table alone: the calibration's private table, never registered.
     pub(crate) fn set_for_calibration(&self, index: u32, state: u8) {
         if let Some(byte) = self.bytes.get(index as usize) {
@@ -167,34 +151,6 @@ impl<const N: usize> States<N> {
         if !self.registered.load(Relaxed) {
             register_states(&self.bytes, &self.registered);
         }
-    }
-}
-
-/// One thread's copy of whether one function went quiet: a thread-local the runtime's `quiet_in!` declares in
-/// each body it writes twice, set by the thread itself in the body's out-of-line copy at its first call that finds
-/// the function quiet (`QUIET`) in its crate's table, and read by the body's quiet test. Only its own thread reads or
-/// writes it, so the test is a plain load, not an atomic one of a byte other threads write: the optimiser may test
-/// it once before a loop that calls the function (loop unswitching), where the atomic load was repeated on every
-/// call (docs/truth-bench.md, "Twelfth round"). A retirement's `QUIET` is for good, so the copy never needs to be
-/// cleared; a crate table's `QUIET_OFF`, which `ctl on` sets back, is never copied.
-pub struct QuietHere(Cell<bool>);
-
-impl QuietHere {
-    /// Not known quiet.
-    #[allow(clippy::new_without_default)]
-    pub const fn new() -> Self {
-        QuietHere(Cell::new(false))
-    }
-
-    /// Whether this thread saw the function quiet.
-    #[inline(always)]
-    pub(crate) fn get(&self) -> bool {
-        self.0.get()
-    }
-
-    /// Notes that the function went quiet.
-    pub(crate) fn set(&self) {
-        self.0.set(true);
     }
 }
 
@@ -250,7 +206,7 @@ pub(crate) fn quiet_while_off(bytes: &'static [AtomicU8], index: u32) {
     let kept = records.tables[..records.tables_used].iter().any(|table| std::ptr::eq(*table, bytes));
     if QUIET_WHILE_OFF.load(Relaxed) && probed && kept {
         if let Some(byte) = bytes.get(index as usize) {
-            byte.store(QUIET_OFF, Relaxed);
+            byte.store(QUIET, Relaxed);
         }
     }
 }

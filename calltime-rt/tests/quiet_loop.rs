@@ -1,8 +1,8 @@
-//! The bodies the rewrite writes twice (`quiet_in!`, `quiet_guard_in!`) test a thread-local copy of their function's
-//! quiet state (`QuietHere`), set by each thread in the out-of-line copy at its first call that finds the function
-//! quiet in its crate's table. Whatever the thread, every call runs the body once and returns its value, recorded
-//! calls are nodes, counted calls are counts, and quiet ones are neither: a thread's first call after the function
-//! went quiet (which goes out of line to learn it) is not counted either. Each scenario runs in its own child process.
+//! The bodies the rewrite writes twice (`quiet_in!`, `quiet_guard_in!`) called in a loop, on two threads: whatever
+//! the thread, every call runs the body once and returns its value, recorded calls are nodes, counted calls are
+//! counts, and quiet ones are neither, a thread's first call after the function went quiet included (a quiet test
+//! kept per thread learns it there: branch quietloop, docs/truth-bench.md "Twelfth round"). Each scenario runs in
+//! its own child process.
 
 mod common;
 

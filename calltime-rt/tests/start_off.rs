@@ -78,8 +78,8 @@ fn functions_called_while_started_off_go_quiet_until_recording_is_switched_on() 
     std::fs::create_dir_all(&dir).unwrap();
     let trace = run_ok(name, &[("CALLTIME_START_OFF", "1"), ("CALLTIME_CONTROL_DIR", dir.to_str().unwrap())]);
     let _ = std::fs::remove_dir_all(&dir);
-    // Only the roots after the switch are recorded, each with every call of `double` and `triple` in it: the
-    // thread's copy of `triple`'s quiet test (`QuietHere`) never took the quiet while off.
+    // Only the roots after the switch are recorded, each with every call of `double` and `triple` in it (a body
+    // written twice, whose quiet test must not keep the quiet while off).
     let recorded = format!("0[{}]", vec!["1 3"; CALLS as usize].join(" "));
     assert_eq!(trace.shapes(), vec![recorded; ROOTS_ON]);
     assert!(trace.quiet.is_empty(), "going quiet while off is not a retirement: {:?}", trace.quiet);
