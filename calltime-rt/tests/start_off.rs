@@ -5,20 +5,20 @@
 
 mod common;
 
-use calltime_rt::__private::{enter_root, is_quiet_in, run_quiet_in, PlanInfo, States};
+use calltime_rt::__private::{enter_root, is_quiet_in, quiet_in, run_quiet_in, PlanInfo, States};
 use common::{is_child, run_ok};
 use std::cell::Cell;
 
-static PLAN: PlanInfo = PlanInfo { id: "plan-start-off", table: "", functions: 3 };
+static PLAN: PlanInfo = PlanInfo { id: "plan-start-off", table: "", functions: 4 };
 /// The table the rewrite declares in each crate root (`__CALLTIME_STATE`).
-static STATES: States<3> = States::new();
+static STATES: States<4> = States::new();
 
 /// Calls of `double` per root.
 const CALLS: u64 = 5;
 /// Roots run after recording is switched on.
 const ROOTS_ON: usize = 3;
 
-// Function indices: 0 root, 1 double, 2 never_called.
+// Function indices: 0 root, 1 double, 2 never_called, 3 triple (written twice, as the rewrite writes small bodies).
 #[inline(never)]
 fn double(runs: &Cell<u64>, x: u64) -> u64 {
     run_quiet_in(&STATES, 1, move || {
@@ -27,9 +27,17 @@ fn double(runs: &Cell<u64>, x: u64) -> u64 {
     })
 }
 
+#[inline(never)]
+fn triple(runs: &Cell<u64>, x: u64) -> u64 {
+    quiet_in!(&STATES, 3, {
+        runs.set(runs.get() + 1);
+        x * 3
+    })
+}
+
 fn root(runs: &Cell<u64>) -> u64 {
     let _root = enter_root(0, &PLAN);
-    (0..CALLS).map(|x| double(runs, x)).sum()
+    (0..CALLS).map(|x| double(runs, x) + triple(runs, x)).sum()
 }
 
 /// Writes `<seq> on` to the control file as `ctl` does, and waits for the status file to say it applied.
@@ -54,24 +62,25 @@ fn functions_called_while_started_off_go_quiet_until_recording_is_switched_on() 
         let runs = Cell::new(0);
         assert!(!is_quiet_in(&STATES, 1), "probed before the runtime starts");
         // The first root starts the runtime, off: it records nothing, and `double` goes quiet at its first call.
-        assert_eq!(root(&runs), 20);
-        assert!(is_quiet_in(&STATES, 1), "quiet while off");
+        assert_eq!(root(&runs), 50);
+        assert!(is_quiet_in(&STATES, 1) && is_quiet_in(&STATES, 3), "quiet while off");
         assert!(!is_quiet_in(&STATES, 2), "a function never called stays as it was");
         assert_eq!(double(&runs, 21), 42, "a quiet call outside any root runs the body as well");
         switch_on();
-        assert!(!is_quiet_in(&STATES, 1), "probed again once recording is on");
+        assert!(!is_quiet_in(&STATES, 1) && !is_quiet_in(&STATES, 3), "probed again once recording is on");
         for _ in 0..ROOTS_ON {
-            assert_eq!(root(&runs), 20);
+            assert_eq!(root(&runs), 50);
         }
-        assert_eq!(runs.get(), (1 + ROOTS_ON as u64) * CALLS + 1, "the body runs once per call, whatever the kind");
+        assert_eq!(runs.get(), (1 + ROOTS_ON as u64) * CALLS * 2 + 1, "the body runs once per call, whatever the kind");
         return;
     }
     let dir = std::env::temp_dir().join(format!("calltime-start-off-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let trace = run_ok(name, &[("CALLTIME_START_OFF", "1"), ("CALLTIME_CONTROL_DIR", dir.to_str().unwrap())]);
     let _ = std::fs::remove_dir_all(&dir);
-    // Only the roots after the switch are recorded, each with every call of `double` in it.
-    let recorded = format!("0[{}]", vec!["1"; CALLS as usize].join(" "));
+    // Only the roots after the switch are recorded, each with every call of `double` and `triple` in it (a body
+    // written twice, whose quiet test must not keep the quiet while off).
+    let recorded = format!("0[{}]", vec!["1 3"; CALLS as usize].join(" "));
     assert_eq!(trace.shapes(), vec![recorded; ROOTS_ON]);
     assert!(trace.quiet.is_empty(), "going quiet while off is not a retirement: {:?}", trace.quiet);
 }
