@@ -429,6 +429,7 @@ impl Index {
             straight_line_stmts: f.straight_line_stmts,
             value_params: f.value_params.clone(),
             returns: f.returns.clone(),
+            builds_for_later: f.builds_for_later,
         };
         if test_only && item.skip.is_none() {
             item.skip = Some(SkipReason::TestOnly);
