@@ -44,6 +44,11 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // A unit struct taken by value drops nothing; a forwarder whose call is a guess (`.into()`) keeps its probe.
     ("forwarders-guess", "analysis-trivial", &["--root", "UnitVisitor::visit_all", "--depth", "3"]),
     ("forwarders-probed", "analysis-trivial", &["--root", "Parser::skip_spaces", "--depth", "4", "--probe-trivial"]),
+    // Parser combinators: builders of a closure or an `impl Trait` value with no loop of their own are left out
+    // (`builds_for_later`), a builder that loops first keeps its probe; tiny leaves on primitives (`self` a `char`,
+    // a generic parameter bounded by a workspace trait implemented only for such types) are trivial.
+    ("combinators", "analysis-combinators", &["--root", "parse_list", "--depth", "4"]),
+    ("combinators-probed", "analysis-combinators", &["--root", "parse_list", "--depth", "4", "--probe-trivial"]),
     // Issue 12.6: workspace traits implemented for std types, called on literals, `vec![..]`, `String`, `&str`,
     // slices and `Option`; a std value of unknown type and an unknown receiver are over-approximated with a note.
     ("std-impls", "analysis-faults", &["--root", "shapes::shown", "--depth", "2", "--probe-trivial"]),
