@@ -143,7 +143,7 @@ pub(crate) fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static State
 /// `run_unquiet_in`): the optimiser inlines it only while it is small enough for both.
 #[inline(always)]
 pub(crate) fn run_quiet_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
-    if states.is_quiet(index) {
+    if states.runs_quiet(index) {
         return body();
     }
     run_unquiet(states, index, body)

@@ -360,3 +360,49 @@ fn every_skipped_invocation_is_counted_and_a_random_sample_timed() {
          {skipped} timed)"
     );
 }
+
+/// The crate table of `quiet_copy_root`'s probe (as the rewrite declares `__CALLTIME_STATE`).
+static QUIET_FORM_STATES: calltime_rt::__private::States<4> = calltime_rt::__private::States::new();
+
+/// A root whose callee has the written-twice form (`quiet_in!`): which copy ran, by the form's own test.
+fn quiet_copy_root(x: u64) -> (u64, bool) {
+    let __calltime_guard = enter_root(0, &PLAN);
+    let first_copy = calltime_rt::__private::is_quiet_in(&QUIET_FORM_STATES, 1);
+    (black_box(x.rotate_left(5)), first_copy)
+}
+
+/// In an invocation skipped for cost nothing is recorded or counted, so the written-twice forms run their first
+/// copy, in place, for functions that never retire too (semver's `from_str`: on main every such call took the cold
+/// call holding the other copy, the whole parse out of line); a recorded invocation still takes the other copy.
+#[test]
+fn a_skipped_invocation_runs_the_quiet_copy_of_a_function_that_never_retires() {
+    let name = "a_skipped_invocation_runs_the_quiet_copy_of_a_function_that_never_retires";
+    if is_child(name) {
+        let (mut skipped, mut skipped_first, mut recorded, mut recorded_first) = (0u64, 0u64, 0u64, 0u64);
+        for i in 0..ROOTS {
+            let before = calltime_rt::stats().sampled_for_cost;
+            let (_, first_copy) = quiet_copy_root(black_box(i));
+            if calltime_rt::stats().sampled_for_cost != before {
+                skipped += 1;
+                skipped_first += u64::from(first_copy);
+            } else {
+                recorded += 1;
+                recorded_first += u64::from(first_copy);
+            }
+        }
+        println!("\ncopies {skipped} {skipped_first} {recorded} {recorded_first}");
+        return;
+    }
+    let (output, _) = run_child(name, &[("CALLTIME_RETIRE_MIN_CALLS", "1000000000000")]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "child failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let line = stdout.lines().find_map(|l| l.strip_prefix("copies ")).expect("the child's counts");
+    let [skipped, skipped_first, recorded, recorded_first] =
+        line.split(' ').map(|v| v.parse::<u64>().unwrap()).collect::<Vec<_>>()[..]
+    else {
+        panic!("four figures: {line}")
+    };
+    assert!(skipped > 0 && recorded > 0, "some invocations skipped, some recorded: {line}");
+    assert_eq!(skipped_first, skipped, "every skipped invocation runs the first copy: {line}");
+    assert_eq!(recorded_first, 0, "a recorded one runs the other: {line}");
+}
