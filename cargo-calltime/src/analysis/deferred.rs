@@ -88,7 +88,9 @@ mod tests {
         // nom's shape: combinators built from other combinators.
         assert!(judged("fn ws<P>(inner: P) -> impl Parser<&str> { delimited(multispace0, inner, multispace0) }"));
         assert!(judged("fn char(c: char) -> impl FnMut(&str) -> IResult<&str, char> { move |i| parse(c, i) }"));
-        assert!(judged("fn words(s: &str) -> impl Iterator<Item = &str> + '_ { s.split(' ').filter(|w| !w.is_empty()) }"));
+        assert!(judged(
+            "fn words(s: &str) -> impl Iterator<Item = &str> + '_ { s.split(' ').filter(|w| !w.is_empty()) }"
+        ));
         assert!(judged("fn boxed() -> Box<dyn Fn(u32) -> u32 + Send> { Box::new(|x| x + 1) }"));
         // Work done before returning: the probe times it.
         assert!(!judged(

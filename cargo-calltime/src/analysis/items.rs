@@ -844,8 +844,17 @@ fn dropped_type(ty: &Type) -> Option<String> {
 /// `RangeFrom<usize>`, `Bound<&T>`, `Ordering` (winnow's `Range::raw(start, end: Option<usize>)`).
 fn std_plain_data(p: &syn::TypePath) -> bool {
     const PLAIN: &[&str] = &[
-        "Option", "Range", "RangeFrom", "RangeTo", "RangeInclusive", "RangeToInclusive", "RangeFull", "Bound",
-        "Ordering", "Duration", "PhantomData",
+        "Option",
+        "Range",
+        "RangeFrom",
+        "RangeTo",
+        "RangeInclusive",
+        "RangeToInclusive",
+        "RangeFull",
+        "Bound",
+        "Ordering",
+        "Duration",
+        "PhantomData",
     ];
     let Some(last) = p.path.segments.last() else { return false };
     if !PLAIN.iter().any(|name| last.ident == name) {
