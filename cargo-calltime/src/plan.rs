@@ -478,6 +478,12 @@ impl Plan {
                     root: f.is_root,
                 })
                 .collect(),
+            builders: self
+                .functions
+                .iter()
+                .filter(|f| f.skip_reason == Some(SkipReason::BuildsForLater))
+                .map(|f| f.display.clone())
+                .collect(),
         }
     }
 }
