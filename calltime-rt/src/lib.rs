@@ -259,11 +259,10 @@ pub mod __private {
         crate::probe::run_quiet_in(states, index, body)
     }
 
-    /// Whether a call of function `index` runs the first of [`quiet_in!`]'s two copies of a body: the function went
-    /// quiet, or the call is in an invocation skipped for cost (`States::runs_quiet`).
+    /// Whether function `index` went quiet: the test of [`quiet_in!`]'s two copies of a body.
     #[inline(always)]
     pub fn is_quiet_in<const N: usize>(states: &'static States<N>, index: u32) -> bool {
-        states.runs_quiet(index)
+        states.is_quiet(index)
     }
 
     pub use crate::{

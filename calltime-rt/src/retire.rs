@@ -133,16 +133,6 @@ impl<const N: usize> States<N> {
         (self.state(index) as i8) < 0
     }
 
-    /// Whether a call of function `index` may run its body's quiet copy: the function went quiet, or this thread is
-    /// in an invocation skipped for cost (`SKIP`), where no probe records, times or counts anything (counts made
-    /// there are dropped when it ends: `settle_retired_calls`). A skipped invocation's calls of functions that
-    /// never retire (semver's `from_str`, the whole parse) then run in place, as the plain build's do, instead of
-    /// each taking the cold call that holds the other copy. A quiet call tests only the byte, as before.
-    #[inline(always)]
-    pub(crate) fn runs_quiet(&self, index: u32) -> bool {
-        self.is_quiet(index) || crate::invocation::current() == SKIP
-    }
-
     /// Sets function `index`'s byte in this table alone: the calibration's private table, never registered.
     pub(crate) fn set_for_calibration(&self, index: u32, state: u8) {
         if let Some(byte) = self.bytes.get(index as usize) {
