@@ -148,7 +148,9 @@ pub struct PlanArgs {
     /// Probe trivial functions too: by default a function whose body has no loop, at most a few statements and
     /// calls only trivial functions or constant-time std accessors (`len`, `get`, `unwrap`, ...) gets no probe,
     /// since it costs less than the probe itself; nor does a forwarder, one call to functions that are probed or
-    /// trivial (`fn peek(&mut self) { self.read.peek() }`), whose probe would measure what theirs do.
+    /// trivial (`fn peek(&mut self) { self.read.peek() }`), whose probe would measure what theirs do, nor a
+    /// function returning a closure or `impl Trait` built without a loop (a parser combinator), whose probe would
+    /// time the building, not the work done when the value is used.
     #[arg(long)]
     pub probe_trivial: bool,
 }

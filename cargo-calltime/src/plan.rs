@@ -196,6 +196,9 @@ pub enum SkipReason {
     Trivial,
     /// One call passing on to functions that are probed or trivial: their probes measure what its would.
     Forwarder,
+    /// Returns a closure or an `impl Trait` value (a parser, an iterator) built without a loop of its own: its
+    /// probe would time the building, not the work that runs when the value is used.
+    BuildsForLater,
     ConstFn,
     Naked,
     ExternBlock,
@@ -223,6 +226,7 @@ impl SkipReason {
             SkipReason::ExcludedFast => "excluded_fast",
             SkipReason::Trivial => "trivial",
             SkipReason::Forwarder => "forwarder",
+            SkipReason::BuildsForLater => "builds_for_later",
             SkipReason::ConstFn => "const_fn",
             SkipReason::Naked => "naked",
             SkipReason::ExternBlock => "extern_block",
@@ -250,6 +254,10 @@ impl fmt::Display for SkipReason {
             SkipReason::Forwarder => f.write_str(
                 "forwarder: one call to probed or trivial functions; its own few instructions count in its caller's \
                  self time (pass --probe-trivial to probe it)",
+            ),
+            SkipReason::BuildsForLater => f.write_str(
+                "returns a closure or `impl Trait` value built without a loop: a probe would time its building, not \
+                 the work done when it is used, which its callers' times hold (pass --probe-trivial to probe it)",
             ),
             SkipReason::ConstFn => f.write_str("const fn"),
             SkipReason::Naked => f.write_str("#[naked] function"),
@@ -482,6 +490,12 @@ impl Plan {
                     root: f.is_root,
                 })
                 .collect(),
+            builders: self
+                .functions
+                .iter()
+                .filter(|f| f.skip_reason == Some(SkipReason::BuildsForLater))
+                .map(|f| f.display.clone())
+                .collect(),
         }
     }
 }
@@ -498,6 +512,7 @@ mod tests {
             SkipReason::ExcludedFast,
             SkipReason::Trivial,
             SkipReason::Forwarder,
+            SkipReason::BuildsForLater,
             SkipReason::ConstFn,
             SkipReason::Naked,
             SkipReason::ExternBlock,

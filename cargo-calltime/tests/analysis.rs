@@ -47,6 +47,12 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // A workspace `macro_rules!` that runs straight through (serde_json's `tri!`: a match and a return) keeps a
     // body trivial, wherever the macro is defined; one that calls a function or loops does not.
     ("trivial-macros", "analysis-trivial", &["--root", "Checked::scan", "--depth", "2"]),
+
+    // Parser combinators: builders of a closure or an `impl Trait` value with no loop of their own are left out
+    // (`builds_for_later`), a builder that loops first keeps its probe; tiny leaves on primitives (`self` a `char`,
+    // a generic parameter bounded by a workspace trait implemented only for such types) are trivial.
+    ("combinators", "analysis-combinators", &["--root", "parse_list", "--depth", "4"]),
+    ("combinators-probed", "analysis-combinators", &["--root", "parse_list", "--depth", "4", "--probe-trivial"]),
     // Issue 12.6: workspace traits implemented for std types, called on literals, `vec![..]`, `String`, `&str`,
     // slices and `Option`; a std value of unknown type and an unknown receiver are over-approximated with a note.
     ("std-impls", "analysis-faults", &["--root", "shapes::shown", "--depth", "2", "--probe-trivial"]),

@@ -80,6 +80,7 @@ fn table(paths: &[String]) -> FunctionTable {
                 root: i == 0,
             })
             .collect(),
+        builders: Vec::new(),
     }
 }
 

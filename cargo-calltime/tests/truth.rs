@@ -61,6 +61,7 @@ fn table() -> FunctionTable {
         depth: 4,
         filter: None,
         functions,
+        builders: Vec::new(),
     }
 }
 

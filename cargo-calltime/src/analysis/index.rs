@@ -445,6 +445,7 @@ impl Index {
             straight_line_macros: f.straight_line_macros.clone(),
             value_params: f.value_params.clone(),
             returns: f.returns.clone(),
+            builds_for_later: f.builds_for_later,
         };
         if test_only && item.skip.is_none() {
             item.skip = Some(SkipReason::TestOnly);

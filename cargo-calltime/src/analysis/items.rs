@@ -650,6 +650,7 @@ impl Extractor {
         };
         let Some(block) = block else { return item };
         item.probe = self.probe(attrs, sig, block, &mut item.skip);
+        item.builds_for_later = super::deferred::builds_for_later(&sig.output, block);
         let mut body = BodyVisitor {
             ex: self,
             calls: Vec::new(),
@@ -883,7 +884,8 @@ fn parse_impl_items(input: syn::parse::ParseStream) -> syn::Result<Vec<ImplItem>
 }
 
 /// The type name of a by-value parameter whose drop may run code, `?` when the type is not a plain path; `None`
-/// for references, raw pointers, function pointers and primitive types.
+/// for references, raw pointers, function pointers and primitive types, and tuples, arrays and std plain data
+/// ([`std_plain_data`]) of them.
 fn dropped_type(ty: &Type) -> Option<String> {
     match ty {
         Type::Reference(_) | Type::Ptr(_) | Type::FnPtr(_) | Type::Never(_) => None,
@@ -891,9 +893,42 @@ fn dropped_type(ty: &Type) -> Option<String> {
         Type::Group(g) => dropped_type(&g.elem),
         Type::Path(p) if p.qself.is_none() => {
             let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-            (!PRIMITIVES.contains(&last.as_str())).then_some(last)
+            (!PRIMITIVES.contains(&last.as_str()) && !std_plain_data(p)).then_some(last)
         }
+        Type::Tuple(t) if t.elems.iter().all(|e| dropped_type(e).is_none()) => None,
+        Type::Array(a) if dropped_type(&a.elem).is_none() => None,
         _ => Some("?".to_owned()),
+    }
+}
+
+/// std's plain-data types whose drop runs no code when their type arguments' do not: `Option<usize>`,
+/// `RangeFrom<usize>`, `Bound<&T>`, `Ordering` (winnow's `Range::raw(start, end: Option<usize>)`).
+fn std_plain_data(p: &syn::TypePath) -> bool {
+    const PLAIN: &[&str] = &[
+        "Option",
+        "Range",
+        "RangeFrom",
+        "RangeTo",
+        "RangeInclusive",
+        "RangeToInclusive",
+        "RangeFull",
+        "Bound",
+        "Ordering",
+        "Duration",
+        "PhantomData",
+    ];
+    let Some(last) = p.path.segments.last() else { return false };
+    if !PLAIN.iter().any(|name| last.ident == name) {
+        return false;
+    }
+    match &last.arguments {
+        syn::PathArguments::None => true,
+        syn::PathArguments::AngleBracketed(args) => args.args.iter().all(|a| match a {
+            syn::GenericArgument::Type(ty) => last.ident == "PhantomData" || dropped_type(ty).is_none(),
+            syn::GenericArgument::Lifetime(_) => true,
+            _ => false,
+        }),
+        syn::PathArguments::Parenthesized(_) => false,
     }
 }
 

@@ -17,6 +17,7 @@
 mod bodies;
 pub mod cfg;
 mod chunks;
+mod deferred;
 pub mod graph;
 pub mod index;
 mod items;

@@ -316,6 +316,9 @@ impl Probes<'_> {
             return Some(reason);
         }
         let judge_trivial = !self.options.probe_trivial && !self.options.all_functions;
+        if judge_trivial && def.item.builds_for_later {
+            return Some(SkipReason::BuildsForLater);
+        }
         (judge_trivial && self.trivial.cost(self.index, f).is_some()).then_some(SkipReason::Trivial)
     }
 }

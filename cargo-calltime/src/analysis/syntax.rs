@@ -187,6 +187,9 @@ pub struct FnItem {
     pub value_params: Vec<String>,
     /// The declared return type (wrappers kept), for the receivers of its results: `make().go()`.
     pub returns: Option<TyRef>,
+    /// It returns a closure or an `impl Trait` value built without a loop of its own: the work runs when the
+    /// value is used ([`super::deferred`]).
+    pub builds_for_later: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -2,10 +2,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::index::{FnId, Index, Owner, SelfRes, TypeId};
+use super::index::{FnId, ImplId, Index, Owner, SelfRes, TypeId, TypeRes};
 use super::std_model::{
-    is_cheap_std_method, CHEAP_STD_FNS, EMPTY_COLLECTIONS, FORWARDER_MAX_STATEMENTS, POINTER_METHODS, RANGE_RECEIVER,
-    RAW_POINTER, TRIVIAL_MAX_STATEMENTS,
+    is_cheap_std_method, CHEAP_STD_FNS, EMPTY_COLLECTIONS, FORWARDER_MAX_STATEMENTS, POINTER_METHODS, PRIMITIVES,
+    RANGE_RECEIVER, RAW_POINTER, TRIVIAL_MAX_STATEMENTS,
 };
 use super::syntax::{CallKind, Receiver, TyRef};
 use crate::plan::ProbeKind;
@@ -85,13 +85,16 @@ fn straight_body(index: &Index, f: FnId) -> Option<(u32, Vec<SiteTargets>)> {
     for ty in &item.value_params {
         let copy = match ty.as_str() {
             "Self" => match index.fns[f].owner {
-                Owner::Impl(imp) => matches!(index.impls[imp].self_res, SelfRes::Local(t) if drops_nothing(index, t)),
+                Owner::Impl(imp) => impl_self_drops_nothing(index, imp),
                 _ => false,
             },
-            name => index
-                .types_by_name
-                .get(name)
-                .is_some_and(|ts| !ts.is_empty() && ts.iter().all(|&t| drops_nothing(index, t))),
+            name => {
+                index
+                    .types_by_name
+                    .get(name)
+                    .is_some_and(|ts| !ts.is_empty() && ts.iter().all(|&t| drops_nothing(index, t)))
+                    || generic_drops_nothing(index, f, name)
+            }
         };
         if !copy {
             return None;
@@ -100,6 +103,10 @@ fn straight_body(index: &Index, f: FnId) -> Option<(u32, Vec<SiteTargets>)> {
     let resolved = index.resolve_calls(f);
     let blanket_method =
         matches!(index.fns[f].owner, Owner::Impl(imp) if matches!(index.impls[imp].self_res, SelfRes::Blanket));
+    // `(*self).as_char()` in `impl AsChar for &u8` reaches the impl for `u8`: a method of an impl on a reference
+    // does not call itself through its receiver's target.
+    let reference_method =
+        matches!(index.fns[f].owner, Owner::Impl(imp) if index.impls[imp].self_ty_text.starts_with('&'));
     let mut sites = Vec::with_capacity(item.calls.len());
     for (i, (site, targets)) in item.calls.iter().zip(&resolved.by_call).enumerate() {
         let guessed = resolved.notes.iter().any(|(call, _)| *call == i);
@@ -109,7 +116,7 @@ fn straight_body(index: &Index, f: FnId) -> Option<(u32, Vec<SiteTargets>)> {
             .filter(|&t| !index.fns[t].item.test_only)
             // `R::peek(self)` in `impl<R: Read> Read for &mut R` reaches this method again only for another type
             // (`&mut &mut R`), one forward deeper: not a recursion that loops.
-            .filter(|&t| !(blanket_method && t == f))
+            .filter(|&t| !((blanket_method || reference_method) && t == f))
             .collect();
         // `#[cfg]` variants that are not compiled cost nothing, unless none is (then the call is as unknown as
         // before).
@@ -191,6 +198,32 @@ fn empty_collection_new(index: &Index, segs: &[String]) -> bool {
                 Some(TyRef::Path(p)) => p.segs.last().is_some_and(|l| EMPTY_COLLECTIONS.contains(&l.as_str())),
                 _ => false,
             })
+    })
+}
+
+/// Whether dropping the self type of impl `imp` runs no code: a workspace type that drops nothing, a primitive
+/// (`impl AsChar for char`) or a reference (`impl AsChar for &u8`).
+fn impl_self_drops_nothing(index: &Index, imp: ImplId) -> bool {
+    let def = &index.impls[imp];
+    match &def.self_res {
+        SelfRes::Local(t) => drops_nothing(index, *t),
+        SelfRes::Foreign(name) => def.self_ty_text.starts_with('&') || PRIMITIVES.contains(&name.as_str()),
+        SelfRes::Blanket => false,
+    }
+}
+
+/// Whether the generic parameter `name` of `f` (`token: C` with `C: AsChar`) can only be a type that drops nothing:
+/// one of its bounds is a workspace trait whose every impl is on such a type (none a blanket impl). A type outside
+/// the workspace implementing the trait (a crate depending on it) is not seen.
+fn generic_drops_nothing(index: &Index, f: FnId, name: &str) -> bool {
+    let def = &index.fns[f];
+    let Some((_, bounds)) = def.item.generics.iter().rev().find(|(n, _)| n == name) else { return false };
+    bounds.iter().any(|b| match index.resolve_type_path(def.module, &b.segs, b.leading_colon) {
+        Some(TypeRes::Trait(tr)) => {
+            let impls = &index.traits[tr].impls;
+            !impls.is_empty() && impls.iter().all(|&imp| impl_self_drops_nothing(index, imp))
+        }
+        _ => false,
     })
 }
 

@@ -8,7 +8,7 @@ use super::options;
 use crate::cargo::{self, BuildOptions, NamedTarget, Target};
 use crate::cli::{CargoArgs, GlobalArgs, PlanArgs, TargetArgs};
 use crate::error::UserError;
-use crate::plan::{Plan, PlannedFunction, ProbeSite};
+use crate::plan::{Plan, PlannedFunction, ProbeSite, SkipReason};
 use crate::rewrite::PlanInfo;
 use crate::shadow::{self, CopyLock};
 use crate::ui;
@@ -220,6 +220,16 @@ fn report_copy(ws: &Workspace, plan: &Plan, opts: &BuildPlan, shadow_dir: &Path,
             stats.rewritten
         ),
     );
+    let builders = plan.functions.iter().filter(|f| f.skip_reason == Some(SkipReason::BuildsForLater)).count();
+    if builders > 0 {
+        let (verb, gets, them) = if builders == 1 { ("returns", "gets", "it") } else { ("return", "get", "them") };
+        ui::note(&format!(
+            "{} {verb} a closure or an `impl Trait` value built without a loop (parser combinators and the like) \
+             and {gets} no probe: a probe would time the building, not the work done when the value is used, which \
+             shows in the callers' times (`cargo calltime graph` lists {them}; --probe-trivial probes {them})",
+            plural(builders as u64, "function"),
+        ));
+    }
     for found in &plan.global_allocators {
         let at = found.file.strip_prefix(&ws.root).unwrap_or(&found.file);
         ui::note(&format!(

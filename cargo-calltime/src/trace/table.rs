@@ -16,6 +16,11 @@ pub struct FunctionTable {
     pub filter: Option<String>,
     /// Indexed by `FunctionInfo::index` (dense, 0..N).
     pub functions: Vec<FunctionInfo>,
+    /// Display names of the reached functions left out because they only build a closure or an `impl Trait`
+    /// value whose work runs later (`SkipReason::BuildsForLater`): the views say so, since their work shows in
+    /// their callers' self time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub builders: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

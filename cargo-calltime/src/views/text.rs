@@ -166,10 +166,29 @@ fn depth_limit_reached(trace: &Trace, inv: &Invocation) -> Option<u64> {
     (deepest >= limit).then_some(limit)
 }
 
+/// The functions the plan left out because they only build a closure or an `impl Trait` value (parser combinators):
+/// their work runs when the value is used, in their callers' self time. The first few by name.
+fn builders_note(builders: &[String]) -> Option<String> {
+    const NAMED: usize = 6;
+    if builders.is_empty() {
+        return None;
+    }
+    let mut names = builders.iter().take(NAMED).map(String::as_str).collect::<Vec<_>>().join(", ");
+    if builders.len() > NAMED {
+        names.push_str(&format!(" and {} more", builders.len() - NAMED));
+    }
+    Some(format!(
+        "no probe in {} that only build a closure or `impl Trait` value (their work runs where it is used, in the \
+         callers' self time): {names}",
+        crate::units::plural(builders.len() as u64, "function")
+    ))
+}
+
 impl TextView<'_> {
     /// The recording settings (version 3) and whether times are compensated, under the title.
     fn times_lines(&self, out: &mut String) {
-        for line in settings_note(self.trace).into_iter().chain([times_note(self.trace)]) {
+        let builders = builders_note(&self.trace.table.builders);
+        for line in settings_note(self.trace).into_iter().chain([times_note(self.trace)]).chain(builders) {
             let _ = writeln!(out, "{}", self.paint.s(dim(), &line));
         }
     }
@@ -1109,5 +1128,15 @@ mod tests {
         assert_eq!(split_module("<a::T as b::Tr>::m"), ("<a::T as b::Tr>::", "m"));
         assert_eq!(split_module("main"), ("", "main"));
         assert_eq!(split_module("#3"), ("", "#3"));
+    }
+
+    #[test]
+    fn the_builders_left_out_are_named_under_the_settings() {
+        assert_eq!(builders_note(&[]), None);
+        let two = builders_note(&["delimited".into(), "preceded".into()]).unwrap();
+        assert!(two.starts_with("no probe in 2 functions that only build a closure"), "{two}");
+        assert!(two.ends_with(": delimited, preceded"), "{two}");
+        let many: Vec<String> = (0..8).map(|i| format!("f{i}")).collect();
+        assert!(builders_note(&many).unwrap().ends_with(": f0, f1, f2, f3, f4, f5 and 2 more"));
     }
 }
