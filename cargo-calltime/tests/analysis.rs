@@ -47,7 +47,6 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // A workspace `macro_rules!` that runs straight through (serde_json's `tri!`: a match and a return) keeps a
     // body trivial, wherever the macro is defined; one that calls a function or loops does not.
     ("trivial-macros", "analysis-trivial", &["--root", "Checked::scan", "--depth", "2"]),
-
     // Parser combinators: builders of a closure or an `impl Trait` value with no loop of their own are left out
     // (`builds_for_later`), a builder that loops first keeps its probe; tiny leaves on primitives (`self` a `char`,
     // a generic parameter bounded by a workspace trait implemented only for such types) are trivial.
