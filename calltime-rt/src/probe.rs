@@ -199,13 +199,6 @@ fn enter_unquiet<const N: usize>(states: &'static States<N>, index: u32) -> Guar
         count_retired_call(index);
         Guard::INERT
     } else {
-        // In an invocation skipped for cost nothing is recorded (semver's `from_str`, which never retires, in 99%
-        // of its calls): one test instead of the table's registration and the entry. Tested here, in the cold
-        // call, not before it: a test on the quiet copy's side of the branch cost pulldown-cmark and tokei 3.5-4%
-        // more instructions, and before the count 1% (docs/truth-bench.md, "Twelfth round").
-        if current() == SKIP {
-            return Guard::INERT;
-        }
         states.register_once();
         if current().is_null() && crate::retire::quiet_while_off_now() {
             states.quiet_while_off(index);
