@@ -145,17 +145,18 @@ static WRITTEN_UNITS: AtomicU64 = AtomicU64::new(0);
 fn thread_cpu_ns() -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
+        // C's `struct timespec` on Linux: two `long`s (time_t is a `long` there), so this holds on 32-bit too.
         #[repr(C)]
         struct Timespec {
-            tv_sec: i64,
-            tv_nsec: i64,
+            tv_sec: std::os::raw::c_long,
+            tv_nsec: std::os::raw::c_long,
         }
         extern "C" {
             fn clock_gettime(clock: i32, time: *mut Timespec) -> i32;
         }
         const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
         let mut time = Timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: the C library's clock_gettime writes one timespec (two longs on 64-bit Linux) into `time`.
+        // SAFETY: the C library's clock_gettime writes one timespec into `time`, which has its layout.
         let ok = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut time) } == 0;
         return ok.then(|| (time.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(time.tv_nsec as u64));
     }
@@ -236,7 +237,6 @@ enum Retired<'a> {
 }
 
 impl<'a> Retired<'a> {
-    /// `(function index, calls)` of each retired function called (retirement slots in use only).
     /// How many retired functions were called.
     fn len(&self) -> usize {
         match self {
@@ -245,6 +245,7 @@ impl<'a> Retired<'a> {
         }
     }
 
+    /// `(function index, calls)` of each retired function called (retirement slots in use only).
     fn pairs(&self) -> impl Iterator<Item = (u32, u64)> + 'a {
         self.slots().map(|(slot, calls)| (retire::slot_index(slot), calls))
     }
