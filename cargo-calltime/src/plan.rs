@@ -196,8 +196,9 @@ pub enum SkipReason {
     Trivial,
     /// One call passing on to functions that are probed or trivial: their probes measure what its would.
     Forwarder,
-    /// Returns a closure or an `impl Trait` value (a parser, an iterator) built without a loop of its own: its
-    /// probe would time the building, not the work that runs when the value is used.
+    /// Returns a closure or an `impl Trait` value (a parser, an iterator) built without a loop of its own, or only
+    /// stores its arguments in the struct it returns (`Parser::map -> Map<..>`, a constructor): its probe would time
+    /// the building, not the work that runs when the value is used.
     BuildsForLater,
     ConstFn,
     Naked,
@@ -256,8 +257,9 @@ impl fmt::Display for SkipReason {
                  self time (pass --probe-trivial to probe it)",
             ),
             SkipReason::BuildsForLater => f.write_str(
-                "returns a closure or `impl Trait` value built without a loop: a probe would time its building, not \
-                 the work done when it is used, which its callers' times hold (pass --probe-trivial to probe it)",
+                "only builds a closure, an `impl Trait` value or a struct of its arguments: a probe would time its \
+                 building, not the work done when it is used, which its callers' times hold (pass --probe-trivial to \
+                 probe it)",
             ),
             SkipReason::ConstFn => f.write_str("const fn"),
             SkipReason::Naked => f.write_str("#[naked] function"),

@@ -650,7 +650,7 @@ impl Extractor {
         };
         let Some(block) = block else { return item };
         item.probe = self.probe(attrs, sig, block, &mut item.skip);
-        item.builds_for_later = super::deferred::builds_for_later(&sig.output, block);
+        item.builds_for_later = super::deferred::builds_for_later(sig, block);
         let mut body = BodyVisitor {
             ex: self,
             calls: Vec::new(),

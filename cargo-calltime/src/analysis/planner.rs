@@ -316,10 +316,14 @@ impl Probes<'_> {
             return Some(reason);
         }
         let judge_trivial = !self.options.probe_trivial && !self.options.all_functions;
-        if judge_trivial && def.item.builds_for_later {
-            return Some(SkipReason::BuildsForLater);
+        if !judge_trivial {
+            return None;
         }
-        (judge_trivial && self.trivial.cost(self.index, f).is_some()).then_some(SkipReason::Trivial)
+        // Trivial first: a constructor that is trivial too (`Span { start, end }` of plain data) keeps that reason.
+        if self.trivial.cost(self.index, f).is_some() {
+            return Some(SkipReason::Trivial);
+        }
+        def.item.builds_for_later.then_some(SkipReason::BuildsForLater)
     }
 }
 

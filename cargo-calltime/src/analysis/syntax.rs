@@ -187,8 +187,8 @@ pub struct FnItem {
     pub value_params: Vec<String>,
     /// The declared return type (wrappers kept), for the receivers of its results: `make().go()`.
     pub returns: Option<TyRef>,
-    /// It returns a closure or an `impl Trait` value built without a loop of its own: the work runs when the
-    /// value is used ([`super::deferred`]).
+    /// It returns a closure or an `impl Trait` value built without a loop of its own, or only stores its arguments
+    /// in the struct it returns: the work runs when the value is used ([`super::deferred`]).
     pub builds_for_later: bool,
 }
 

@@ -222,10 +222,11 @@ fn report_copy(ws: &Workspace, plan: &Plan, opts: &BuildPlan, shadow_dir: &Path,
     );
     let builders = plan.functions.iter().filter(|f| f.skip_reason == Some(SkipReason::BuildsForLater)).count();
     if builders > 0 {
-        let (verb, gets, them) = if builders == 1 { ("returns", "gets", "it") } else { ("return", "get", "them") };
+        let (s, its, gets, them) =
+            if builders == 1 { ("s", "its", "gets", "it") } else { ("", "their", "get", "them") };
         ui::note(&format!(
-            "{} {verb} a closure or an `impl Trait` value built without a loop (parser combinators and the like) \
-             and {gets} no probe: a probe would time the building, not the work done when the value is used, which \
+            "{} only build{s} a closure, an `impl Trait` value or a struct of {its} arguments (parser combinators \
+             and the like) and {gets} no probe: a probe would time the building, not the work done when the value is used, which \
              shows in the callers' times (`cargo calltime graph` lists {them}; --probe-trivial probes {them})",
             plural(builders as u64, "function"),
         ));

@@ -166,7 +166,8 @@ fn depth_limit_reached(trace: &Trace, inv: &Invocation) -> Option<u64> {
     (deepest >= limit).then_some(limit)
 }
 
-/// The functions the plan left out because they only build a closure or an `impl Trait` value (parser combinators):
+/// The functions the plan left out because they only build a closure, an `impl Trait` value or a struct of their
+/// arguments (parser combinators):
 /// their work runs when the value is used, in their callers' self time. The first few by name.
 fn builders_note(builders: &[String]) -> Option<String> {
     const NAMED: usize = 6;
@@ -178,8 +179,8 @@ fn builders_note(builders: &[String]) -> Option<String> {
         names.push_str(&format!(" and {} more", builders.len() - NAMED));
     }
     Some(format!(
-        "no probe in {} that only build a closure or `impl Trait` value (their work runs where it is used, in the \
-         callers' self time): {names}",
+        "no probe in {} that only build a closure, an `impl Trait` value or a struct of their arguments (their work \
+         runs where it is used, in the callers' self time): {names}",
         crate::units::plural(builders.len() as u64, "function")
     ))
 }
