@@ -391,7 +391,9 @@ impl Forwarders<'_> {
                 all_measured = false;
                 break;
             }
-            if self.trivial.cost(self.index, c).is_some() {
+            // A builder left out (`builds_for_later`) only builds a value: the forwarder's call of it measures no
+            // more than the builder's own probe would.
+            if self.trivial.cost(self.index, c).is_some() || self.index.fns[c].item.builds_for_later {
                 continue;
             }
             // A callee left out as a forwarder itself is measured by its own callees.
