@@ -21,6 +21,10 @@ use super::syntax::*;
 pub(super) struct StraightLine {
     pub(super) stmts: u32,
     pub(super) straight: bool,
+    /// Closures written as arguments of a call (`input.split_at_position(|c| !c.is_alphanumeric())`): not visited,
+    /// and counted here instead of making the body not straight. Their code runs where the callee calls them, so
+    /// they matter to a forwarder (`FnItem::forwarding_stmts`), never to a trivial body (which has none).
+    pub(super) arg_closures: u32,
     /// The other macros invoked, whose arguments parse as expressions (themselves straight): the body runs straight
     /// through only if these do, which the index judges from the workspace's `macro_rules!`.
     pub(super) macros: Vec<String>,
@@ -44,6 +48,25 @@ impl<'ast> Visit<'ast> for StraightLine {
         }
     }
     fn visit_expr(&mut self, expr: &'ast Expr) {
+        let args = match expr {
+            Expr::Call(call) => Some(&call.args),
+            Expr::MethodCall(call) => Some(&call.args),
+            _ => None,
+        };
+        if let Some(args) = args.filter(|args| args.iter().any(|a| matches!(a, Expr::Closure(_)))) {
+            match expr {
+                Expr::Call(call) => self.visit_expr(&call.func),
+                Expr::MethodCall(call) => self.visit_expr(&call.receiver),
+                _ => {}
+            }
+            for arg in args {
+                match arg {
+                    Expr::Closure(_) => self.arg_closures += 1,
+                    other => self.visit_expr(other),
+                }
+            }
+            return;
+        }
         match expr {
             Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) | Expr::Closure(_) | Expr::Async(_) | Expr::Await(_) => {
                 self.straight = false

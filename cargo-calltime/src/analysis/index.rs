@@ -442,6 +442,7 @@ impl Index {
             calls_params: f.calls_params,
             polls_params: f.polls_params,
             straight_line_stmts: f.straight_line_stmts,
+            forwarding_stmts: f.forwarding_stmts,
             straight_line_macros: f.straight_line_macros.clone(),
             value_params: f.value_params.clone(),
             returns: f.returns.clone(),

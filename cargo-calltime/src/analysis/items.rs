@@ -699,7 +699,8 @@ impl Extractor {
             // The body itself: each statement counts, a lone tail expression too (`shape` leaves out only the blocks
             // of one expression nested in it).
             block.stmts.iter().for_each(|stmt| shape.visit_stmt(stmt));
-            item.straight_line_stmts = shape.straight.then_some(shape.stmts);
+            item.straight_line_stmts = (shape.straight && shape.arg_closures == 0).then_some(shape.stmts);
+            item.forwarding_stmts = shape.straight.then_some(shape.stmts);
             if shape.straight {
                 item.straight_line_macros = shape.macros;
             }

@@ -178,6 +178,9 @@ pub struct FnItem {
     /// `straight_line_macros`: how many statements it has, nested blocks included. `None` for any other body. Its
     /// calls are in `calls`.
     pub straight_line_stmts: Option<u32>,
+    /// As `straight_line_stmts`, but closures written as call arguments allowed (not counted, their calls in the
+    /// call site's `arg_calls`): what a forwarder may be (`trivial::forwarded_callees`).
+    pub forwarding_stmts: Option<u32>,
     /// The other macros a straight-line body invokes (by last path segment), with arguments that parse as
     /// expressions: it runs straight through only if each is a workspace macro whose rules do
     /// (`ModItems::macro_rules`; serde_json's `tri!`, its own `?`).

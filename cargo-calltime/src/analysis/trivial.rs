@@ -36,7 +36,7 @@ impl Trivial {
     }
 
     fn judge(&mut self, index: &Index, f: FnId) -> Option<u32> {
-        let (mut total, sites) = straight_body(index, f)?;
+        let (mut total, sites) = straight_body(index, f, false)?;
         for site in sites {
             if site.targets.is_empty() {
                 if !site.cheap_external {
@@ -68,16 +68,19 @@ struct SiteTargets {
     /// Its targets are a guess (by name and arity, every `From` impl for `.into()`): the call may reach code the
     /// index does not see (an impl a macro generates).
     guessed: bool,
+    /// The calls inside the closures written as its arguments (`CallSite::arg_calls`): they run where it calls them.
+    closure_calls: Vec<usize>,
 }
 
-/// For a synchronous straight-line body (`FnItem::straight_line_stmts`) whose by-value parameters drop nothing:
-/// its statement count and what each call site may reach.
-fn straight_body(index: &Index, f: FnId) -> Option<(u32, Vec<SiteTargets>)> {
+/// For a synchronous straight-line body (`FnItem::straight_line_stmts`; with `forwarding`, closures written as call
+/// arguments allowed: `FnItem::forwarding_stmts`) whose by-value parameters drop nothing: its statement count and
+/// what each call site may reach.
+fn straight_body(index: &Index, f: FnId, forwarding: bool) -> Option<(u32, Vec<SiteTargets>)> {
     let item = &index.fns[f].item;
     if !matches!(item.probe.as_ref()?.kind, ProbeKind::Sync) {
         return None;
     }
-    let stmts = item.straight_line_stmts?;
+    let stmts = if forwarding { item.forwarding_stmts? } else { item.straight_line_stmts? };
     if !item.straight_line_macros.iter().all(|m| index.straight_macros.contains(m)) {
         return None;
     }
@@ -150,35 +153,45 @@ fn straight_body(index: &Index, f: FnId) -> Option<(u32, Vec<SiteTargets>)> {
             },
             _ => true,
         };
-        sites.push(SiteTargets { targets, cheap_external, receiver_known, guessed });
+        sites.push(SiteTargets {
+            targets,
+            cheap_external,
+            receiver_known,
+            guessed,
+            closure_calls: site.arg_calls.iter().map(|&c| c as usize).collect(),
+        });
     }
     Some((stmts, sites))
 }
 
 /// The callees of a forwarder: a straight-line body of at most [`FORWARDER_MAX_STATEMENTS`] statements whose only
 /// call into the workspace is one call of known receiver and resolved targets (`self.read.peek()`,
-/// `R::discard(self)`, `self.inner.get(k)`; not a guess by name), every other call a constant-time std one. Its probe would time the callee plus a few
-/// instructions, so when each candidate callee is measured by a probe of its own or costs less than one (the
-/// planner's decision, [`super::planner`]), the forwarder needs none. `None` for any other body.
+/// `R::discard(self)`, `self.inner.get(k)`; not a guess by name), every other call a constant-time std one. Its
+/// probe would time the callee plus a few instructions, so when each candidate callee is measured by a probe of its
+/// own or costs less than one (the planner's decision, [`super::planner`]), the forwarder needs none. Closures
+/// written as that call's arguments (nom's `multispace0(input) { input.split_at_position_complete(|c| ..) }`) run
+/// where the callee calls them, so their calls do not count; a closure given to any other call keeps the body from
+/// being a forwarder unless its calls are constant-time std ones. `None` for any other body.
 pub(super) fn forwarded_callees(index: &Index, f: FnId) -> Option<Vec<FnId>> {
-    let (stmts, sites) = straight_body(index, f)?;
+    let (stmts, sites) = straight_body(index, f, true)?;
     if stmts > FORWARDER_MAX_STATEMENTS {
         return None;
     }
-    let mut forwarded = None;
-    for site in sites {
-        if site.targets.is_empty() {
-            if !site.cheap_external {
-                return None;
-            }
-            continue;
-        }
-        if !site.receiver_known || site.guessed || forwarded.is_some() {
+    // The forwarded call: the one call into the workspace that every other such call is inside the closures of.
+    let into_workspace: Vec<usize> = (0..sites.len()).filter(|&i| !sites[i].targets.is_empty()).collect();
+    let forwarded = *into_workspace
+        .iter()
+        .find(|&&i| into_workspace.iter().all(|&j| j == i || sites[i].closure_calls.contains(&j)))?;
+    let site = &sites[forwarded];
+    if !site.receiver_known || site.guessed {
+        return None;
+    }
+    for (i, other) in sites.iter().enumerate() {
+        if i != forwarded && !site.closure_calls.contains(&i) && !other.cheap_external {
             return None;
         }
-        forwarded = Some(site.targets);
     }
-    forwarded
+    Some(site.targets.clone())
 }
 
 /// `Vec::new()`, `MapImpl::default()` with `type MapImpl<K, V> = BTreeMap<K, V>`: an empty std collection

@@ -157,6 +157,45 @@ impl<'a> Counted<'a> {
     }
 }
 
+/// Text being parsed.
+pub struct Stream {
+    pub text: String,
+}
+
+impl Stream {
+    /// Probed: it loops, calling the predicate it is given.
+    pub fn split_at(&self, stop: impl Fn(char) -> bool) -> usize {
+        let mut at = 0;
+        for c in self.text.chars() {
+            if stop(c) {
+                break;
+            }
+            at += c.len_utf8();
+        }
+        at
+    }
+}
+
+/// Probed: it loops.
+pub fn weigh(c: char) -> usize {
+    (0..c as usize % 7).map(|i| i * 2).sum()
+}
+
+/// Left out as a forwarder (nom's `multispace0`): its closure runs inside `split_at`, which is probed.
+pub fn space0(s: &Stream) -> usize {
+    s.split_at(|c| weigh(c) > 3 || c != ' ')
+}
+
+/// Probed: two calls into the workspace.
+pub fn space_then_digits(s: &Stream) -> usize {
+    s.split_at(|c| c != ' ') + s.split_at(|c| !c.is_ascii_digit())
+}
+
+/// Probed: its closure runs in `Option::map`, in this function.
+pub fn first_weight(s: &Stream) -> Option<usize> {
+    s.text.chars().next().map(|c| weigh(c))
+}
+
 /// The root: a list of digit runs in brackets.
 pub fn parse_list(input: &str) -> usize {
     let mut n = 0;
@@ -169,5 +208,7 @@ pub fn parse_list(input: &str) -> usize {
     n += Span::raw(1, None, (0, 0)).start;
     n += map(digits, |d: &str| d.len()).parse("12").map_or(0, |(_, len)| len);
     n += Counted::new(input.split(' ').collect()).n;
+    let stream = Stream { text: input.to_owned() };
+    n += space0(&stream) + space_then_digits(&stream) + first_weight(&stream).unwrap_or(0);
     n + sorted_words(input).count() + usize::from('a'.contains_token(b'a')) + usize::from('b'.contains_token(&b'b'))
 }
