@@ -184,7 +184,9 @@ mod tests {
         assert!(judged("fn wrap(x: Vec<u8>, n: u32) -> Wrapped { Wrapped::Both(Inner(x), n as u64, &STATIC, 1) }"));
         assert!(judged("fn pair(a: A, b: B) -> (A, B) { (a, b) }"));
         assert!(judged("fn parser() -> Delimited<A, B> { Delimited { a: A, b: B } }"));
-        assert!(judged("fn by_ref(&mut self) -> ByRef<'_, Self> { ByRef { p: self, first: self.first, f: |x| x + 1 } }"));
+        assert!(judged(
+            "fn by_ref(&mut self) -> ByRef<'_, Self> { ByRef { p: self, first: self.first, f: |x| x + 1 } }"
+        ));
         // Work of its own: a call (lowercase: a function), a statement before, a loop, a macro, an async fn; a
         // getter is the trivial rule's.
         assert!(!judged("fn from_input(input: &I) -> Self { ErrMode::Backtrack(E::from_input(input)) }"));
