@@ -99,6 +99,10 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // `.into()` reaches the `From` impls whose source is the receiver's type or whose target the annotated `let`
     // names; it fanned out to every workspace `From` impl (png: 11 for `FormatErrorInner::X.into()`).
     ("into-targets", "analysis-receivers", &["--root", "converted::convert", "--depth", "3", "--probe-trivial"]),
+    // `Some(x)` and `Ok(x)` from a scrutinee of a known type bind the contents' type (rustc-demangle's
+    // `match self.style { Some(ref d) => write!(f, "{}", d) }`): `{}` reached no `Display` impl, and a `String`'s
+    // `push_str` and `len` were matched to workspace methods by name.
+    ("bound-values", "analysis-receivers", &["--root", "bound::show", "--depth", "3", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

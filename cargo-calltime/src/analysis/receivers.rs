@@ -4,7 +4,7 @@
 use syn::Expr;
 use syn::Pat;
 
-use super::bodies::{is_type_like, pat_idents, BodyVisitor};
+use super::bodies::{is_type_like, pat_idents, strip_parens, BodyVisitor};
 use super::std_model::{
     binary_op_trait, literal_type, returns_std_value, std_macro_type, std_result_type, OPERATOR_PRIMITIVES,
     RANGE_RECEIVER, SMART_POINTERS, STD_VALUE_MACROS,
@@ -22,9 +22,44 @@ impl BodyVisitor<'_> {
         }
     }
 
+    /// The type of what `Some(x)` or `Ok(x)` binds from a `match` or `if let` scrutinee, as the syntax shows it
+    /// (with whether it is a guess): what `?` gives of the scrutinee, or the argument of a scrutinee written
+    /// `Some(a)`.
+    pub(super) fn scrutinee_type(&self, expr: &Expr) -> Option<(TyRef, bool)> {
+        let (expr, contents) = match strip_parens(expr) {
+            Expr::Call(c) if c.args.len() == 1 && is_some_or_ok(&c.func) => (&c.args[0], true),
+            other => (other, false),
+        };
+        let (ty, guessed) = match self.receiver(expr).0 {
+            Receiver::Type(t) => (t, false),
+            Receiver::Guessed(t) => (t, true),
+            Receiver::SelfField(field) => (TyRef::Field { owner: Box::new(TyRef::SelfType), field }, false),
+            Receiver::Std(_) | Receiver::Unknown => return None,
+        };
+        Some((if contents { ty } else { TyRef::Tried(Box::new(ty)) }, guessed))
+    }
+
     /// Types the bindings of a struct or enum-variant pattern by the fields they bind: `Tag::Heading { level, .. }`,
-    /// `TagEnd::Heading(level)`, `Point { x, .. }`. Other bindings are left as they are.
-    pub(super) fn bind_pattern_types(&mut self, pat: &Pat) {
+    /// `TagEnd::Heading(level)`, `Point { x, .. }`; and the value `Some(x)` or `Ok(x)` binds from a scrutinee of a
+    /// known type (`match self.style { Some(ref d) => .. }`, `if let Some(out) = &mut self.out`): what `?` would
+    /// give of it. Other bindings are left as they are.
+    pub(super) fn bind_pattern_types(&mut self, pat: &Pat, scrutinee: Option<&(TyRef, bool)>) {
+        if let (Pat::TupleStruct(ts), Some((ty, guessed))) = (pat, scrutinee) {
+            if ts.qself.is_none() && is_some_or_ok_path(&ts.path) {
+                if let [Pat::Ident(pi)] = ts.elems.iter().collect::<Vec<_>>().as_slice() {
+                    if pi.subpat.is_none() {
+                        let name = pi.ident.to_string();
+                        self.env.insert(name.clone(), ty.clone());
+                        if *guessed {
+                            self.guessed.insert(name);
+                        } else {
+                            self.guessed.remove(&name);
+                        }
+                    }
+                }
+                return;
+            }
+        }
         // (owner type, field prefix) for `Enum::Variant` (two type-like last segments, `Self::Variant` too) or a
         // struct path (`Self { .. }` too).
         let owner_of = |path: &syn::Path| -> Option<(TyRef, String)> {
@@ -84,17 +119,18 @@ impl BodyVisitor<'_> {
                     }
                 }
             }
-            Pat::Reference(r) => self.bind_pattern_types(&r.pat),
+            // `&Some(x)` against a reference to an `Option`: the same contents.
+            Pat::Reference(r) => self.bind_pattern_types(&r.pat, scrutinee),
             // `match (&self.source, preview) { (Source::Files(paths), true) => .. }`
-            Pat::Tuple(t) => t.elems.iter().for_each(|e| self.bind_pattern_types(e)),
-            Pat::Slice(s) => s.elems.iter().for_each(|e| self.bind_pattern_types(e)),
+            Pat::Tuple(t) => t.elems.iter().for_each(|e| self.bind_pattern_types(e, None)),
+            Pat::Slice(s) => s.elems.iter().for_each(|e| self.bind_pattern_types(e, None)),
             Pat::Ident(pi) => {
                 if let Some((_, sub)) = &pi.subpat {
-                    self.bind_pattern_types(sub);
+                    self.bind_pattern_types(sub, scrutinee);
                 }
             }
-            Pat::Paren(p) => self.bind_pattern_types(&p.pat),
-            Pat::Or(o) => o.cases.iter().for_each(|c| self.bind_pattern_types(c)),
+            Pat::Paren(p) => self.bind_pattern_types(&p.pat, scrutinee),
+            Pat::Or(o) => o.cases.iter().for_each(|c| self.bind_pattern_types(c, scrutinee)),
             _ => {}
         }
     }
@@ -274,6 +310,15 @@ impl BodyVisitor<'_> {
             _ => None,
         }
     }
+}
+
+/// `Some` or `Ok`, as a pattern's or a call's path.
+fn is_some_or_ok_path(path: &syn::Path) -> bool {
+    path.is_ident("Some") || path.is_ident("Ok")
+}
+
+fn is_some_or_ok(func: &Expr) -> bool {
+    matches!(func, Expr::Path(p) if p.qself.is_none() && is_some_or_ok_path(&p.path))
 }
 
 /// An operand whose type the syntax shows and which is not a primitive (`usize`, `f64`, ...): its operators may be

@@ -123,6 +123,7 @@ pub fn entry(key: &str) -> u32 {
     found.iter().flatten().sum::<u32>() + store.lookup(key)
 }
 mod blanket;
+mod bound;
 mod chains;
 mod converted;
 mod iterate;
