@@ -2,6 +2,8 @@
 //! return std values, which traits operators and formatting call, which methods derives provide, and which
 //! implicit calls the graph follows ([`IMPLICIT_CALLS`]).
 
+use super::syntax::TyRef;
+
 /// Constant-time queries that return a std value (`usize`, `bool`) on any std collection or wrapper.
 const STD_QUERIES: &[&str] = &["len", "is_empty", "is_some", "is_none", "is_ok", "is_err"];
 
@@ -295,6 +297,26 @@ pub(super) fn wrapper_method(wrapper: &str, method: &str) -> Option<&'static [&'
         _ => return None,
     };
     Some(wrappers)
+}
+
+/// What `method` on a std sequence (`Vec`, `VecDeque`, `String`, a slice or array) returns when the name tells: an
+/// `Option` of an element (`first`, `last_mut`, `get`, `pop`; the element's type is not kept) or the same sequence
+/// (`split_off`), so that `v.first().expect(..)` and `v.split_off(0).len()` are std's methods, not every workspace
+/// method of that name.
+pub(super) fn sequence_method(ty: &TyRef, method: &str) -> Option<TyRef> {
+    let sequence = match ty {
+        TyRef::Path(p) if p.segs.len() == 1 => p.segs[0].as_str(),
+        TyRef::Std(name) => name,
+        _ => return None,
+    };
+    let element = || Some(TyRef::Wrapped { wrapper: "Option".to_owned(), inner: Box::new(TyRef::Unknown) });
+    match (sequence, method) {
+        ("Vec" | "VecDeque" | SLICE, "first" | "last" | "first_mut" | "last_mut" | "get" | "get_mut") => element(),
+        ("Vec" | "VecDeque", "pop") | ("VecDeque", "pop_front" | "pop_back" | "front" | "back") => element(),
+        ("VecDeque", "front_mut" | "back_mut") => element(),
+        ("Vec" | "VecDeque" | "String", "split_off") => Some(ty.clone()),
+        _ => None,
+    }
 }
 
 /// In [`wrapper_method`]'s answer: the receiver's own wrapper (`clone`).

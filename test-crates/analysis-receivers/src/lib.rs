@@ -129,3 +129,4 @@ mod converted;
 mod iterate;
 mod made;
 mod parsed;
+mod sequences;
