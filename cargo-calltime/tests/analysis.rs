@@ -106,6 +106,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // A std sequence's `first`, `last_mut`, `pop` give an `Option` and `split_off` the same `Vec` (markdown-rs's
     // `self.buffers.last_mut().expect(..)` matched a workspace `expect` by name).
     ("sequence-methods", "analysis-receivers", &["--root", "Lines::measure", "--depth", "2", "--probe-trivial"]),
+    // The result of a method reached through `Deref` is typed (rusqlite's `tx.prepare_cached(..)?`, through
+    // `Transaction`'s `Deref`): the call on it was matched by name.
+    ("deref-results", "analysis-receivers", &["--root", "derefs::first_step", "--depth", "2", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

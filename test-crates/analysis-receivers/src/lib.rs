@@ -126,6 +126,7 @@ mod blanket;
 mod bound;
 mod chains;
 mod converted;
+mod derefs;
 mod iterate;
 mod made;
 mod parsed;

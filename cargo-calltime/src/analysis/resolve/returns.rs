@@ -80,6 +80,13 @@ impl Index {
         }
         match self.method_on(&receiver.ctx, &receiver.ty, receiver.scope, method) {
             Outcome::Fns(fns) => return self.returned(&fns),
+            // Auto-deref, as for the call itself: rusqlite's `tx.prepare_cached(..)?` is `Connection`'s, reached
+            // through `Transaction`'s `Deref`, and returns a `CachedStatement`.
+            Outcome::MissingOnType(t) => {
+                if let Some(fns) = self.deref_target_methods(t, method) {
+                    return self.returned(&fns);
+                }
+            }
             // std's own method of a std sequence (a workspace trait implemented for `Vec` would be in `Fns`).
             Outcome::External => {
                 if let Some(ty) = sequence_method(&receiver.ty, method) {
