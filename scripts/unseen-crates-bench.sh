@@ -1663,7 +1663,7 @@ fn main() {
 RS
 printf 'serde_json = "1"\n' >> "$work/hb/hbbench/Cargo.toml"
 # yaml-rust2 0.13 (hashlink, arraydeque, encoding_rs from the registry): one `YamlLoader::load_from_str` per
-# document (a scanner, then a recursive-descent parser building the tree), 300 generated documents of about 20 KB
+# document (a scanner, then a recursive-descent parser building the tree), 300 generated documents of about 24 KB
 # (nested block mappings and sequences, flow collections, anchors and aliases, quoted and block scalars).
 workspace "$work/yr" yrbench yaml-rust2@0.13.1 <<'RS'
 use std::fmt::Write;
@@ -1706,7 +1706,7 @@ fn main() {
 RS
 # markdown 1 (markdown-rs; unicode-id from the registry): one `markdown::to_html` per document (CommonMark: a
 # state-machine tokenizer whose every state is a function called through one dispatcher, then the HTML compiler),
-# 100 generated documents of about 16 KB.
+# 100 generated documents of about 20 KB.
 workspace "$work/md" mdbench markdown@1.0.0 <<'RS'
 use std::fmt::Write;
 use std::time::{Duration, Instant};
