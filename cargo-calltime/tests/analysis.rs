@@ -103,6 +103,9 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // `match self.style { Some(ref d) => write!(f, "{}", d) }`): `{}` reached no `Display` impl, and a `String`'s
     // `push_str` and `len` were matched to workspace methods by name.
     ("bound-values", "analysis-receivers", &["--root", "bound::show", "--depth", "3", "--probe-trivial"]),
+    // `fmt::Display::fmt(style, f)`, a std trait's method called by path, reaches the argument's impl; the path
+    // alone left the workspace (rustc-demangle's `DemangleStyle::fmt` reached neither `Demangle` it prints).
+    ("trait-path-calls", "analysis-receivers", &["--root", "bound::relay", "--depth", "2", "--probe-trivial"]),
     // A std sequence's `first`, `last_mut`, `pop` give an `Option` and `split_off` the same `Vec` (markdown-rs's
     // `self.buffers.last_mut().expect(..)` matched a workspace `expect` by name).
     ("sequence-methods", "analysis-receivers", &["--root", "Lines::measure", "--depth", "2", "--probe-trivial"]),

@@ -511,6 +511,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
                         self.calls_params = true;
                     }
                 }
+                self.std_trait_path_call(p, call);
                 self.path_call(p.qself.as_ref(), &p.path, call.args.len(), true)
             }
             other => self.visit_expr(other),

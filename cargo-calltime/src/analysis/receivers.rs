@@ -6,8 +6,8 @@ use syn::Pat;
 
 use super::bodies::{is_type_like, pat_idents, strip_parens, BodyVisitor};
 use super::std_model::{
-    binary_op_trait, literal_type, returns_std_value, std_macro_type, std_result_type, OPERATOR_PRIMITIVES,
-    RANGE_RECEIVER, SMART_POINTERS, STD_VALUE_MACROS,
+    binary_op_trait, literal_type, returns_std_value, std_macro_type, std_result_type, std_trait_method,
+    OPERATOR_PRIMITIVES, RANGE_RECEIVER, SMART_POINTERS, STD_VALUE_MACROS,
 };
 use super::syntax::*;
 
@@ -19,6 +19,29 @@ impl BodyVisitor<'_> {
         for name in bound {
             self.env.remove(&name);
             self.guessed.remove(&name);
+        }
+    }
+
+    /// `fmt::Display::fmt(d, f)`: a std trait's method called by path runs the first argument's impl (rustc-demangle's
+    /// `DemangleStyle::fmt` reaches the v0 printer so), as `d.fmt(f)` would; the path alone leaves the workspace.
+    pub(super) fn std_trait_path_call(&mut self, p: &syn::ExprPath, call: &syn::ExprCall) {
+        let segs = &p.path.segments;
+        let (Some(first), true, None) = (call.args.first(), segs.len() >= 2, p.qself.as_ref()) else { return };
+        let (trait_seg, method) = (&segs[segs.len() - 2], &segs[segs.len() - 1]);
+        let Some((trait_name, methods)) = std_trait_method(&trait_seg.ident.to_string(), &method.ident.to_string())
+        else {
+            return;
+        };
+        let (receiver, recv_text) = self.receiver(first);
+        if matches!(receiver, Receiver::Type(_) | Receiver::SelfField(_) | Receiver::Guessed(_)) {
+            self.calls.push(CallSite {
+                line: line_of(method.ident.span()),
+                text: format!("{trait_name}::{}({recv_text}, ..)", method.ident),
+                kind: CallKind::Operator { trait_name, methods, receiver },
+                arg_calls: Vec::new(),
+                forwards_param: false,
+                arg_futures: Vec::new(),
+            });
         }
     }
 

@@ -160,6 +160,25 @@ pub const CHEAP_MACROS: &[&str] = &[
     "todo",
 ];
 
+/// A std trait's method called by path on a value (`fmt::Display::fmt(&x, f)`, `Iterator::next(&mut it)`,
+/// `Clone::clone(&v)`): (trait, the method) when `trait_name::method` is one, so that the call reaches the first
+/// argument's impl of that trait as `x.method(..)` would.
+pub(super) fn std_trait_method(trait_name: &str, method: &str) -> Option<(&'static str, &'static [&'static str])> {
+    Some(match (trait_name, method) {
+        ("Display", "fmt") => ("Display", &["fmt"]),
+        ("Debug", "fmt") => ("Debug", &["fmt"]),
+        ("Iterator", "next") => ("Iterator", &["next"]),
+        ("Clone", "clone") => ("Clone", &["clone"]),
+        ("PartialEq", "eq" | "ne") => ("PartialEq", &["eq", "ne"]),
+        ("PartialOrd", "partial_cmp") => ("PartialOrd", &["partial_cmp"]),
+        ("Ord", "cmp") => ("Ord", &["cmp"]),
+        ("Hash", "hash") => ("Hash", &["hash"]),
+        ("Deref", "deref") => ("Deref", &["deref"]),
+        ("Write", "write_str" | "write_char" | "write_fmt") => ("Write", &["write_str", "write_char", "write_fmt"]),
+        _ => return None,
+    })
+}
+
 /// `std::ops` traits behind binary operators: (trait, its methods).
 pub(super) fn binary_op_trait(op: &syn::BinOp) -> Option<(&'static str, &'static [&'static str])> {
     use syn::BinOp::*;

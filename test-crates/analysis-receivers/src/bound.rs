@@ -68,3 +68,9 @@ pub fn show(shown: &mut Shown) -> usize {
     }
     total
 }
+
+/// A std trait's method called by path runs the first argument's impl (rustc-demangle's
+/// `DemangleStyle::V0(ref d) => fmt::Display::fmt(d, f)`), as `style.fmt(f)` would.
+pub fn relay(style: &Style, f: &mut fmt::Formatter) -> fmt::Result {
+    fmt::Display::fmt(style, f)
+}
