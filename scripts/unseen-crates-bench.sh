@@ -14,7 +14,8 @@
 #        sh sha2, lz lz4_flex, nm a nom parser; pt a pest_derive JSON grammar, te tera, ur url, si similar, wn a
 #        winnow parser, jf jiff; hy a hyper server, cb ciborium, tw textwrap, pg petgraph, pn png, ry rayon in the
 #        program's own code; ac aho-corasick, us unicode-segmentation, bc bincode, ax async-executor tasks across
-#        two threads, hb handlebars);
+#        two threads, hb handlebars; yr yaml-rust2, md markdown (markdown-rs), rd rustc-demangle, ch chrono, sl
+#        rusqlite with the bundled SQLite);
 #        RUNS=N side-by-side runs per program (default 10); NO_CALLGRIND=1 skips the instruction counts;
 #        REUSE_BUILDS=1 measures the binaries an earlier run left in WORK_DIR (sqlparser's instrumented build takes
 #        15 minutes at load 15); EXTRA_PLANS=1 also builds `--depth 8` and checks the trees of `--exact` and depth 8
@@ -24,7 +25,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/unseen-crates-bench}
 runs=${RUNS:-10}
-only=${ONLY:-tm rx qx mz hp ae cs sq sv sh lz nm pt te ur si wn jf hy cb tw pg pn ry ac us bc ax hb}
+only=${ONLY:-tm rx qx mz hp ae cs sq sv sh lz nm pt te ur si wn jf hy cb tw pg pn ry ac us bc ax hb yr md rd ch sl}
 fail() { echo "unseen-crates-bench: $*" >&2; exit 1; }
 mkdir -p "$work" || fail "cannot create the work directory $work"
 work=$(cd "$work" && pwd)
@@ -37,7 +38,8 @@ crates="toml_edit@0.25.20 toml_parser@1.1.6 quick-xml@0.41.0 miniz_oxide@0.9.1 h
   digest@0.10.7 lz4_flex@0.14.2 nom@8.0.0 pest@2.9.6 pest_derive@2.9.6 tera@1.20.1 url@2.5.8 similar@2.7.0
   winnow@0.7.15 jiff@1.0.2 jiff-core@1.0.1 ciborium@0.2.2 ciborium-io@0.2.2 ciborium-ll@0.2.2
   textwrap@0.16.4 petgraph@0.8.3 png@0.18.1 aho-corasick@1.1.5 unicode-segmentation@1.13.3 bincode@1.3.3
-  async-executor@1.14.1 async-task@4.7.1 handlebars@4.5.0"
+  async-executor@1.14.1 async-task@4.7.1 handlebars@4.5.0 yaml-rust2@0.13.1 markdown@1.0.0 rustc-demangle@0.1.28
+  chrono@0.4.45 rusqlite@0.40.2"
 registry() { ls -d "$HOME"/.cargo/registry/src/*/"$1"-[0-9]* 2>/dev/null | grep -F -- "-$2" | head -1 || true; }
 missing=0
 for spec in $crates; do [ -n "$(registry "${spec%@*}" "${spec#*@}")" ] || missing=1; done
@@ -1660,6 +1662,239 @@ fn main() {
 }
 RS
 printf 'serde_json = "1"\n' >> "$work/hb/hbbench/Cargo.toml"
+# yaml-rust2 0.13 (hashlink, arraydeque, encoding_rs from the registry): one `YamlLoader::load_from_str` per
+# document (a scanner, then a recursive-descent parser building the tree), 300 generated documents of about 24 KB
+# (nested block mappings and sequences, flow collections, anchors and aliases, quoted and block scalars).
+workspace "$work/yr" yrbench yaml-rust2@0.13.1 <<'RS'
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+use yaml_rust2::{Yaml, YamlLoader};
+fn document(seed: usize) -> String {
+    let mut text = String::from("%YAML 1.2\n---\ndefaults: &defaults\n  retries: 3\n  timeout: 2.5\n  tags: [base, \"quoted, tag\"]\n");
+    for i in 0..60 {
+        let _ = write!(text, "service_{seed}_{i}:\n  <<: *defaults\n  name: 'svc ''{i}'''\n  port: {}\n  enabled: {}\n",
+            8000 + i, i % 2 == 0);
+        let _ = write!(text, "  hosts:\n    - host-{i}.example.org\n    - {{ addr: \"10.0.{}.{}\", weight: {}.5 }}\n", i % 256, seed % 256, i % 9);
+        let _ = write!(text, "  limits: {{cpu: {i}, mem: {}Mi, nested: {{x: [1, 2, {{y: z}}], n: ~}}}}\n", i * 64);
+        let _ = write!(text, "  script: |\n    echo start {i}\n    run --flag=\"{seed}\"\n  note: >\n    folded text of {i}\n    over two lines\n");
+        let _ = write!(text, "  matrix:\n    - [a, b, c]\n    - - deep\n      - - deeper: {i}\n          k: v\n");
+    }
+    text.push_str("...\n");
+    text
+}
+/// Scalars and collections in a loaded document (the program walks what the parser built).
+fn nodes(yaml: &Yaml) -> usize {
+    match yaml {
+        Yaml::Array(items) => 1 + items.iter().map(nodes).sum::<usize>(),
+        Yaml::Hash(map) => 1 + map.iter().map(|(k, v)| nodes(k) + nodes(v)).sum::<usize>(),
+        _ => 1,
+    }
+}
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
+    let (mut total, mut spent) = (0usize, Duration::ZERO);
+    for seed in 0..count {
+        let text = document(seed);
+        let started = Instant::now();
+        let loaded = YamlLoader::load_from_str(&text);
+        spent += started.elapsed();
+        total += loaded.expect("generated YAML loads").iter().map(nodes).sum::<usize>();
+    }
+    println!("{count} documents, {total} nodes");
+    eprintln!("truth yaml_rust2::yaml::YamlLoader::load_from_str {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+# markdown 1 (markdown-rs; unicode-id from the registry): one `markdown::to_html` per document (CommonMark: a
+# state-machine tokenizer whose every state is a function called through one dispatcher, then the HTML compiler),
+# 100 generated documents of about 20 KB.
+workspace "$work/md" mdbench markdown@1.0.0 <<'RS'
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+fn document(seed: usize) -> String {
+    let mut text = format!("# Document {seed}\n\nSetext title\n============\n\n");
+    for i in 0..40 {
+        let _ = write!(text, "## Section {i} with `code` and *emphasis*\n\nA paragraph with **strong {i}**, _em_, a [link](https://example.org/{seed}/{i} \"title\"),\n");
+        let _ = write!(text, "an autolink <https://x.org/{i}>, an entity &amp; &#169; &copy;, a ![image](img{i}.png) and a\nhard break  \nthen `inline ``ticks`` code` and escaped \\*stars\\*.\n\n");
+        let _ = write!(text, "- item {i}\n  - nested *{i}*\n    1. ordered\n    2. list with [ref][r{i}]\n- another\n\n> quote {i}\n> > nested **quote**\n\n");
+        let _ = write!(text, "```rust\nfn f{i}() -> u32 {{ {i} }}\n```\n\n    indented code {i}\n\n<div class=\"x{i}\">raw html</div>\n\n***\n\n[r{i}]: /ref/{i} 'ref title'\n\n");
+    }
+    text
+}
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100);
+    let (mut bytes, mut spent) = (0usize, Duration::ZERO);
+    for seed in 0..count {
+        let text = document(seed);
+        let started = Instant::now();
+        let html = markdown::to_html(&text);
+        spent += started.elapsed();
+        bytes += html.len();
+    }
+    println!("{count} documents, {bytes} bytes of HTML");
+    eprintln!("truth markdown::to_html {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+# rustc-demangle 0.1: the program's own `demangle_batch` (each symbol demangled and printed with and without its
+# hash: tiny recursive printer functions) per batch of 1,000 generated symbols (v0: nested paths, generic
+# arguments, impls, closures, references, tuples; legacy `_ZN..E` with escapes and hashes), 200 batches.
+workspace "$work/rd" rdbench rustc-demangle@0.1.28 <<'RS'
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+const WORDS: &[&str] = &["core", "alloc", "parser", "Value", "next", "fmt", "iter", "State", "run", "tree", "Node"];
+/// A v0 identifier: its length, a `_` when it starts with a digit or `_`, its bytes.
+fn ident(word: &str) -> String {
+    if word.starts_with(|c: char| c.is_ascii_digit() || c == '_') { format!("{}_{word}", word.len()) } else { format!("{}{word}", word.len()) }
+}
+/// A v0 path `krate::m1::..::last`, `depth` segments under the crate root.
+fn path(state: &mut u64, depth: usize) -> String {
+    let mut text = format!("Cs{}_{}", next(state) % 1000, ident(WORDS[(next(state) % 3) as usize]));
+    for d in 0..depth {
+        let word = WORDS[(next(state) % WORDS.len() as u64) as usize];
+        text = format!("N{}{text}{}", if d + 1 == depth { 'v' } else { 't' }, ident(&format!("{word}{d}")));
+    }
+    text
+}
+/// A v0 type: a basic type, a reference, a slice, a tuple or a path with generic arguments.
+fn ty(state: &mut u64, depth: usize) -> String {
+    match if depth == 0 { 0 } else { next(state) % 6 } {
+        0 => ["h", "j", "m", "e", "b", "u", "y"][(next(state) % 7) as usize].to_string(),
+        1 => format!("R{}", ty(state, depth - 1)),
+        2 => format!("S{}", ty(state, depth - 1)),
+        3 => format!("T{}{}E", ty(state, depth - 1), ty(state, depth - 1)),
+        4 => format!("I{}{}E", path(state, 2), ty(state, depth - 1)),
+        _ => path(state, 1),
+    }
+}
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *state >> 33
+}
+fn symbol(state: &mut u64) -> String {
+    match next(state) % 6 {
+        0 => format!("_R{}", path(state, 4)),
+        1 => format!("_RI{}{}{}E", path(state, 3), ty(state, 3), ty(state, 2)),
+        2 => format!("_RNvM{}{}{}", path(state, 2), path(state, 2), ident("method")),
+        3 => format!("_RNvX{}{}{}{}", path(state, 1), ty(state, 2), path(state, 2), ident("fmt")),
+        4 => format!("_RNCNC{}00", path(state, 3)),
+        _ => {
+            let mut text = String::from("_ZN");
+            for _ in 0..1 + next(state) % 5 {
+                let word = ["$LT$impl$u20$core..fmt..Debug$u20$for$u20$T$GT$", "parser", "Value$LP$u8$RP$", "next"][(next(state) % 4) as usize];
+                let _ = write!(text, "{}{word}", word.len());
+            }
+            let _ = write!(text, "17h{:016x}E", next(state) << 32 | next(state));
+            text
+        }
+    }
+}
+fn demangle_batch(symbols: &[String]) -> usize {
+    let mut out = String::new();
+    for symbol in symbols {
+        let demangled = rustc_demangle::demangle(symbol);
+        let _ = write!(out, "{demangled}\n{demangled:#}\n");
+    }
+    out.len()
+}
+fn main() {
+    let count: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200);
+    let (mut bytes, mut spent) = (0usize, Duration::ZERO);
+    for seed in 0..count {
+        let mut state = seed;
+        let symbols: Vec<String> = (0..1000).map(|_| symbol(&mut state)).collect();
+        let started = Instant::now();
+        bytes += demangle_batch(&symbols);
+        spent += started.elapsed();
+    }
+    println!("{count} batches, {bytes} bytes demangled");
+    eprintln!("truth rdbench::demangle_batch {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+# chrono 0.4 (default features; num-traits, iana-time-zone from the registry): the program's own `round_trip` per
+# batch of 500 timestamps (each formatted with a strftime-like format, as RFC 3339 and RFC 2822, parsed back with
+# `parse_from_str`, `parse_from_rfc3339` and `parse_from_rfc2822`: many small values), 400 batches.
+workspace "$work/ch" chbench chrono@0.4.45 <<'RS'
+use chrono::{DateTime, FixedOffset, NaiveDateTime, TimeZone, Utc};
+use std::time::{Duration, Instant};
+const FORMAT: &str = "%Y-%m-%d %H:%M:%S%.3f %a %b %j";
+fn round_trip(seconds: &[i64]) -> (usize, i64) {
+    let (mut bytes, mut sum) = (0usize, 0i64);
+    for (i, &secs) in seconds.iter().enumerate() {
+        let utc = Utc.timestamp_opt(secs, (i as u32 % 1000) * 1_000_000).single().expect("in range");
+        let offset = FixedOffset::east_opt((i as i32 % 25 - 12) * 3600).expect("offset");
+        let local = utc.with_timezone(&offset);
+        let text = local.format(FORMAT).to_string();
+        let rfc3339 = local.to_rfc3339();
+        let rfc2822 = local.to_rfc2822();
+        let naive = NaiveDateTime::parse_from_str(&text, FORMAT).expect("own format parses");
+        let back = DateTime::parse_from_rfc3339(&rfc3339).expect("RFC 3339 parses");
+        let mail = DateTime::parse_from_rfc2822(&rfc2822).expect("RFC 2822 parses");
+        assert_eq!(back.timestamp(), mail.timestamp());
+        bytes += text.len() + rfc3339.len() + rfc2822.len();
+        sum = sum.wrapping_add(naive.and_utc().timestamp() ^ back.timestamp_millis());
+    }
+    (bytes, sum)
+}
+fn main() {
+    let count: i64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(400);
+    let (mut bytes, mut sum, mut spent) = (0usize, 0i64, Duration::ZERO);
+    for batch in 0..count {
+        let seconds: Vec<i64> = (0..500).map(|i| 946_684_800 + (batch * 500 + i) * 7_919_111 % 2_000_000_000).collect();
+        let started = Instant::now();
+        let (b, s) = round_trip(&seconds);
+        spent += started.elapsed();
+        bytes += b;
+        sum = sum.wrapping_add(s);
+    }
+    println!("{count} batches, {bytes} bytes formatted, checksum {sum}");
+    eprintln!("truth chbench::round_trip {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+# rusqlite 0.40 with the bundled SQLite (libsqlite3-sys and the rest from the registry): the program's own
+# `run_batch` per batch (200 rows inserted in a transaction with a cached statement, an aggregate query, a
+# filtered select mapped into rows), 300 batches on one in-memory database.
+workspace "$work/sl" slbench rusqlite@0.40.2 <<'RS'
+use rusqlite::{params, Connection};
+use std::time::{Duration, Instant};
+fn run_batch(conn: &Connection, batch: i64) -> rusqlite::Result<(i64, usize)> {
+    let tx = conn.unchecked_transaction()?;
+    {
+        let mut insert = tx.prepare_cached("INSERT INTO item (batch, name, price, tags) VALUES (?1, ?2, ?3, ?4)")?;
+        for i in 0..200 {
+            insert.execute(params![batch, format!("item-{batch}-{i}"), (i * 37 % 1000) as f64 / 10.0, format!("t{}", i % 7)])?;
+        }
+    }
+    tx.commit()?;
+    let total: i64 = conn.query_row("SELECT COUNT(*) + SUM(LENGTH(name)) FROM item WHERE batch = ?1", [batch], |row| row.get(0))?;
+    let mut select = conn.prepare_cached("SELECT name, price, tags FROM item WHERE batch = ?1 AND price > ?2 ORDER BY price DESC LIMIT 50")?;
+    let rows = select.query_map(params![batch, 50.0], |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, f64>(1)?, row.get::<_, String>(2)?))
+    })?;
+    let mut bytes = 0;
+    for row in rows {
+        let (name, price, tags) = row?;
+        bytes += name.len() + tags.len() + (price as usize);
+    }
+    Ok((total, bytes))
+}
+fn main() {
+    let count: i64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
+    let conn = Connection::open_in_memory().expect("in-memory database");
+    conn.execute_batch("CREATE TABLE item (id INTEGER PRIMARY KEY, batch INTEGER, name TEXT, price REAL, tags TEXT);
+        CREATE INDEX item_batch ON item (batch, price);").expect("schema");
+    let (mut total, mut bytes, mut spent) = (0i64, 0usize, Duration::ZERO);
+    for batch in 0..count {
+        let started = Instant::now();
+        let (t, b) = run_batch(&conn, batch).expect("batch runs");
+        spent += started.elapsed();
+        total += t;
+        bytes += b;
+    }
+    println!("{count} batches, total {total}, {bytes} bytes selected");
+    eprintln!("truth slbench::run_batch {} {count}", spent.as_nanos() as f64 / count as f64);
+}
+RS
+# The bundled SQLite (compiled from libsqlite3-sys's C sources by its build script).
+sed -i 's|^rusqlite = { path = "../rusqlite" }$|rusqlite = { path = "../rusqlite", features = ["bundled"] }|' "$work/sl/slbench/Cargo.toml"
 echo "== builds (plain, then the default plan from a fresh calltime target dir)"
 build() { # NAME BENCH ROOT
   local name=$1 bench=$2 root=$3 dir=$work/$1 built
@@ -1680,7 +1915,9 @@ root_of() {
     nm) echo parse_document;; pt) echo parse_document;; te) echo Tera::render;; ur) echo Url::parse;;
     si) echo diff_texts;; wn) echo parse_document;; jf) echo parse_batch;; hy) echo handle;; cb) echo round_trip;;
     tw) echo layout;; pg) echo analyze;; pn) echo pnbench::decode;; ry) echo analyze;; ac) echo acbench::scan;;
-    us) echo usbench::segment;; bc) echo bcbench::round_trip;; ax) echo axbench::job;; hb) echo Registry::render;; esac
+    us) echo usbench::segment;; bc) echo bcbench::round_trip;; ax) echo axbench::job;; hb) echo Registry::render;;
+    yr) echo YamlLoader::load_from_str;; md) echo markdown::to_html;; rd) echo rdbench::demangle_batch;;
+    ch) echo chbench::round_trip;; sl) echo slbench::run_batch;; esac
 }
 bench_of() {
   case $1 in tm) echo tmbench;; rx) echo rxbench;; qx) echo qxbench;; mz) echo mzbench;; hp) echo hpbench;;
@@ -1688,6 +1925,7 @@ bench_of() {
     nm) echo nmbench;; pt) echo ptbench;; te) echo tebench;; ur) echo urbench;; si) echo sibench;; wn) echo wnbench;;
     jf) echo jfbench;; hy) echo hybench;; cb) echo cbbench;; tw) echo twbench;; pg) echo pgbench;; pn) echo pnbench;;
     ry) echo rybench;; ac) echo acbench;; us) echo usbench;; bc) echo bcbench;; ax) echo axbench;; hb) echo hbbench;;
+    yr) echo yrbench;; md) echo mdbench;; rd) echo rdbench;; ch) echo chbench;; sl) echo slbench;;
   esac
 }
 for name in $only; do build "$name" "$(bench_of "$name")" "$(root_of "$name")"; done

@@ -99,6 +99,19 @@ const CASES: &[(&str, &str, &[&str])] = &[
     // `.into()` reaches the `From` impls whose source is the receiver's type or whose target the annotated `let`
     // names; it fanned out to every workspace `From` impl (png: 11 for `FormatErrorInner::X.into()`).
     ("into-targets", "analysis-receivers", &["--root", "converted::convert", "--depth", "3", "--probe-trivial"]),
+    // `Some(x)` and `Ok(x)` from a scrutinee of a known type bind the contents' type (rustc-demangle's
+    // `match self.style { Some(ref d) => write!(f, "{}", d) }`): `{}` reached no `Display` impl, and a `String`'s
+    // `push_str` and `len` were matched to workspace methods by name.
+    ("bound-values", "analysis-receivers", &["--root", "bound::show", "--depth", "3", "--probe-trivial"]),
+    // `fmt::Display::fmt(style, f)`, a std trait's method called by path, reaches the argument's impl; the path
+    // alone left the workspace (rustc-demangle's `DemangleStyle::fmt` reached neither `Demangle` it prints).
+    ("trait-path-calls", "analysis-receivers", &["--root", "bound::relay", "--depth", "2", "--probe-trivial"]),
+    // A std sequence's `first`, `last_mut`, `pop` give an `Option` and `split_off` the same `Vec` (markdown-rs's
+    // `self.buffers.last_mut().expect(..)` matched a workspace `expect` by name).
+    ("sequence-methods", "analysis-receivers", &["--root", "Lines::measure", "--depth", "2", "--probe-trivial"]),
+    // The result of a method reached through `Deref` is typed (rusqlite's `tx.prepare_cached(..)?`, through
+    // `Transaction`'s `Deref`): the call on it was matched by name.
+    ("deref-results", "analysis-receivers", &["--root", "derefs::first_step", "--depth", "2", "--probe-trivial"]),
 ];
 
 fn graph(dir: &Path, args: &[&str], format: &str, expect_success: bool) -> (String, String) {

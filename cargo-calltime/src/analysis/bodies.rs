@@ -122,6 +122,8 @@ pub(super) struct BodyVisitor<'a> {
     pub(super) parse_targets: HashMap<usize, TyRef>,
     /// `.into()` calls whose target type the code names (`let e: Failure = inner.into();`), likewise.
     pub(super) into_targets: HashMap<usize, TyRef>,
+    /// The type of the `match` scrutinee whose arm is visited next, for the values its `Some(x)`/`Ok(x)` binds.
+    pub(super) arm_scrutinee: Option<(TyRef, bool)>,
     pub(super) macro_depth: u32,
 }
 
@@ -532,6 +534,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
                         self.calls_params = true;
                     }
                 }
+                self.std_trait_path_call(p, call);
                 self.path_call(p.qself.as_ref(), &p.path, call.args.len(), true)
             }
             other => self.visit_expr(other),
@@ -764,14 +767,16 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
     }
 
     fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        let scrutinee = self.arm_scrutinee.take();
         self.unbind(&arm.pat);
-        self.bind_pattern_types(&arm.pat);
+        self.bind_pattern_types(&arm.pat, scrutinee.as_ref());
         syn::visit::visit_arm(self, arm);
     }
 
     fn visit_expr_let(&mut self, l: &'ast syn::ExprLet) {
+        let scrutinee = self.scrutinee_type(&l.expr);
         self.unbind(&l.pat);
-        self.bind_pattern_types(&l.pat);
+        self.bind_pattern_types(&l.pat, scrutinee.as_ref());
         // `if let Some(cb) = callback`: `cb` is the parameter.
         if self.is_param(&l.expr) {
             let mut bound = Vec::new();
@@ -789,7 +794,14 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
             }
             self.params.extend(bound);
         }
-        syn::visit::visit_expr_match(self, m);
+        self.visit_expr(&m.expr);
+        // Typed before any arm binds (`match x { Some(x) => .. }`), and handed to each arm as it is visited.
+        let scrutinee = self.scrutinee_type(&m.expr);
+        for arm in &m.arms {
+            self.arm_scrutinee = scrutinee.clone();
+            self.visit_arm(arm);
+        }
+        self.arm_scrutinee = None;
     }
 
     fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
@@ -838,7 +850,7 @@ impl<'ast> Visit<'ast> for BodyVisitor<'_> {
 
 /// The `.parse()` whose value `init` is, through what passes a parsed value on (`?`, `.unwrap()`, `.expect(..)`,
 /// `.unwrap_or(..)` and the like): `let t: T = text.parse().expect("..")` parses a `T`.
-fn strip_parens(expr: &Expr) -> &Expr {
+pub(super) fn strip_parens(expr: &Expr) -> &Expr {
     match expr {
         Expr::Paren(p) => strip_parens(&p.expr),
         other => other,

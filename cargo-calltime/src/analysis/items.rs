@@ -669,6 +669,7 @@ impl Extractor {
             adopted_parallel_starts: Vec::new(),
             parse_targets: HashMap::new(),
             into_targets: HashMap::new(),
+            arm_scrutinee: None,
             macro_depth: 0,
         };
         for input in &sig.inputs {

@@ -4,10 +4,10 @@
 use syn::Expr;
 use syn::Pat;
 
-use super::bodies::{is_type_like, pat_idents, BodyVisitor};
+use super::bodies::{is_type_like, pat_idents, strip_parens, BodyVisitor};
 use super::std_model::{
-    binary_op_trait, literal_type, returns_std_value, std_macro_type, std_result_type, OPERATOR_PRIMITIVES,
-    RANGE_RECEIVER, SMART_POINTERS, STD_VALUE_MACROS,
+    binary_op_trait, literal_type, returns_std_value, std_macro_type, std_result_type, std_trait_method,
+    OPERATOR_PRIMITIVES, RANGE_RECEIVER, SMART_POINTERS, STD_VALUE_MACROS,
 };
 use super::syntax::*;
 
@@ -22,9 +22,67 @@ impl BodyVisitor<'_> {
         }
     }
 
+    /// `fmt::Display::fmt(d, f)`: a std trait's method called by path runs the first argument's impl (rustc-demangle's
+    /// `DemangleStyle::fmt` reaches the v0 printer so), as `d.fmt(f)` would; the path alone leaves the workspace.
+    pub(super) fn std_trait_path_call(&mut self, p: &syn::ExprPath, call: &syn::ExprCall) {
+        let segs = &p.path.segments;
+        let (Some(first), true, None) = (call.args.first(), segs.len() >= 2, p.qself.as_ref()) else { return };
+        let (trait_seg, method) = (&segs[segs.len() - 2], &segs[segs.len() - 1]);
+        let Some((trait_name, methods)) = std_trait_method(&trait_seg.ident.to_string(), &method.ident.to_string())
+        else {
+            return;
+        };
+        let (receiver, recv_text) = self.receiver(first);
+        if matches!(receiver, Receiver::Type(_) | Receiver::SelfField(_) | Receiver::Guessed(_)) {
+            self.calls.push(CallSite {
+                line: line_of(method.ident.span()),
+                text: format!("{trait_name}::{}({recv_text}, ..)", method.ident),
+                kind: CallKind::Operator { trait_name, methods, receiver },
+                arg_calls: Vec::new(),
+                forwards_param: false,
+                arg_futures: Vec::new(),
+            });
+        }
+    }
+
+    /// The type of what `Some(x)` or `Ok(x)` binds from a `match` or `if let` scrutinee, as the syntax shows it
+    /// (with whether it is a guess): what `?` gives of the scrutinee, or the argument of a scrutinee written
+    /// `Some(a)`.
+    pub(super) fn scrutinee_type(&self, expr: &Expr) -> Option<(TyRef, bool)> {
+        let (expr, contents) = match strip_parens(expr) {
+            Expr::Call(c) if c.args.len() == 1 && is_some_or_ok(&c.func) => (&c.args[0], true),
+            other => (other, false),
+        };
+        let (ty, guessed) = match self.receiver(expr).0 {
+            Receiver::Type(t) => (t, false),
+            Receiver::Guessed(t) => (t, true),
+            Receiver::SelfField(field) => (TyRef::Field { owner: Box::new(TyRef::SelfType), field }, false),
+            Receiver::Std(_) | Receiver::Unknown => return None,
+        };
+        Some((if contents { ty } else { TyRef::Tried(Box::new(ty)) }, guessed))
+    }
+
     /// Types the bindings of a struct or enum-variant pattern by the fields they bind: `Tag::Heading { level, .. }`,
-    /// `TagEnd::Heading(level)`, `Point { x, .. }`. Other bindings are left as they are.
-    pub(super) fn bind_pattern_types(&mut self, pat: &Pat) {
+    /// `TagEnd::Heading(level)`, `Point { x, .. }`; and the value `Some(x)` or `Ok(x)` binds from a scrutinee of a
+    /// known type (`match self.style { Some(ref d) => .. }`, `if let Some(out) = &mut self.out`): what `?` would
+    /// give of it. Other bindings are left as they are.
+    pub(super) fn bind_pattern_types(&mut self, pat: &Pat, scrutinee: Option<&(TyRef, bool)>) {
+        if let (Pat::TupleStruct(ts), Some((ty, guessed))) = (pat, scrutinee) {
+            if ts.qself.is_none() && is_some_or_ok_path(&ts.path) {
+                if let [Pat::Ident(pi)] = ts.elems.iter().collect::<Vec<_>>().as_slice() {
+                    if pi.subpat.is_none() {
+                        let name = pi.ident.to_string();
+                        self.env.insert(name.clone(), ty.clone());
+                        if *guessed {
+                            self.guessed.insert(name);
+                        } else {
+                            self.guessed.remove(&name);
+                        }
+                    }
+                }
+                return;
+            }
+        }
         // (owner type, field prefix) for `Enum::Variant` (two type-like last segments, `Self::Variant` too) or a
         // struct path (`Self { .. }` too).
         let owner_of = |path: &syn::Path| -> Option<(TyRef, String)> {
@@ -84,17 +142,18 @@ impl BodyVisitor<'_> {
                     }
                 }
             }
-            Pat::Reference(r) => self.bind_pattern_types(&r.pat),
+            // `&Some(x)` against a reference to an `Option`: the same contents.
+            Pat::Reference(r) => self.bind_pattern_types(&r.pat, scrutinee),
             // `match (&self.source, preview) { (Source::Files(paths), true) => .. }`
-            Pat::Tuple(t) => t.elems.iter().for_each(|e| self.bind_pattern_types(e)),
-            Pat::Slice(s) => s.elems.iter().for_each(|e| self.bind_pattern_types(e)),
+            Pat::Tuple(t) => t.elems.iter().for_each(|e| self.bind_pattern_types(e, None)),
+            Pat::Slice(s) => s.elems.iter().for_each(|e| self.bind_pattern_types(e, None)),
             Pat::Ident(pi) => {
                 if let Some((_, sub)) = &pi.subpat {
-                    self.bind_pattern_types(sub);
+                    self.bind_pattern_types(sub, scrutinee);
                 }
             }
-            Pat::Paren(p) => self.bind_pattern_types(&p.pat),
-            Pat::Or(o) => o.cases.iter().for_each(|c| self.bind_pattern_types(c)),
+            Pat::Paren(p) => self.bind_pattern_types(&p.pat, scrutinee),
+            Pat::Or(o) => o.cases.iter().for_each(|c| self.bind_pattern_types(c, scrutinee)),
             _ => {}
         }
     }
@@ -274,6 +333,15 @@ impl BodyVisitor<'_> {
             _ => None,
         }
     }
+}
+
+/// `Some` or `Ok`, as a pattern's or a call's path.
+fn is_some_or_ok_path(path: &syn::Path) -> bool {
+    path.is_ident("Some") || path.is_ident("Ok")
+}
+
+fn is_some_or_ok(func: &Expr) -> bool {
+    matches!(func, Expr::Path(p) if p.qself.is_none() && is_some_or_ok_path(&p.path))
 }
 
 /// An operand whose type the syntax shows and which is not a primitive (`usize`, `f64`, ...): its operators may be

@@ -589,7 +589,7 @@ impl Index {
     }
 
     /// Methods named `name` of the type `t`'s `Deref` impl's `Target`, when that impl names it and it has them.
-    fn deref_target_methods(&self, t: TypeId, name: &str) -> Option<Vec<FnId>> {
+    pub(super) fn deref_target_methods(&self, t: TypeId, name: &str) -> Option<Vec<FnId>> {
         let t = self.follow_alias(t);
         self.types[t].impls.iter().find_map(|&i| {
             let imp = &self.impls[i];

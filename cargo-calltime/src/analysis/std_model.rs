@@ -2,6 +2,8 @@
 //! return std values, which traits operators and formatting call, which methods derives provide, and which
 //! implicit calls the graph follows ([`IMPLICIT_CALLS`]).
 
+use super::syntax::TyRef;
+
 /// Constant-time queries that return a std value (`usize`, `bool`) on any std collection or wrapper.
 const STD_QUERIES: &[&str] = &["len", "is_empty", "is_some", "is_none", "is_ok", "is_err"];
 
@@ -158,6 +160,25 @@ pub const CHEAP_MACROS: &[&str] = &[
     "todo",
 ];
 
+/// A std trait's method called by path on a value (`fmt::Display::fmt(&x, f)`, `Iterator::next(&mut it)`,
+/// `Clone::clone(&v)`): (trait, the method) when `trait_name::method` is one, so that the call reaches the first
+/// argument's impl of that trait as `x.method(..)` would.
+pub(super) fn std_trait_method(trait_name: &str, method: &str) -> Option<(&'static str, &'static [&'static str])> {
+    Some(match (trait_name, method) {
+        ("Display", "fmt") => ("Display", &["fmt"]),
+        ("Debug", "fmt") => ("Debug", &["fmt"]),
+        ("Iterator", "next") => ("Iterator", &["next"]),
+        ("Clone", "clone") => ("Clone", &["clone"]),
+        ("PartialEq", "eq" | "ne") => ("PartialEq", &["eq", "ne"]),
+        ("PartialOrd", "partial_cmp") => ("PartialOrd", &["partial_cmp"]),
+        ("Ord", "cmp") => ("Ord", &["cmp"]),
+        ("Hash", "hash") => ("Hash", &["hash"]),
+        ("Deref", "deref") => ("Deref", &["deref"]),
+        ("Write", "write_str" | "write_char" | "write_fmt") => ("Write", &["write_str", "write_char", "write_fmt"]),
+        _ => return None,
+    })
+}
+
 /// `std::ops` traits behind binary operators: (trait, its methods).
 pub(super) fn binary_op_trait(op: &syn::BinOp) -> Option<(&'static str, &'static [&'static str])> {
     use syn::BinOp::*;
@@ -295,6 +316,26 @@ pub(super) fn wrapper_method(wrapper: &str, method: &str) -> Option<&'static [&'
         _ => return None,
     };
     Some(wrappers)
+}
+
+/// What `method` on a std sequence (`Vec`, `VecDeque`, `String`, a slice or array) returns when the name tells: an
+/// `Option` of an element (`first`, `last_mut`, `get`, `pop`; the element's type is not kept) or the same sequence
+/// (`split_off`), so that `v.first().expect(..)` and `v.split_off(0).len()` are std's methods, not every workspace
+/// method of that name.
+pub(super) fn sequence_method(ty: &TyRef, method: &str) -> Option<TyRef> {
+    let sequence = match ty {
+        TyRef::Path(p) if p.segs.len() == 1 => p.segs[0].as_str(),
+        TyRef::Std(name) => name,
+        _ => return None,
+    };
+    let element = || Some(TyRef::Wrapped { wrapper: "Option".to_owned(), inner: Box::new(TyRef::Unknown) });
+    match (sequence, method) {
+        ("Vec" | "VecDeque" | SLICE, "first" | "last" | "first_mut" | "last_mut" | "get" | "get_mut") => element(),
+        ("Vec" | "VecDeque", "pop") | ("VecDeque", "pop_front" | "pop_back" | "front" | "back") => element(),
+        ("VecDeque", "front_mut" | "back_mut") => element(),
+        ("Vec" | "VecDeque" | "String", "split_off") => Some(ty.clone()),
+        _ => None,
+    }
 }
 
 /// In [`wrapper_method`]'s answer: the receiver's own wrapper (`clone`).

@@ -123,8 +123,11 @@ pub fn entry(key: &str) -> u32 {
     found.iter().flatten().sum::<u32>() + store.lookup(key)
 }
 mod blanket;
+mod bound;
 mod chains;
 mod converted;
+mod derefs;
 mod iterate;
 mod made;
 mod parsed;
+mod sequences;

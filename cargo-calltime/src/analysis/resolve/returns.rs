@@ -4,7 +4,7 @@
 
 use super::{Ctx, Outcome};
 use crate::analysis::index::{FnId, Index, ModId};
-use crate::analysis::std_model::{wrapper_method, GUARDS, SAME_VALUE_METHODS, SAME_WRAPPER};
+use crate::analysis::std_model::{sequence_method, wrapper_method, GUARDS, SAME_VALUE_METHODS, SAME_WRAPPER};
 use crate::analysis::syntax::TyRef;
 
 /// Results nest as deep as the expression that makes them; this only bounds a pathological one.
@@ -78,8 +78,22 @@ impl Index {
             }
             return None;
         }
-        if let Outcome::Fns(fns) = self.method_on(&receiver.ctx, &receiver.ty, receiver.scope, method) {
-            return self.returned(&fns);
+        match self.method_on(&receiver.ctx, &receiver.ty, receiver.scope, method) {
+            Outcome::Fns(fns) => return self.returned(&fns),
+            // Auto-deref, as for the call itself: rusqlite's `tx.prepare_cached(..)?` is `Connection`'s, reached
+            // through `Transaction`'s `Deref`, and returns a `CachedStatement`.
+            Outcome::MissingOnType(t) => {
+                if let Some(fns) = self.deref_target_methods(t, method) {
+                    return self.returned(&fns);
+                }
+            }
+            // std's own method of a std sequence (a workspace trait implemented for `Vec` would be in `Fns`).
+            Outcome::External => {
+                if let Some(ty) = sequence_method(&receiver.ty, method) {
+                    return Some(Typed { ty, ..receiver });
+                }
+            }
+            _ => {}
         }
         SAME_VALUE_METHODS.contains(&method).then_some(receiver)
     }
