@@ -816,7 +816,8 @@ fn retire_if_fast(index: u32, calls: u64, mean_ticks: f64, root: u32) {
 }
 
 /// A folded call path's check, on a timed exit every `CHECK_EVERY` random samples: `samples` random samples of
-/// `sample_ticks` in all, `calls` calls on the path.
+/// `sample_ticks` in all, `calls` calls on the path. The path's first `CHECK_EVERY` samples are not among them (the
+/// caller leaves them out: cold, see `Recorder::leave_folded`).
 #[cold]
 #[inline(never)]
 pub(crate) fn consider_path(index: u32, root: u32, calls: u64, samples: u64, sample_ticks: u64) {

@@ -594,3 +594,50 @@ fn a_path_first_entered_after_the_fold_times_its_first_call() {
     assert_eq!((f.timed, f.exact_calls, f.exact_ns), (1, 1, slow.duration));
     assert!(slow.duration >= 5_000, "{slow:?}");
 }
+
+/// Slow for its first `WARMING_SLOW` calls (20 us each: their mean over the `retire_min_calls`, 1,000, a path
+/// must reach is over the rule's bar in a release build), then a tiny function.
+#[inline(never)]
+fn warming(i: u64) -> u64 {
+    let __calltime_guard = enter(4);
+    if i < WARMING_SLOW {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_micros(20) {
+            black_box(());
+        }
+    }
+    black_box(i) ^ 1
+}
+
+/// The path's first call (timed unconditionally) and its first `CHECK_EVERY` (32) random samples.
+const WARMING_SLOW: u64 = 33;
+
+/// A folded path's first random samples are left out of its retirement's estimate (docs/truth-bench.md, "Thirteenth
+/// round"): with every folded call timed, `warming`'s path (made after the fold) has 32 slow samples, then fast ones.
+/// Its retire record gives the fast calls' time; with the slow ones in, it retired only once their mean fell under
+/// the rule's bar (`retire_factor x recorded_outer`), at a mean near that bar (in a debug build, whose bar is higher,
+/// at 1,024 samples with 32 of 20 us among them: over a quarter of the bar).
+#[test]
+fn a_folded_paths_cold_samples_stay_out_of_its_retirement_estimate() {
+    if is_child("a_folded_paths_cold_samples_stay_out_of_its_retirement_estimate") {
+        let __calltime_guard = enter_root(0, &PLAN);
+        for i in 0..4_200 {
+            tiny(i);
+        }
+        for i in 0..20_000 {
+            warming(i);
+        }
+        return;
+    }
+    let trace =
+        run_ok("a_folded_paths_cold_samples_stay_out_of_its_retirement_estimate", &[("CALLTIME_TIME_SAMPLE", "1")]);
+    let factor: u64 = setting(&trace, "retire_factor").parse().unwrap();
+    let bar_ns = factor * calibration(&trace)["recorded_outer"] / 1000;
+    let retired = trace.retirements.iter().find(|r| r.index == 4);
+    let retired = retired.unwrap_or_else(|| panic!("warming never retired: {:?}", trace.retirements));
+    assert!(
+        retired.mean_ns * 4 < bar_ns,
+        "estimate {} ns against the bar of {bar_ns} ns: {retired:?}",
+        retired.mean_ns
+    );
+}

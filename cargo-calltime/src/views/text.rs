@@ -391,18 +391,24 @@ impl TextView<'_> {
         if let Some(note) = root_spread_note(agg) {
             let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
-        if has_folded_calls(&agg.tree) {
-            let note = "  p50 and p99 are left out (-) where calls were recorded folded: they have no durations of \
-                        their own";
-            let _ = writeln!(out, "{}", self.paint.s(dim(), note));
+        let mut tree = agg.tree.clone();
+        let unplaced = tree.place_retired(&agg.retired, &self.callers);
+        tree.estimate_retired_times(&self.trace.retirements);
+        let note = match (has_folded_calls(&tree), tree.has_retired_calls()) {
+            (true, false) => Some("recorded folded"),
+            (false, true) => Some("made after their function retired"),
+            (true, true) => Some("recorded folded or made after their function retired"),
+            (false, false) => None,
+        };
+        if let Some(calls) = note {
+            let note =
+                format!("  p50 and p99 are left out (-) where calls were {calls}: they have no durations of their own");
+            let _ = writeln!(out, "{}", self.paint.s(dim(), &note));
         }
         let mut rows = Vec::new();
         // The runtime's whole-run aggregate has no allocation counts: columns of zeros would read as none made.
         let allocs = self.trace.counts_allocs() && !self.runtime_aggregate;
         let invocations = agg.invocations.max(1) as f64;
-        let mut tree = agg.tree.clone();
-        let unplaced = tree.place_retired(&agg.retired, &self.callers);
-        tree.estimate_retired_times(&self.trace.retirements);
         let percentile = |node: &Merged, q: f64| node.percentile_ns(q).map_or_else(|| "-".to_owned(), format_ns);
         // Totals over the run, scaled from the recorded invocations to all of them when they were sampled for cost.
         // The root's own total is the recorded ones' plus the skipped ones' timed roots (scaled to all of them when
@@ -427,10 +433,10 @@ impl TextView<'_> {
                 calls_cell(node, Some(agg.invocations)),
                 node_total,
                 node_self,
-                approx(node.mean_ns(), node.is_estimated()),
+                approx(node.mean_ns(), node.mean_is_estimated()),
                 percentile(node, 0.5),
                 percentile(node, 0.99),
-                format_ns(node.max_ns),
+                approx(node.max_ns, widened_by_later_calls(node, node.max_ns)),
             ];
             if allocs {
                 // Per invocation, like calls: exact counts, so their mean is too.
@@ -499,9 +505,9 @@ impl TextView<'_> {
                 dim(),
                 format!(
                     "(min {}, mean {}, max {}{timed})",
-                    format_ns(node.min_ns),
-                    approx(node.mean_ns(), node.is_estimated()),
-                    format_ns(node.max_ns)
+                    approx(node.min_ns, widened_by_later_calls(node, node.min_ns)),
+                    approx(node.mean_ns(), node.mean_is_estimated()),
+                    approx(node.max_ns, widened_by_later_calls(node, node.max_ns))
                 ),
             ));
         }
@@ -767,6 +773,12 @@ const RETIRED_IN_TREE_NOTE: &str =
 
 /// A node that only holds calls made after its function's probe retired has no time of its own (it is in the
 /// caller's): `-` in its time cells.
+/// `extreme` (a node's min or max) is the estimate of its calls made after the function retired, which widened it
+/// (`Merged::estimate_retired_times`): an estimate, marked as the mean is.
+fn widened_by_later_calls(node: &Merged, extreme: u64) -> bool {
+    node.has_estimated_later_calls() && extreme == node.retired_mean_ns
+}
+
 fn untimed_dashes(node: &Merged, mut cells: Vec<String>, times: std::ops::Range<usize>) -> Vec<String> {
     if node.calls == 0 && node.retired_calls > 0 {
         for cell in cells.iter_mut().take(times.end).skip(times.start) {
