@@ -95,6 +95,12 @@ fn a_recursive_cluster_retires_together_and_goes_quiet_together_after_its_counte
     let mut retired: Vec<u32> = trace.retirements.iter().map(|r| r.index).collect();
     retired.sort_unstable();
     assert_eq!(retired, [0, 1, 2, 3, 4], "the cluster (0: its nested calls) and the leaf under it; not `slow`");
+    // The members share the cycle's figures; the leaf, retired with them, has its own: its share of the unit's 42
+    // calls a tree (8), not the unit's count, so its time is not the cycle's per-call mean either.
+    let record = |index: u32| trace.retirements.iter().find(|r| r.index == index).unwrap();
+    let unit_calls = record(3).calls;
+    assert!((0..4).all(|m| record(m).calls == unit_calls && record(m).mean_ns == record(3).mean_ns));
+    assert_eq!(record(4).calls, (8.0 * unit_calls as f64 / 42.0).round() as u64, "{:?}", trace.retirements);
     // The cycle goes quiet too, every member at once, as the invocation that counted its calls a third time
     // (`CALLTIME_QUIET_AFTER`'s default) ends; the leaf under it as other retired functions do.
     let mut quiet: Vec<u32> = trace.quiet.iter().map(|q| q.0).collect();

@@ -6,7 +6,9 @@
 //! to the unit as one function: over at least `min_calls` of its calls (summed from the cluster's first tree), the
 //! compensated time of its outermost calls (those with no unit call above them) per unit call is under `factor x
 //! recorded_outer`, i.e. its probes cost more than a `1 / factor` share of the time they measure. Its callers
-//! retire after it, as the leaves they then are.
+//! retire after it, as the leaves they then are. Each member's `retire` record carries the cycle's calls and mean;
+//! a unit function outside the cycle gets its own mean (and its share of the calls), so views estimate its later
+//! calls at its own time.
 //!
 //! The invocation's root may be a member (a recursive parser's entry point): its outermost call is always recorded
 //! and timed, and the functions it calls directly stay under it; only its nested calls retire (`probe::enter_root`
@@ -237,6 +239,7 @@ impl Clusters {
                 self.sums.len() - 1
             }
         };
+        let tree_calls = calls;
         let sums = &mut self.sums[at];
         sums.calls += calls;
         sums.outer_ticks += outer_ticks;
@@ -267,18 +270,68 @@ impl Clusters {
             return;
         }
         sums.retired = true;
-        let mean_ns = (mean * cal.ns_per_tick).round() as u64;
+        let (unit_calls, mean_ns) = (sums.calls, (mean * cal.ns_per_tick).round() as u64);
         // Members first (`unit` starts with them): the first to retire numbers the cycle for the others, and the
         // unit for the functions under them (none when no member retired: they go quiet alone).
         let mut cycle = NEW_CYCLE;
         for index in unit {
-            let member = sums.members.contains(&index);
+            let member = self.sums[at].members.contains(&index);
+            // A member's figure is the cycle's (its nested calls cannot be told from the others'); a function under
+            // the members has its own, from this tree: the cycle's per-call mean made a 2 ns constructor under a
+            // parser's recursion read 311 ns a call (markdown-rs's `EditMap::new`), and views estimate its later
+            // calls' time from it.
+            // Its calls: its share of this tree's unit calls, of all the unit's calls observed.
+            let own = (!member).then(|| self.own_figures(index, nodes, descendants, cal)).flatten();
+            let (calls, mean_ns) = match own {
+                Some((own_calls, own_mean_ns)) if tree_calls > 0 => {
+                    ((own_calls as f64 * unit_calls as f64 / tree_calls as f64).round() as u64, own_mean_ns)
+                }
+                _ => (unit_calls, mean_ns),
+            };
             let unit = if member || cycle != NEW_CYCLE { cycle } else { 0 };
-            let slot = retire_cluster_member(index, sums.calls, mean_ns, unit, member);
+            let slot = retire_cluster_member(index, calls, mean_ns, unit, member);
             if member && cycle == NEW_CYCLE && slot != 0 {
                 cycle = slot;
             }
         }
+    }
+}
+
+impl Clusters {
+    /// Function `index`'s calls in this tree (but the invocation's root call) and the compensated mean of its
+    /// outermost ones (none of its own calls above them) per call, in ns; `None` when the tree has no closed call
+    /// of it (a unit function seen only in earlier trees).
+    fn own_figures(
+        &mut self,
+        index: u32,
+        nodes: &[Node],
+        descendants: &[u32],
+        cal: &Calibration,
+    ) -> Option<(u64, u64)> {
+        let local = *self.local_of.get(index as usize)?;
+        if local == NONE {
+            return None;
+        }
+        let (mut calls, mut outer_ticks) = (0u64, 0f64);
+        // Reused as "a closed call of `index` is this node or above it".
+        self.under_member.clear();
+        for (slot, node) in nodes.iter().enumerate() {
+            let open = node.end == OPEN;
+            let own = self.node_local[slot] == local && !open;
+            let parent = (node.link & PARENT_MASK) as usize;
+            let above = slot > 0 && parent < slot && self.under_member[parent];
+            self.under_member.push(own || above);
+            if !own || slot == 0 {
+                continue;
+            }
+            calls += 1;
+            if !above {
+                let raw = node.end.saturating_sub(node.start) as f64;
+                let probes = cal.recorded_inner_ticks + cal.recorded_outer_ticks * f64::from(descendants[slot]);
+                outer_ticks += (raw - probes).max(0.0);
+            }
+        }
+        (calls > 0).then(|| (calls, (outer_ticks / calls as f64 * cal.ns_per_tick).round() as u64))
     }
 }
 
