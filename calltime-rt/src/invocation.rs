@@ -20,6 +20,11 @@ use crate::writer::{install_flush_hooks, start_writer};
 
 /// Recorders beyond one per thread and the queue's length: root tasks in progress and the one being written.
 const SPARE_RECORDERS: usize = 65;
+/// Small recorders (`Recorder::small`) that may be in use beyond those, for root tasks and parts in progress: an
+/// executor may start thousands of tasks before the first ends (async-executor's bench polls 2,000 jobs, then
+/// their 8,000 parts, before a job returns: with only the full-size ones, 828 of its 2,000 invocations were
+/// dropped for lack of a recorder). About 2 KB resident each, 32 MB at the bound.
+const SMALL_RECORDERS: usize = 1 << 14;
 
 /// `CURRENT` while a sampled-out or dropped invocation runs: probes record nothing and roots do not start anew.
 pub(crate) const SKIP: *mut Recorder = 1 as *mut Recorder;
@@ -165,7 +170,8 @@ pub(crate) static LEFT_OUT_UNSELECTED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static TRUNCATED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
 pub(crate) static TASK_IDS: AtomicU64 = AtomicU64::new(1);
-/// Recorders that may still be allocated beyond one per thread.
+/// Recorders that may still be allocated beyond one per thread (the last `SMALL_RECORDERS` of them small); a
+/// recorder freed because the pool is full gives its place back, so this bounds the recorders in use.
 static SPARE: AtomicUsize = AtomicUsize::new(0);
 /// Recorders handed back by the writer, ready for reuse. Boxed: a recorder's address is published in `CURRENT` and
 /// must not move when the pool's vector does.
@@ -296,7 +302,7 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
         sampler::start(if keeps { 0 } else { config.cost_budget_pct });
         crate::alloc::detect_counting();
         let (sender, receiver) = sync_channel(config.queue);
-        SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);
+        SPARE.store(config.queue + SPARE_RECORDERS + SMALL_RECORDERS, Relaxed);
         lock(&POOL).reserve(config.queue + SPARE_RECORDERS + 8);
         let writer = start_writer(receiver);
         install_flush_hooks();
@@ -417,20 +423,25 @@ fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime, index: 
     Admission::Record(entry)
 }
 
-/// A free recorder from the pool, or a new one while the spare budget lasts.
+/// A free recorder from the pool, or a new one while the spare budget lasts (small past the full-size ones).
 pub(crate) fn spare_recorder(rt: &Runtime) -> Option<Box<Recorder>> {
     if let Some(rec) = lock(&POOL).pop() {
         return Some(rec);
     }
-    SPARE.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).ok()?;
-    Some(Recorder::boxed(&rt.config))
+    let left = SPARE.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).ok()?;
+    Some(if left > SMALL_RECORDERS { Recorder::boxed(&rt.config) } else { Recorder::small(&rt.config) })
 }
 
+/// Puts a recorder back in the pool, or frees it when the pool is full (its place in the spare budget given back).
 pub(crate) fn give_back(rec: Box<Recorder>) {
     let mut pool = lock(&POOL);
     if pool.len() < pool.capacity() {
         pool.push(rec);
+        return;
     }
+    drop(pool);
+    drop(rec);
+    SPARE.fetch_add(1, Relaxed);
 }
 
 /// Wake the writer at most this often (ns) when invocations end in a burst: a wake is a futex call and a context
