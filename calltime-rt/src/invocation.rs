@@ -170,9 +170,11 @@ pub(crate) static LEFT_OUT_UNSELECTED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static TRUNCATED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
 pub(crate) static TASK_IDS: AtomicU64 = AtomicU64::new(1);
-/// Recorders that may still be allocated beyond one per thread (the last `SMALL_RECORDERS` of them small); a
-/// recorder freed because the pool is full gives its place back, so this bounds the recorders in use.
+/// Recorders that may still be allocated beyond one per thread; a recorder freed because the pool is full gives its
+/// place back, so this bounds the recorders in use.
 static SPARE: AtomicUsize = AtomicUsize::new(0);
+/// Small recorders that may still be made for root tasks and parts (`task_recorder`), likewise.
+static SMALL_SPARE: AtomicUsize = AtomicUsize::new(SMALL_RECORDERS);
 /// Recorders handed back by the writer, ready for reuse. Boxed: a recorder's address is published in `CURRENT` and
 /// must not move when the pool's vector does.
 #[allow(clippy::vec_box)]
@@ -302,7 +304,7 @@ fn runtime(plan: &'static PlanInfo) -> &'static Runtime {
         sampler::start(if keeps { 0 } else { config.cost_budget_pct });
         crate::alloc::detect_counting();
         let (sender, receiver) = sync_channel(config.queue);
-        SPARE.store(config.queue + SPARE_RECORDERS + SMALL_RECORDERS, Relaxed);
+        SPARE.store(config.queue + SPARE_RECORDERS, Relaxed);
         lock(&POOL).reserve(config.queue + SPARE_RECORDERS + 8);
         let writer = start_writer(receiver);
         install_flush_hooks();
@@ -423,13 +425,22 @@ fn admit_on_thread(slot: &mut ThreadSlot, outbox: &Outbox, rt: &Runtime, index: 
     Admission::Record(entry)
 }
 
-/// A free recorder from the pool, or a new one while the spare budget lasts (small past the full-size ones).
+/// A free recorder from the pool, or a new one while the spare budget lasts.
 pub(crate) fn spare_recorder(rt: &Runtime) -> Option<Box<Recorder>> {
     if let Some(rec) = lock(&POOL).pop() {
         return Some(rec);
     }
-    let left = SPARE.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).ok()?;
-    Some(if left > SMALL_RECORDERS { Recorder::boxed(&rt.config) } else { Recorder::small(&rt.config) })
+    SPARE.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).ok()?;
+    Some(Recorder::boxed(&rt.config))
+}
+
+/// A recorder for a root task or a part: a spare one, else a small one while their budget lasts. Not for a thread's
+/// big invocations, which the writer may hold thousands of when it falls behind (each grown to thousands of nodes).
+pub(crate) fn task_recorder(rt: &Runtime) -> Option<Box<Recorder>> {
+    spare_recorder(rt).or_else(|| {
+        SMALL_SPARE.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).ok()?;
+        Some(Recorder::small(&rt.config))
+    })
 }
 
 /// Puts a recorder back in the pool, or frees it when the pool is full (its place in the spare budget given back).
@@ -440,8 +451,9 @@ pub(crate) fn give_back(rec: Box<Recorder>) {
         return;
     }
     drop(pool);
+    let budget = if rec.small { &SMALL_SPARE } else { &SPARE };
     drop(rec);
-    SPARE.fetch_add(1, Relaxed);
+    budget.fetch_add(1, Relaxed);
 }
 
 /// Wake the writer at most this often (ns) when invocations end in a burst: a wake is a futex call and a context
@@ -768,7 +780,7 @@ pub(crate) fn begin_task_invocation(
         }
         _ => {}
     }
-    let Some(mut rec) = spare_recorder(rt) else {
+    let Some(mut rec) = task_recorder(rt) else {
         DROPPED_NO_BUFFER.fetch_add(1, Relaxed);
         return Err(None);
     };

@@ -198,6 +198,8 @@ pub(crate) struct Recorder {
     /// so the aggregate takes the union of the children's intervals; without one, calls on one thread nest, and a
     /// call's children cover its time by their sum.
     pub(crate) may_overlap: bool,
+    /// Made by `Recorder::small`: counted in the small recorders' budget (`invocation::task_recorder`).
+    pub(crate) small: bool,
 }
 
 /// Writes one byte in each page of the buffer's spare capacity. The first write to a fresh page faults (a few
@@ -256,7 +258,15 @@ impl Recorder {
 
     /// A recorder whose node buffer starts at `SMALL_NODES` (it grows like any other): about 2 KB resident.
     pub(crate) fn small(config: &Config) -> Box<Recorder> {
-        Recorder::with_limits(config.node_cap, config.fold_after, config.time_sample, config.max_depth, SMALL_NODES)
+        let mut rec = Recorder::with_limits(
+            config.node_cap,
+            config.fold_after,
+            config.time_sample,
+            config.max_depth,
+            SMALL_NODES,
+        );
+        rec.small = true;
+        rec
     }
 
     /// The start-up calibration's recorder: never folds by itself (the calibration folds it when it wants to).
@@ -299,6 +309,7 @@ impl Recorder {
             adopted_path: Vec::new(),
             part_marker: 0,
             may_overlap: false,
+            small: false,
         })
     }
 
