@@ -24,7 +24,7 @@ use std::task::{Context, Poll};
 
 use crate::clock::now;
 use crate::invocation::{
-    current, give_back, lock, set_current, spare_recorder, OwnedRecorder, RUNTIME, SKIP, TASK_IDS, THREAD_IDS,
+    current, give_back, lock, set_current, task_recorder, OwnedRecorder, RUNTIME, SKIP, TASK_IDS, THREAD_IDS,
 };
 use crate::recorder::{OwnerKind, Recorder, FLAG_CANCELLED, FLAG_PANICKED};
 
@@ -299,7 +299,7 @@ pub(crate) fn thread_number() -> u64 {
 /// a free recorder.
 fn begin_part(start: u64, kind: PartKind, adoption: &Adoption, at: usize) -> Option<Box<Recorder>> {
     let rt = RUNTIME.get()?;
-    let mut rec = spare_recorder(rt)?;
+    let mut rec = task_recorder(rt)?;
     rec.begin(OwnerKind::Task, 0, None);
     let state = lock(&adoption.state);
     if let Some(&(from, to)) = state.path_ranges.get(at) {

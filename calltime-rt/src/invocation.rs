@@ -20,6 +20,11 @@ use crate::writer::{install_flush_hooks, start_writer};
 
 /// Recorders beyond one per thread and the queue's length: root tasks in progress and the one being written.
 const SPARE_RECORDERS: usize = 65;
+/// Small recorders (`Recorder::small`) that may be in use beyond those, for root tasks and parts in progress: an
+/// executor may start thousands of tasks before the first ends (async-executor's bench polls 2,000 jobs, then
+/// their 8,000 parts, before a job returns: with only the full-size ones, 828 of its 2,000 invocations were
+/// dropped for lack of a recorder). About 2 KB resident each, 32 MB at the bound.
+const SMALL_RECORDERS: usize = 1 << 14;
 
 /// `CURRENT` while a sampled-out or dropped invocation runs: probes record nothing and roots do not start anew.
 pub(crate) const SKIP: *mut Recorder = 1 as *mut Recorder;
@@ -165,8 +170,11 @@ pub(crate) static LEFT_OUT_UNSELECTED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static TRUNCATED: AtomicU64 = AtomicU64::new(0);
 pub(crate) static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
 pub(crate) static TASK_IDS: AtomicU64 = AtomicU64::new(1);
-/// Recorders that may still be allocated beyond one per thread.
+/// Recorders that may still be allocated beyond one per thread; a recorder freed because the pool is full gives its
+/// place back, so this bounds the recorders in use.
 static SPARE: AtomicUsize = AtomicUsize::new(0);
+/// Small recorders that may still be made for root tasks and parts (`task_recorder`), likewise.
+static SMALL_SPARE: AtomicUsize = AtomicUsize::new(SMALL_RECORDERS);
 /// Recorders handed back by the writer, ready for reuse. Boxed: a recorder's address is published in `CURRENT` and
 /// must not move when the pool's vector does.
 #[allow(clippy::vec_box)]
@@ -426,11 +434,26 @@ pub(crate) fn spare_recorder(rt: &Runtime) -> Option<Box<Recorder>> {
     Some(Recorder::boxed(&rt.config))
 }
 
+/// A recorder for a root task or a part: a spare one, else a small one while their budget lasts. Not for a thread's
+/// big invocations, which the writer may hold thousands of when it falls behind (each grown to thousands of nodes).
+pub(crate) fn task_recorder(rt: &Runtime) -> Option<Box<Recorder>> {
+    spare_recorder(rt).or_else(|| {
+        SMALL_SPARE.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).ok()?;
+        Some(Recorder::small(&rt.config))
+    })
+}
+
+/// Puts a recorder back in the pool, or frees it when the pool is full (its place in the spare budget given back).
 pub(crate) fn give_back(rec: Box<Recorder>) {
     let mut pool = lock(&POOL);
     if pool.len() < pool.capacity() {
         pool.push(rec);
+        return;
     }
+    drop(pool);
+    let budget = if rec.small { &SMALL_SPARE } else { &SPARE };
+    drop(rec);
+    budget.fetch_add(1, Relaxed);
 }
 
 /// Wake the writer at most this often (ns) when invocations end in a burst: a wake is a futex call and a context
@@ -757,7 +780,7 @@ pub(crate) fn begin_task_invocation(
         }
         _ => {}
     }
-    let Some(mut rec) = spare_recorder(rt) else {
+    let Some(mut rec) = task_recorder(rt) else {
         DROPPED_NO_BUFFER.fetch_add(1, Relaxed);
         return Err(None);
     };

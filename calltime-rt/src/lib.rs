@@ -316,6 +316,12 @@ pub mod __private {
     pub fn hold_writer(hold: bool) {
         crate::writer::hold_writer(hold);
     }
+
+    /// Makes whoever writes trees spend `ns` more of its thread's CPU time per tree written, so tests can show that
+    /// the cost budget charges the writer's measured cost (0: off).
+    pub fn slow_writer(ns: u64) {
+        crate::writer::slow_writer(ns);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

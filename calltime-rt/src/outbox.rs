@@ -41,6 +41,12 @@ pub(crate) struct Outbox {
     mask: usize,
     /// Slots published by the owner (only the owner stores it).
     head: AtomicUsize,
+    /// The position that maps to the ring's first slot (slot of position p: `(p - base) & mask`). Only the owner
+    /// stores it, when it finds the ring empty (the consumer reads no slot then), before publishing the record that
+    /// starts there: so while the writer keeps up, records start again at the first slot and a thread touches only
+    /// the ring's first pages, where a ring walked round faulted in all of its 80 (320 KB), once per thread
+    /// (docs/performance.md, "Thirteenth round").
+    base: AtomicUsize,
     /// Slots consumed by the sink's holder (only it stores it, under the sink's lock): on a line of its own, so the
     /// writer's stores do not take the owner's counters and head away from it.
     tail: Padded<AtomicUsize>,
@@ -122,6 +128,7 @@ impl Outbox {
             slots: zeroed_slots(capacity),
             mask: capacity - 1,
             head: AtomicUsize::new(0),
+            base: AtomicUsize::new(0),
             tail: Padded(AtomicUsize::new(0)),
             in_use: AtomicBool::new(true),
             owner: UnsafeCell::new(Owner { thread: 0, name: None }),
@@ -199,13 +206,20 @@ impl Outbox {
         if used + 1 + nodes.len() + retired_calls.len() > self.slots.len() {
             return None;
         }
+        // Empty: the consumer has read every slot and reads none until the head store below, which publishes the
+        // new base with it (see `base`).
+        let mut base = self.base.load(Relaxed);
+        if used == 0 && base != head {
+            base = head;
+            self.base.store(base, Relaxed);
+        }
         // SAFETY: the slots from head + 1 on are within the bound checked above, past the published head: nobody
         // reads them until the store below publishes them.
-        unsafe { self.copy_in(head.wrapping_add(1), nodes) };
+        unsafe { self.copy_in(self.slot(head.wrapping_add(1), base), nodes) };
         let mut at = head.wrapping_add(1 + nodes.len());
         let mut put = |node: Node| {
             // SAFETY: as for the nodes.
-            unsafe { *self.slots[at & self.mask].get() = node };
+            unsafe { *self.slots[self.slot(at, base)].get() = node };
             at = at.wrapping_add(1);
         };
         let mut retired = 0;
@@ -216,17 +230,22 @@ impl Outbox {
             }
         }
         // SAFETY: as above.
-        unsafe { *self.slots[head & self.mask].get() = header(nodes.len(), retired, truncated, rec) };
+        unsafe { *self.slots[self.slot(head, base)].get() = header(nodes.len(), retired, truncated, rec) };
         self.head.store(at, Release);
         Some((used, used + at.wrapping_sub(head)))
     }
 
-    /// Copies `nodes` into the ring from position `at`, in at most two pieces (where the ring wraps).
+    /// The slot of ring position `at` while the base is `base`.
+    #[inline(always)]
+    fn slot(&self, at: usize, base: usize) -> usize {
+        at.wrapping_sub(base) & self.mask
+    }
+
+    /// Copies `nodes` into the ring from slot `start`, in at most two pieces (where the ring wraps).
     ///
     /// # Safety
-    /// The owner's only: the slots `at..at + nodes.len()` are unpublished and fit in the ring.
-    unsafe fn copy_in(&self, at: usize, nodes: &[Node]) {
-        let start = at & self.mask;
+    /// The owner's only: the slots from `start` on (wrapping) are unpublished and fit in the ring.
+    unsafe fn copy_in(&self, start: usize, nodes: &[Node]) {
         let first = nodes.len().min(self.slots.len() - start);
         // `UnsafeCell<Node>` has the layout of `Node`, and writing through it is what it is for.
         let base = self.slots.as_ptr().cast::<Node>().cast_mut();
@@ -257,17 +276,20 @@ impl Outbox {
     pub(crate) fn drain(&self, scratch: &mut Vec<Node>, mut each: impl FnMut(u64, Option<&str>, Entry)) {
         let mut tail = self.tail.load(Relaxed);
         let head = self.head.load(Acquire);
+        // Set before the head store acquired above, and not again until this loop has read every slot up to it
+        // (the owner moves it only when it finds the ring empty).
+        let base = self.base.load(Relaxed);
         while tail != head {
             // SAFETY: slots tail..head were published by the owner's release store of head, acquired above, and
             // the owner does not write them again before the tail store below gives them back.
-            let h = unsafe { *self.slots[tail & self.mask].get() };
+            let h = unsafe { *self.slots[self.slot(tail, base)].get() };
             let (count, retired) = (h.index as usize, h.link as usize);
             let entry = if h.end != 0 {
                 // SAFETY: a non-zero `end` in a header is a recorder the owner gave up with Box::into_raw; it is
                 // read out exactly once, here, before the tail moves past it.
                 Entry::Recorder(unsafe { Box::from_raw(h.end as usize as *mut Recorder) })
             } else {
-                let (first, len) = ((tail + 1) & self.mask, count + retired);
+                let (first, len) = (self.slot(tail.wrapping_add(1), base), count + retired);
                 let records: &[Node] = if first + len <= self.slots.len() {
                     // Not wrapped: read in place, no copy. SAFETY: as for the header; `UnsafeCell<Node>` has the
                     // layout of `Node`, and the slots stay unwritten until the tail store below.
@@ -275,7 +297,7 @@ impl Outbox {
                 } else {
                     scratch.clear();
                     // SAFETY: as for the header.
-                    scratch.extend((1..=len).map(|i| unsafe { *self.slots[(tail + i) & self.mask].get() }));
+                    scratch.extend((1..=len).map(|i| unsafe { *self.slots[self.slot(tail + i, base)].get() }));
                     scratch
                 };
                 let (nodes, retired) = records.split_at(count);
@@ -330,4 +352,73 @@ pub(crate) fn root_span() -> (u64, u64) {
     let first = all.iter().map(|ob| ob.first_start.load(Relaxed)).min().unwrap_or(u64::MAX);
     let last = all.iter().map(|ob| ob.last_start.load(Relaxed)).max().unwrap_or(0);
     (first, last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(start: u64) -> Node {
+        Node { start, end: start + 1, index: 1, link: 0, allocs: 0, alloc_bytes: 0 }
+    }
+
+    /// Slots ever written: the zeroed ring's non-zero slots.
+    fn touched(ob: &Outbox) -> usize {
+        // SAFETY: the test is the owner and the consumer, on one thread.
+        (0..ob.capacity()).filter(|&i| unsafe { (*ob.slots[i].get()).index } != 0).count()
+    }
+
+    #[test]
+    fn a_ring_the_writer_keeps_up_with_stays_in_its_first_slots() {
+        let ob = Outbox::new(1024);
+        let mut scratch = Vec::new();
+        let mut read = Vec::new();
+        for round in 0..500u64 {
+            let nodes = [node(round), node(round + 10), node(round + 20)];
+            assert!(ob.push(&nodes, std::iter::empty(), 0).is_some());
+            ob.drain(&mut scratch, |_, _, entry| match entry {
+                Entry::Nodes { nodes, .. } => read.push(nodes.iter().map(|n| n.start).collect::<Vec<_>>()),
+                Entry::Recorder(_) => panic!("no recorder was pushed"),
+            });
+        }
+        // Each record was read back whole, and all went in the first 4 slots (a header and 3 nodes), where walking
+        // the ring round would have written all 1,024.
+        assert_eq!(read.len(), 500);
+        assert!(read
+            .iter()
+            .enumerate()
+            .all(|(round, starts)| *starts == [round as u64, round as u64 + 10, round as u64 + 20]));
+        assert_eq!(touched(&ob), 4);
+    }
+
+    #[test]
+    fn a_full_ring_refuses_a_record_and_an_emptied_one_starts_again() {
+        let ob = Outbox::new(16);
+        let mut scratch = Vec::new();
+        let mut read = Vec::new();
+        let mut drain = |ob: &Outbox, read: &mut Vec<u64>| {
+            ob.drain(&mut scratch, |_, _, entry| {
+                if let Entry::Nodes { nodes, .. } = entry {
+                    read.extend(nodes.iter().map(|n| n.start));
+                }
+            })
+        };
+        // Three records of 5 slots wait; a fourth does not fit; once read, records start again at the first slot.
+        for round in 0..2 {
+            ob.push(
+                &[node(100 + round), node(200 + round), node(300 + round), node(400 + round)],
+                std::iter::empty(),
+                0,
+            );
+        }
+        assert!(ob.push(&[node(9); 4], std::iter::empty(), 0).is_some());
+        assert!(ob.push(&[node(8); 4], std::iter::empty(), 0).is_none(), "16 slots hold three records of 5");
+        drain(&ob, &mut read);
+        assert_eq!(read, [100, 200, 300, 400, 101, 201, 301, 401, 9, 9, 9, 9]);
+        read.clear();
+        ob.push(&[node(1), node(2)], std::iter::empty(), 0);
+        ob.push(&[node(3); 10], std::iter::empty(), 0);
+        drain(&ob, &mut read);
+        assert_eq!(read, [1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3]);
+    }
 }

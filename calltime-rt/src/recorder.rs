@@ -18,6 +18,9 @@ pub(crate) const DEFAULT_MAX_DEPTH: usize = 4096;
 /// Node slots a new recorder starts with (6 KiB); it grows by doubling up to the fold or the node cap. Small, because
 /// programs with many short invocations take a fresh recorder for each one queued to the writer.
 const INITIAL_NODES: usize = 256;
+/// Node slots of a small recorder (`Recorder::small`, 640 bytes): one made for a root task or a part when the
+/// full-size ones are all in use, as an executor may start thousands of tasks before any ends.
+const SMALL_NODES: usize = 16;
 /// Slot of a guard that records nothing.
 pub(crate) const NO_SLOT: u32 = u32::MAX;
 /// `Node::end` of a node that has not been left yet.
@@ -195,6 +198,8 @@ pub(crate) struct Recorder {
     /// so the aggregate takes the union of the children's intervals; without one, calls on one thread nest, and a
     /// call's children cover its time by their sum.
     pub(crate) may_overlap: bool,
+    /// Made by `Recorder::small`: counted in the small recorders' budget (`invocation::task_recorder`).
+    pub(crate) small: bool,
 }
 
 /// Writes one byte in each page of the buffer's spare capacity. The first write to a fresh page faults (a few
@@ -248,16 +253,29 @@ impl Recorder {
     }
 
     pub(crate) fn boxed(config: &Config) -> Box<Recorder> {
-        Recorder::with_limits(config.node_cap, config.fold_after, config.time_sample, config.max_depth)
+        Recorder::with_limits(config.node_cap, config.fold_after, config.time_sample, config.max_depth, INITIAL_NODES)
+    }
+
+    /// A recorder whose node buffer starts at `SMALL_NODES` (it grows like any other): about 2 KB resident.
+    pub(crate) fn small(config: &Config) -> Box<Recorder> {
+        let mut rec = Recorder::with_limits(
+            config.node_cap,
+            config.fold_after,
+            config.time_sample,
+            config.max_depth,
+            SMALL_NODES,
+        );
+        rec.small = true;
+        rec
     }
 
     /// The start-up calibration's recorder: never folds by itself (the calibration folds it when it wants to).
     pub(crate) fn for_calibration() -> Box<Recorder> {
-        Recorder::with_limits(INITIAL_NODES, 0, 1, DEFAULT_MAX_DEPTH)
+        Recorder::with_limits(INITIAL_NODES, 0, 1, DEFAULT_MAX_DEPTH, INITIAL_NODES)
     }
 
-    fn with_limits(cap: usize, fold_after: usize, time_sample: u64, max_depth: usize) -> Box<Recorder> {
-        let mut nodes = Vec::with_capacity(cap.min(INITIAL_NODES));
+    fn with_limits(cap: usize, fold_after: usize, time_sample: u64, max_depth: usize, initial: usize) -> Box<Recorder> {
+        let mut nodes = Vec::with_capacity(cap.min(initial));
         fault_in_spare(&mut nodes);
         Box::new(Recorder {
             nodes,
@@ -265,7 +283,7 @@ impl Recorder {
             depth: 0,
             max_depth,
             cap,
-            limit: cap.min(INITIAL_NODES),
+            limit: cap.min(initial),
             fold_after: if fold_after == 0 { usize::MAX } else { fold_after.min(cap) },
             fold_at: usize::MAX,
             folded: false,
@@ -291,6 +309,7 @@ impl Recorder {
             adopted_path: Vec::new(),
             part_marker: 0,
             may_overlap: false,
+            small: false,
         })
     }
 
@@ -598,7 +617,7 @@ mod tests {
     #[test]
     fn growing_the_node_buffer_is_left_out_of_open_calls() {
         crate::clock::clock(); // starts the clock `now` reads
-        let mut rec = Recorder::with_limits(1 << 20, 0, 1, DEFAULT_MAX_DEPTH);
+        let mut rec = Recorder::with_limits(1 << 20, 0, 1, DEFAULT_MAX_DEPTH, INITIAL_NODES);
         rec.begin(OwnerKind::Thread, 0, None);
         let root = rec.push(0, 1_000);
         let open = rec.push(1, 2_000);

@@ -167,6 +167,26 @@ fn thread_cpu_ns() -> Option<u64> {
 /// Counts one tree written (see `WRITTEN_UNITS`); only the sink's holder calls it.
 fn count_written(records: usize) {
     WRITTEN_UNITS.store(WRITTEN_UNITS.load(Relaxed) + records as u64 + 1, Relaxed);
+    let slow = SLOW_WRITER_NS.load(Relaxed);
+    if slow > 0 {
+        spin_cpu(slow);
+    }
+}
+
+/// CPU time (ns) spent more per tree written, for tests (`__private::slow_writer`).
+static SLOW_WRITER_NS: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn slow_writer(ns: u64) {
+    SLOW_WRITER_NS.store(ns, Relaxed);
+}
+
+/// Busy until this thread has spent `ns` more of CPU time (not wall time, which a loaded machine stretches).
+#[cold]
+fn spin_cpu(ns: u64) {
+    let Some(start) = thread_cpu_ns() else { return };
+    while thread_cpu_ns().is_some_and(|now| now.saturating_sub(start) < ns) {
+        std::hint::spin_loop();
+    }
 }
 
 /// The trace file and the receiving end of the queue; whoever holds the lock writes.

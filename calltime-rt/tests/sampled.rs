@@ -134,6 +134,72 @@ fn a_thread_starting_on_a_learned_root_records_few_first() {
     assert!(spawned.iter().all(|&n| n < 60), "recorded of {PER_THREAD} per spawned thread: {spawned:?}");
 }
 
+/// Roots of `writer_root` per half of the run, and how long each spins.
+const WRITER_ROOTS: u64 = 20_000;
+const WRITER_ROOT_NS: u64 = 2_000;
+
+/// Root 0: 3 probed calls, then it spins `WRITER_ROOT_NS` (so a recorded invocation's probes and the model's writer
+/// work, about 0.3 us, take a few percent of it).
+fn writer_root(seed: u64) -> u64 {
+    let __calltime_guard = enter_root(0, &PLAN);
+    let start = std::time::Instant::now();
+    let mut sum = step(seed);
+    sum = step(sum);
+    sum = last(sum);
+    while (start.elapsed().as_nanos() as u64) < WRITER_ROOT_NS {
+        sum = black_box(sum.rotate_left(3));
+    }
+    sum
+}
+
+/// Invocations recorded (not skipped for cost) in the second half of a run of `writer_root` whose writer spends
+/// `slow_ns` more CPU per tree: the child prints it.
+fn recorded_in_second_half(name: &str, slow_ns: u64) -> u64 {
+    let (output, _) = run_child(
+        name,
+        &[
+            ("CALLTIME_RETIRE_MIN_CALLS", "1000000000000"),
+            ("CALLTIME_MAX_INVOCATIONS", "1000000"),
+            ("SLOW_WRITER_NS", &slow_ns.to_string()),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let line = stdout.lines().find_map(|l| l.split("recorded in the second half: ").nth(1));
+    line.and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("no count in the child's output: {stdout}"))
+}
+
+/// The budget charges a recorded invocation what the writer measured it cost (its thread's CPU per unit written)
+/// when that is more than the model: a writer slowed on purpose by 100 us of CPU a tree (about 14 us a unit, where
+/// the model says well under 1 us) must make the sampler record far fewer (a period of about 1,000 where the model
+/// gives about 100 in the test's unoptimised build). Ignoring the measure, both runs record alike.
+#[test]
+fn a_slow_writer_lowers_how_many_invocations_are_recorded() {
+    let name = "a_slow_writer_lowers_how_many_invocations_are_recorded";
+    if is_child(name) {
+        let slow: u64 = std::env::var("SLOW_WRITER_NS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        calltime_rt::__private::slow_writer(slow);
+        let recorded = || {
+            let s = calltime_rt::stats();
+            s.seen - s.sampled_for_cost
+        };
+        // The first half lets the writer measure itself and the period settle.
+        for i in 0..WRITER_ROOTS {
+            black_box(writer_root(i));
+        }
+        let before = recorded();
+        for i in 0..WRITER_ROOTS {
+            black_box(writer_root(i));
+        }
+        println!("recorded in the second half: {}", recorded() - before);
+        return;
+    }
+    let normal = recorded_in_second_half(name, 0);
+    let slowed = recorded_in_second_half(name, 100_000);
+    assert!(normal >= 100, "a writer at its own pace: {normal} of {WRITER_ROOTS} recorded");
+    assert!(slowed * 4 < normal, "a slowed writer: {slowed} recorded, against {normal} at its own pace");
+}
+
 #[test]
 fn exact_records_every_invocation() {
     if is_child("exact_records_every_invocation") {
