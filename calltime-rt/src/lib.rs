@@ -160,6 +160,7 @@ macro_rules! __calltime_quiet_in {
     ($states:expr, $index:literal, $body:block) => {{
         $crate::__calltime_quiet_here!();
         if $crate::__private::is_quiet_here(&__CALLTIME_QUIET) $body else {
+            $crate::__private::unlikely();
             $crate::__private::ColdCopy::run_unquiet_here(move || $body, $states, &__CALLTIME_QUIET, $index)
         }
     }};
@@ -205,6 +206,7 @@ macro_rules! __calltime_quiet_err_in {
     ($states:expr, $index:literal, $body:block) => {{
         $crate::__calltime_quiet_here!();
         if $crate::__private::is_quiet_here(&__CALLTIME_QUIET) $body else {
+            $crate::__private::unlikely();
             $crate::__private::ColdCopy::run_unquiet_here(move || {
                 match $crate::__private::call_once(move || $body) {
                     result => {
@@ -290,11 +292,18 @@ pub mod __private {
 
     /// The quiet test of [`quiet_in!`]'s two copies of a body: this thread's copy of whether the function is quiet
     /// (a plain load: only this thread writes it, so the optimiser may test it once before a loop that calls the
-    /// function).
+    /// function). `try_with`, not `with`: where the accessor is a call (from another codegen unit) its result is
+    /// tested for null, and a null goes to the cold copy rather than to a panic's call set up in every caller.
     #[inline(always)]
     pub fn is_quiet_here(quiet: &'static std::thread::LocalKey<QuietHere>) -> bool {
-        quiet.with(QuietHere::get)
+        quiet.try_with(QuietHere::get).unwrap_or(false)
     }
+
+    /// Marks the branch it is called on as the unlikely one (the cold copy's call in `quiet_in!`), so that the
+    /// optimiser lays the quiet path out straight.
+    #[cold]
+    #[inline(always)]
+    pub fn unlikely() {}
 
     pub use crate::{
         __calltime_quiet_err_in as quiet_err_in, __calltime_quiet_guard_in as quiet_guard_in,

@@ -240,8 +240,9 @@ pub trait ColdCopy<R>: FnOnce() -> R + Sized {
     /// quiet call. The closure by value (in registers when it captures one or two words, such as `&mut self`; it
     /// is built in the cold branch only) and the result returned; `index` is a constant LLVM propagates into this
     /// instance (its one call site). The quiet copy's inlining into its callers is decided by what the whole
-    /// function costs, this call's set-up included (docs/performance.md, "Eighth round").
-    #[cold]
+    /// function costs, this call's set-up included (docs/performance.md, "Eighth round"). Not `#[cold]` (the macro
+    /// marks its call site unlikely instead): the body inlined into a cold function is optimised for size, and its
+    /// loops are not unswitched on the quiet tests of the functions it inlines (the tokenizer's `tokenize`).
     #[inline(never)]
     fn run_unquiet_here<const N: usize>(
         self,
