@@ -149,52 +149,31 @@ pub use probe::Guard;
 /// body; every other call runs the second, in a `move` closure, out of line. With one closure called from two
 /// places (`run_quiet_in`), a body holding a few probed calls stays an out-of-line call even when quiet
 /// (docs/performance.md, "Eighth round"). The tool takes it only for bodies that declare no items (a `static` or
-/// an `impl` written twice would be two statics, or two conflicting impls). The quiet test is one load and one
-/// branch: the thread's own copy of the function's quiet state (a thread-local the macro declares once per
-/// function, `QuietHere`), a plain load the optimiser may hoist out of a caller's loop, where the crate table's
-/// atomic load was repeated per call (docs/truth-bench.md, "Twelfth round" and "Thirteenth round"). The cold copy
-/// (`ColdCopy::run_unquiet_here`) sets it when the crate's table says quiet.
+/// an `impl` written twice would be two statics, or two conflicting impls).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __calltime_quiet_in {
-    ($states:expr, $index:literal, $body:block) => {{
-        $crate::__calltime_quiet_here!();
-        if $crate::__private::is_quiet_here(&__CALLTIME_QUIET) $body else {
-            $crate::__private::unlikely();
-            $crate::__private::ColdCopy::run_unquiet_here(move || $body, $states, &__CALLTIME_QUIET, $index)
-        }
-    }};
-}
-
-/// The thread-local copy of a function's quiet state (`__private::QuietHere`) that the quiet test of a body written
-/// twice reads: declared once per function, in the block the macro expands to, so that it is compiled with the
-/// function. A `Cell` with a constant initialiser and no destructor: no lazy initialisation, so its accessor is
-/// the address alone.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __calltime_quiet_here {
-    () => {
-        $crate::__private::thread_local! {
-            static __CALLTIME_QUIET: $crate::__private::QuietHere = const { $crate::__private::QuietHere::new() };
+    ($states:expr, $index:literal, $body:block) => {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
+            ($states).run_unquiet_at::<$index, _, _>(move || $body)
         }
     };
 }
 
 /// `__calltime_quiet_in!` for a body whose parameters may drop something (taken by value), so that moving them into
 /// a closure could change when they drop: both copies stay in place, the second under a guard entered out of line
-/// (`States::enter_unquiet_here`). A quiet call runs the first copy with no guard, so no unwind cleanup either: the
+/// (`States::enter_unquiet_at`). A quiet call runs the first copy with no guard, so no unwind cleanup either: the
 /// function keeps the size, and the inlining, of the plain build's (docs/performance.md, "Ninth round"). The tool
 /// takes it for small bodies only, both copies counting toward the function's size.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __calltime_quiet_guard_in {
-    ($states:expr, $index:literal, $body:block) => {{
-        $crate::__calltime_quiet_here!();
-        if $crate::__private::is_quiet_here(&__CALLTIME_QUIET) $body else {
-            let __calltime_guard = ($states).enter_unquiet_here::<$index>(&__CALLTIME_QUIET);
+    ($states:expr, $index:literal, $body:block) => {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
+            let __calltime_guard = ($states).enter_unquiet_at::<$index>();
             $body
         }
-    }};
+    };
 }
 
 /// `__calltime_quiet_in!` for a body whose `Err` returns are counted: the cold copy hands its result to the runtime
@@ -203,11 +182,9 @@ macro_rules! __calltime_quiet_guard_in {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __calltime_quiet_err_in {
-    ($states:expr, $index:literal, $body:block) => {{
-        $crate::__calltime_quiet_here!();
-        if $crate::__private::is_quiet_here(&__CALLTIME_QUIET) $body else {
-            $crate::__private::unlikely();
-            $crate::__private::ColdCopy::run_unquiet_here(move || {
+    ($states:expr, $index:literal, $body:block) => {
+        if $crate::__private::is_quiet_in($states, $index) $body else {
+            ($states).run_unquiet_at::<$index, _, _>(move || {
                 match $crate::__private::call_once(move || $body) {
                     result => {
                         {
@@ -218,9 +195,9 @@ macro_rules! __calltime_quiet_err_in {
                         result
                     }
                 }
-            }, $states, &__CALLTIME_QUIET, $index)
+            })
         }
-    }};
+    };
 }
 
 /// What the code rewritten by `cargo calltime` calls. Not a stable API.
@@ -229,11 +206,9 @@ pub mod __private {
     pub use crate::adopt::{adopt, adopt_future, par_context, ticket, Adopted, ParContext, Ticket};
     pub use crate::alloc::CountingAlloc;
     pub use crate::outcome::{call_once, NotAResult, Outcome};
-    pub use crate::probe::ColdCopy;
-    pub use crate::retire::{QuietHere, States};
+    pub use crate::retire::States;
     pub use crate::{Guard, Instrumented};
     use std::future::Future;
-    pub use std::thread_local;
 
     /// Identifies the plan the probes were inserted by; passed by every root probe.
     #[derive(Debug)]
@@ -289,21 +264,6 @@ pub mod __private {
     pub fn is_quiet_in<const N: usize>(states: &'static States<N>, index: u32) -> bool {
         states.is_quiet(index)
     }
-
-    /// The quiet test of [`quiet_in!`]'s two copies of a body: this thread's copy of whether the function is quiet
-    /// (a plain load: only this thread writes it, so the optimiser may test it once before a loop that calls the
-    /// function). `try_with`, not `with`: where the accessor is a call (from another codegen unit) its result is
-    /// tested for null, and a null goes to the cold copy rather than to a panic's call set up in every caller.
-    #[inline(always)]
-    pub fn is_quiet_here(quiet: &'static std::thread::LocalKey<QuietHere>) -> bool {
-        quiet.try_with(QuietHere::get).unwrap_or(false)
-    }
-
-    /// Marks the branch it is called on as the unlikely one (the cold copy's call in `quiet_in!`), so that the
-    /// optimiser lays the quiet path out straight.
-    #[cold]
-    #[inline(always)]
-    pub fn unlikely() {}
 
     pub use crate::{
         __calltime_quiet_err_in as quiet_err_in, __calltime_quiet_guard_in as quiet_guard_in,

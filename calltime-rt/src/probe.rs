@@ -3,7 +3,6 @@
 
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ptr;
-use std::thread::LocalKey;
 
 use crate::__private::PlanInfo;
 use crate::clock::now;
@@ -11,7 +10,7 @@ use crate::invocation::{
     complete_thread_invocation, current, end_skipped_invocation, replace_current, start_thread_invocation, SKIP,
 };
 use crate::recorder::{Recorder, FLAG_PANICKED, FOLD_KEY, NO_SLOT};
-use crate::retire::{count_retired_call, retired_state, QuietHere, States};
+use crate::retire::{count_retired_call, retired_state, States};
 
 /// The slot of `Guard::SKIPPED_TIMED`.
 const TIMED_SKIP_SLOT: u32 = NO_SLOT - 1;
@@ -131,7 +130,7 @@ pub(crate) fn run_in<R, F: FnOnce() -> R, const N: usize>(states: &'static State
         return body();
     }
     unlikely();
-    body.run_probed_in(states, index)
+    run_probed_in(states, index, body)
 }
 
 /// The probe of a small or medium wrapped body (the tool decides from its source: `rewrite::IN_PLACE_BODY`): a
@@ -190,7 +189,7 @@ fn run_unquiet_in<R, F: FnOnce() -> R, const N: usize>(
     out.write(body());
 }
 
-/// The entry of a call that is not quiet (`run_unquiet_in`, `enter_unquiet_here`): counted when the function retired
+/// The entry of a call that is not quiet (`run_unquiet_in`, `run_unquiet_at`): counted when the function retired
 /// (an inert guard), else the crate's table registered (once) and the call recorded. Outside any invocation while
 /// recording started off, the function goes quiet in its crate's table until recording is switched on, so that
 /// its later calls take the quiet copy in place (`retire::quiet_while_off`).
@@ -209,80 +208,37 @@ fn enter_unquiet<const N: usize>(states: &'static States<N>, index: u32) -> Guar
     }
 }
 
-/// The entry of a call its thread's copy of the quiet test does not know quiet (`ColdCopy::run_unquiet_here`,
-/// `States::enter_unquiet_here`): a function quiet in the crate's table (for good, or while recording is off) is
-/// noted in that copy and the call is quiet (an inert guard); else as `enter_unquiet`.
-#[inline(always)]
-fn enter_unquiet_here<const N: usize>(
-    states: &'static States<N>,
-    quiet: &'static LocalKey<QuietHere>,
-    index: u32,
-) -> Guard {
-    let state = states.state(index);
-    if (state as i8) < 0 {
-        let _ = quiet.try_with(|quiet| quiet.note(state));
-        return Guard::INERT;
-    }
-    enter_unquiet(states, index)
-}
-
-/// The cold copy of `__private::quiet_in!`'s body, as a method of the body's closure type. rustc compiles an
-/// instance of a trait's provided method in the codegen unit of its `Self` type, here the closure's, so in the probed
-/// function's own unit: the optimiser inlines the closure into it as before, and the quiet tests of the functions
-/// the body inlines reach their thread-locals directly. An instance of a free generic function of this crate is
-/// compiled in a unit of its own, where those accessors were calls whose results held registers across the body's
-/// loops; marking the closure `#[inline(never)]` instead cost every recorded call one call more (pulldown-cmark,
-/// docs/truth-bench.md, "Twelfth round").
-#[doc(hidden)]
-pub trait ColdCopy<R>: FnOnce() -> R + Sized {
-    /// The call of a body written twice that its thread's `quiet` copy does not know quiet: counted, recorded, or
-    /// the thread's first call since the function went quiet, which sets `quiet` (`retire::QuietHere`) and runs as a
-    /// quiet call. The closure by value (in registers when it captures one or two words, such as `&mut self`; it
-    /// is built in the cold branch only) and the result returned; `index` is a constant LLVM propagates into this
-    /// instance (its one call site). The quiet copy's inlining into its callers is decided by what the whole
-    /// function costs, this call's set-up included (docs/performance.md, "Eighth round"). Not `#[cold]` (the macro
-    /// marks its call site unlikely instead): the body inlined into a cold function is optimised for size, and its
-    /// loops are not unswitched on the quiet tests of the functions it inlines (the tokenizer's `tokenize`).
-    #[inline(never)]
-    fn run_unquiet_here<const N: usize>(
-        self,
-        states: &'static States<N>,
-        quiet: &'static LocalKey<QuietHere>,
-        index: u32,
-    ) -> R {
-        let _guard = enter_unquiet_here(states, quiet, index);
-        self()
-    }
-}
-
-impl<R, F: FnOnce() -> R> ColdCopy<R> for F {}
-
 impl<const N: usize> States<N> {
-    /// The guard of `__private::quiet_guard_in!`'s second copy (see `ColdCopy::run_unquiet_here`), entered out of
-    /// line and cold, so that the copy stays off the function's straight path.
+    /// The cold copy of `__private::quiet_in!`'s body (a call that is not quiet: counted or recorded), as
+    /// `run_unquiet_in` with fewer arguments to set up at each call site: the index as a constant, the closure by
+    /// value (in registers when it captures one or two words, such as `&mut self`; it is built in the cold branch
+    /// only) and the result returned. The quiet copy's inlining into its callers is decided by what the whole
+    /// function costs, this call's set-up included (docs/performance.md, "Eighth round").
     #[doc(hidden)]
     #[cold]
     #[inline(never)]
-    pub fn enter_unquiet_here<const INDEX: u32>(&'static self, quiet: &'static LocalKey<QuietHere>) -> Guard {
-        enter_unquiet_here(self, quiet, INDEX)
+    pub fn run_unquiet_at<const INDEX: u32, R, F: FnOnce() -> R>(&'static self, body: F) -> R {
+        let _guard = enter_unquiet(self, INDEX);
+        body()
     }
-}
 
-/// `run_in`'s probed case, as a method of the body's closure type, so that it is compiled in the probed function's
-/// codegen unit (see `ColdCopy`): with the body inlined into an instance of a free generic function, compiled in a
-/// unit of its own, the body's inlined children's quiet tests were calls of their thread-locals' accessors
-/// (tokei's `perform_multi_line_analysis`, docs/performance.md "Twelfth round").
-trait ProbedBody<R>: FnOnce() -> R + Sized {
-    /// Registers the crate's table (once), then as `run_probed`.
+    /// The guard of `__private::quiet_guard_in!`'s second copy (a call that is not quiet: counted or recorded),
+    /// entered out of line and cold, so that the copy stays off the function's straight path.
+    #[doc(hidden)]
+    #[cold]
     #[inline(never)]
-    fn run_probed_in<const N: usize>(self, states: &'static States<N>, index: u32) -> R {
-        states.register_once();
-        let _guard = enter_unretired(index);
-        self()
+    pub fn enter_unquiet_at<const INDEX: u32>(&'static self) -> Guard {
+        enter_unquiet(self, INDEX)
     }
 }
 
-impl<R, F: FnOnce() -> R> ProbedBody<R> for F {}
+/// `run_in`'s probed case: registers the crate's table (once), then as `run_probed`.
+#[inline(never)]
+fn run_probed_in<R, F: FnOnce() -> R, const N: usize>(states: &'static States<N>, index: u32, body: F) -> R {
+    states.register_once();
+    let _guard = enter_unretired(index);
+    body()
+}
 
 /// `run`'s probed case: the entry probe, the body, the exit probe.
 #[inline(never)]

@@ -45,10 +45,6 @@ const PINNED: u8 = 127;
 /// The state of a retired function whose calls are no longer counted: the sign bit, so that the probe's quiet path
 /// is one test of it.
 pub(crate) const QUIET: u8 = 0x80;
-/// The state of a function in a crate's table (`States`), never in `STATE`, made quiet there while recording is
-/// off (`quiet_while_off`): quiet (the sign bit) to every probe, and told apart from a retirement's `QUIET` by the
-/// quiet test of a body written twice, which copies only the latter into its thread's `QuietHere`.
-pub(crate) const QUIET_OFF: u8 = 0xC0;
 /// A folded path is checked after every this many random samples.
 pub(crate) const CHECK_EVERY: u64 = 32;
 
@@ -158,82 +154,6 @@ impl<const N: usize> States<N> {
     }
 }
 
-/// One thread's copy of whether one function is quiet: a thread-local the runtime's `quiet_in!` declares in each
-/// body it writes twice, set by the thread itself in the body's out-of-line copy at its first call that finds the
-/// function quiet in its crate's table, and read by the body's quiet test, which is then one load and one branch.
-/// Only its own thread reads or writes it, so the test is a plain load, not an atomic one of a byte other threads
-/// write: the optimiser may test it once before a loop that calls the function (loop unswitching), where the atomic
-/// load was repeated on every call (docs/truth-bench.md, "Twelfth round"). A retirement's `QUIET` is for good; a
-/// copy of a crate table's `QUIET_OFF` (quiet while recording started off) is put on the thread's list
-/// (`QUIET_OFF_HERE`, linked through `next`: no allocation) and cleared at the thread's next change of recording
-/// context after `ctl on` (`clear_quiet_off_here`), before any probe can record in it.
-pub struct QuietHere {
-    quiet: Cell<bool>,
-    next: Cell<*const QuietHere>,
-}
-
-impl QuietHere {
-    /// Not known quiet.
-    #[allow(clippy::new_without_default)]
-    pub const fn new() -> Self {
-        QuietHere { quiet: Cell::new(false), next: Cell::new(std::ptr::null()) }
-    }
-
-    /// Whether this thread saw the function quiet.
-    #[inline(always)]
-    pub(crate) fn get(&self) -> bool {
-        self.quiet.get()
-    }
-
-    /// Notes that the function is quiet in its crate's table, whose byte is `state` (`QUIET` or `QUIET_OFF`).
-    /// `self` is a thread-local of this thread (`LocalKey::with`), alive for the rest of the thread: the list keeps
-    /// its address.
-    pub(crate) fn note(&self, state: u8) {
-        if self.quiet.replace(true) || state != QUIET_OFF {
-            return;
-        }
-        let _ = QUIET_OFF_HERE.try_with(|head| {
-            self.next.set(head.get());
-            head.set(self);
-        });
-    }
-}
-
-thread_local! {
-    /// This thread's `QuietHere` copies set from a crate table's `QUIET_OFF`, linked through their `next`.
-    static QUIET_OFF_HERE: Cell<*const QuietHere> = const { Cell::new(std::ptr::null()) };
-}
-
-/// At each change of this thread's recording context (`settle_retired_calls`): once recording was switched on
-/// (`QUIET_WHILE_OFF` false), the thread's copies of quiet-while-off states are cleared, so that its functions are
-/// probed again in the context it enters, as the crate tables were set back by `end_quiet_while_off`. A thread-local
-/// load and a branch while the list is empty (every thread, once cleared or when recording started on).
-#[inline(always)]
-fn clear_quiet_off_here() {
-    let _ = QUIET_OFF_HERE.try_with(|head| {
-        if !head.get().is_null() {
-            clear_quiet_off_list(head);
-        }
-    });
-}
-
-#[cold]
-#[inline(never)]
-fn clear_quiet_off_list(head: &Cell<*const QuietHere>) {
-    // Pairs with `end_quiet_while_off`'s release: the tables were set back before this reads false.
-    if QUIET_WHILE_OFF.load(Acquire) {
-        return;
-    }
-    let mut next = head.replace(std::ptr::null());
-    while !next.is_null() {
-        // SAFETY: the list holds this thread's own thread-locals (`QuietHere::note`), which live as long as the
-        // thread, and only this thread reads or writes them.
-        let quiet = unsafe { &*next };
-        quiet.quiet.set(false);
-        next = quiet.next.replace(std::ptr::null());
-    }
-}
-
 /// Adds a crate's table to those kept in step, with every retirement made so far copied in. Cold: once per crate.
 #[cold]
 #[inline(never)]
@@ -286,7 +206,7 @@ pub(crate) fn quiet_while_off(bytes: &'static [AtomicU8], index: u32) {
     let kept = records.tables[..records.tables_used].iter().any(|table| std::ptr::eq(*table, bytes));
     if QUIET_WHILE_OFF.load(Relaxed) && probed && kept {
         if let Some(byte) = bytes.get(index as usize) {
-            byte.store(QUIET_OFF, Relaxed);
+            byte.store(QUIET, Relaxed);
         }
     }
 }
@@ -295,7 +215,7 @@ pub(crate) fn quiet_while_off(bytes: &'static [AtomicU8], index: u32) {
 /// record, so the functions made quiet while off are probed again.
 pub(crate) fn end_quiet_while_off() {
     let records = lock(&RECORDS);
-    if !QUIET_WHILE_OFF.load(Relaxed) {
+    if !QUIET_WHILE_OFF.swap(false, Relaxed) {
         return;
     }
     for table in &records.tables[..records.tables_used] {
@@ -304,9 +224,6 @@ pub(crate) fn end_quiet_while_off() {
             mirror.store(if value == PINNED { 0 } else { value }, Release);
         }
     }
-    // After the tables: a thread that reads it false clears its copies of `QUIET_OFF` (`clear_quiet_off_here`)
-    // and reads the tables set back; `quiet_while_off` reads it under the lock held here.
-    QUIET_WHILE_OFF.store(false, Release);
 }
 
 /// The retirements, locked (last: nothing is locked under it) by the fork handler (see `control::watch_forks`).
@@ -523,7 +440,6 @@ pub(crate) fn count_retired_call(index: u32) {
 /// when it is null or `SKIP`), and starts counting afresh. Called at every change of `CURRENT`: once or twice per
 /// invocation or poll, a loop over the slots in use.
 pub(crate) fn settle_retired_calls(left: *mut Recorder) {
-    clear_quiet_off_here();
     // Pairs with the release of `retire`'s state byte, read by the probes before: every function this thread
     // counted is within `slots_used()` read below.
     fence(Acquire);

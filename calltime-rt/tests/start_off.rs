@@ -88,10 +88,10 @@ fn functions_called_while_started_off_go_quiet_until_recording_is_switched_on() 
 /// Threads spawned while recording is off, alive across the switch.
 const THREADS: usize = 3;
 
-/// Each thread keeps its own copy of a body written twice's quiet state (`QuietHere`), set from the crate table's
-/// quiet-while-off byte at its calls while off; `ctl on` cannot reach the other threads' copies, so each thread
-/// clears its own at its next change of recording context. Several threads learn the quiet state while off, stay
-/// alive across the switch, then run roots: every one of their calls of `triple` must be recorded.
+/// Several threads learn the quiet-while-off state at their calls while off, stay alive across `ctl on`, then run
+/// roots: every one of their calls of `triple` (written twice) must be recorded. A quiet test that keeps a copy of
+/// the state per thread (branch quietloop2's reverted form, docs/truth-bench.md "Thirteenth round") must clear each
+/// thread's copy, which `ctl on` on another thread cannot reach; with it taken out, this test failed.
 #[test]
 fn each_thread_forgets_the_quiet_while_off_state_when_recording_is_switched_on() {
     let name = "each_thread_forgets_the_quiet_while_off_state_when_recording_is_switched_on";
