@@ -84,3 +84,49 @@ fn functions_called_while_started_off_go_quiet_until_recording_is_switched_on() 
     assert_eq!(trace.shapes(), vec![recorded; ROOTS_ON]);
     assert!(trace.quiet.is_empty(), "going quiet while off is not a retirement: {:?}", trace.quiet);
 }
+
+/// Threads spawned while recording is off, alive across the switch.
+const THREADS: usize = 3;
+
+/// Several threads learn the quiet-while-off state at their calls while off, stay alive across `ctl on`, then run
+/// roots: every one of their calls of `triple` (written twice) must be recorded. A quiet test that keeps a copy of
+/// the state per thread (branch quietloop2's reverted form, docs/truth-bench.md "Thirteenth round") must clear each
+/// thread's copy, which `ctl on` on another thread cannot reach; with it taken out, this test failed.
+#[test]
+fn each_thread_forgets_the_quiet_while_off_state_when_recording_is_switched_on() {
+    let name = "each_thread_forgets_the_quiet_while_off_state_when_recording_is_switched_on";
+    if is_child(name) {
+        let runs = Cell::new(0);
+        // Starts the runtime, off.
+        assert_eq!(root(&runs), 50);
+        let (off, on) = (std::sync::Barrier::new(THREADS + 1), std::sync::Barrier::new(THREADS + 1));
+        std::thread::scope(|scope| {
+            for _ in 0..THREADS {
+                scope.spawn(|| {
+                    let runs = Cell::new(0);
+                    // Calls while off, inside a root that records nothing and outside any: the thread's copy learns
+                    // the quiet state at its first call that finds it in the table.
+                    assert_eq!(root(&runs) + root(&runs), 100);
+                    assert_eq!(triple(&runs, 7), 21);
+                    off.wait();
+                    on.wait();
+                    for _ in 0..ROOTS_ON {
+                        assert_eq!(root(&runs), 50);
+                    }
+                    assert_eq!(runs.get(), (2 + ROOTS_ON as u64) * CALLS * 2 + 1);
+                });
+            }
+            off.wait();
+            switch_on();
+            on.wait();
+        });
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("calltime-start-off-threads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = run_ok(name, &[("CALLTIME_START_OFF", "1"), ("CALLTIME_CONTROL_DIR", dir.to_str().unwrap())]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let recorded = format!("0[{}]", vec!["1 3"; CALLS as usize].join(" "));
+    assert_eq!(trace.shapes(), vec![recorded; THREADS * ROOTS_ON], "every call of the threads' roots recorded");
+    assert!(trace.quiet.is_empty(), "going quiet while off is not a retirement: {:?}", trace.quiet);
+}
