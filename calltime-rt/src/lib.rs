@@ -278,6 +278,14 @@ pub mod __private {
         crate::probe::enter_root(index, plan)
     }
 
+    /// The test of a root whose body runs in a closure: true when this call is nested in an invocation that
+    /// settles it without recording (one that is not recorded, or a recorded one once the root went quiet), so the
+    /// body runs as it is; every other call goes through `States::run_root_at` (or `run_root_noted_at`).
+    #[inline(always)]
+    pub fn root_is_nested_quiet<const N: usize>(states: &'static States<N>, index: u32) -> bool {
+        crate::probe::root_is_nested_quiet(states, index)
+    }
+
     /// Wraps the body of a non-root async function.
     pub fn instrument<F: Future>(index: u32, fut: F) -> Instrumented<F> {
         Instrumented::new(index, None, fut)
