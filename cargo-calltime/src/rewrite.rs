@@ -625,8 +625,27 @@ mod tests {
              __calltime_r: u8 = loop {}; #[allow(unreachable_code)] return __calltime_r; } \n    b + 1 \
              })\n}\n"
         );
-        // A root keeps its guard: the invocation starts and ends with it.
+        // A root runs the body at once when nested and settled without recording, else through the runtime's
+        // out-of-line call that holds its guard (the invocation starts and ends with it).
         let out = apply(src, &[Probe { site: &s, is_root: true }], &plan()).unwrap();
+        let plan_info = plan_info_expr(&plan());
+        assert_eq!(
+            out,
+            format!(
+                "fn f(b: u8) -> u8 {{let __calltime_body = move || {{ if false {{ #[allow(unreachable_code)] let \
+                 __calltime_r: u8 = loop {{}}; #[allow(unreachable_code)] return __calltime_r; }} \n    b + 1 }}; \
+                 if ::calltime_rt::__private::root_is_nested_quiet(&crate::__CALLTIME_STATE, 3) {{ \
+                 ::calltime_rt::__private::call_once(__calltime_body) }} else {{ \
+                 (&crate::__CALLTIME_STATE).run_root_at::<3, _, _>({plan_info}, __calltime_body) }} \n}}\n"
+            )
+        );
+        // In the dev profile, and when its parameters may drop something, a root keeps the guard form.
+        let dev = PlanInfo { dev_profile: true, ..plan() };
+        let out = apply(src, &[Probe { site: &s, is_root: true }], &dev).unwrap();
+        assert!(out.starts_with("fn f(b: u8) -> u8 {let __calltime_guard = ::calltime_rt::__private::enter_root(3, "));
+        assert!(out.ends_with("    b + 1\n}\n"), "{out}");
+        let dropping = ProbeSite { body_in_closure: false, ..s.clone() };
+        let out = apply(src, &[Probe { site: &dropping, is_root: true }], &plan()).unwrap();
         assert!(out.starts_with("fn f(b: u8) -> u8 {let __calltime_guard = ::calltime_rt::__private::enter_root(3, "));
         assert!(out.ends_with("    b + 1\n}\n"), "{out}");
         // A body whose `Err`s are counted: the counting wrap inside the runtime's closure.
@@ -688,7 +707,8 @@ mod tests {
         );
         // A root, the dev profile and a body past `WRITTEN_TWICE_BODY` keep their forms.
         let out = apply(src, &[Probe { site: &s, is_root: true }], &plan()).unwrap();
-        assert!(!out.contains("quiet_err_in!") && out.contains("enter_root(4, "), "{out}");
+        assert!(!out.contains("quiet_err_in!") && out.contains(").run_root_noted_at::<4, _, _, _>("), "{out}");
+        assert!(out.contains("::calltime_rt::__private::Outcome(__calltime_result).note(4); })"), "{out}");
         let dev = PlanInfo { dev_profile: true, ..plan() };
         let out = apply(src, &[Probe { site: &s, is_root: false }], &dev).unwrap();
         assert!(!out.contains("quiet_err_in!") && out.contains("enter_in(&crate::__CALLTIME_STATE, 4)"), "{out}");
