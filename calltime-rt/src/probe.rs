@@ -24,8 +24,9 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// Records nothing.
-    pub(crate) const INERT: Guard = Guard { rec: ptr::null_mut(), slot: NO_SLOT };
+    /// Records nothing (the guard of a quiet call in `__private::quiet_guard_in!`).
+    #[doc(hidden)]
+    pub const INERT: Guard = Guard { rec: ptr::null_mut(), slot: NO_SLOT };
     /// The root guard of an invocation that is not recorded: its drop ends the skipped invocation (clears
     /// `CURRENT`).
     pub(crate) const SKIPPED: Guard = Guard { rec: SKIP, slot: NO_SLOT };
