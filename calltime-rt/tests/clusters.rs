@@ -36,7 +36,7 @@ fn parse_in_closure(depth: u32) -> u64 {
     if root_is_nested_quiet(&STATES, 0) {
         call_once(__calltime_body)
     } else {
-        (&STATES).run_root_at::<0, _, _>(&PLAN, __calltime_body)
+        STATES.run_root_at::<0, _, _>(&PLAN, __calltime_body)
     }
 }
 
@@ -99,7 +99,7 @@ fn document_in_closure() -> u64 {
     if root_is_nested_quiet(&STATES, 0) {
         call_once(__calltime_body)
     } else {
-        (&STATES).run_root_at::<0, _, _>(&PLAN, __calltime_body)
+        STATES.run_root_at::<0, _, _>(&PLAN, __calltime_body)
     }
 }
 

@@ -112,8 +112,8 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
                     return vec![(site.open, open), (site.close, " })".to_owned())];
                 }
                 if !site.body_in_closure && !counts_errs && size < IN_PLACE_BODY {
-                    // Parameters that may drop something stay the function's own: both copies in place, the
-                    // guard in the second.
+                    // Parameters that may drop something stay the function's own: the body once, in place, under a
+                    // guard that a quiet call takes inert.
                     let open = format!("::calltime_rt::__private::quiet_guard_in!(&crate::{STATES}, {index}, {{");
                     return vec![(site.open, open), (site.close, " })".to_owned())];
                 }
