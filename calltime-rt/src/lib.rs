@@ -283,7 +283,7 @@ pub mod __private {
 
     /// The test of a root whose body runs in a closure: true when this call is nested in an invocation that
     /// settles it without recording (one that is not recorded, or a recorded one once the root went quiet), so the
-    /// body runs as it is; every other call goes through `States::run_root_at` (or `run_root_noted_at`).
+    /// body runs as it is; every other call goes through `States::run_root_noted_at`.
     #[inline(always)]
     pub fn root_is_nested_quiet<const N: usize>(states: &'static States<N>, index: u32) -> bool {
         crate::probe::root_is_nested_quiet(states, index)

@@ -289,7 +289,7 @@ unsafe fn record_enter_node(rec: *mut Recorder, index: u32) -> Guard {
 /// recorded (`SKIP`), or in a recorded one once the root went quiet (a recursive root retired with its cluster).
 /// `enter_root` decides the same for these calls (an inert guard); this test lets the rewritten root run its body
 /// with nothing around it, so a recursive root's nested calls cost a thread-local load and a branch or two, and
-/// everything else is one call of `States::run_root_at` (docs/performance.md, "Thirteenth round").
+/// everything else is one call of `States::run_root_noted_at` (docs/performance.md, "Thirteenth round").
 #[inline(always)]
 pub(crate) fn root_is_nested_quiet<const N: usize>(states: &'static States<N>, index: u32) -> bool {
     let rec = current();
@@ -299,17 +299,8 @@ pub(crate) fn root_is_nested_quiet<const N: usize>(states: &'static States<N>, i
 impl<const N: usize> States<N> {
     /// A root's call that `root_is_nested_quiet` did not settle (an outermost call, a recorded or counted nested
     /// one): the crate's table registered (once, so the root's quiet byte reaches it), then `enter_root`'s guard
-    /// around the body. Out of line and not cold: a root that does not recurse takes it at every call.
-    #[doc(hidden)]
-    #[inline(never)]
-    pub fn run_root_at<const INDEX: u32, R, F: FnOnce() -> R>(&'static self, plan: &'static PlanInfo, body: F) -> R {
-        self.register_once();
-        let _guard = enter_root(INDEX, plan);
-        body()
-    }
-
-    /// `run_root_at` for a root whose `Err` returns are counted: `note` sees the result only when the call records
-    /// (as `Guard::records` decides for the guard form).
+    /// around the body; `note` (the `Err` note) sees the result only when the call records, as `Guard::records`
+    /// decides for the guard form. Out of line and not cold: a root that does not recurse takes it at every call.
     #[doc(hidden)]
     #[inline(never)]
     pub fn run_root_noted_at<const INDEX: u32, R, F: FnOnce() -> R, Note: FnOnce(&R)>(

@@ -101,7 +101,7 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
                 // would settle without recording runs it at once (`root_closure_wrap`). Not for other roots whose
                 // parameters would allow it: the truth bench's `search_file`, moved into the closure, cost its
                 // per-file invocations 37 M instructions more (docs/performance.md, "Thirteenth round").
-                let (open, close) = root_closure_wrap(index, plan, site.return_type.as_deref(), counts_errs);
+                let (open, close) = root_closure_wrap(index, plan, site.return_type.as_deref());
                 return vec![(site.open, open), (site.close, close)];
             }
             if site.body_twice && !probe.is_root && !plan.dev_profile {
@@ -203,23 +203,19 @@ fn guarded_err_wrap(index: u32, return_type: Option<&str>) -> (String, String) {
 /// The text around a root's sync body whose `Err`s are counted, in an optimised build: the body in one closure,
 /// run at once when the call is nested in an invocation that would settle it without recording (`SKIP`, or the root
 /// quiet: `root_is_nested_quiet`, a thread-local load and a branch or two), else by one out-of-line call that holds
-/// the guard (`States::run_root_at`; `run_root_noted_at` passes the result of a recorded call to the `Err` note).
+/// the guard (`States::run_root_noted_at`, which passes the result of a recorded call to the `Err` note).
 /// A recursive root (serde_json's `Value::deserialize`, 440,000 nested calls in 20,000 invocations) then pays no
 /// guard, no saved registers and no result copies in its nested calls, and stays small enough to be inlined into
 /// its callers (docs/performance.md, "Thirteenth round"). The closure has two call sites, as in
 /// `guarded_err_wrap`.
-fn root_closure_wrap(index: u32, plan: &PlanInfo, return_type: Option<&str>, counts_errs: bool) -> (String, String) {
+fn root_closure_wrap(index: u32, plan: &PlanInfo, return_type: Option<&str>) -> (String, String) {
     let pin = return_pin(return_type);
     let plan = plan_info_expr(plan);
-    let cold = if counts_errs {
-        format!(
-            "(&crate::{STATES}).run_root_noted_at::<{index}, _, _, _>({plan}, __calltime_body, |__calltime_result| \
-             {{ #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as _; \
-             ::calltime_rt::__private::Outcome(__calltime_result).note({index}); }})"
-        )
-    } else {
-        format!("(&crate::{STATES}).run_root_at::<{index}, _, _>({plan}, __calltime_body)")
-    };
+    let cold = format!(
+        "(&crate::{STATES}).run_root_noted_at::<{index}, _, _, _>({plan}, __calltime_body, |__calltime_result| \
+         {{ #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as _; \
+         ::calltime_rt::__private::Outcome(__calltime_result).note({index}); }})"
+    );
     (
         format!("let __calltime_body = move || {{ {pin}"),
         format!(
