@@ -160,20 +160,23 @@ macro_rules! __calltime_quiet_in {
     };
 }
 
-/// `__calltime_quiet_in!` for a body whose parameters may drop something (taken by value), so that moving them into
-/// a closure could change when they drop: both copies stay in place, the second under a guard entered out of line
-/// (`States::enter_unquiet_at`). A quiet call runs the first copy with no guard, so no unwind cleanup either: the
-/// function keeps the size, and the inlining, of the plain build's (docs/performance.md, "Ninth round"). The tool
-/// takes it for small bodies only, both copies counting toward the function's size.
+/// The probe of a small body whose parameters may drop something (taken by value), so that moving them into a
+/// closure could change when they drop: the body once, in place, under a guard that a quiet call takes inert
+/// (`Guard::INERT`, nothing to do at the exit but a test) and every other call enters out of line
+/// (`States::enter_unquiet_at`). Written twice (a quiet copy and a guarded one), every call the body makes had two
+/// call sites, so a callee the plain build inlines into it stayed out of line (serde_json's `Map::insert`, one call
+/// of `BTreeMap::insert`: docs/performance.md, "Thirteenth round"). The tool takes it for small bodies only.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __calltime_quiet_guard_in {
-    ($states:expr, $index:literal, $body:block) => {
-        if $crate::__private::is_quiet_in($states, $index) $body else {
-            let __calltime_guard = ($states).enter_unquiet_at::<$index>();
-            $body
-        }
-    };
+    ($states:expr, $index:literal, $body:block) => {{
+        let __calltime_guard = if $crate::__private::is_quiet_in($states, $index) {
+            $crate::__private::Guard::INERT
+        } else {
+            ($states).enter_unquiet_at::<$index>()
+        };
+        $body
+    }};
 }
 
 /// `__calltime_quiet_in!` for a body whose `Err` returns are counted: the cold copy hands its result to the runtime
@@ -276,6 +279,14 @@ pub mod __private {
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn enter_root(index: u32, plan: &'static PlanInfo) -> Guard {
         crate::probe::enter_root(index, plan)
+    }
+
+    /// The test of a root whose body runs in a closure: true when this call is nested in an invocation that
+    /// settles it without recording (one that is not recorded, or a recorded one once the root went quiet), so the
+    /// body runs as it is; every other call goes through `States::run_root_noted_at`.
+    #[inline(always)]
+    pub fn root_is_nested_quiet<const N: usize>(states: &'static States<N>, index: u32) -> bool {
+        crate::probe::root_is_nested_quiet(states, index)
     }
 
     /// Wraps the body of a non-root async function.

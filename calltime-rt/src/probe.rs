@@ -24,8 +24,9 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// Records nothing.
-    pub(crate) const INERT: Guard = Guard { rec: ptr::null_mut(), slot: NO_SLOT };
+    /// Records nothing (the guard of a quiet call in `__private::quiet_guard_in!`).
+    #[doc(hidden)]
+    pub const INERT: Guard = Guard { rec: ptr::null_mut(), slot: NO_SLOT };
     /// The root guard of an invocation that is not recorded: its drop ends the skipped invocation (clears
     /// `CURRENT`).
     pub(crate) const SKIPPED: Guard = Guard { rec: SKIP, slot: NO_SLOT };
@@ -282,6 +283,40 @@ unsafe fn record_enter_call(rec: *mut Recorder, index: u32) -> Guard {
 unsafe fn record_enter_node(rec: *mut Recorder, index: u32) -> Guard {
     // SAFETY: the caller's contract.
     unsafe { record_enter(rec, index) }
+}
+
+/// Whether a call of root `index` is settled without any probe work: nested in an invocation that is not
+/// recorded (`SKIP`), or in a recorded one once the root went quiet (a recursive root retired with its cluster).
+/// `enter_root` decides the same for these calls (an inert guard); this test lets the rewritten root run its body
+/// with nothing around it, so a recursive root's nested calls cost a thread-local load and a branch or two, and
+/// everything else is one call of `States::run_root_noted_at` (docs/performance.md, "Thirteenth round").
+#[inline(always)]
+pub(crate) fn root_is_nested_quiet<const N: usize>(states: &'static States<N>, index: u32) -> bool {
+    let rec = current();
+    rec == SKIP || (!rec.is_null() && states.is_quiet(index))
+}
+
+impl<const N: usize> States<N> {
+    /// A root's call that `root_is_nested_quiet` did not settle (an outermost call, a recorded or counted nested
+    /// one): the crate's table registered (once, so the root's quiet byte reaches it), then `enter_root`'s guard
+    /// around the body; `note` (the `Err` note) sees the result only when the call records, as `Guard::records`
+    /// decides for the guard form. Out of line and not cold: a root that does not recurse takes it at every call.
+    #[doc(hidden)]
+    #[inline(never)]
+    pub fn run_root_noted_at<const INDEX: u32, R, F: FnOnce() -> R, Note: FnOnce(&R)>(
+        &'static self,
+        plan: &'static PlanInfo,
+        body: F,
+        note: Note,
+    ) -> R {
+        self.register_once();
+        let guard = enter_root(INDEX, plan);
+        let result = body();
+        if guard.records() {
+            note(&result);
+        }
+        result
+    }
 }
 
 #[inline(always)]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use calltime_rt::__private::{enter, enter_root, PlanInfo};
+use calltime_rt::__private::{call_once, enter, enter_root, root_is_nested_quiet, PlanInfo, States};
 use common::{is_child, run_ok, Trace};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -18,29 +18,48 @@ static PLAN: PlanInfo = PlanInfo { id: "plan-clusters", table: "", functions: 8 
 const DEPTH: u32 = 2;
 const INVOCATIONS: u64 = 3000;
 
+/// The crate's table of state bytes, as the shadow copy declares it in each crate root, for the root in the
+/// closure form below.
+static STATES: States<8> = States::new();
+
 #[inline(never)]
 fn parse(depth: u32) -> u64 {
     let __calltime_guard = enter_root(0, &PLAN);
-    any(depth)
+    any::<false>(depth)
 }
 
+/// `parse` as the rewrite writes a root whose `Err`s are counted in an optimised build (`rewrite::root_closure_wrap`;
+/// nothing to note here): a nested call settled without recording runs the body at once.
 #[inline(never)]
-fn any(depth: u32) -> u64 {
+fn parse_in_closure(depth: u32) -> u64 {
+    let __calltime_body = move || any::<true>(depth);
+    if root_is_nested_quiet(&STATES, 0) {
+        call_once(__calltime_body)
+    } else {
+        STATES.run_root_noted_at::<0, _, _, _>(&PLAN, __calltime_body, |_| {})
+    }
+}
+
+/// `CLOSURE`: the recursion goes back to `parse_in_closure` rather than `parse`.
+#[inline(never)]
+fn any<const CLOSURE: bool>(depth: u32) -> u64 {
     let __calltime_guard = enter(1);
-    map(depth)
+    map::<CLOSURE>(depth)
 }
 
 #[inline(never)]
-fn map(depth: u32) -> u64 {
+fn map<const CLOSURE: bool>(depth: u32) -> u64 {
     let __calltime_guard = enter(2);
-    value(depth) + value(depth)
+    value::<CLOSURE>(depth) + value::<CLOSURE>(depth)
 }
 
 #[inline(never)]
-fn value(depth: u32) -> u64 {
+fn value<const CLOSURE: bool>(depth: u32) -> u64 {
     let __calltime_guard = enter(3);
     if depth == 0 {
         leaf(u64::from(depth))
+    } else if CLOSURE {
+        parse_in_closure(depth - 1)
     } else {
         parse(depth - 1)
     }
@@ -67,7 +86,21 @@ fn slow() {
 fn document() -> u64 {
     let __calltime_guard = enter_root(0, &PLAN);
     slow();
-    any(DEPTH)
+    any::<false>(DEPTH)
+}
+
+/// `document` in the closure form of `parse_in_closure`.
+#[inline(never)]
+fn document_in_closure() -> u64 {
+    let __calltime_body = move || {
+        slow();
+        any::<true>(DEPTH)
+    };
+    if root_is_nested_quiet(&STATES, 0) {
+        call_once(__calltime_body)
+    } else {
+        STATES.run_root_noted_at::<0, _, _, _>(&PLAN, __calltime_body, |_| {})
+    }
 }
 
 /// Calls of each function per invocation: `parse` 1 + 2 + 4 (the first is the invocation's root), `any` and
@@ -91,7 +124,24 @@ fn a_recursive_cluster_retires_together_and_goes_quiet_together_after_its_counte
     // Every invocation recorded: the count of trees after the retirement below is about the retirement, not about
     // sampling for cost (which would keep a fraction of these cheap ones; tests/sampled.rs).
     let name = "a_recursive_cluster_retires_together_and_goes_quiet_together_after_its_counted_invocations";
-    let trace = run_ok(name, &[("CALLTIME_COST_BUDGET", "0")]);
+    check_cluster_retired_and_quiet(&run_ok(name, &[("CALLTIME_COST_BUDGET", "0")]));
+}
+
+/// The same with the root in the closure form an optimised build's rewrite gives it: the same trees, counts and
+/// retirements (its nested calls take the inline path once the cycle is quiet, and the out-of-line one before).
+#[test]
+fn a_recursive_root_in_the_closure_form_retires_and_goes_quiet_as_the_guard_form_does() {
+    let name = "a_recursive_root_in_the_closure_form_retires_and_goes_quiet_as_the_guard_form_does";
+    if is_child(name) {
+        for _ in 0..INVOCATIONS {
+            black_box(document_in_closure());
+        }
+        return;
+    }
+    check_cluster_retired_and_quiet(&run_ok(name, &[("CALLTIME_COST_BUDGET", "0")]));
+}
+
+fn check_cluster_retired_and_quiet(trace: &Trace) {
     let mut retired: Vec<u32> = trace.retirements.iter().map(|r| r.index).collect();
     retired.sort_unstable();
     assert_eq!(retired, [0, 1, 2, 3, 4], "the cluster (0: its nested calls) and the leaf under it; not `slow`");
@@ -116,7 +166,7 @@ fn a_recursive_cluster_retires_together_and_goes_quiet_together_after_its_counte
         let ended = inv.start + inv.duration;
         assert!(ended < first_quiet || inv.start > last_quiet, "invocation {i} ran while the cycle went quiet");
         for (index, calls) in PER_INVOCATION {
-            let (nodes, counted) = calls_in(&trace, i, index);
+            let (nodes, counted) = calls_in(trace, i, index);
             if index == 5 || ended < quiet_at(index) {
                 assert_eq!(nodes + counted, calls, "function {index} in invocation {i}: {inv:?}");
             } else {
@@ -144,6 +194,7 @@ fn exact_mode_retires_no_cluster() {
     if is_child("exact_mode_retires_no_cluster") {
         for _ in 0..INVOCATIONS / 4 {
             black_box(document());
+            black_box(document_in_closure());
         }
         return;
     }
@@ -220,7 +271,7 @@ fn per_big_invocation() -> [(u32, u64); 6] {
 fn big_document() -> u64 {
     let __calltime_guard = enter_root(0, &PLAN);
     slow();
-    any(DEEP)
+    any::<false>(DEEP)
 }
 
 /// Invocations that fold (thousands of recursive calls each): the cluster retires at the first one's fold, whose
@@ -276,7 +327,7 @@ const MIDDLING: u32 = 9;
 fn middling_document() -> u64 {
     let __calltime_guard = enter_root(0, &PLAN);
     slow();
-    any(MIDDLING)
+    any::<false>(MIDDLING)
 }
 
 /// A cycle whose functions make fewer than `QUIET_AT_END_CALLS` calls each per invocation, but more together (a

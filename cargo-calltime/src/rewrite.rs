@@ -96,6 +96,14 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
                 format!("enter_in(&crate::{STATES}, {index})")
             };
             let size = site.close.saturating_sub(site.open);
+            if probe.is_root && !plan.dev_profile && counts_errs {
+                // A body that runs in a closure anyway (its `Err` counting's): a nested call that the root's probe
+                // would settle without recording runs it at once (`root_closure_wrap`). Not for other roots whose
+                // parameters would allow it: the truth bench's `search_file`, moved into the closure, cost its
+                // per-file invocations 37 M instructions more (docs/performance.md, "Thirteenth round").
+                let (open, close) = root_closure_wrap(index, plan, site.return_type.as_deref());
+                return vec![(site.open, open), (site.close, close)];
+            }
             if site.body_twice && !probe.is_root && !plan.dev_profile {
                 let pin = return_pin(site.return_type.as_deref());
                 if (site.body_in_closure || counts_errs) && size < WRITTEN_TWICE_BODY {
@@ -106,8 +114,8 @@ pub fn insertions(probe: &Probe<'_>, plan: &PlanInfo) -> Vec<(usize, String)> {
                     return vec![(site.open, open), (site.close, " })".to_owned())];
                 }
                 if !site.body_in_closure && !counts_errs && size < IN_PLACE_BODY {
-                    // Parameters that may drop something stay the function's own: both copies in place, the
-                    // guard in the second.
+                    // Parameters that may drop something stay the function's own: the body once, in place, under a
+                    // guard that a quiet call takes inert.
                     let open = format!("::calltime_rt::__private::quiet_guard_in!(&crate::{STATES}, {index}, {{");
                     return vec![(site.open, open), (site.close, " })".to_owned())];
                 }
@@ -188,6 +196,31 @@ fn guarded_err_wrap(index: u32, return_type: Option<&str>) -> (String, String) {
             " }}; if __calltime_guard.records() {{ match ::calltime_rt::__private::call_once(__calltime_body) {{ \
              __calltime_result => {{ {note}__calltime_result }} }} }} else {{ \
              ::calltime_rt::__private::call_once(__calltime_body) }} "
+        ),
+    )
+}
+
+/// The text around a root's sync body whose `Err`s are counted, in an optimised build: the body in one closure,
+/// run at once when the call is nested in an invocation that would settle it without recording (`SKIP`, or the root
+/// quiet: `root_is_nested_quiet`, a thread-local load and a branch or two), else by one out-of-line call that holds
+/// the guard (`States::run_root_noted_at`, which passes the result of a recorded call to the `Err` note).
+/// A recursive root (serde_json's `Value::deserialize`, 440,000 nested calls in 20,000 invocations) then pays no
+/// guard, no saved registers and no result copies in its nested calls, and stays small enough to be inlined into
+/// its callers (docs/performance.md, "Thirteenth round"). The closure has two call sites, as in
+/// `guarded_err_wrap`.
+fn root_closure_wrap(index: u32, plan: &PlanInfo, return_type: Option<&str>) -> (String, String) {
+    let pin = return_pin(return_type);
+    let plan = plan_info_expr(plan);
+    let cold = format!(
+        "(&crate::{STATES}).run_root_noted_at::<{index}, _, _, _>({plan}, __calltime_body, |__calltime_result| \
+         {{ #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as _; \
+         ::calltime_rt::__private::Outcome(__calltime_result).note({index}); }})"
+    );
+    (
+        format!("let __calltime_body = move || {{ {pin}"),
+        format!(
+            " }}; if ::calltime_rt::__private::root_is_nested_quiet(&crate::{STATES}, {index}) {{ \
+             ::calltime_rt::__private::call_once(__calltime_body) }} else {{ {cold} }} "
         ),
     )
 }
@@ -590,7 +623,7 @@ mod tests {
              __calltime_r: u8 = loop {}; #[allow(unreachable_code)] return __calltime_r; } \n    b + 1 \
              })\n}\n"
         );
-        // A root keeps its guard: the invocation starts and ends with it.
+        // A root keeps its guard (the invocation starts and ends with it), its body in place.
         let out = apply(src, &[Probe { site: &s, is_root: true }], &plan()).unwrap();
         assert!(out.starts_with("fn f(b: u8) -> u8 {let __calltime_guard = ::calltime_rt::__private::enter_root(3, "));
         assert!(out.ends_with("    b + 1\n}\n"), "{out}");
@@ -653,7 +686,8 @@ mod tests {
         );
         // A root, the dev profile and a body past `WRITTEN_TWICE_BODY` keep their forms.
         let out = apply(src, &[Probe { site: &s, is_root: true }], &plan()).unwrap();
-        assert!(!out.contains("quiet_err_in!") && out.contains("enter_root(4, "), "{out}");
+        assert!(!out.contains("quiet_err_in!") && out.contains(").run_root_noted_at::<4, _, _, _>("), "{out}");
+        assert!(out.contains("::calltime_rt::__private::Outcome(__calltime_result).note(4); })"), "{out}");
         let dev = PlanInfo { dev_profile: true, ..plan() };
         let out = apply(src, &[Probe { site: &s, is_root: false }], &dev).unwrap();
         assert!(!out.contains("quiet_err_in!") && out.contains("enter_in(&crate::__CALLTIME_STATE, 4)"), "{out}");
@@ -765,9 +799,31 @@ mod tests {
              _; ::calltime_rt::__private::Outcome(&__calltime_result).note(4); } __calltime_result } } } else { \
              ::calltime_rt::__private::call_once(__calltime_body) } \n}\n"
         );
-        // The dev profile: one path, every result noted (the note leaves a call that records nothing alone).
+        // A root: the body in a closure, run at once when the call is nested in an invocation that records it not,
+        // else by the runtime's out-of-line call holding the guard, whose note sees a recorded call's result.
+        let out = apply(src, &[Probe { site: &s, is_root: true }], &plan()).unwrap();
+        let plan_info = plan_info_expr(&plan());
+        assert_eq!(
+            out,
+            format!(
+                "fn f() -> Result<u8, E> {{let __calltime_body = move || {{ if false {{ #[allow(unreachable_code)] \
+                 let __calltime_r: Result<u8, E> = loop {{}}; #[allow(unreachable_code)] return __calltime_r; }} \n    \
+                 g()?;\n    Ok(1) }}; if ::calltime_rt::__private::root_is_nested_quiet(&crate::__CALLTIME_STATE, 4) \
+                 {{ ::calltime_rt::__private::call_once(__calltime_body) }} else {{ \
+                 (&crate::__CALLTIME_STATE).run_root_noted_at::<4, _, _, _>({plan_info}, __calltime_body, \
+                 |__calltime_result| {{ #[allow(unused_imports)] use ::calltime_rt::__private::NotAResult as _; \
+                 ::calltime_rt::__private::Outcome(__calltime_result).note(4); }}) }} \n}}\n"
+            )
+        );
+        // The dev profile: one path, every result noted (the note leaves a call that records nothing alone); a
+        // root too, after its guard.
         let dev = PlanInfo { dev_profile: true, ..plan() };
         let out = apply(src, &[Probe { site: &s, is_root: false }], &dev).unwrap();
+        assert!(out.contains("; match ::calltime_rt::__private::call_once(move || { if false"), "{out}");
+        let out = apply(src, &[Probe { site: &s, is_root: true }], &dev).unwrap();
+        assert!(
+            out.starts_with("fn f() -> Result<u8, E> {let __calltime_guard = ::calltime_rt::__private::enter_root(4, ")
+        );
         assert!(out.contains("; match ::calltime_rt::__private::call_once(move || { if false"), "{out}");
         // Async: an inner async block, its output noted inside the wrapper.
         let src = "async fn f() -> Result<u8, E> {\n    Ok(1)\n}\n";
