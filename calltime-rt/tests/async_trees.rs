@@ -4,10 +4,10 @@
 mod common;
 
 use calltime_rt::__private::{enter, enter_root, instrument, instrument_root, PlanInfo};
-use common::{is_child, run_ok};
+use common::{is_child, poll_once, run_ok, Task};
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+use std::task::{Context, Poll};
 
 static PLAN: PlanInfo = PlanInfo { id: "plan-async", table: "", functions: 16 };
 
@@ -66,23 +66,6 @@ impl Future for YieldOnce {
             Poll::Pending
         }
     }
-}
-
-fn noop_waker() -> Waker {
-    fn clone(_: *const ()) -> RawWaker {
-        RawWaker::new(std::ptr::null(), &VTABLE)
-    }
-    fn noop(_: *const ()) {}
-    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, noop, noop, noop);
-    // SAFETY: every vtable function ignores the (null) data pointer.
-    unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
-}
-
-type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-fn poll_once(task: &mut Task) -> bool {
-    let waker = noop_waker();
-    task.as_mut().poll(&mut Context::from_waker(&waker)).is_ready()
 }
 
 /// Polls every task in turn until all are done: their polls interleave on this thread.

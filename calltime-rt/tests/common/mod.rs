@@ -408,3 +408,23 @@ impl Trace {
         self.invocations.iter().map(Inv::shape).collect()
     }
 }
+
+/// A waker that does nothing: the tests poll their tasks in turn themselves.
+pub fn noop_waker() -> std::task::Waker {
+    fn clone(_: *const ()) -> std::task::RawWaker {
+        std::task::RawWaker::new(std::ptr::null(), &VTABLE)
+    }
+    fn noop(_: *const ()) {}
+    static VTABLE: std::task::RawWakerVTable = std::task::RawWakerVTable::new(clone, noop, noop, noop);
+    // SAFETY: every vtable function ignores the (null) data pointer.
+    unsafe { std::task::Waker::from_raw(std::task::RawWaker::new(std::ptr::null(), &VTABLE)) }
+}
+
+/// A boxed task the tests poll by hand.
+pub type Task = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Polls `task` once; true when it finished.
+pub fn poll_once(task: &mut Task) -> bool {
+    let waker = noop_waker();
+    task.as_mut().poll(&mut std::task::Context::from_waker(&waker)).is_ready()
+}
